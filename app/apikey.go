@@ -1,0 +1,133 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// apiKeyPrefix marks Herald API keys so that secret scanners and people
+// recognise them.
+const apiKeyPrefix = "hk_"
+
+// apiKeyVisible is how many leading characters of a secret are stored in the
+// clear, so that a key can be recognised in lists without revealing it.
+const apiKeyVisible = len(apiKeyPrefix) + 8
+
+// apiKeyTouchEvery limits how often last_used_at is written, so that a busy
+// key does not turn every request into a write.
+const apiKeyTouchEvery = time.Minute
+
+// APIKey lets a tenant's systems call the API. Only a SHA-256 hash of the
+// secret is stored; the secret itself is shown once, at creation.
+type APIKey struct {
+	ID         uuid.UUID  `db:"id"`
+	TenantID   uuid.UUID  `db:"tenant_id"`
+	Name       string     `db:"name"`
+	Prefix     string     `db:"prefix"`
+	Hash       []byte     `db:"hash"`
+	CreatedBy  *uuid.UUID `db:"created_by"`
+	LastUsedAt *time.Time `db:"last_used_at"`
+	RevokedAt  *time.Time `db:"revoked_at"`
+	CreatedAt  time.Time  `db:"created_at"`
+}
+
+// HashAPIKey returns the stored form of an API key secret.
+func HashAPIKey(secret string) []byte {
+	sum := sha256.Sum256([]byte(secret))
+	return sum[:]
+}
+
+// newAPIKeySecret returns a fresh secret: the prefix and 26 characters of
+// base32 from crypto/rand (128 bits).
+func newAPIKeySecret() string {
+	return apiKeyPrefix + rand.Text()
+}
+
+// APIKeys creates, authenticates and revokes API keys.
+type APIKeys struct {
+	Store Store
+	Now   Clock
+}
+
+// Create makes a key named name for the tenant and returns it with its
+// secret, which is not stored and cannot be shown again.
+func (s *APIKeys) Create(ctx context.Context, actor Actor, tenantID uuid.UUID, name string) (*APIKey, string, error) {
+	name = strings.TrimSpace(name)
+	switch {
+	case name == "":
+		return nil, "", FieldErrorf("name", "Name is required (say which system uses the key).")
+	case len(name) > 100:
+		return nil, "", FieldErrorf("name", "Name must be at most 100 characters.")
+	}
+	secret := newAPIKeySecret()
+	k := &APIKey{
+		ID:        uuid.New(),
+		TenantID:  tenantID,
+		Name:      name,
+		Prefix:    secret[:apiKeyVisible],
+		Hash:      HashAPIKey(secret),
+		CreatedBy: actor.ID,
+		CreatedAt: s.Now(),
+	}
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+		if err := tx.CreateAPIKey(ctx, k); err != nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "api_key.create", "api_key", k.ID.String(), map[string]any{
+			"name": k.Name, "prefix": k.Prefix,
+		}))
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return k, secret, nil
+}
+
+// Authenticate resolves a secret to its key. Unknown, malformed and revoked
+// secrets are all EUNAUTHORIZED with the same message, so a caller learns
+// nothing about which keys exist.
+func (s *APIKeys) Authenticate(ctx context.Context, secret string) (*APIKey, error) {
+	denied := Errorf(EUNAUTHORIZED, "The API key is missing, unknown or revoked.")
+	if !strings.HasPrefix(secret, apiKeyPrefix) || len(secret) < apiKeyVisible+16 || len(secret) > 200 {
+		return nil, denied
+	}
+	var k *APIKey
+	// The tenant is what we are looking for, so the lookup is platform-scoped;
+	// it reads one row by a unique hash and nothing else.
+	err := s.Store.InPlatform(ctx, func(tx Tx) (err error) {
+		k, err = tx.APIKeyByHash(ctx, HashAPIKey(secret))
+		if err != nil {
+			return err
+		}
+		now := s.Now()
+		if k.RevokedAt == nil && (k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > apiKeyTouchEvery) {
+			return tx.TouchAPIKey(ctx, k.TenantID, k.ID, now)
+		}
+		return nil
+	})
+	if ErrorCode(err) == ENOTFOUND {
+		return nil, denied
+	}
+	if err != nil {
+		return nil, err
+	}
+	if k.RevokedAt != nil {
+		return nil, denied
+	}
+	return k, nil
+}
+
+// Revoke makes the key unusable from now on. Revoking twice is harmless.
+func (s *APIKeys) Revoke(ctx context.Context, actor Actor, tenantID, keyID uuid.UUID) error {
+	return s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+		if err := tx.RevokeAPIKey(ctx, tenantID, keyID, s.Now()); err != nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "api_key.revoke", "api_key", keyID.String(), nil))
+	})
+}

@@ -1,0 +1,136 @@
+package app_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadConfig(t *testing.T) {
+	t.Parallel()
+
+	t.Run("DevDefaults", func(t *testing.T) {
+		t.Parallel()
+		c, err := app.LoadConfig(env(nil))
+		require.NoError(t, err)
+		require.True(t, c.Dev())
+		require.Equal(t, ":8080", c.Addr)
+		require.Equal(t, "http://localhost:8080", c.BaseURL.String())
+		require.Equal(t, app.DefaultDatabaseURL, c.DatabaseURL)
+		require.Equal(t, "text", c.LogFormat)
+		require.Nil(t, c.SecretKey, "dev leaves the key for main to generate")
+		require.Equal(t, app.DefaultWorkers[app.QueueRoute], c.Workers[app.QueueRoute])
+	})
+
+	t.Run("ProdComplete", func(t *testing.T) {
+		t.Parallel()
+		c, err := app.LoadConfig(env(map[string]string{
+			"HERALD_ENV":           "prod",
+			"DATABASE_URL":         "postgres://u:p@db:5432/herald",
+			"HERALD_BASE_URL":      "https://herald.example.com/",
+			"HERALD_SECRET_KEY":    "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+			"HERALD_SESSION_KEY":   "0123456789abcdef0123456789abcdef",
+			"HERALD_WORKERS_ROUTE": "7",
+		}))
+		require.NoError(t, err)
+		require.Equal(t, "json", c.LogFormat)
+		require.Len(t, c.SecretKey, 32)
+		require.Equal(t, "https://herald.example.com", c.BaseURL.String())
+		require.Equal(t, 7, c.Workers[app.QueueRoute])
+	})
+
+	prod := map[string]string{
+		"HERALD_ENV":         "prod",
+		"DATABASE_URL":       "postgres://u:p@db:5432/herald",
+		"HERALD_BASE_URL":    "https://herald.example.com",
+		"HERALD_SECRET_KEY":  "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+		"HERALD_SESSION_KEY": "0123456789abcdef0123456789abcdef",
+	}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range prod {
+			m[a] = b
+		}
+		m[k] = v
+		return m
+	}
+
+	// Each bad value stops start-up with a message naming its variable.
+	for name, tc := range map[string]struct {
+		env      map[string]string
+		variable string
+	}{
+		"BadEnv":             {map[string]string{"HERALD_ENV": "staging"}, "HERALD_ENV"},
+		"BadAddr":            {map[string]string{"HERALD_ADDR": "8080"}, "HERALD_ADDR"},
+		"BadPort":            {map[string]string{"HERALD_ADDR": ":http-alt"}, "HERALD_ADDR"},
+		"RelativeBaseURL":    {map[string]string{"HERALD_BASE_URL": "herald.example.com"}, "HERALD_BASE_URL"},
+		"BadDatabaseURL":     {map[string]string{"DATABASE_URL": "mysql://x"}, "DATABASE_URL"},
+		"ShortSecretKey":     {map[string]string{"HERALD_SECRET_KEY": "c2hvcnQ="}, "HERALD_SECRET_KEY"},
+		"NotBase64SecretKey": {map[string]string{"HERALD_SECRET_KEY": "!!!"}, "HERALD_SECRET_KEY"},
+		"ShortSessionKey":    {map[string]string{"HERALD_SESSION_KEY": "short"}, "HERALD_SESSION_KEY"},
+		"AdminEmailAlone":    {map[string]string{"HERALD_ADMIN_EMAIL": "a@b.de"}, "HERALD_ADMIN_PASSWORD"},
+		"BadLogLevel":        {map[string]string{"HERALD_LOG_LEVEL": "loud"}, "HERALD_LOG_LEVEL"},
+		"BadLogFormat":       {map[string]string{"HERALD_LOG_FORMAT": "xml"}, "HERALD_LOG_FORMAT"},
+		"ZeroWorkers":        {map[string]string{"HERALD_WORKERS_DISPATCH_EMAIL": "0"}, "HERALD_WORKERS_DISPATCH_EMAIL"},
+		"NonNumericWorkers":  {map[string]string{"HERALD_WORKERS_ROUTE": "many"}, "HERALD_WORKERS_ROUTE"},
+		"BadShutdownTimeout": {map[string]string{"HERALD_SHUTDOWN_TIMEOUT": "soon"}, "HERALD_SHUTDOWN_TIMEOUT"},
+		"ProdWithoutDB":      {with("DATABASE_URL", ""), "DATABASE_URL"},
+		"ProdWithoutSecret":  {with("HERALD_SECRET_KEY", ""), "HERALD_SECRET_KEY"},
+		"ProdWithoutSession": {with("HERALD_SESSION_KEY", ""), "HERALD_SESSION_KEY"},
+		"ProdWithoutBaseURL": {with("HERALD_BASE_URL", ""), "HERALD_BASE_URL"},
+		"ProdWithPlainHTTP":  {with("HERALD_BASE_URL", "http://herald.example.com"), "HERALD_BASE_URL"},
+		"BadSecretKeyID":     {map[string]string{"HERALD_SECRET_KEY_ID": "has space"}, "HERALD_SECRET_KEY_ID"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := app.LoadConfig(env(tc.env))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.variable)
+		})
+	}
+}
+
+func TestTenantInput_Normalize(t *testing.T) {
+	t.Parallel()
+	in := app.TenantInput{Slug: " Acme-Tours ", Name: " Acme ", Plan: "pro", DefaultLocale: "en-gb"}
+	require.NoError(t, in.Normalize())
+	require.Equal(t, app.TenantInput{Slug: "acme-tours", Name: "Acme", Plan: "PRO", DefaultLocale: "en-GB", Timezone: "Europe/Berlin"}, in)
+
+	for name, tc := range map[string]struct {
+		in    app.TenantInput
+		field string
+	}{
+		"NoSlug":       {app.TenantInput{Name: "x"}, "slug"},
+		"BadSlug":      {app.TenantInput{Slug: "a b", Name: "x"}, "slug"},
+		"TrailingDash": {app.TenantInput{Slug: "ab-", Name: "x"}, "slug"},
+		"Reserved":     {app.TenantInput{Slug: "api", Name: "x"}, "slug"},
+		"NoName":       {app.TenantInput{Slug: "ok"}, "name"},
+		"BadPlan":      {app.TenantInput{Slug: "ok", Name: "x", Plan: "GOLD"}, "plan"},
+		"BadLocale":    {app.TenantInput{Slug: "ok", Name: "x", DefaultLocale: "xx_not!"}, "locale"},
+		"BadTimezone":  {app.TenantInput{Slug: "ok", Name: "x", Timezone: "Mars/Olympus"}, "timezone"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			err := tc.in.Normalize()
+			require.Equal(t, app.EINVALID, app.ErrorCode(err))
+			require.Equal(t, tc.field, app.ErrorField(err))
+		})
+	}
+}
+
+func TestNormalizeEmail(t *testing.T) {
+	t.Parallel()
+	got, err := app.NormalizeEmail("email", "Anna.Schmidt@Example.DE")
+	require.NoError(t, err)
+	require.Equal(t, "anna.schmidt@example.de", got)
+	for _, bad := range []string{"", "anna", "anna@", "Anna <anna@example.de>", "anna@localhost"} {
+		_, err := app.NormalizeEmail("email", bad)
+		require.Equal(t, app.EINVALID, app.ErrorCode(err), bad)
+	}
+}

@@ -1,0 +1,247 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/heraldhq/herald/app/provider"
+)
+
+// Unlimited marks a quota without a limit.
+const Unlimited = -1
+
+// DefaultQuotas are the messages a plan may send per channel and calendar
+// month. The webhook channel is not metered.
+var DefaultQuotas = map[string]map[Channel]int{
+	PlanFree:       {Email: 100, WhatsApp: 50, SMS: 50, Webhook: Unlimited},
+	PlanPro:        {Email: 1000, WhatsApp: 500, SMS: 500, Webhook: Unlimited},
+	PlanEnterprise: {Email: Unlimited, WhatsApp: 5000, SMS: 5000, Webhook: Unlimited},
+}
+
+// Gate decides whether a send may start now. Rate limits and circuit
+// breakers implement it; a positive wait snoozes the job without using an
+// attempt.
+type Gate interface {
+	Wait(ctx context.Context, account *ChannelAccount) (time.Duration, error)
+}
+
+// Outcome of a failed send, for the ones that report them (breakers).
+type SendObserver interface {
+	Observe(account *ChannelAccount, err error)
+}
+
+// DispatchOutcome tells the job runner what to do with the job.
+type DispatchOutcome struct {
+	// Done: the job is finished (completed in the dispatcher's transaction,
+	// or there was nothing to do).
+	Done bool
+	// Snooze: run again after this long, without using an attempt.
+	Snooze time.Duration
+	// Retry: run again with backoff; the error is the provider's.
+	Retry error
+}
+
+// Dispatcher sends one queued message through its channel account's provider.
+type Dispatcher struct {
+	Store     Store
+	Queue     Queue
+	Router    *Router
+	Accounts  *Accounts
+	Providers provider.Set
+	Quotas    map[string]map[Channel]int
+	Gates     []Gate
+	Observers []SendObserver
+	Now       Clock
+	Log       *slog.Logger
+}
+
+// CompleteFunc finishes the dispatch job inside the dispatcher's transaction,
+// so that the message's new status and the job's completion commit together.
+type CompleteFunc func(ctx context.Context, tx Tx) error
+
+// Dispatch runs the dispatch steps in order: account gate, quota, rate and
+// breaker gates, provider call, and the recording of the result.
+func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, maxAttempts int, complete CompleteFunc) (DispatchOutcome, error) {
+	var m *Message
+	var acct *ChannelAccount
+	var tenant *Tenant
+	var used int
+	err := d.Store.InTenant(ctx, job.TenantID, func(tx Tx) (err error) {
+		if m, err = tx.MessageByID(ctx, job.TenantID, job.MessageID, false); err != nil {
+			return err
+		}
+		if m.Status != MessageQueued || m.ChannelAccountID == nil {
+			return nil
+		}
+		if tenant, err = tx.TenantByID(ctx, job.TenantID); err != nil {
+			return err
+		}
+		if acct, err = tx.AccountByID(ctx, job.TenantID, *m.ChannelAccountID); err != nil {
+			return err
+		}
+		used, err = tx.Usage(ctx, job.TenantID, m.Channel, monthOf(d.Now()))
+		return err
+	})
+	if err != nil {
+		return DispatchOutcome{}, err
+	}
+	if m.Status != MessageQueued || acct == nil {
+		return DispatchOutcome{Done: true}, nil
+	}
+
+	if acct.Status != AccountActive {
+		reason := "The channel account is " + acct.Status + "."
+		if acct.SuspendedReason != nil {
+			reason += " " + *acct.SuspendedReason
+		}
+		return d.fail(ctx, m, ReasonChannelSuspended, "channel_suspended", reason, complete)
+	}
+	if limit := d.quota(tenant.Plan, m.Channel); limit != Unlimited && used >= limit {
+		return d.fail(ctx, m, ReasonQuotaExceeded, "quota_exceeded",
+			fmt.Sprintf("The %s plan allows %d %s messages a month; %d were sent.", tenant.Plan, limit, m.Channel, used), complete)
+	}
+	for _, g := range d.Gates {
+		wait, err := g.Wait(ctx, acct)
+		if err != nil {
+			return DispatchOutcome{}, err
+		}
+		if wait > 0 {
+			return DispatchOutcome{Snooze: wait}, nil
+		}
+	}
+
+	p, ok := d.Providers[acct.Provider]
+	if !ok {
+		return d.fail(ctx, m, ReasonProviderRejected, "provider_unavailable", "Provider "+acct.Provider+" is not configured on this server.", complete)
+	}
+	secrets, err := d.Accounts.Open(acct)
+	if err != nil {
+		return DispatchOutcome{}, fmt.Errorf("message %s: %w", m.ID, err)
+	}
+	out := provider.Outbound{
+		MessageID: m.ID, TenantID: m.TenantID, Channel: string(m.Channel), To: m.ToAddress,
+		Subject: m.Subject, Body: m.Body, Attempt: attempt,
+		Account: provider.Account{ID: acct.ID, TenantID: acct.TenantID, Provider: acct.Provider, Config: acct.Config, Secrets: secrets},
+	}
+	start := d.Now()
+	externalID, sendErr := p.Send(ctx, out)
+	for _, o := range d.Observers {
+		o.Observe(acct, sendErr)
+	}
+	if sendErr == nil {
+		return d.sent(ctx, m, acct, externalID, attempt, d.Now().Sub(start), complete)
+	}
+
+	pe := provider.Classify(sendErr)
+	switch {
+	case pe.Class == provider.RateLimited:
+		wait := pe.RetryAfter
+		if wait <= 0 {
+			wait = 5 * time.Second
+		}
+		d.note(ctx, m, map[string]any{"rate_limited": pe.Code, "snooze_seconds": wait.Seconds()})
+		return DispatchOutcome{Snooze: wait}, nil
+	case pe.Class == provider.Permanent:
+		return d.fail(ctx, m, ReasonProviderRejected, pe.Code, pe.Reason, complete)
+	case attempt >= maxAttempts:
+		return d.fail(ctx, m, ReasonRetriesExhausted, pe.Code, pe.Reason, complete)
+	default:
+		d.note(ctx, m, map[string]any{"attempt": attempt, "error_code": pe.Code, "error": pe.Reason, "will_retry": true})
+		return DispatchOutcome{Retry: pe}, nil
+	}
+}
+
+func (d *Dispatcher) quota(plan string, ch Channel) int {
+	q := d.Quotas
+	if q == nil {
+		q = DefaultQuotas
+	}
+	if limit, ok := q[plan][ch]; ok {
+		return limit
+	}
+	return Unlimited
+}
+
+func monthOf(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+// sent records a provider's acceptance: status, external id, timeline,
+// usage and the job's completion, in one transaction.
+func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount, externalID string, attempt int, took time.Duration, complete CompleteFunc) (DispatchOutcome, error) {
+	now := d.Now()
+	err := d.Store.InTenant(ctx, m.TenantID, func(tx Tx) error {
+		ok, err := tx.MarkSent(ctx, m.TenantID, m.ID, acct.Provider, externalID, attempt, now)
+		if err != nil || !ok {
+			return err
+		}
+		from, to := MessageQueued, MessageSent
+		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, FromStatus: &from, ToStatus: &to,
+			Source: SourceDispatch, At: now, Detail: map[string]any{
+				"provider": acct.Provider, "external_id": externalID, "attempt": attempt, "provider_ms": took.Milliseconds(),
+			}}); err != nil {
+			return err
+		}
+		if err := tx.AddUsage(ctx, m.TenantID, m.Channel, monthOf(now), 1); err != nil {
+			return err
+		}
+		return complete(ctx, tx)
+	})
+	if err != nil {
+		return DispatchOutcome{}, err
+	}
+	return DispatchOutcome{Done: true}, nil
+}
+
+// fail marks the message FAILED and, when its chain has another channel,
+// queues that channel's message, all with the job's completion.
+func (d *Dispatcher) fail(ctx context.Context, m *Message, reason, code, detail string, complete CompleteFunc) (DispatchOutcome, error) {
+	now := d.Now()
+	err := d.Store.InTenant(ctx, m.TenantID, func(tx Tx) error {
+		next, nextChannel, err := d.Router.fallback(ctx, tx, m)
+		if err != nil {
+			return err
+		}
+		finalReason := reason
+		if next != nil {
+			finalReason = ReasonFallbackTriggered + nextChannel
+		}
+		ok, err := tx.MarkFailed(ctx, m.TenantID, m.ID, []string{MessageQueued}, finalReason, code, now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("message left QUEUED while it was being sent")
+		}
+		from, to := MessageQueued, MessageFailed
+		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, FromStatus: &from, ToStatus: &to,
+			Source: SourceDispatch, At: now, Detail: map[string]any{"reason": reason, "error_code": code, "error": detail, "fallback": nextChannel},
+		}); err != nil {
+			return err
+		}
+		if next != nil {
+			if err := d.Queue.EnqueueDispatch(ctx, tx, *next); err != nil {
+				return err
+			}
+		}
+		return complete(ctx, tx)
+	})
+	if err != nil {
+		return DispatchOutcome{}, err
+	}
+	return DispatchOutcome{Done: true}, nil
+}
+
+// note adds a timeline entry without changing the status (a retry, a snooze).
+func (d *Dispatcher) note(ctx context.Context, m *Message, detail map[string]any) {
+	err := d.Store.InTenant(ctx, m.TenantID, func(tx Tx) error {
+		return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, Detail: detail, At: d.Now()})
+	})
+	if err != nil {
+		d.Log.WarnContext(ctx, "timeline entry not written", "message_id", m.ID, "err", err)
+	}
+}

@@ -1,0 +1,319 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Event statuses.
+const (
+	EventReceived         = "RECEIVED"
+	EventScheduled        = "SCHEDULED"
+	EventAwaitingApproval = "AWAITING_APPROVAL"
+	EventRouted           = "ROUTED"
+	EventCancelled        = "CANCELLED"
+	EventRejected         = "REJECTED"
+	EventFailed           = "FAILED"
+)
+
+// Event is a stored notification request: Herald's outbox row. Its route
+// job is inserted in the same transaction.
+type Event struct {
+	ID             uuid.UUID  `db:"id" json:"id"`
+	TenantID       uuid.UUID  `db:"tenant_id" json:"-"`
+	SourceEventID  string     `db:"source_event_id" json:"event_id"`
+	TriggerEvent   string     `db:"trigger_event" json:"trigger_event"`
+	Recipients     JSON       `db:"recipients" json:"recipients"`
+	Context        JSON       `db:"context" json:"context"`
+	Channels       StringList `db:"channels" json:"channels,omitempty"`
+	FallbackChain  StringList `db:"fallback_chain" json:"fallback_chain,omitempty"`
+	Locale         *string    `db:"locale" json:"locale,omitempty"`
+	EntityType     *string    `db:"entity_type" json:"entity_type,omitempty"`
+	EntityID       *string    `db:"entity_id" json:"entity_id,omitempty"`
+	SendAt         *time.Time `db:"send_at" json:"send_at,omitempty"`
+	Version        int        `db:"version" json:"version"`
+	Status         string     `db:"status" json:"status"`
+	Error          *string    `db:"error" json:"error,omitempty"`
+	PayloadSize    int        `db:"payload_size" json:"-"`
+	APIKeyID       *uuid.UUID `db:"api_key_id" json:"-"`
+	DecidedBy      *uuid.UUID `db:"decided_by" json:"-"`
+	DecidedAt      *time.Time `db:"decided_at" json:"decided_at,omitempty"`
+	DecisionReason *string    `db:"decision_reason" json:"decision_reason,omitempty"`
+	CreatedAt      time.Time  `db:"created_at" json:"created_at"`
+	UpdatedAt      time.Time  `db:"updated_at" json:"updated_at"`
+	RoutedAt       *time.Time `db:"routed_at" json:"routed_at,omitempty"`
+}
+
+// Def returns the event's registry entry.
+func (e *Event) Def() (*EventDef, error) {
+	def, ok := LookupEvent(e.TriggerEvent)
+	if !ok {
+		return nil, fmt.Errorf("event %s: unknown trigger event %s", e.ID, e.TriggerEvent)
+	}
+	return def, nil
+}
+
+// DecodeRecipients returns the stored recipients.
+func (e *Event) DecodeRecipients() ([]Recipient, error) {
+	var rs []Recipient
+	return rs, json.Unmarshal(e.Recipients, &rs)
+}
+
+// DecodeContext returns the stored (redacted) context.
+func (e *Event) DecodeContext() (map[string]any, error) {
+	m := map[string]any{}
+	dec := json.NewDecoder(strings.NewReader(string(e.Context)))
+	dec.UseNumber()
+	return m, dec.Decode(&m)
+}
+
+// RouteJob asks for an event to be routed. Version lets a job that was
+// scheduled before a reschedule recognise itself as stale.
+type RouteJob struct {
+	TenantID uuid.UUID
+	EventID  uuid.UUID
+	Version  int
+	// At schedules the job; zero means now.
+	At time.Time
+}
+
+// DispatchJob asks for a message to be sent.
+type DispatchJob struct {
+	TenantID  uuid.UUID
+	MessageID uuid.UUID
+	Channel   Channel
+}
+
+// Queue enqueues background work inside the caller's transaction, so the
+// work exists if and only if the transaction commits.
+type Queue interface {
+	EnqueueRoute(ctx context.Context, tx Tx, job RouteJob) error
+	EnqueueDispatch(ctx context.Context, tx Tx, jobs ...DispatchJob) error
+}
+
+// SubmitResult is the answer to a submitted request.
+type SubmitResult struct {
+	ID        uuid.UUID `json:"id"`
+	Status    string    `json:"status"`
+	Duplicate bool      `json:"duplicate,omitempty"`
+}
+
+// Intake accepts notification requests and manages their events.
+type Intake struct {
+	Store Store
+	Queue Queue
+	Now   Clock
+}
+
+// Submit validates, redacts and stores a request with its route job, in one
+// transaction. A request whose event id the tenant used before returns the
+// original event with Duplicate set, even when both arrive at once.
+func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitResult, error) {
+	now := s.Now()
+	req, err := ParseNotificationRequest(body, now)
+	if err != nil {
+		return nil, err
+	}
+	redacted := Redact(req.Context)
+	def, _ := LookupEvent(req.TriggerEvent)
+
+	recipients, _ := json.Marshal(req.Recipients)
+	contextJSON, _ := json.Marshal(req.Context)
+	e := &Event{
+		ID: uuid.New(), TenantID: key.TenantID, SourceEventID: req.EventID, TriggerEvent: req.TriggerEvent,
+		Recipients: recipients, Context: contextJSON, Channels: req.Channels, FallbackChain: req.FallbackChain,
+		SendAt: req.SendAt, Version: 1, Status: EventReceived, PayloadSize: len(body), APIKeyID: &key.ID,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	if req.Locale != "" {
+		e.Locale = &req.Locale
+	}
+	if c := req.ConversationContext; c != nil {
+		e.EntityType, e.EntityID = &c.Type, &c.ID
+	}
+	switch {
+	case def.RequiresApproval:
+		e.Status = EventAwaitingApproval
+	case req.SendAt != nil:
+		e.Status = EventScheduled
+	}
+
+	res := &SubmitResult{ID: e.ID, Status: e.Status}
+	err = s.Store.InTenant(ctx, key.TenantID, func(tx Tx) error {
+		inserted, err := tx.InsertEvent(ctx, e)
+		if err != nil {
+			return err
+		}
+		if !inserted {
+			orig, err := tx.EventBySourceID(ctx, key.TenantID, req.EventID)
+			if err != nil {
+				return err
+			}
+			res.ID, res.Status, res.Duplicate = orig.ID, orig.Status, true
+			return nil
+		}
+		if len(redacted) > 0 {
+			actor := Actor{Type: ActorAPIKey, ID: &key.ID, Label: key.Name}
+			if err := tx.InsertAudit(ctx, actor.Entry(&key.TenantID, "notification.redacted", "event", e.ID.String(),
+				map[string]any{"paths": redacted})); err != nil {
+				return err
+			}
+		}
+		if e.Status == EventAwaitingApproval {
+			return nil
+		}
+		job := RouteJob{TenantID: e.TenantID, EventID: e.ID, Version: e.Version}
+		if e.SendAt != nil {
+			job.At = *e.SendAt
+		}
+		return s.Queue.EnqueueRoute(ctx, tx, job)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// EventDetail is an event with the messages it produced.
+type EventDetail struct {
+	*Event
+	Messages []*Message `json:"messages"`
+}
+
+// Get returns the event with its messages.
+func (s *Intake) Get(ctx context.Context, tenantID, eventID uuid.UUID) (*EventDetail, error) {
+	var d EventDetail
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		if d.Event, err = tx.EventByID(ctx, tenantID, eventID, false); err != nil {
+			return err
+		}
+		d.Messages, err = tx.MessagesByEvent(ctx, tenantID, eventID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Reschedule moves a scheduled event to a new time. The version goes up, a
+// new route job is scheduled, and the old job finds a stale version and
+// does nothing.
+func (s *Intake) Reschedule(ctx context.Context, actor Actor, tenantID, eventID uuid.UUID, sendAt time.Time) (*Event, error) {
+	if !sendAt.After(s.Now()) {
+		return nil, Invalid("send_at_in_past", "send_at", "send_at must be in the future.")
+	}
+	var e *Event
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		if e, err = tx.EventByID(ctx, tenantID, eventID, true); err != nil {
+			return err
+		}
+		switch e.Status {
+		case EventScheduled, EventReceived, EventAwaitingApproval:
+		default:
+			return Errorf(ECONFLICT, "Event %s is %s; only events not yet routed can be rescheduled.", e.ID, e.Status)
+		}
+		e.Version++
+		e.SendAt = &sendAt
+		if e.Status == EventReceived {
+			e.Status = EventScheduled
+		}
+		e.UpdatedAt = s.Now()
+		if err := tx.UpdateEventSchedule(ctx, e); err != nil {
+			return err
+		}
+		if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, "notification.reschedule", "event", e.ID.String(),
+			map[string]any{"send_at": sendAt, "version": e.Version})); err != nil {
+			return err
+		}
+		if e.Status == EventAwaitingApproval {
+			return nil
+		}
+		return s.Queue.EnqueueRoute(ctx, tx, RouteJob{TenantID: tenantID, EventID: e.ID, Version: e.Version, At: sendAt})
+	})
+	return e, err
+}
+
+// Cancel stops an event that has not been routed yet. Messages of a routed
+// event that are still QUEUED are cancelled too, so that nothing further goes
+// out for it.
+func (s *Intake) Cancel(ctx context.Context, actor Actor, tenantID, eventID uuid.UUID) (*Event, error) {
+	var e *Event
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		if e, err = tx.EventByID(ctx, tenantID, eventID, true); err != nil {
+			return err
+		}
+		switch e.Status {
+		case EventCancelled:
+			return nil
+		case EventRejected, EventFailed:
+			return Errorf(ECONFLICT, "Event %s is %s and cannot be cancelled.", e.ID, e.Status)
+		}
+		n, err := tx.CancelQueuedMessages(ctx, tenantID, eventID, s.Now())
+		if err != nil {
+			return err
+		}
+		if e.Status == EventRouted && n == 0 {
+			return Errorf(ECONFLICT, "Event %s was routed and its messages have gone out; nothing is left to cancel.", e.ID)
+		}
+		e.Status, e.UpdatedAt = EventCancelled, s.Now()
+		if err := tx.SetEventStatus(ctx, e); err != nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "notification.cancel", "event", e.ID.String(),
+			map[string]any{"cancelled_messages": n}))
+	})
+	return e, err
+}
+
+// Decide approves or rejects an event awaiting approval. Approval routes it
+// (at its send_at, if it has one); rejection needs a reason.
+func (s *Intake) Decide(ctx context.Context, actor Actor, tenantID, eventID uuid.UUID, approve bool, reason string) (*Event, error) {
+	reason = strings.TrimSpace(reason)
+	if !approve && reason == "" {
+		return nil, Invalid("missing_reason", "reason", "Say why the notification is rejected.")
+	}
+	var e *Event
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		if e, err = tx.EventByID(ctx, tenantID, eventID, true); err != nil {
+			return err
+		}
+		if e.Status != EventAwaitingApproval {
+			return Errorf(ECONFLICT, "Event %s is %s, not awaiting approval.", e.ID, e.Status)
+		}
+		now := s.Now()
+		e.DecidedBy, e.DecidedAt, e.UpdatedAt = actor.ID, &now, now
+		if reason != "" {
+			e.DecisionReason = &reason
+		}
+		action := "notification.reject"
+		e.Status = EventRejected
+		if approve {
+			action = "notification.approve"
+			e.Status = EventReceived
+			if e.SendAt != nil && e.SendAt.After(now) {
+				e.Status = EventScheduled
+			}
+		}
+		if err := tx.SetEventStatus(ctx, e); err != nil {
+			return err
+		}
+		if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, action, "event", e.ID.String(), map[string]any{"reason": reason})); err != nil {
+			return err
+		}
+		if !approve {
+			return nil
+		}
+		job := RouteJob{TenantID: tenantID, EventID: e.ID, Version: e.Version}
+		if e.Status == EventScheduled {
+			job.At = *e.SendAt
+		}
+		return s.Queue.EnqueueRoute(ctx, tx, job)
+	})
+	return e, err
+}

@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Health statuses, as monitoring systems and load balancers read them.
+const (
+	Healthy   = "healthy"
+	Degraded  = "degraded"
+	Unhealthy = "unhealthy"
+)
+
+// QueueState is what the health check reads from River's tables.
+type QueueState struct {
+	// Available counts jobs ready to run now.
+	Available int `json:"available"`
+	// OldestAvailable is how long the oldest ready job has waited.
+	OldestAvailable time.Duration `json:"-"`
+	// Paused lists paused queues.
+	Paused []string `json:"paused"`
+}
+
+// HealthProbe reads the state the health check judges.
+type HealthProbe interface {
+	Ping(ctx context.Context) error
+	QueueState(ctx context.Context) (QueueState, error)
+}
+
+// Health judges whether Herald can do its work.
+type Health struct {
+	Probe HealthProbe
+	Now   Clock
+	// MaxLag is how long a ready job may wait before Herald counts as
+	// degraded (workers down or overloaded); 0 means one minute.
+	MaxLag time.Duration
+}
+
+// HealthReport is the answer of /readyz.
+type HealthReport struct {
+	Status    string         `json:"status"`
+	Database  string         `json:"database"`
+	River     string         `json:"river"`
+	Error     string         `json:"error,omitempty"`
+	Timestamp time.Time      `json:"timestamp"`
+	Details   map[string]any `json:"details,omitempty"`
+}
+
+// Check reports unhealthy when the database does not answer or River's
+// tables cannot be read, degraded when ready jobs wait longer than MaxLag or
+// a queue is paused, and healthy otherwise.
+func (h *Health) Check(ctx context.Context) HealthReport {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	r := HealthReport{Status: Healthy, Database: "connected", River: "available", Timestamp: h.Now().UTC()}
+	if err := h.Probe.Ping(ctx); err != nil {
+		r.Status, r.Database, r.River = Unhealthy, "error: "+err.Error(), "unknown"
+		r.Error = "Failed to ping database"
+		return r
+	}
+	q, err := h.Probe.QueueState(ctx)
+	if err != nil {
+		r.Status, r.River = Unhealthy, "error: "+err.Error()
+		r.Error = "Failed to read River's job tables (are migrations applied?)"
+		return r
+	}
+	maxLag := h.MaxLag
+	if maxLag == 0 {
+		maxLag = time.Minute
+	}
+	r.Details = map[string]any{
+		"available_jobs":      q.Available,
+		"oldest_wait_seconds": int(q.OldestAvailable.Seconds()),
+		"paused_queues":       q.Paused,
+	}
+	switch {
+	case q.OldestAvailable > maxLag:
+		r.Status, r.River = Degraded, "lagging"
+		r.Error = fmt.Sprintf("Oldest ready job has waited %s (limit %s): workers are down or overloaded", q.OldestAvailable.Round(time.Second), maxLag)
+	case len(q.Paused) > 0:
+		r.Status, r.River = Degraded, "paused"
+		r.Error = fmt.Sprintf("Queues paused: %v", q.Paused)
+	}
+	return r
+}

@@ -1,0 +1,109 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// PruneBatch is the most rows one pruning transaction deletes, so that
+// retention never holds locks long enough to block live traffic.
+const PruneBatch = 2000
+
+// Maintenance is Herald's periodic housekeeping.
+type Maintenance struct {
+	Store Store
+	Queue Queue
+	Now   Clock
+	Log   *slog.Logger
+	// StuckAfter is how long a QUEUED message may wait without a live job
+	// before it is enqueued again; 0 means five minutes.
+	StuckAfter time.Duration
+}
+
+// RequeueStuck enqueues a dispatch job again for every QUEUED message older
+// than StuckAfter that has no live job (a crash between commit and enqueue
+// cannot happen, but an operator deleting jobs or a discarded job can leave
+// one behind). It logs the count per tenant and returns the total.
+func (m *Maintenance) RequeueStuck(ctx context.Context) (int, error) {
+	after := m.StuckAfter
+	if after == 0 {
+		after = 5 * time.Minute
+	}
+	var jobs []DispatchJob
+	err := m.Store.InPlatform(ctx, func(tx Tx) (err error) {
+		if jobs, err = tx.StuckMessages(ctx, m.Now().Add(-after), 1000); err != nil || len(jobs) == 0 {
+			return err
+		}
+		return m.Queue.EnqueueDispatch(ctx, tx, jobs...)
+	})
+	if err != nil {
+		return 0, err
+	}
+	perTenant := map[uuid.UUID]int{}
+	for _, j := range jobs {
+		perTenant[j.TenantID]++
+	}
+	for tenant, n := range perTenant {
+		m.Log.WarnContext(ctx, "re-enqueued stuck QUEUED messages", "tenant_id", tenant, "count", n)
+	}
+	return len(jobs), nil
+}
+
+// PruneResult counts what retention deleted.
+type PruneResult struct {
+	Messages, Events, Receipts int
+}
+
+// Prune deletes, for every tenant, what is older than its retention:
+// finished messages (with their timelines), events with no message left,
+// and provider receipts. Each batch is its own short transaction.
+func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
+	var total PruneResult
+	var tenants []*Tenant
+	err := m.Store.InPlatform(ctx, func(tx Tx) (err error) {
+		tenants, err = tx.ListTenants(ctx)
+		return err
+	})
+	if err != nil {
+		return total, err
+	}
+	for _, t := range tenants {
+		before := m.Now().AddDate(0, 0, -t.Retention())
+		var res PruneResult
+		steps := []struct {
+			count *int
+			prune func(Tx) (int, error)
+		}{
+			{&res.Messages, func(tx Tx) (int, error) { return tx.PruneMessages(ctx, t.ID, before, PruneBatch) }},
+			{&res.Events, func(tx Tx) (int, error) { return tx.PruneEvents(ctx, t.ID, before, PruneBatch) }},
+			{&res.Receipts, func(tx Tx) (int, error) { return tx.PruneReceipts(ctx, t.ID, before, PruneBatch) }},
+		}
+		for _, step := range steps {
+			for {
+				var n int
+				err := m.Store.InTenant(ctx, t.ID, func(tx Tx) (err error) {
+					n, err = step.prune(tx)
+					return err
+				})
+				if err != nil {
+					return total, err
+				}
+				*step.count += n
+				if n < PruneBatch {
+					break
+				}
+			}
+		}
+		if res != (PruneResult{}) {
+			m.Log.InfoContext(ctx, "retention pruned", "tenant_id", t.ID, "retention_days", t.Retention(),
+				"messages", res.Messages, "events", res.Events, "receipts", res.Receipts)
+		}
+		total.Messages += res.Messages
+		total.Events += res.Events
+		total.Receipts += res.Receipts
+	}
+	return total, nil
+}

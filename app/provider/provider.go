@@ -1,0 +1,125 @@
+// Package provider is the contract between Herald's dispatcher and the
+// services that carry messages (Meta's WhatsApp Cloud API, Amazon SES and
+// SNS, tenant webhooks, the sandbox): what a send looks like, how failures
+// are classified, and what a delivery receipt carries. One package per
+// provider implements it.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Class says what the dispatcher should do about a failed send.
+type Class string
+
+// Error classes.
+const (
+	// Transient failures are retried with backoff (timeouts, 5xx, overload).
+	Transient Class = "transient"
+	// Permanent failures are not retried (bad recipient, rejected content);
+	// the next channel of a fallback chain takes over.
+	Permanent Class = "permanent"
+	// RateLimited failures wait for the provider's hint without using an attempt.
+	RateLimited Class = "rate_limited"
+)
+
+// Error is a classified provider failure.
+type Error struct {
+	// Code is the provider's own code (131026, MessageRejected, ...).
+	Code   string
+	Class  Class
+	Reason string
+	// RetryAfter is the provider's hint for RateLimited errors.
+	RetryAfter time.Duration
+	// Account marks problems of the channel account itself (expired token,
+	// suspended or misconfigured account), which the tenant must fix.
+	Account bool
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s %s: %s", e.Class, e.Code, e.Reason)
+}
+
+// Classify returns err's provider error, treating anything unclassified as
+// transient: an unknown failure is retried rather than dropped.
+func Classify(err error) *Error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return &Error{Code: "unknown", Class: Transient, Reason: err.Error()}
+}
+
+// Account is the channel account a message goes out through, with its
+// secrets already decrypted.
+type Account struct {
+	ID       uuid.UUID
+	TenantID uuid.UUID
+	Provider string
+	Config   map[string]string
+	Secrets  map[string]string
+}
+
+// WhatsAppTemplate names an approved Meta template and the values of its
+// body parameters, in order.
+type WhatsAppTemplate struct {
+	Name       string
+	Language   string
+	Parameters []string
+}
+
+// Outbound is one message to send.
+type Outbound struct {
+	MessageID uuid.UUID
+	TenantID  uuid.UUID
+	Channel   string
+	To        string
+	Subject   string
+	Body      string
+	// Template, when set, sends a WhatsApp template message instead of text.
+	Template *WhatsAppTemplate
+	// Attempt counts from 1.
+	Attempt int
+	Account Account
+}
+
+// Provider sends messages.
+type Provider interface {
+	// Send hands the message to the provider and returns the provider's id
+	// for it. Errors should be *Error.
+	Send(ctx context.Context, m Outbound) (externalID string, err error)
+}
+
+// Set maps provider names (meta, ses, sns, webhook, sandbox) to providers.
+type Set map[string]Provider
+
+// Receipt statuses.
+const (
+	StatusSent      = "sent"
+	StatusDelivered = "delivered"
+	StatusRead      = "read"
+	StatusFailed    = "failed"
+)
+
+// Receipt is a provider's report about a message it accepted.
+type Receipt struct {
+	Provider   string
+	ExternalID string
+	// ReceiptID identifies this report; a replay carries the same id.
+	ReceiptID string
+	Status    string
+	Code      string
+	Reason    string
+	At        time.Time
+	// Raw is a short excerpt of the provider's payload for the timeline.
+	Raw string
+}
+
+// ReportFunc delivers a receipt to Herald.
+type ReportFunc func(ctx context.Context, r Receipt) error

@@ -1,0 +1,116 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app/provider"
+)
+
+// Receipt outcomes, stored with each receipt and counted in metrics.
+const (
+	ReceiptApplied   = "applied"   // the message moved forward
+	ReceiptRecorded  = "recorded"  // on the timeline only (late, or no change)
+	ReceiptDuplicate = "duplicate" // seen before; nothing done
+	ReceiptUnknown   = "unknown"   // no message has this provider id
+)
+
+// receiptStatus maps provider receipt statuses to message statuses.
+var receiptStatus = map[string]string{
+	provider.StatusSent:      MessageSent,
+	provider.StatusDelivered: MessageDelivered,
+	provider.StatusRead:      MessageRead,
+	provider.StatusFailed:    MessageFailed,
+}
+
+// Receipts applies providers' delivery reports to messages.
+type Receipts struct {
+	Store Store
+	Now   Clock
+	Log   *slog.Logger
+}
+
+// Apply stores the receipt once (a replay is a no-op), finds the message by
+// provider and external id, moves it forward if the rules allow, and writes
+// a timeline entry either way. A receipt for an unknown message is stored and
+// reported as ReceiptUnknown with an ENOTFOUND error; if the same receipt
+// comes again once the message is known, it is applied then.
+func (s *Receipts) Apply(ctx context.Context, r provider.Receipt) (string, error) {
+	if r.At.IsZero() {
+		r.At = s.Now()
+	}
+	to, known := receiptStatus[r.Status]
+	if !known {
+		return "", Errorf(EINVALID, "Unknown receipt status %q.", r.Status)
+	}
+	if r.ReceiptID == "" {
+		r.ReceiptID = r.ExternalID + ":" + r.Status
+	}
+	outcome := ReceiptUnknown
+	// The tenant is found from the message, so the lookup is platform-scoped;
+	// every write below is for that message's tenant.
+	err := s.Store.InPlatform(ctx, func(tx Tx) error {
+		m, err := tx.MessageByExternalID(ctx, r.Provider, r.ExternalID)
+		var tenantID, messageID *uuid.UUID
+		if err == nil {
+			tenantID, messageID = &m.TenantID, &m.ID
+		} else if ErrorCode(err) != ENOTFOUND {
+			return err
+		}
+		fresh, err := tx.StoreReceipt(ctx, tenantID, messageID, r)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !fresh:
+			outcome = ReceiptDuplicate
+			return nil
+		case m == nil:
+			return nil
+		}
+
+		detail := map[string]any{"provider": r.Provider, "receipt": r.Status, "receipt_id": r.ReceiptID}
+		if r.Code != "" {
+			detail["code"] = r.Code
+		}
+		if r.Reason != "" {
+			detail["reason"] = r.Reason
+		}
+		if r.Raw != "" {
+			detail["raw"] = truncate(r.Raw, 500)
+		}
+		from := m.Status
+		ev := &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, FromStatus: &from, Source: SourceWebhook, Detail: detail, At: r.At}
+		outcome = ReceiptRecorded
+		if CanTransition(m.Status, to) {
+			ok, err := tx.ApplyReceipt(ctx, m.TenantID, m.ID, m.Status, to, r.Code, r.Reason, r.At)
+			if err != nil {
+				return err
+			}
+			if ok {
+				outcome = ReceiptApplied
+				ev.ToStatus = &to
+			}
+		} else {
+			detail["note"] = "no status change: " + strings.ToLower(m.Status) + " does not move to " + strings.ToLower(to)
+		}
+		return tx.InsertMessageEvent(ctx, ev)
+	})
+	if err != nil {
+		return "", err
+	}
+	if outcome == ReceiptUnknown {
+		return outcome, Errorf(ENOTFOUND, "No message from %s has id %s.", r.Provider, r.ExternalID)
+	}
+	return outcome, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,223 @@
+package app
+
+import "sort"
+
+// Entity kinds an event can be about. They are also the conversation context
+// types of a NotificationRequest.
+const (
+	EntityBooking = "booking"
+	EntityTrip    = "trip"
+	EntityInvoice = "invoice"
+)
+
+// EventDef describes one trigger event: which channels it goes out on, which
+// context variables its templates use, and how it is deduplicated.
+type EventDef struct {
+	Name        string
+	Description string
+	// Channels are the channels used when a request names none.
+	Channels []Channel
+	// Fallback, when set, is the default fallback chain: only the first usable
+	// channel is sent, the next one only if it fails permanently.
+	Fallback []Channel
+	// Variables are the context variables a request must carry.
+	Variables []string
+	// RequiresApproval holds the event until a manager approves it.
+	RequiresApproval bool
+	// OncePerEntity events are sent once per entity (a booking is confirmed
+	// once, however many event ids the caller sends); others send every time.
+	OncePerEntity bool
+	// Sample is a realistic context for template previews.
+	Sample map[string]any
+}
+
+// eventList is the trigger-event registry. Where the source registry named
+// no channels, the choice is documented on the entry.
+var eventList = []EventDef{
+	{
+		Name: "BOOKING_CONFIRMED", Description: "A booking was confirmed and the deposit received.",
+		Channels: []Channel{Email, WhatsApp}, OncePerEntity: true,
+		Variables: []string{"passenger_name", "tour_name", "departure_date", "booking_reference", "deposit_amount"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
+			"booking_reference": "BK-2027-0412", "deposit_amount": "150.00 EUR"},
+	},
+	{
+		Name: "BOOKING_FULLY_PAID", Description: "The booking is paid in full.",
+		Channels: []Channel{Email, WhatsApp}, OncePerEntity: true,
+		Variables: []string{"passenger_name", "tour_name", "departure_date", "booking_reference", "total_amount", "invoice_url"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
+			"booking_reference": "BK-2027-0412", "total_amount": "890.00 EUR", "invoice_url": "https://example.com/invoices/INV-1042.pdf"},
+	},
+	{
+		Name: "BOOKING_CANCELLED", Description: "The booking was cancelled.",
+		Channels: []Channel{Email, WhatsApp}, OncePerEntity: true,
+		Variables: []string{"passenger_name", "tour_name", "departure_date", "booking_reference", "cancellation_fee"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
+			"booking_reference": "BK-2027-0412", "cancellation_fee": "45.00 EUR"},
+	},
+	{
+		// Channels blank in the source: a refund is a record the passenger keeps, so e-mail.
+		Name: "BOOKING_REFUNDED", Description: "Money was refunded for a booking.",
+		Channels:  []Channel{Email},
+		Variables: []string{"passenger_name", "booking_reference", "refund_amount"},
+		Sample:    map[string]any{"passenger_name": "Anna Schmidt", "booking_reference": "BK-2027-0412", "refund_amount": "845.00 EUR"},
+	},
+	{
+		Name: "BOOKING_COMPLETED", Description: "The trip is over; ask for feedback.",
+		Channels: []Channel{Email}, OncePerEntity: true,
+		Variables: []string{"passenger_name", "tour_name", "operator_name", "feedback_url"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "operator_name": "Alpenblick Reisen",
+			"feedback_url": "https://example.com/feedback/BK-2027-0412"},
+	},
+	{
+		Name: "BOOKING_NOSHOW", Description: "The passenger did not show up at boarding.",
+		Channels: []Channel{Email}, OncePerEntity: true,
+		Variables: []string{"passenger_name", "booking_reference", "tour_name"},
+		Sample:    map[string]any{"passenger_name": "Anna Schmidt", "booking_reference": "BK-2027-0412", "tour_name": "Lake Garda Spring Tour"},
+	},
+	{
+		Name: "CHECKOUT_ABANDONED", Description: "A checkout was left unfinished.",
+		Channels: []Channel{Email}, OncePerEntity: true,
+		Variables: []string{"passenger_name", "tour_name", "checkout_url", "expiry_reason"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour",
+			"checkout_url": "https://example.com/checkout/c-88", "expiry_reason": "the payment was not completed"},
+	},
+	{
+		Name: "CHECKOUT_ABANDONED_WHATSAPP", Description: "Reminder on WhatsApp a day after an abandoned checkout.",
+		Channels: []Channel{WhatsApp}, OncePerEntity: true,
+		Variables: []string{"passenger_name", "tour_name", "checkout_url"},
+		Sample:    map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "checkout_url": "https://example.com/checkout/c-88"},
+	},
+	{
+		Name: "FINAL_PAYMENT_DUE", Description: "Reminder that the final payment is due.",
+		Channels:  []Channel{WhatsApp, Email},
+		Variables: []string{"passenger_name", "tour_name", "departure_date", "remaining_amount", "payment_link"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
+			"remaining_amount": "740.00 EUR", "payment_link": "https://example.com/pay/BK-2027-0412"},
+	},
+	{
+		Name: "FINAL_PAYMENT_OVERDUE", Description: "The final payment is overdue.",
+		Channels:  []Channel{WhatsApp, Email},
+		Variables: []string{"passenger_name", "tour_name", "departure_date", "remaining_amount", "payment_link", "days_overdue"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
+			"remaining_amount": "740.00 EUR", "payment_link": "https://example.com/pay/BK-2027-0412", "days_overdue": 3},
+	},
+	{
+		Name: "PASSENGER_CANCELLED", Description: "One passenger was taken off a booking.",
+		Channels: []Channel{Email}, OncePerEntity: true,
+		Variables: []string{"passenger_name", "tour_name", "cancellation_fee", "refund_amount"},
+		Sample: map[string]any{"passenger_name": "Jonas Weber", "tour_name": "Lake Garda Spring Tour",
+			"cancellation_fee": "45.00 EUR", "refund_amount": "400.00 EUR"},
+	},
+	{
+		// Repeating: a booking can lose several extras one after another.
+		Name: "ANCILLARY_CANCELLED", Description: "An extra (insurance, excursion, seat) was cancelled.",
+		Channels:  []Channel{Email},
+		Variables: []string{"passenger_name", "ancillary_label", "refund_amount"},
+		Sample:    map[string]any{"passenger_name": "Anna Schmidt", "ancillary_label": "Boat trip to Sirmione", "refund_amount": "35.00 EUR"},
+	},
+	{
+		Name: "PASSENGER_ADDED", Description: "A passenger was added to a booking.",
+		Channels: []Channel{Email, WhatsApp}, OncePerEntity: true,
+		Variables: []string{"passenger_name", "tour_name", "departure_date", "boarding_point_name"},
+		Sample: map[string]any{"passenger_name": "Jonas Weber", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
+			"boarding_point_name": "Munich Central Bus Station"},
+	},
+	{
+		Name: "INVOICE_ISSUED", Description: "An invoice was issued.",
+		Channels: []Channel{Email}, OncePerEntity: true,
+		Variables: []string{"passenger_name", "booking_reference", "invoice_number", "total_gross", "invoice_pdf_url"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "booking_reference": "BK-2027-0412", "invoice_number": "INV-1042",
+			"total_gross": "890.00 EUR", "invoice_pdf_url": "https://example.com/invoices/INV-1042.pdf"},
+	},
+	{
+		// Channels blank in the source: the bus is on its way, so the channel
+		// people read within minutes.
+		// Repeating: a trip has several legs (outbound, return), each of which starts.
+		Name: "SERVICE_LEG_STARTED", Description: "The vehicle set off towards the boarding point.",
+		Channels:  []Channel{WhatsApp},
+		Variables: []string{"passenger_name", "boarding_point_name", "tracking_url"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "boarding_point_name": "Munich Central Bus Station",
+			"tracking_url": "https://example.com/track/T-3312"},
+	},
+	{
+		// Repeating, like SERVICE_LEG_STARTED: legs of one trip are cancelled separately.
+		Name: "SERVICE_LEG_CANCELLED", Description: "A leg of the trip was cancelled.",
+		Channels:  []Channel{WhatsApp, Email},
+		Variables: []string{"passenger_name", "tour_name", "boarding_point_name", "operator_phone"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour",
+			"boarding_point_name": "Munich Central Bus Station", "operator_phone": "+49 89 1234567"},
+	},
+	{
+		Name: "INCIDENT_BROADCAST", Description: "A critical incident affects the trip; held for a manager's approval.",
+		Channels: []Channel{WhatsApp, SMS, Email}, Fallback: []Channel{WhatsApp, SMS, Email}, RequiresApproval: true,
+		Variables: []string{"passenger_name", "tour_name", "incident_message", "operator_phone"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour",
+			"incident_message": "Our coach is delayed by about 90 minutes because of a closure on the A13.", "operator_phone": "+49 89 1234567"},
+	},
+	{
+		Name: "INCIDENT_ALLCLEAR", Description: "The incident is resolved.",
+		Channels: []Channel{WhatsApp, SMS, Email}, Fallback: []Channel{WhatsApp, SMS, Email},
+		Variables: []string{"passenger_name", "tour_name", "update_message"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour",
+			"update_message": "The road is open again; we expect to arrive at 18:30."},
+	},
+	{
+		// Channels blank in the source: a changed seat matters at boarding, so WhatsApp, with e-mail as the record.
+		Name: "VEHICLE_SWAP_NOTIFICATION", Description: "The trip runs with another vehicle.",
+		Channels:  []Channel{WhatsApp, Email},
+		Variables: []string{"passenger_name", "old_vehicle", "new_vehicle", "seat_assignment"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "old_vehicle": "Setra S 516 HD (M-AB 1234)",
+			"new_vehicle": "Mercedes Tourismo (M-CD 5678)", "seat_assignment": "12A"},
+	},
+	{
+		// Staff-facing reminder; e-mail.
+		Name: "QUALIFICATION_EXPIRING", Description: "A crew member's qualification expires soon.",
+		Channels:  []Channel{Email},
+		Variables: []string{"crew_member_name", "qualification_type", "expiry_date", "days_remaining"},
+		Sample: map[string]any{"crew_member_name": "Markus Huber", "qualification_type": "Driver CPC (Code 95)",
+			"expiry_date": "2027-05-31", "days_remaining": 30},
+	},
+	{
+		// Staff-facing reminder; e-mail.
+		Name: "VEHICLE_INSPECTION_OVERDUE", Description: "A vehicle's inspection is overdue.",
+		Channels:  []Channel{Email},
+		Variables: []string{"vehicle_license_plate", "inspection_type", "due_date", "days_overdue"},
+		Sample: map[string]any{"vehicle_license_plate": "M-AB 1234", "inspection_type": "Safety inspection (SP)",
+			"due_date": "2027-03-01", "days_overdue": 5},
+	},
+	{
+		Name: "PRE_TRIP_REMINDER", Description: "Reminder the day before departure.",
+		Channels:  []Channel{WhatsApp, Email},
+		Variables: []string{"passenger_name", "tour_name", "departure_date", "boarding_point_name", "boarding_time", "passenger_instructions"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
+			"boarding_point_name": "Munich Central Bus Station", "boarding_time": "07:15",
+			"passenger_instructions": "Please bring your ID card and be at the bay 15 minutes early."},
+	},
+}
+
+var registry = func() map[string]*EventDef {
+	m := make(map[string]*EventDef, len(eventList))
+	for i := range eventList {
+		m[eventList[i].Name] = &eventList[i]
+	}
+	return m
+}()
+
+// LookupEvent returns the registry entry of a trigger event.
+func LookupEvent(name string) (*EventDef, bool) {
+	e, ok := registry[name]
+	return e, ok
+}
+
+// Events returns the registry sorted by name.
+func Events() []EventDef {
+	out := make([]EventDef, len(eventList))
+	copy(out, eventList)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// RecipientVariables are placeholders every template may use besides its
+// event's variables; they come from the recipient.
+var RecipientVariables = []string{"recipient_name", "recipient_phone", "recipient_email"}

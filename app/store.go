@@ -1,0 +1,156 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app/provider"
+)
+
+// Store opens transactions on Herald's database. Every read and write of a
+// tenant's data happens inside a transaction scoped to that tenant, which the
+// database enforces with row-level security as a second line of defence behind
+// the tenant filter every statement carries. Work that spans tenants (operator
+// pages, sign-in, API-key lookup, maintenance) runs in an explicit platform
+// scope, so forgetting a scope is an empty result, never a leak.
+type Store interface {
+	// InTenant runs fn in a transaction that can see only tenantID's rows.
+	// The transaction commits when fn returns nil and rolls back otherwise.
+	InTenant(ctx context.Context, tenantID uuid.UUID, fn func(Tx) error) error
+	// InPlatform runs fn in a transaction that can see every tenant's rows.
+	InPlatform(ctx context.Context, fn func(Tx) error) error
+}
+
+// Tx is one open transaction. Its methods are grouped by aggregate in the
+// interfaces below; the db package implements them all on one type.
+type Tx interface {
+	TenantStore
+	UserStore
+	APIKeyStore
+	AuditStore
+	AccountStore
+	TemplateStore
+	EventStore
+	ContactStore
+	MessageStore
+	MaintenanceStore
+}
+
+// TenantStore reads and writes tenants.
+type TenantStore interface {
+	CreateTenant(ctx context.Context, t *Tenant) error
+	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
+	TenantBySlug(ctx context.Context, slug string) (*Tenant, error)
+}
+
+// UserStore reads and writes console users.
+type UserStore interface {
+	CreateUser(ctx context.Context, u *User) error
+	UserByEmail(ctx context.Context, email string) (*User, error)
+	UserByID(ctx context.Context, id uuid.UUID) (*User, error)
+	CountOperators(ctx context.Context) (int, error)
+}
+
+// APIKeyStore reads and writes API keys.
+type APIKeyStore interface {
+	CreateAPIKey(ctx context.Context, k *APIKey) error
+	APIKeyByHash(ctx context.Context, hash []byte) (*APIKey, error)
+	TouchAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error
+	RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error
+}
+
+// AuditStore appends to the audit log. The database chains each entry to the
+// previous one of the same tenant by hash, so edits are detectable.
+type AuditStore interface {
+	InsertAudit(ctx context.Context, e *AuditEntry) error
+	VerifyAuditChains(ctx context.Context) ([]AuditBreak, error)
+}
+
+// AccountStore reads and writes channel accounts.
+type AccountStore interface {
+	CreateAccount(ctx context.Context, a *ChannelAccount) error
+	AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*ChannelAccount, error)
+	// ActiveAccount returns the tenant's ACTIVE account on the channel.
+	ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch Channel) (*ChannelAccount, error)
+	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
+}
+
+// TemplateStore reads and writes templates and their history.
+type TemplateStore interface {
+	CreateTemplates(ctx context.Context, ts []*Template) error
+	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
+	// FindTemplate returns the active template of the first locale in
+	// locales that has one.
+	FindTemplate(ctx context.Context, tenantID uuid.UUID, event string, ch Channel, locales []string) (*Template, error)
+	UpdateTemplate(ctx context.Context, t *Template) error
+	InsertTemplateVersion(ctx context.Context, t *Template) error
+}
+
+// EventStore reads and writes events (the outbox).
+type EventStore interface {
+	// InsertEvent stores the event unless the tenant used its source event
+	// id before; it reports whether it stored it.
+	InsertEvent(ctx context.Context, e *Event) (bool, error)
+	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
+	EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*Event, error)
+	// LatestEventForEntity returns the newest event about the entity, of
+	// the trigger event when one is named.
+	LatestEventForEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID, trigger string) (*Event, error)
+	UpdateEventSchedule(ctx context.Context, e *Event) error
+	SetEventStatus(ctx context.Context, e *Event) error
+}
+
+// ContactStore reads and writes contacts and conversations.
+type ContactStore interface {
+	// FindContact looks a recipient up by profile id, else phone, else e-mail.
+	FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*Contact, error)
+	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
+	// CreateContact stores c, or returns the contact that won a race for the
+	// same profile id.
+	CreateContact(ctx context.Context, c *Contact) (*Contact, error)
+	UpdateContact(ctx context.Context, c *Contact, r Recipient, at time.Time) error
+	// OpenConversation returns the contact's open conversation about the
+	// entity, opening one when there is none.
+	OpenConversation(ctx context.Context, tenantID, contactID uuid.UUID, entityType, entityID string, at time.Time) (*Conversation, error)
+}
+
+// MessageStore reads and writes messages, their timelines, receipts and usage.
+type MessageStore interface {
+	// InsertMessage stores m unless its idempotency key exists; it reports
+	// whether it stored it.
+	InsertMessage(ctx context.Context, m *Message) (bool, error)
+	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Message, error)
+	MessagesByEvent(ctx context.Context, tenantID, eventID uuid.UUID) ([]*Message, error)
+	MessagesByEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*Message, error)
+	CancelQueuedMessages(ctx context.Context, tenantID, eventID uuid.UUID, at time.Time) (int, error)
+	// MarkSent moves a QUEUED message to SENT; false if it was not QUEUED.
+	MarkSent(ctx context.Context, tenantID, id uuid.UUID, provider, externalID string, attempt int, at time.Time) (bool, error)
+	// MarkFailed moves a message in one of the from statuses to FAILED.
+	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
+	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
+	Timeline(ctx context.Context, tenantID, messageID uuid.UUID) ([]*MessageEvent, error)
+	MessageByExternalID(ctx context.Context, provider, externalID string) (*Message, error)
+	// StoreReceipt records a receipt once; false means it was seen before.
+	StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt) (bool, error)
+	// ApplyReceipt moves the message from one status to another if it is
+	// still in the first.
+	ApplyReceipt(ctx context.Context, tenantID, id uuid.UUID, from, to, code, reason string, at time.Time) (bool, error)
+	Usage(ctx context.Context, tenantID uuid.UUID, ch Channel, month time.Time) (int, error)
+	AddUsage(ctx context.Context, tenantID uuid.UUID, ch Channel, month time.Time, n int) error
+}
+
+// MaintenanceStore serves the periodic housekeeping jobs.
+type MaintenanceStore interface {
+	ListTenants(ctx context.Context) ([]*Tenant, error)
+	// StuckMessages returns QUEUED messages queued before the given time
+	// that have no live dispatch job.
+	StuckMessages(ctx context.Context, queuedBefore time.Time, limit int) ([]DispatchJob, error)
+	PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+	PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+	PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+}
+
+// Clock returns the current time; tests substitute a fixed one.
+type Clock func() time.Time

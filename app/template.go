@@ -1,0 +1,261 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// FallbackLocale is the last locale of every lookup chain.
+const FallbackLocale = "de-DE"
+
+// Template is a tenant's text for one event, channel and locale.
+type Template struct {
+	ID           uuid.UUID `db:"id"`
+	TenantID     uuid.UUID `db:"tenant_id"`
+	TriggerEvent string    `db:"trigger_event"`
+	Channel      Channel   `db:"channel"`
+	Locale       string    `db:"locale"`
+	Subject      string    `db:"subject"`
+	Body         string    `db:"body"`
+	// WhatsAppTemplate, when set, makes Meta sends use an approved template.
+	WhatsAppTemplate JSON       `db:"whatsapp_template"`
+	Version          int        `db:"version"`
+	IsActive         bool       `db:"is_active"`
+	UpdatedBy        *uuid.UUID `db:"updated_by"`
+	CreatedAt        time.Time  `db:"created_at"`
+	UpdatedAt        time.Time  `db:"updated_at"`
+}
+
+// WhatsAppTemplateSpec is the Meta template a Herald template maps to: its
+// name and language, and which context variables fill its body parameters.
+type WhatsAppTemplateSpec struct {
+	Name       string   `json:"name"`
+	Language   string   `json:"language"`
+	Parameters []string `json:"parameters"`
+}
+
+// Spec decodes the WhatsApp template, if any.
+func (t *Template) Spec() (*WhatsAppTemplateSpec, error) {
+	if len(t.WhatsAppTemplate) == 0 || string(t.WhatsAppTemplate) == "null" {
+		return nil, nil
+	}
+	var s WhatsAppTemplateSpec
+	if err := json.Unmarshal(t.WhatsAppTemplate, &s); err != nil {
+		return nil, fmt.Errorf("template %s: whatsapp_template: %w", t.ID, err)
+	}
+	return &s, nil
+}
+
+// LocaleChain returns the locales to try, in order: the recipient's, the
+// tenant's default, then de-DE, each followed by its bare language (en-GB,
+// en), without repeats.
+func LocaleChain(recipient, tenantDefault string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(l string) {
+		if l != "" && !seen[l] {
+			seen[l] = true
+			out = append(out, l)
+		}
+	}
+	for _, l := range []string{recipient, tenantDefault, FallbackLocale} {
+		add(l)
+		if base, _, ok := strings.Cut(l, "-"); ok {
+			add(base)
+		}
+	}
+	return out
+}
+
+var placeholderPattern = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_.]+)\s*\}\}`)
+
+// Placeholders returns the distinct placeholder names in text, lower-cased.
+func Placeholders(text string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range placeholderPattern.FindAllStringSubmatch(text, -1) {
+		name := strings.ToLower(m[1])
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// UnknownPlaceholders returns the placeholders of text that the event does
+// not provide; the editor shows them as warnings.
+func UnknownPlaceholders(event *EventDef, text string) []string {
+	known := map[string]bool{}
+	for _, v := range event.Variables {
+		known[v] = true
+	}
+	for _, v := range RecipientVariables {
+		known[v] = true
+	}
+	var out []string
+	for _, p := range Placeholders(text) {
+		if !known[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Render fills {{variable}} placeholders (names match case-insensitively).
+// With escapeHTML the values are HTML-escaped, for e-mail bodies. A missing
+// variable renders empty and is returned, so the caller can warn.
+func Render(text string, vars map[string]string, escapeHTML bool) (string, []string) {
+	var missing []string
+	out := placeholderPattern.ReplaceAllStringFunc(text, func(m string) string {
+		name := strings.ToLower(placeholderPattern.FindStringSubmatch(m)[1])
+		v, ok := vars[name]
+		if !ok {
+			missing = append(missing, name)
+			return ""
+		}
+		if escapeHTML {
+			return html.EscapeString(v)
+		}
+		return v
+	})
+	return out, missing
+}
+
+// TemplateVars flattens an event context and a recipient into the variables
+// templates see: top-level context keys (lower-cased), strings as they are,
+// numbers and booleans in their plain form, anything else as JSON.
+func TemplateVars(context map[string]any, r Recipient) map[string]string {
+	vars := make(map[string]string, len(context)+3)
+	for k, v := range context {
+		vars[strings.ToLower(k)] = stringify(v)
+	}
+	vars["recipient_name"] = r.Name
+	vars["recipient_phone"] = r.Phone
+	vars["recipient_email"] = r.Email
+	return vars
+}
+
+func stringify(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case json.Number:
+		return x.String()
+	case int:
+		return strconv.Itoa(x)
+	default:
+		b, _ := json.Marshal(x)
+		return string(b)
+	}
+}
+
+// TemplateInput is what saving a template takes.
+type TemplateInput struct {
+	Subject          string
+	Body             string
+	WhatsAppTemplate *WhatsAppTemplateSpec
+	IsActive         bool
+}
+
+// Templates manages tenants' templates and their version history.
+type Templates struct {
+	Store Store
+	Now   Clock
+}
+
+// ValidateTemplate checks a template's content for its channel and returns
+// the unknown placeholders as warnings.
+func ValidateTemplate(event *EventDef, channel Channel, in TemplateInput) ([]string, error) {
+	switch {
+	case strings.TrimSpace(in.Body) == "":
+		return nil, FieldErrorf("body", "Body is required.")
+	case len(in.Body) > 20000:
+		return nil, FieldErrorf("body", "Body must be at most 20,000 characters.")
+	case channel == Email && strings.TrimSpace(in.Subject) == "":
+		return nil, FieldErrorf("subject", "E-mail templates need a subject.")
+	case len(in.Subject) > 300:
+		return nil, FieldErrorf("subject", "Subject must be at most 300 characters.")
+	}
+	if s := in.WhatsAppTemplate; s != nil {
+		if channel != WhatsApp {
+			return nil, FieldErrorf("whatsapp_template", "Only WhatsApp templates can name a Meta template.")
+		}
+		if strings.TrimSpace(s.Name) == "" || strings.TrimSpace(s.Language) == "" {
+			return nil, FieldErrorf("whatsapp_template", "A Meta template needs its name and language.")
+		}
+		if unknown := UnknownPlaceholders(event, "{{"+strings.Join(s.Parameters, "}} {{")+"}}"); len(s.Parameters) > 0 && len(unknown) > 0 {
+			return nil, FieldErrorf("whatsapp_template", "Parameters %v are not variables of %s.", unknown, event.Name)
+		}
+	}
+	return UnknownPlaceholders(event, in.Subject+" "+in.Body), nil
+}
+
+// Save updates a template: the version goes up by one and the previous
+// content is kept in its history. It returns the unknown placeholders.
+func (s *Templates) Save(ctx context.Context, actor Actor, tenantID, templateID uuid.UUID, in TemplateInput) (*Template, []string, error) {
+	var t *Template
+	var warnings []string
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		t, err = tx.TemplateByID(ctx, tenantID, templateID)
+		if err != nil {
+			return err
+		}
+		event, ok := LookupEvent(t.TriggerEvent)
+		if !ok {
+			return Errorf(EINVALID, "Template %s is for unknown event %s.", t.ID, t.TriggerEvent)
+		}
+		if warnings, err = ValidateTemplate(event, t.Channel, in); err != nil {
+			return err
+		}
+		if err := tx.InsertTemplateVersion(ctx, t); err != nil {
+			return err
+		}
+		t.Subject, t.Body, t.IsActive = in.Subject, in.Body, in.IsActive
+		t.WhatsAppTemplate = nil
+		if in.WhatsAppTemplate != nil {
+			b, _ := json.Marshal(in.WhatsAppTemplate)
+			t.WhatsAppTemplate = b
+		}
+		t.Version++
+		t.UpdatedBy, t.UpdatedAt = actor.ID, s.Now()
+		if err := tx.UpdateTemplate(ctx, t); err != nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "template.update", "template", t.ID.String(),
+			map[string]any{"version": t.Version, "event": t.TriggerEvent, "channel": t.Channel, "locale": t.Locale}))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, warnings, nil
+}
+
+// provisionTemplates creates the default templates for a new tenant.
+func provisionTemplates(ctx context.Context, tx Tx, tenantID uuid.UUID, now time.Time) error {
+	defaults := DefaultTemplates()
+	ts := make([]*Template, 0, len(defaults))
+	for _, d := range defaults {
+		ts = append(ts, &Template{
+			ID: uuid.New(), TenantID: tenantID, TriggerEvent: d.Event, Channel: d.Channel, Locale: d.Locale,
+			Subject: d.Subject, Body: d.Body, Version: 1, IsActive: true, CreatedAt: now, UpdatedAt: now,
+		})
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].TriggerEvent < ts[j].TriggerEvent })
+	return tx.CreateTemplates(ctx, ts)
+}

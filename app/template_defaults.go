@@ -1,0 +1,755 @@
+package app
+
+// DefaultTemplate is a message text Herald provisions for every new tenant,
+// one per registry event, channel and locale. Tenants edit them freely.
+type DefaultTemplate struct {
+	Event   string
+	Channel Channel
+	Locale  string
+	// Subject is used by e-mail only.
+	Subject string
+	// Body uses {{variable}} placeholders. E-mail bodies are HTML; WhatsApp
+	// and SMS bodies are plain text.
+	Body string
+}
+
+// DefaultLocales are the locales every tenant gets templates for.
+var DefaultLocales = []string{"de-DE", "en"}
+
+// DefaultTemplates returns the provisioned texts.
+func DefaultTemplates() []DefaultTemplate { return defaultTemplates }
+
+// defaultTemplates holds the provisioned texts, grouped by event in registry
+// order; within an event, the channels follow the event's Channels and each
+// channel comes in de-DE, then en.
+//
+// Conventions the texts follow (template_defaults_test.go checks them):
+//   - e-mail bodies are HTML fragments (no document wrapper, styles or
+//     images) of <p>, <strong>, <br> and <a href> around a URL variable
+//     (…_url, …_link); values are escaped when rendered;
+//   - WhatsApp bodies are plain text with *bold* and never start or end with
+//     a placeholder, which Meta rejects in message templates;
+//   - SMS bodies stay within the GSM-7 alphabet, so a part holds 160
+//     characters rather than 70.
+//
+// Dates, amounts and counts arrive formatted by the caller, so counts sit
+// behind a label or "Tag(en)" instead of a plural form that might not fit.
+var defaultTemplates = []DefaultTemplate{
+	// BOOKING_CONFIRMED
+	{
+		Event: "BOOKING_CONFIRMED", Channel: Email, Locale: "de-DE",
+		Subject: "Buchungsbestätigung: {{tour_name}} ({{booking_reference}})",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>vielen Dank für Ihre Buchung! Wir haben Ihre Anzahlung erhalten und bestätigen Ihnen hiermit verbindlich Ihre Reise.</p>
+<p>Reise: <strong>{{tour_name}}</strong><br>
+Abreise: <strong>{{departure_date}}</strong><br>
+Buchungsnummer: <strong>{{booking_reference}}</strong><br>
+Erhaltene Anzahlung: <strong>{{deposit_amount}}</strong></p>
+<p>Bitte geben Sie bei Rückfragen immer Ihre Buchungsnummer an. Über die Restzahlung sowie Abfahrtsort und -zeit informieren wir Sie rechtzeitig vor Reisebeginn.</p>
+<p>Wir freuen uns, Sie an Bord begrüßen zu dürfen.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "BOOKING_CONFIRMED", Channel: Email, Locale: "en",
+		Subject: "Booking confirmed: {{tour_name}} ({{booking_reference}})",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>Thank you for your booking! We have received your deposit and are pleased to confirm your trip.</p>
+<p>Tour: <strong>{{tour_name}}</strong><br>
+Departure: <strong>{{departure_date}}</strong><br>
+Booking reference: <strong>{{booking_reference}}</strong><br>
+Deposit received: <strong>{{deposit_amount}}</strong></p>
+<p>Please quote your booking reference whenever you contact us. We will let you know about the remaining balance and your departure point and time in good time before the trip.</p>
+<p>We look forward to welcoming you on board.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+	{
+		Event: "BOOKING_CONFIRMED", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{passenger_name}},\n\n" +
+			"vielen Dank für Ihre Buchung! Ihre Reise *{{tour_name}}* am *{{departure_date}}* ist bestätigt, Ihre Anzahlung von {{deposit_amount}} ist bei uns eingegangen.\n\n" +
+			"Buchungsnummer: {{booking_reference}}\n\n" +
+			"Wir freuen uns auf Sie!",
+	},
+	{
+		Event: "BOOKING_CONFIRMED", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{passenger_name}},\n\n" +
+			"Thank you for your booking! Your trip *{{tour_name}}* on *{{departure_date}}* is confirmed and we have received your deposit of {{deposit_amount}}.\n\n" +
+			"Booking reference: {{booking_reference}}\n\n" +
+			"We look forward to seeing you!",
+	},
+
+	// BOOKING_FULLY_PAID
+	{
+		Event: "BOOKING_FULLY_PAID", Channel: Email, Locale: "de-DE",
+		Subject: "Zahlung vollständig erhalten: {{tour_name}} ({{booking_reference}})",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>vielen Dank! Ihre Reise ist nun vollständig bezahlt.</p>
+<p>Reise: <strong>{{tour_name}}</strong><br>
+Abreise: <strong>{{departure_date}}</strong><br>
+Buchungsnummer: <strong>{{booking_reference}}</strong><br>
+Gezahlter Gesamtbetrag: <strong>{{total_amount}}</strong></p>
+<p>Ihre Rechnung finden Sie hier: <a href="{{invoice_url}}">Rechnung ansehen</a></p>
+<p>Alle Informationen zu Abfahrtsort und -zeit senden wir Ihnen rechtzeitig vor der Abreise. Wir freuen uns auf Sie!</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "BOOKING_FULLY_PAID", Channel: Email, Locale: "en",
+		Subject: "Payment received in full: {{tour_name}} ({{booking_reference}})",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>Thank you! Your trip is now paid in full.</p>
+<p>Tour: <strong>{{tour_name}}</strong><br>
+Departure: <strong>{{departure_date}}</strong><br>
+Booking reference: <strong>{{booking_reference}}</strong><br>
+Total paid: <strong>{{total_amount}}</strong></p>
+<p>You can find your invoice here: <a href="{{invoice_url}}">View invoice</a></p>
+<p>We will send you all the details of your departure point and time in good time before the trip. We look forward to seeing you!</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+	{
+		Event: "BOOKING_FULLY_PAID", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{passenger_name}},\n\n" +
+			"vielen Dank für Ihre Zahlung! Ihre Reise *{{tour_name}}* am {{departure_date}} (Buchung {{booking_reference}}) ist mit {{total_amount}} vollständig bezahlt.\n\n" +
+			"Ihre Rechnung:\n{{invoice_url}}\n\n" +
+			"Wir freuen uns auf Sie!",
+	},
+	{
+		Event: "BOOKING_FULLY_PAID", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{passenger_name}},\n\n" +
+			"Thank you for your payment! Your trip *{{tour_name}}* on {{departure_date}} (booking {{booking_reference}}) is now paid in full ({{total_amount}}).\n\n" +
+			"Your invoice:\n{{invoice_url}}\n\n" +
+			"We look forward to seeing you!",
+	},
+
+	// BOOKING_CANCELLED
+	{
+		Event: "BOOKING_CANCELLED", Channel: Email, Locale: "de-DE",
+		Subject: "Stornierungsbestätigung: {{tour_name}} ({{booking_reference}})",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>hiermit bestätigen wir die Stornierung Ihrer Buchung.</p>
+<p>Reise: <strong>{{tour_name}}</strong><br>
+Abreise: <strong>{{departure_date}}</strong><br>
+Buchungsnummer: <strong>{{booking_reference}}</strong><br>
+Stornogebühr: <strong>{{cancellation_fee}}</strong></p>
+<p>Die Stornogebühr richtet sich nach unseren Reisebedingungen. Haben Sie bereits mehr gezahlt, erstatten wir Ihnen den Differenzbetrag; darüber erhalten Sie eine gesonderte Nachricht.</p>
+<p>Bei Fragen wenden Sie sich bitte unter Angabe Ihrer Buchungsnummer an uns. Wir hoffen, Sie bald auf einer anderen Reise begrüßen zu dürfen.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "BOOKING_CANCELLED", Channel: Email, Locale: "en",
+		Subject: "Cancellation confirmed: {{tour_name}} ({{booking_reference}})",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>We confirm that your booking has been cancelled.</p>
+<p>Tour: <strong>{{tour_name}}</strong><br>
+Departure: <strong>{{departure_date}}</strong><br>
+Booking reference: <strong>{{booking_reference}}</strong><br>
+Cancellation fee: <strong>{{cancellation_fee}}</strong></p>
+<p>The cancellation fee is based on our terms and conditions. If you have already paid more than this, we will refund the difference and confirm it in a separate message.</p>
+<p>If you have any questions, please contact us quoting your booking reference. We hope to welcome you on another trip soon.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+	{
+		Event: "BOOKING_CANCELLED", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{passenger_name}},\n\n" +
+			"Ihre Buchung {{booking_reference}} für *{{tour_name}}* am {{departure_date}} wurde storniert. Stornogebühr: {{cancellation_fee}}.\n\n" +
+			"Haben Sie bereits mehr gezahlt, erstatten wir Ihnen den Differenzbetrag; dazu erhalten Sie eine gesonderte Nachricht.\n\n" +
+			"Bei Fragen sind wir gern für Sie da.",
+	},
+	{
+		Event: "BOOKING_CANCELLED", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{passenger_name}},\n\n" +
+			"Your booking {{booking_reference}} for *{{tour_name}}* on {{departure_date}} has been cancelled. Cancellation fee: {{cancellation_fee}}.\n\n" +
+			"If you have already paid more than this, we will refund the difference and confirm it in a separate message.\n\n" +
+			"If you have any questions, we are happy to help.",
+	},
+
+	// BOOKING_REFUNDED
+	{
+		Event: "BOOKING_REFUNDED", Channel: Email, Locale: "de-DE",
+		Subject: "Erstattung zu Ihrer Buchung {{booking_reference}}",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>für Ihre Buchung <strong>{{booking_reference}}</strong> haben wir Ihnen <strong>{{refund_amount}}</strong> erstattet.</p>
+<p>Die Erstattung erfolgt in der Regel über die ursprünglich verwendete Zahlungsart. Je nach Bank oder Kartenanbieter kann es einige Werktage dauern, bis der Betrag auf Ihrem Konto sichtbar ist.</p>
+<p>Bei Fragen wenden Sie sich bitte unter Angabe Ihrer Buchungsnummer an uns.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "BOOKING_REFUNDED", Channel: Email, Locale: "en",
+		Subject: "Refund for your booking {{booking_reference}}",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>We have refunded <strong>{{refund_amount}}</strong> for your booking <strong>{{booking_reference}}</strong>.</p>
+<p>The refund is usually made to the payment method you originally used. Depending on your bank or card provider, it may take a few working days to appear in your account.</p>
+<p>If you have any questions, please contact us quoting your booking reference.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// BOOKING_COMPLETED
+	{
+		Event: "BOOKING_COMPLETED", Channel: Email, Locale: "de-DE",
+		Subject: "Wie war Ihre Reise „{{tour_name}}“?",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>wir hoffen, Sie sind gut wieder zu Hause angekommen und hatten eine schöne Zeit auf unserer Reise <strong>{{tour_name}}</strong>.</p>
+<p>Ihre Meinung ist uns wichtig: Erzählen Sie uns in wenigen Minuten, was Ihnen gefallen hat und was wir noch besser machen können.</p>
+<p><a href="{{feedback_url}}">Jetzt Feedback geben</a></p>
+<p>Vielen Dank, dass Sie mit uns gereist sind. Wir freuen uns, Sie bald wieder an Bord begrüßen zu dürfen.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Team von {{operator_name}}</p>`,
+	},
+	{
+		Event: "BOOKING_COMPLETED", Channel: Email, Locale: "en",
+		Subject: "How was {{tour_name}}?",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>We hope you have arrived home safely and enjoyed your time on <strong>{{tour_name}}</strong>.</p>
+<p>Your opinion matters to us. It only takes a few minutes to tell us what you liked and what we could do even better.</p>
+<p><a href="{{feedback_url}}">Share your feedback</a></p>
+<p>Thank you for travelling with us. We look forward to welcoming you on board again soon.</p>
+<p>Kind regards<br>
+The {{operator_name}} team</p>`,
+	},
+
+	// BOOKING_NOSHOW
+	{
+		Event: "BOOKING_NOSHOW", Channel: Email, Locale: "de-DE",
+		Subject: "Wir haben Sie beim Einstieg vermisst ({{booking_reference}})",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>leider haben wir Sie beim Einstieg zu Ihrer Reise <strong>{{tour_name}}</strong> nicht angetroffen und mussten ohne Sie abfahren.</p>
+<p>Buchungsnummer: <strong>{{booking_reference}}</strong></p>
+<p>Wir hoffen, dass alles in Ordnung ist. Wenn es sich um ein Missverständnis handelt oder Sie Fragen zu Ihrer Buchung haben, melden Sie sich bitte unter Angabe Ihrer Buchungsnummer bei uns. Für die Kosten bei Nichtantritt der Reise gelten unsere Reisebedingungen.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "BOOKING_NOSHOW", Channel: Email, Locale: "en",
+		Subject: "We missed you at boarding ({{booking_reference}})",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>Unfortunately we could not find you at boarding for your trip <strong>{{tour_name}}</strong>, so we had to depart without you.</p>
+<p>Booking reference: <strong>{{booking_reference}}</strong></p>
+<p>We hope everything is all right. If there has been a misunderstanding or you have any questions about your booking, please contact us quoting your booking reference. Our terms and conditions apply to the costs of a missed departure.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// CHECKOUT_ABANDONED
+	{
+		Event: "CHECKOUT_ABANDONED", Channel: Email, Locale: "de-DE",
+		Subject: "Ihre Buchung für {{tour_name}} ist noch nicht abgeschlossen",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>Sie haben mit der Buchung unserer Reise <strong>{{tour_name}}</strong> begonnen, sie aber noch nicht abgeschlossen (Grund: {{expiry_reason}}).</p>
+<p>Über den folgenden Link können Sie Ihre Buchung ganz einfach fortsetzen:</p>
+<p><a href="{{checkout_url}}">Buchung jetzt abschließen</a></p>
+<p>Bitte beachten Sie, dass die Plätze begrenzt sind und wir sie erst mit Abschluss der Buchung für Sie reservieren können.</p>
+<p>Haben Sie Fragen zur Reise oder zur Buchung? Wir helfen Ihnen gern weiter.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "CHECKOUT_ABANDONED", Channel: Email, Locale: "en",
+		Subject: "Your booking for {{tour_name}} is not complete yet",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>You started booking <strong>{{tour_name}}</strong> but have not completed it yet (reason: {{expiry_reason}}).</p>
+<p>You can pick up where you left off using the link below:</p>
+<p><a href="{{checkout_url}}">Complete your booking</a></p>
+<p>Please note that seats are limited and we can only reserve yours once your booking is complete.</p>
+<p>If you have any questions about the trip or the booking, we will be happy to help.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// CHECKOUT_ABANDONED_WHATSAPP
+	{
+		Event: "CHECKOUT_ABANDONED_WHATSAPP", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{passenger_name}},\n\n" +
+			"Sie haben vor Kurzem mit der Buchung unserer Reise *{{tour_name}}* begonnen, sie aber noch nicht abgeschlossen.\n\n" +
+			"Hier können Sie Ihre Buchung fortsetzen:\n{{checkout_url}}\n\n" +
+			"Die Plätze sind begrenzt. Bei Fragen antworten Sie einfach auf diese Nachricht.",
+	},
+	{
+		Event: "CHECKOUT_ABANDONED_WHATSAPP", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{passenger_name}},\n\n" +
+			"You recently started booking *{{tour_name}}* but have not completed it yet.\n\n" +
+			"You can continue your booking here:\n{{checkout_url}}\n\n" +
+			"Seats are limited. If you have any questions, just reply to this message.",
+	},
+
+	// FINAL_PAYMENT_DUE
+	{
+		Event: "FINAL_PAYMENT_DUE", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{passenger_name}},\n\n" +
+			"Ihre Reise *{{tour_name}}* am {{departure_date}} rückt näher! Die Restzahlung von *{{remaining_amount}}* ist jetzt fällig.\n\n" +
+			"Hier können Sie online bezahlen:\n{{payment_link}}\n\n" +
+			"Falls Sie bereits bezahlt haben, betrachten Sie diese Nachricht bitte als gegenstandslos.",
+	},
+	{
+		Event: "FINAL_PAYMENT_DUE", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{passenger_name}},\n\n" +
+			"Your trip *{{tour_name}}* on {{departure_date}} is getting closer! The final payment of *{{remaining_amount}}* is now due.\n\n" +
+			"You can pay online here:\n{{payment_link}}\n\n" +
+			"If you have already paid, please disregard this message.",
+	},
+	{
+		Event: "FINAL_PAYMENT_DUE", Channel: Email, Locale: "de-DE",
+		Subject: "Restzahlung fällig: {{tour_name}} am {{departure_date}}",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>Ihre Reise <strong>{{tour_name}}</strong> am <strong>{{departure_date}}</strong> rückt näher – wir freuen uns schon auf Sie! Die Restzahlung für Ihre Buchung ist jetzt fällig.</p>
+<p>Offener Betrag: <strong>{{remaining_amount}}</strong></p>
+<p>Sie können bequem online bezahlen: <a href="{{payment_link}}">Restbetrag jetzt bezahlen</a></p>
+<p>Sollten Sie die Zahlung bereits veranlasst haben, betrachten Sie diese Nachricht bitte als gegenstandslos.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "FINAL_PAYMENT_DUE", Channel: Email, Locale: "en",
+		Subject: "Final payment due: {{tour_name}} on {{departure_date}}",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>Your trip <strong>{{tour_name}}</strong> on <strong>{{departure_date}}</strong> is getting closer and we are looking forward to seeing you! The final payment for your booking is now due.</p>
+<p>Amount outstanding: <strong>{{remaining_amount}}</strong></p>
+<p>You can pay online here: <a href="{{payment_link}}">Pay the balance now</a></p>
+<p>If you have already made the payment, please disregard this message.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// FINAL_PAYMENT_OVERDUE
+	{
+		Event: "FINAL_PAYMENT_OVERDUE", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{passenger_name}},\n\n" +
+			"die Restzahlung von *{{remaining_amount}}* für Ihre Reise *{{tour_name}}* am {{departure_date}} ist seit {{days_overdue}} Tag(en) überfällig.\n\n" +
+			"Bitte bezahlen Sie den Betrag möglichst bald hier:\n{{payment_link}}\n\n" +
+			"Falls sich Ihre Zahlung mit dieser Nachricht überschnitten hat, betrachten Sie sie bitte als gegenstandslos.",
+	},
+	{
+		Event: "FINAL_PAYMENT_OVERDUE", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{passenger_name}},\n\n" +
+			"The final payment of *{{remaining_amount}}* for your trip *{{tour_name}}* on {{departure_date}} is now {{days_overdue}} day(s) overdue.\n\n" +
+			"Please pay as soon as possible here:\n{{payment_link}}\n\n" +
+			"If your payment has crossed with this message, please disregard it.",
+	},
+	{
+		Event: "FINAL_PAYMENT_OVERDUE", Channel: Email, Locale: "de-DE",
+		Subject: "Zahlungserinnerung: Restzahlung für {{tour_name}} überfällig",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>die Restzahlung für Ihre Reise <strong>{{tour_name}}</strong> am <strong>{{departure_date}}</strong> ist leider noch nicht bei uns eingegangen.</p>
+<p>Offener Betrag: <strong>{{remaining_amount}}</strong><br>
+Überfällig seit: <strong>{{days_overdue}} Tag(en)</strong></p>
+<p>Bitte begleichen Sie den Betrag möglichst umgehend, damit Ihrer Reise nichts im Wege steht: <a href="{{payment_link}}">Restbetrag jetzt bezahlen</a></p>
+<p>Sollte sich Ihre Zahlung mit dieser Erinnerung überschnitten haben, betrachten Sie diese Nachricht bitte als gegenstandslos. Bei Fragen zur Zahlung sind wir gern für Sie da.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "FINAL_PAYMENT_OVERDUE", Channel: Email, Locale: "en",
+		Subject: "Payment reminder: final payment for {{tour_name}} overdue",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>According to our records, we have not yet received the final payment for your trip <strong>{{tour_name}}</strong> on <strong>{{departure_date}}</strong>.</p>
+<p>Amount outstanding: <strong>{{remaining_amount}}</strong><br>
+Days overdue: <strong>{{days_overdue}}</strong></p>
+<p>Please settle the balance as soon as possible so that nothing stands in the way of your trip: <a href="{{payment_link}}">Pay the balance now</a></p>
+<p>If your payment has crossed with this reminder, please disregard this message. If you have any questions about the payment, please get in touch.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// PASSENGER_CANCELLED: passenger_name is the passenger taken off the
+	// booking, who need not be the recipient, so the greeting uses the
+	// recipient's name.
+	{
+		Event: "PASSENGER_CANCELLED", Channel: Email, Locale: "de-DE",
+		Subject: "Teilnahme storniert: {{passenger_name}}, {{tour_name}}",
+		Body: `<p>Guten Tag {{recipient_name}},</p>
+<p>hiermit bestätigen wir, dass <strong>{{passenger_name}}</strong> von der Reise <strong>{{tour_name}}</strong> abgemeldet wurde. Alle übrigen Angaben Ihrer Buchung bleiben unverändert.</p>
+<p>Stornogebühr: <strong>{{cancellation_fee}}</strong><br>
+Erstattungsbetrag: <strong>{{refund_amount}}</strong></p>
+<p>Die Stornogebühr richtet sich nach unseren Reisebedingungen. Die Erstattung erfolgt in der Regel über die ursprünglich verwendete Zahlungsart; es kann einige Werktage dauern, bis der Betrag auf Ihrem Konto sichtbar ist.</p>
+<p>Bei Fragen sind wir gern für Sie da.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "PASSENGER_CANCELLED", Channel: Email, Locale: "en",
+		Subject: "Passenger cancelled: {{passenger_name}}, {{tour_name}}",
+		Body: `<p>Dear {{recipient_name}},</p>
+<p>We confirm that <strong>{{passenger_name}}</strong> has been removed from the trip <strong>{{tour_name}}</strong>. The rest of your booking remains unchanged.</p>
+<p>Cancellation fee: <strong>{{cancellation_fee}}</strong><br>
+Refund amount: <strong>{{refund_amount}}</strong></p>
+<p>The cancellation fee is based on our terms and conditions. The refund is usually made to the payment method originally used and may take a few working days to appear in your account.</p>
+<p>If you have any questions, we are happy to help.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// ANCILLARY_CANCELLED
+	{
+		Event: "ANCILLARY_CANCELLED", Channel: Email, Locale: "de-DE",
+		Subject: "Zusatzleistung storniert: {{ancillary_label}}",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>wir bestätigen die Stornierung der folgenden Zusatzleistung zu Ihrer Buchung: <strong>{{ancillary_label}}</strong>.</p>
+<p>Erstattungsbetrag: <strong>{{refund_amount}}</strong></p>
+<p>Die Erstattung erfolgt in der Regel über die ursprünglich verwendete Zahlungsart. Ihre Reise und alle weiteren gebuchten Leistungen bleiben unverändert.</p>
+<p>Bei Fragen sind wir gern für Sie da.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "ANCILLARY_CANCELLED", Channel: Email, Locale: "en",
+		Subject: "Extra cancelled: {{ancillary_label}}",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>We confirm that the following extra has been cancelled from your booking: <strong>{{ancillary_label}}</strong>.</p>
+<p>Refund amount: <strong>{{refund_amount}}</strong></p>
+<p>The refund is usually made to the payment method originally used. Your trip and all other services you have booked remain unchanged.</p>
+<p>If you have any questions, we are happy to help.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// PASSENGER_ADDED: as with PASSENGER_CANCELLED, passenger_name is the
+	// added passenger and the greeting uses the recipient's name.
+	{
+		Event: "PASSENGER_ADDED", Channel: Email, Locale: "de-DE",
+		Subject: "Reiseteilnehmer hinzugefügt: {{tour_name}} am {{departure_date}}",
+		Body: `<p>Guten Tag {{recipient_name}},</p>
+<p>wir bestätigen, dass <strong>{{passenger_name}}</strong> zu Ihrer Buchung hinzugefügt wurde.</p>
+<p>Reise: <strong>{{tour_name}}</strong><br>
+Abreise: <strong>{{departure_date}}</strong><br>
+Zustiegsort: <strong>{{boarding_point_name}}</strong></p>
+<p>Die genaue Abfahrtszeit und alle weiteren Reiseinformationen senden wir Ihnen rechtzeitig vor der Abreise. Bitte prüfen Sie die Angaben und geben Sie uns Bescheid, falls etwas nicht stimmt.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "PASSENGER_ADDED", Channel: Email, Locale: "en",
+		Subject: "Passenger added: {{tour_name}} on {{departure_date}}",
+		Body: `<p>Dear {{recipient_name}},</p>
+<p>We confirm that <strong>{{passenger_name}}</strong> has been added to your booking.</p>
+<p>Tour: <strong>{{tour_name}}</strong><br>
+Departure: <strong>{{departure_date}}</strong><br>
+Boarding point: <strong>{{boarding_point_name}}</strong></p>
+<p>We will send you the exact departure time and all other travel information in good time before the trip. Please check these details and let us know if anything is not correct.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+	{
+		Event: "PASSENGER_ADDED", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{recipient_name}},\n\n" +
+			"{{passenger_name}} wurde zu Ihrer Buchung hinzugefügt:\n\n" +
+			"*{{tour_name}}*\nAbreise: {{departure_date}}\nZustiegsort: {{boarding_point_name}}\n\n" +
+			"Weitere Reiseinformationen erhalten Sie rechtzeitig vor der Abreise.",
+	},
+	{
+		Event: "PASSENGER_ADDED", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{recipient_name}},\n\n" +
+			"{{passenger_name}} has been added to your booking:\n\n" +
+			"*{{tour_name}}*\nDeparture: {{departure_date}}\nBoarding point: {{boarding_point_name}}\n\n" +
+			"We will send you further travel information in good time before departure.",
+	},
+
+	// INVOICE_ISSUED
+	{
+		Event: "INVOICE_ISSUED", Channel: Email, Locale: "de-DE",
+		Subject: "Ihre Rechnung {{invoice_number}} zur Buchung {{booking_reference}}",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>für Ihre Buchung <strong>{{booking_reference}}</strong> haben wir die Rechnung <strong>{{invoice_number}}</strong> ausgestellt.</p>
+<p>Rechnungsbetrag (brutto): <strong>{{total_gross}}</strong></p>
+<p>Sie können die Rechnung hier als PDF abrufen: <a href="{{invoice_pdf_url}}">Rechnung {{invoice_number}} (PDF)</a></p>
+<p>Bitte bewahren Sie die Rechnung für Ihre Unterlagen auf. Bei Fragen wenden Sie sich bitte unter Angabe der Rechnungsnummer an uns.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "INVOICE_ISSUED", Channel: Email, Locale: "en",
+		Subject: "Your invoice {{invoice_number}} for booking {{booking_reference}}",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>We have issued invoice <strong>{{invoice_number}}</strong> for your booking <strong>{{booking_reference}}</strong>.</p>
+<p>Invoice total (gross): <strong>{{total_gross}}</strong></p>
+<p>You can download the invoice as a PDF here: <a href="{{invoice_pdf_url}}">Invoice {{invoice_number}} (PDF)</a></p>
+<p>Please keep the invoice for your records. If you have any questions, please contact us quoting the invoice number.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// SERVICE_LEG_STARTED
+	{
+		Event: "SERVICE_LEG_STARTED", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{passenger_name}},\n\n" +
+			"Ihr Bus ist jetzt unterwegs zu Ihrem Zustiegsort *{{boarding_point_name}}*.\n\n" +
+			"Hier können Sie die Fahrt verfolgen:\n{{tracking_url}}\n\n" +
+			"Bitte seien Sie rechtzeitig am Zustiegsort. Gute Reise!",
+	},
+	{
+		Event: "SERVICE_LEG_STARTED", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{passenger_name}},\n\n" +
+			"Your coach is now on its way to your boarding point *{{boarding_point_name}}*.\n\n" +
+			"You can follow it here:\n{{tracking_url}}\n\n" +
+			"Please be at the boarding point in good time. Have a good trip!",
+	},
+
+	// SERVICE_LEG_CANCELLED
+	{
+		Event: "SERVICE_LEG_CANCELLED", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{passenger_name}},\n\n" +
+			"leider fällt ein Fahrtabschnitt Ihrer Reise *{{tour_name}}* aus: die Fahrt ab *{{boarding_point_name}}*.\n\n" +
+			"Bitte rufen Sie uns unter {{operator_phone}} an, damit wir gemeinsam eine Alternative finden.\n\n" +
+			"Wir bitten um Entschuldigung für die Unannehmlichkeiten.",
+	},
+	{
+		Event: "SERVICE_LEG_CANCELLED", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{passenger_name}},\n\n" +
+			"We are sorry to tell you that part of your trip *{{tour_name}}* has been cancelled: the service from *{{boarding_point_name}}*.\n\n" +
+			"Please call us on {{operator_phone}} so that we can find an alternative for you.\n\n" +
+			"We apologise for the inconvenience.",
+	},
+	{
+		Event: "SERVICE_LEG_CANCELLED", Channel: Email, Locale: "de-DE",
+		Subject: "Wichtig: Fahrt ab {{boarding_point_name}} fällt aus ({{tour_name}})",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>leider müssen wir Ihnen mitteilen, dass ein Fahrtabschnitt Ihrer Reise <strong>{{tour_name}}</strong> ausfällt. Betroffen ist die Fahrt ab <strong>{{boarding_point_name}}</strong>.</p>
+<p>Bitte rufen Sie uns unter <strong>{{operator_phone}}</strong> an, damit wir gemeinsam mit Ihnen eine Alternative finden.</p>
+<p>Wir bitten um Entschuldigung für die Unannehmlichkeiten.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "SERVICE_LEG_CANCELLED", Channel: Email, Locale: "en",
+		Subject: "Important: service from {{boarding_point_name}} cancelled ({{tour_name}})",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>We are sorry to let you know that part of your trip <strong>{{tour_name}}</strong> has been cancelled. This affects the service from <strong>{{boarding_point_name}}</strong>.</p>
+<p>Please call us on <strong>{{operator_phone}}</strong> so that we can find an alternative for you.</p>
+<p>We sincerely apologise for the inconvenience.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// INCIDENT_BROADCAST
+	{
+		Event: "INCIDENT_BROADCAST", Channel: WhatsApp, Locale: "de-DE",
+		Body: "*Wichtige Information zu Ihrer Reise {{tour_name}}*\n\n" +
+			"Hallo {{passenger_name}},\n\n" +
+			"{{incident_message}}\n\n" +
+			"Bei Fragen erreichen Sie uns unter {{operator_phone}}. Wir halten Sie auf dem Laufenden.",
+	},
+	{
+		Event: "INCIDENT_BROADCAST", Channel: WhatsApp, Locale: "en",
+		Body: "*Important information about your trip {{tour_name}}*\n\n" +
+			"Hello {{passenger_name}},\n\n" +
+			"{{incident_message}}\n\n" +
+			"If you have any questions, please call us on {{operator_phone}}. We will keep you updated.",
+	},
+	{
+		Event: "INCIDENT_BROADCAST", Channel: SMS, Locale: "de-DE",
+		Body: "Wichtige Information zu Ihrer Reise {{tour_name}}: {{incident_message}} Bei Fragen: {{operator_phone}}",
+	},
+	{
+		Event: "INCIDENT_BROADCAST", Channel: SMS, Locale: "en",
+		Body: "Important information about your trip {{tour_name}}: {{incident_message}} Questions? Call {{operator_phone}}",
+	},
+	{
+		Event: "INCIDENT_BROADCAST", Channel: Email, Locale: "de-DE",
+		Subject: "Wichtige Information zu Ihrer Reise {{tour_name}}",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>wir haben eine wichtige Information zu Ihrer Reise <strong>{{tour_name}}</strong>:</p>
+<p><strong>{{incident_message}}</strong></p>
+<p>Wir halten Sie auf dem Laufenden und melden uns, sobald es Neuigkeiten gibt. Bei Fragen oder wenn Sie Hilfe benötigen, erreichen Sie uns unter <strong>{{operator_phone}}</strong>.</p>
+<p>Vielen Dank für Ihr Verständnis.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "INCIDENT_BROADCAST", Channel: Email, Locale: "en",
+		Subject: "Important information about your trip {{tour_name}}",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>We have important information about your trip <strong>{{tour_name}}</strong>:</p>
+<p><strong>{{incident_message}}</strong></p>
+<p>We will keep you updated and get back to you as soon as there is news. If you have any questions or need help, you can reach us on <strong>{{operator_phone}}</strong>.</p>
+<p>Thank you for your understanding.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// INCIDENT_ALLCLEAR
+	{
+		Event: "INCIDENT_ALLCLEAR", Channel: WhatsApp, Locale: "de-DE",
+		Body: "*Entwarnung zu Ihrer Reise {{tour_name}}*\n\n" +
+			"Hallo {{passenger_name}},\n\n" +
+			"die zuvor gemeldete Störung ist behoben.\n\n" +
+			"{{update_message}}\n\n" +
+			"Vielen Dank für Ihre Geduld!",
+	},
+	{
+		Event: "INCIDENT_ALLCLEAR", Channel: WhatsApp, Locale: "en",
+		Body: "*All clear for your trip {{tour_name}}*\n\n" +
+			"Hello {{passenger_name}},\n\n" +
+			"The issue we told you about has been resolved.\n\n" +
+			"{{update_message}}\n\n" +
+			"Thank you for your patience!",
+	},
+	{
+		Event: "INCIDENT_ALLCLEAR", Channel: SMS, Locale: "de-DE",
+		Body: "Entwarnung zu Ihrer Reise {{tour_name}}: {{update_message}} Danke für Ihre Geduld!",
+	},
+	{
+		Event: "INCIDENT_ALLCLEAR", Channel: SMS, Locale: "en",
+		Body: "All clear for your trip {{tour_name}}: {{update_message}} Thank you for your patience!",
+	},
+	{
+		Event: "INCIDENT_ALLCLEAR", Channel: Email, Locale: "de-DE",
+		Subject: "Entwarnung zu Ihrer Reise {{tour_name}}",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>wir haben gute Nachrichten zu Ihrer Reise <strong>{{tour_name}}</strong>: Die zuvor gemeldete Störung ist behoben.</p>
+<p><strong>{{update_message}}</strong></p>
+<p>Vielen Dank für Ihre Geduld und Ihr Verständnis. Wir wünschen Ihnen eine gute Reise.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "INCIDENT_ALLCLEAR", Channel: Email, Locale: "en",
+		Subject: "All clear for your trip {{tour_name}}",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>Good news about your trip <strong>{{tour_name}}</strong>: the issue we told you about has been resolved.</p>
+<p><strong>{{update_message}}</strong></p>
+<p>Thank you for your patience and understanding. We wish you a pleasant journey.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// VEHICLE_SWAP_NOTIFICATION
+	{
+		Event: "VEHICLE_SWAP_NOTIFICATION", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{passenger_name}},\n\n" +
+			"für Ihre Reise setzen wir ein anderes Fahrzeug ein als geplant.\n\n" +
+			"Neues Fahrzeug: *{{new_vehicle}}* (statt {{old_vehicle}})\nIhr Sitzplatz: *{{seat_assignment}}*\n\n" +
+			"Bitte achten Sie beim Einstieg auf das neue Fahrzeug. Ansonsten bleibt alles wie gebucht.",
+	},
+	{
+		Event: "VEHICLE_SWAP_NOTIFICATION", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{passenger_name}},\n\n" +
+			"Your trip will run with a different vehicle than planned.\n\n" +
+			"New vehicle: *{{new_vehicle}}* (instead of {{old_vehicle}})\nYour seat: *{{seat_assignment}}*\n\n" +
+			"Please look out for the new vehicle when boarding. Everything else stays as booked.",
+	},
+	{
+		Event: "VEHICLE_SWAP_NOTIFICATION", Channel: Email, Locale: "de-DE",
+		Subject: "Fahrzeugwechsel: Ihr Sitzplatz {{seat_assignment}}",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>für Ihre Reise setzen wir ein anderes Fahrzeug ein als ursprünglich geplant.</p>
+<p>Bisher vorgesehen: {{old_vehicle}}<br>
+Neues Fahrzeug: <strong>{{new_vehicle}}</strong><br>
+Ihr Sitzplatz: <strong>{{seat_assignment}}</strong></p>
+<p>Bitte achten Sie beim Einstieg auf das neue Fahrzeug und setzen Sie sich auf den angegebenen Sitzplatz. Alle übrigen Angaben Ihrer Buchung bleiben unverändert.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "VEHICLE_SWAP_NOTIFICATION", Channel: Email, Locale: "en",
+		Subject: "Vehicle change: your seat {{seat_assignment}}",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>Your trip will run with a different vehicle than originally planned.</p>
+<p>Previously planned: {{old_vehicle}}<br>
+New vehicle: <strong>{{new_vehicle}}</strong><br>
+Your seat: <strong>{{seat_assignment}}</strong></p>
+<p>Please look out for the new vehicle when boarding and take the seat shown above. Everything else about your booking stays the same.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
+	// QUALIFICATION_EXPIRING: staff-facing, to the crew member.
+	{
+		Event: "QUALIFICATION_EXPIRING", Channel: Email, Locale: "de-DE",
+		Subject: "Erinnerung: {{qualification_type}} läuft am {{expiry_date}} ab",
+		Body: `<p>Guten Tag {{crew_member_name}},</p>
+<p>Ihre Qualifikation <strong>{{qualification_type}}</strong> läuft bald ab.</p>
+<p>Gültig bis: <strong>{{expiry_date}}</strong><br>
+Verbleibende Tage: <strong>{{days_remaining}}</strong></p>
+<p>Bitte kümmern Sie sich rechtzeitig um die Verlängerung und reichen Sie den neuen Nachweis anschließend bei der Disposition ein. Ohne gültigen Nachweis können wir Sie nach Ablauf nicht mehr für Einsätze einplanen, die diese Qualifikation erfordern.</p>
+<p>Bei Fragen wenden Sie sich bitte an die Disposition.</p>
+<p>Viele Grüße<br>
+Ihre Disposition</p>`,
+	},
+	{
+		Event: "QUALIFICATION_EXPIRING", Channel: Email, Locale: "en",
+		Subject: "Reminder: {{qualification_type}} expires on {{expiry_date}}",
+		Body: `<p>Dear {{crew_member_name}},</p>
+<p>Your qualification <strong>{{qualification_type}}</strong> will expire soon.</p>
+<p>Valid until: <strong>{{expiry_date}}</strong><br>
+Days remaining: <strong>{{days_remaining}}</strong></p>
+<p>Please arrange the renewal in good time and hand in the new certificate to the dispatch office once you have it. Without a valid certificate we cannot schedule you for duties that require this qualification after it expires.</p>
+<p>If you have any questions, please contact the dispatch office.</p>
+<p>Kind regards<br>
+Your dispatch team</p>`,
+	},
+
+	// VEHICLE_INSPECTION_OVERDUE: staff-facing, to fleet staff; the event
+	// names no person, so the greeting has no name.
+	{
+		Event: "VEHICLE_INSPECTION_OVERDUE", Channel: Email, Locale: "de-DE",
+		Subject: "Überfällig: {{inspection_type}} für Fahrzeug {{vehicle_license_plate}}",
+		Body: `<p>Guten Tag,</p>
+<p>für das Fahrzeug <strong>{{vehicle_license_plate}}</strong> ist die folgende Prüfung überfällig: <strong>{{inspection_type}}</strong>.</p>
+<p>Fällig am: <strong>{{due_date}}</strong><br>
+Überfällig seit: <strong>{{days_overdue}} Tag(en)</strong></p>
+<p>Bitte vereinbaren Sie umgehend einen Prüftermin und stimmen Sie mit der Disposition ab, ob und wie das Fahrzeug bis dahin eingesetzt werden kann.</p>
+<p>Viele Grüße<br>
+Ihre Disposition</p>`,
+	},
+	{
+		Event: "VEHICLE_INSPECTION_OVERDUE", Channel: Email, Locale: "en",
+		Subject: "Overdue: {{inspection_type}} for vehicle {{vehicle_license_plate}}",
+		Body: `<p>Hello,</p>
+<p>The following inspection is overdue for vehicle <strong>{{vehicle_license_plate}}</strong>: <strong>{{inspection_type}}</strong>.</p>
+<p>Due date: <strong>{{due_date}}</strong><br>
+Days overdue: <strong>{{days_overdue}}</strong></p>
+<p>Please book an inspection appointment straight away and agree with the dispatch office whether and how the vehicle may be used until then.</p>
+<p>Kind regards<br>
+Your dispatch team</p>`,
+	},
+
+	// PRE_TRIP_REMINDER
+	{
+		Event: "PRE_TRIP_REMINDER", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{passenger_name}},\n\n" +
+			"morgen geht es los: *{{tour_name}}*!\n\n" +
+			"Datum: {{departure_date}}\nZustiegszeit: *{{boarding_time}} Uhr*\nZustiegsort: *{{boarding_point_name}}*\n\n" +
+			"Bitte beachten Sie: {{passenger_instructions}}\n\n" +
+			"Wir wünschen Ihnen eine gute Reise!",
+	},
+	{
+		Event: "PRE_TRIP_REMINDER", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{passenger_name}},\n\n" +
+			"Your trip *{{tour_name}}* starts tomorrow!\n\n" +
+			"Date: {{departure_date}}\nBoarding time: *{{boarding_time}}*\nBoarding point: *{{boarding_point_name}}*\n\n" +
+			"Please note: {{passenger_instructions}}\n\n" +
+			"Have a wonderful trip!",
+	},
+	{
+		Event: "PRE_TRIP_REMINDER", Channel: Email, Locale: "de-DE",
+		Subject: "Morgen geht es los: {{tour_name}}",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>morgen ist es so weit: Ihre Reise <strong>{{tour_name}}</strong> beginnt. Hier noch einmal alle wichtigen Informationen für die Abfahrt:</p>
+<p>Datum: <strong>{{departure_date}}</strong><br>
+Zustiegszeit: <strong>{{boarding_time}} Uhr</strong><br>
+Zustiegsort: <strong>{{boarding_point_name}}</strong></p>
+<p><strong>Bitte beachten Sie:</strong> {{passenger_instructions}}</p>
+<p>Bitte seien Sie rechtzeitig am Zustiegsort. Sollten Sie kurzfristig verhindert sein, geben Sie uns bitte so bald wie möglich Bescheid.</p>
+<p>Wir wünschen Ihnen eine gute Reise!</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "PRE_TRIP_REMINDER", Channel: Email, Locale: "en",
+		Subject: "Your trip starts tomorrow: {{tour_name}}",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>It is almost time: your trip <strong>{{tour_name}}</strong> starts tomorrow. Here are the key details for your departure once more:</p>
+<p>Date: <strong>{{departure_date}}</strong><br>
+Boarding time: <strong>{{boarding_time}}</strong><br>
+Boarding point: <strong>{{boarding_point_name}}</strong></p>
+<p><strong>Please note:</strong> {{passenger_instructions}}</p>
+<p>Please be at the boarding point in good time. If you are unable to travel at short notice, please let us know as soon as possible.</p>
+<p>We wish you a wonderful trip!</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+}

@@ -1,0 +1,199 @@
+package app
+
+import (
+	"context"
+	"net/mail"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// Roles of console users. Operators run the platform and belong to no tenant;
+// managers and support staff belong to exactly one.
+const (
+	RoleOperator = "operator"
+	RoleManager  = "manager"
+	RoleSupport  = "support"
+)
+
+// MinPasswordLength is the shortest password Herald accepts.
+const MinPasswordLength = 10
+
+// User is a person who signs in to the console.
+type User struct {
+	ID             uuid.UUID  `db:"id"`
+	TenantID       *uuid.UUID `db:"tenant_id"`
+	Email          string     `db:"email"`
+	Name           string     `db:"name"`
+	PasswordHash   []byte     `db:"password_hash"`
+	Role           string     `db:"role"`
+	SessionVersion int        `db:"session_version"`
+	DisabledAt     *time.Time `db:"disabled_at"`
+	LastLoginAt    *time.Time `db:"last_login_at"`
+	CreatedAt      time.Time  `db:"created_at"`
+	UpdatedAt      time.Time  `db:"updated_at"`
+}
+
+// UserInput is what creating a user takes. TenantSlug is required for
+// managers and support staff and must be empty for operators.
+type UserInput struct {
+	Email      string
+	Name       string
+	Password   string
+	Role       string
+	TenantSlug string
+}
+
+// ValidateRole checks that role is operator, manager or support.
+func ValidateRole(role string) error {
+	switch role {
+	case RoleOperator, RoleManager, RoleSupport:
+		return nil
+	}
+	return FieldErrorf("role", "Role %q is not one of operator, manager, support.", role)
+}
+
+// NormalizeEmail validates a bare e-mail address and returns it lower-cased.
+func NormalizeEmail(field, s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", FieldErrorf(field, "E-mail address is required.")
+	}
+	addr, err := mail.ParseAddress(s)
+	if err != nil || addr.Address != s || !strings.Contains(s[strings.LastIndexByte(s, '@')+1:], ".") {
+		return "", FieldErrorf(field, "%q is not a valid e-mail address.", s)
+	}
+	return strings.ToLower(s), nil
+}
+
+// ValidatePassword checks the password policy.
+func ValidatePassword(p string) error {
+	switch {
+	case len(p) < MinPasswordLength:
+		return FieldErrorf("password", "Password must be at least %d characters long.", MinPasswordLength)
+	case len(p) > 72:
+		// bcrypt reads only the first 72 bytes; longer would silently ignore the rest.
+		return FieldErrorf("password", "Password must be at most 72 bytes long.")
+	}
+	return nil
+}
+
+// Users creates and authenticates console users.
+type Users struct {
+	Store Store
+	Now   Clock
+	// PasswordCost is the bcrypt cost; tests lower it to stay fast.
+	PasswordCost int
+}
+
+// Create validates in and stores the user with an audit entry. A taken
+// e-mail address is ECONFLICT; an unknown tenant is ENOTFOUND.
+func (s *Users) Create(ctx context.Context, actor Actor, in UserInput) (*User, error) {
+	email, err := NormalizeEmail("email", in.Email)
+	if err != nil {
+		return nil, err
+	}
+	role := strings.ToLower(strings.TrimSpace(in.Role))
+	if err := ValidateRole(role); err != nil {
+		return nil, err
+	}
+	slug := strings.ToLower(strings.TrimSpace(in.TenantSlug))
+	switch {
+	case role == RoleOperator && slug != "":
+		return nil, FieldErrorf("tenant", "Operators belong to no tenant; leave the tenant out.")
+	case role != RoleOperator && slug == "":
+		return nil, FieldErrorf("tenant", "A %s belongs to a tenant; name it.", role)
+	}
+	if err := ValidatePassword(in.Password); err != nil {
+		return nil, err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(in.Password), s.cost())
+	if err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	u := &User{
+		ID:           uuid.New(),
+		Email:        email,
+		Name:         strings.TrimSpace(in.Name),
+		PasswordHash: hash,
+		Role:         role,
+		CreatedAt:    now,
+		UpdatedAt:    now,
+	}
+	err = s.Store.InPlatform(ctx, func(tx Tx) error {
+		if slug != "" {
+			t, err := tx.TenantBySlug(ctx, slug)
+			if err != nil {
+				return err
+			}
+			u.TenantID = &t.ID
+		}
+		if err := tx.CreateUser(ctx, u); err != nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, actor.Entry(u.TenantID, "user.create", "user", u.ID.String(), map[string]any{
+			"email": u.Email, "role": u.Role,
+		}))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// CountOperators returns how many operator admins exist.
+func (s *Users) CountOperators(ctx context.Context) (n int, err error) {
+	err = s.Store.InPlatform(ctx, func(tx Tx) error {
+		n, err = tx.CountOperators(ctx)
+		return err
+	})
+	return n, err
+}
+
+// CheckPassword reports whether password matches the user's hash, in constant
+// time with respect to the password.
+func (u *User) CheckPassword(password string) bool {
+	return bcrypt.CompareHashAndPassword(u.PasswordHash, []byte(password)) == nil
+}
+
+func (s *Users) cost() int {
+	if s.PasswordCost == 0 {
+		return 11
+	}
+	return s.PasswordCost
+}
+
+// EnsureOperator creates an operator admin with the given address and
+// password unless a user with that address exists. It reports whether it
+// created one.
+func (s *Users) EnsureOperator(ctx context.Context, actor Actor, email, password string) (bool, error) {
+	norm, err := NormalizeEmail("email", email)
+	if err != nil {
+		return false, err
+	}
+	var exists bool
+	err = s.Store.InPlatform(ctx, func(tx Tx) error {
+		_, err := tx.UserByEmail(ctx, norm)
+		switch ErrorCode(err) {
+		case "":
+			exists = true
+			return nil
+		case ENOTFOUND:
+			return nil
+		default:
+			return err
+		}
+	})
+	if err != nil || exists {
+		return false, err
+	}
+	_, err = s.Create(ctx, actor, UserInput{Email: norm, Name: "Operator", Password: password, Role: RoleOperator})
+	if ErrorCode(err) == ECONFLICT {
+		// Another process bootstrapped the same admin a moment ago.
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,52 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+)
+
+const apiKeyColumns = `id, tenant_id, name, prefix, hash, created_by, last_used_at, revoked_at, created_at`
+
+// CreateAPIKey implements app.APIKeyStore.
+func (t *Tx) CreateAPIKey(ctx context.Context, k *app.APIKey) error {
+	_, err := t.tx.NamedExecContext(ctx, `
+		INSERT INTO api_keys (`+apiKeyColumns+`)
+		VALUES (:id, :tenant_id, :name, :prefix, :hash, :created_by, :last_used_at, :revoked_at, :created_at)`, k)
+	return mapErr(err)
+}
+
+// APIKeyByHash implements app.APIKeyStore. It is the one tenant-table lookup
+// without a tenant filter: it runs in platform scope to find the tenant.
+func (t *Tx) APIKeyByHash(ctx context.Context, hash []byte) (*app.APIKey, error) {
+	var k app.APIKey
+	err := t.tx.GetContext(ctx, &k, `SELECT `+apiKeyColumns+` FROM api_keys WHERE hash = $1`, hash)
+	if err != nil {
+		return nil, notFound(err, "API key not found.")
+	}
+	return &k, nil
+}
+
+// TouchAPIKey implements app.APIKeyStore.
+func (t *Tx) TouchAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, id, at)
+	return mapErr(err)
+}
+
+// RevokeAPIKey implements app.APIKeyStore. A key already revoked keeps its
+// first revocation time.
+func (t *Tx) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error {
+	res, err := t.tx.ExecContext(ctx, `
+		UPDATE api_keys SET revoked_at = coalesce(revoked_at, $3)
+		WHERE tenant_id = $1 AND id = $2`, tenantID, id, at)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return app.Errorf(app.ENOTFOUND, "API key %s not found.", id)
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+)
+
+const contactColumns = `id, tenant_id, passenger_profile_id, name, phone, email, locale, email_complained_at, created_at, updated_at`
+
+// FindContact implements app.ContactStore.
+func (t *Tx) FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*app.Contact, error) {
+	var c app.Contact
+	var err error
+	switch {
+	case profileID != "":
+		err = t.tx.GetContext(ctx, &c, `SELECT `+contactColumns+` FROM contacts WHERE tenant_id = $1 AND passenger_profile_id = $2`, tenantID, profileID)
+		if err == nil || !errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		// A profile id seen for the first time may belong to a contact known
+		// by address, but only one without a profile id of its own.
+		fallthrough
+	default:
+		err = t.tx.GetContext(ctx, &c, `
+			SELECT `+contactColumns+` FROM contacts
+			WHERE tenant_id = $1 AND (($2 <> '' AND phone = $2) OR ($3 <> '' AND email = $3))
+			  AND ($4 = '' OR passenger_profile_id IS NULL)
+			ORDER BY (phone = $2) DESC NULLS LAST, created_at LIMIT 1`, tenantID, phone, email, profileID)
+	}
+	if err != nil {
+		return nil, notFound(err, "Contact not found.")
+	}
+	return &c, nil
+}
+
+// ContactByID implements app.ContactStore.
+func (t *Tx) ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Contact, error) {
+	var c app.Contact
+	if err := t.tx.GetContext(ctx, &c, `SELECT `+contactColumns+` FROM contacts WHERE tenant_id = $1 AND id = $2`, tenantID, id); err != nil {
+		return nil, notFound(err, "Contact %s not found.", id)
+	}
+	return &c, nil
+}
+
+// CreateContact implements app.ContactStore.
+func (t *Tx) CreateContact(ctx context.Context, c *app.Contact) (*app.Contact, error) {
+	res, err := t.tx.NamedExecContext(ctx, `
+		INSERT INTO contacts (`+contactColumns+`)
+		VALUES (:id, :tenant_id, :passenger_profile_id, :name, :phone, :email, :locale, :email_complained_at, :created_at, :updated_at)
+		ON CONFLICT (tenant_id, passenger_profile_id) WHERE passenger_profile_id IS NOT NULL DO NOTHING`, c)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return c, nil
+	}
+	return t.FindContact(ctx, c.TenantID, *c.PassengerProfileID, "", "")
+}
+
+// UpdateContact implements app.ContactStore: the recipient's details fill
+// in or replace the stored ones; empty fields keep what is stored.
+func (t *Tx) UpdateContact(ctx context.Context, c *app.Contact, r app.Recipient, at time.Time) error {
+	err := t.tx.GetContext(ctx, c, `
+		UPDATE contacts SET
+			name = coalesce(nullif($3, ''), name),
+			phone = coalesce(nullif($4, ''), phone),
+			email = coalesce(nullif($5, ''), email),
+			locale = coalesce(nullif($6, ''), locale),
+			passenger_profile_id = coalesce(passenger_profile_id, nullif($7, '')),
+			updated_at = $8
+		WHERE tenant_id = $1 AND id = $2
+		RETURNING `+contactColumns, c.TenantID, c.ID, r.Name, r.Phone, r.Email, r.Locale, r.PassengerProfileID, at)
+	return mapErr(err)
+}
+
+// OpenConversation implements app.ContactStore.
+func (t *Tx) OpenConversation(ctx context.Context, tenantID, contactID uuid.UUID, entityType, entityID string, at time.Time) (*app.Conversation, error) {
+	col := map[string]string{app.EntityBooking: "booking_id", app.EntityTrip: "trip_id", app.EntityInvoice: "invoice_id"}[entityType]
+	if col == "" {
+		return nil, app.Errorf(app.EINVALID, "Unknown conversation type %q.", entityType)
+	}
+	const cols = `id, tenant_id, contact_id, booking_id, trip_id, invoice_id, status, created_at, updated_at`
+	var c app.Conversation
+	err := t.tx.GetContext(ctx, &c, `
+		SELECT `+cols+` FROM conversations
+		WHERE tenant_id = $1 AND contact_id = $2 AND `+col+` = $3 AND status <> 'RESOLVED'
+		ORDER BY created_at DESC LIMIT 1`, tenantID, contactID, entityID)
+	if err == nil {
+		return &c, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, mapErr(err)
+	}
+	err = t.tx.GetContext(ctx, &c, `
+		INSERT INTO conversations (id, tenant_id, contact_id, `+col+`, status, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, 'OPEN', $5, $5)
+		RETURNING `+cols, uuid.New(), tenantID, contactID, entityID, at)
+	return &c, mapErr(err)
+}

@@ -1,0 +1,162 @@
+// Package db is Herald's Postgres storage: embedded migrations, the sqlx
+// store that implements app's interfaces, tenant-scoped transactions and the
+// test database harness (in db/dbtest).
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// DB holds Herald's one connection pool in two shapes: the pgx pool, which
+// River's workers use for LISTEN/NOTIFY, and a database/sql handle over the
+// same pool, which application SQL (sqlx) and River's transactional inserts
+// use. Sharing one pool keeps the connection budget in one place.
+type DB struct {
+	Pool *pgxpool.Pool
+	SQL  *sqlx.DB
+}
+
+// Options tune the pool.
+type Options struct {
+	// MaxConns caps open connections; 0 means 25.
+	MaxConns int32
+	// ApplicationName shows in pg_stat_activity (web, worker, serve, ...).
+	ApplicationName string
+}
+
+// Open connects to url and checks the connection.
+func Open(ctx context.Context, url string, opts Options) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	cfg.MaxConns = 25
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	if opts.ApplicationName != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "herald-" + opts.ApplicationName
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database %s@%s:%d/%s: %w",
+			cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
+	}
+	return New(pool), nil
+}
+
+// New wraps an open pool without checking it, for callers that want to start
+// even while the database is down (health checks report it).
+func New(pool *pgxpool.Pool) *DB {
+	return &DB{Pool: pool, SQL: sqlx.NewDb(stdlib.OpenDBFromPool(pool), "pgx")}
+}
+
+// Close closes both handles and the pool.
+func (d *DB) Close() {
+	_ = d.SQL.Close()
+	d.Pool.Close()
+}
+
+// Ping checks that the database answers.
+func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }
+
+// Store returns the app.Store backed by this database.
+func (d *DB) Store() *Store { return &Store{db: d.SQL} }
+
+// Store implements app.Store.
+type Store struct {
+	db *sqlx.DB
+}
+
+var _ app.Store = (*Store)(nil)
+
+// InTenant implements app.Store.
+func (s *Store) InTenant(ctx context.Context, tenantID uuid.UUID, fn func(app.Tx) error) error {
+	if tenantID == uuid.Nil {
+		return fmt.Errorf("tenant transaction without a tenant")
+	}
+	return s.run(ctx, tenantID, fn)
+}
+
+// InPlatform implements app.Store.
+func (s *Store) InPlatform(ctx context.Context, fn func(app.Tx) error) error {
+	return s.run(ctx, uuid.Nil, fn)
+}
+
+func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(app.Tx) error) (err error) {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+
+	// SET LOCAL through set_config: both settings end with the transaction, so
+	// a pooled connection never carries one tenant's scope into the next use.
+	scope, tenant := "platform", ""
+	if tenantID != uuid.Nil {
+		scope, tenant = "tenant", tenantID.String()
+	}
+	if _, err = tx.ExecContext(ctx,
+		`SELECT set_config('herald.scope', $1, true), set_config('herald.tenant_id', $2, true)`,
+		scope, tenant); err != nil {
+		return fmt.Errorf("set transaction scope: %w", err)
+	}
+	if err = fn(&Tx{tx: tx, tenantID: tenantID}); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return mapErr(fmt.Errorf("commit: %w", err))
+	}
+	return nil
+}
+
+// Tx implements app.Tx on one database transaction.
+type Tx struct {
+	tx       *sqlx.Tx
+	tenantID uuid.UUID
+}
+
+// SQL returns the underlying *sql.Tx so that River can insert jobs in it:
+// a row and its job commit or roll back together.
+func (t *Tx) SQL() *sql.Tx { return t.tx.Tx }
+
+// TenantID returns the tenant the transaction is scoped to, or uuid.Nil in
+// platform scope.
+func (t *Tx) TenantID() uuid.UUID { return t.tenantID }
+
+// notFound turns sql.ErrNoRows into ENOTFOUND with the given message and maps
+// any other error.
+func notFound(err error, format string, args ...any) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return app.Errorf(app.ENOTFOUND, format, args...)
+	}
+	return mapErr(err)
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -1,0 +1,247 @@
+package db_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
+)
+
+type testBundle struct {
+	db    *db.DB
+	store *db.Store
+	ctx   context.Context
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	d := dbtest.NewDB(t)
+	return &testBundle{db: d, store: d.Store(), ctx: context.Background()}
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// createTenant inserts a tenant with one API key and returns the tenant.
+func createTenant(t *testing.T, b *testBundle, slug string) *app.Tenant {
+	t.Helper()
+	tenants := &app.Tenants{Store: b.store, Now: time.Now}
+	tn, err := tenants.Create(b.ctx, app.CLIActor, app.TenantInput{Slug: slug, Name: "Tenant " + slug})
+	require.NoError(t, err)
+	keys := &app.APIKeys{Store: b.store, Now: time.Now}
+	_, _, err = keys.Create(b.ctx, app.CLIActor, tn.ID, "key of "+slug)
+	require.NoError(t, err)
+	return tn
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+
+	t.Run("EmptyDatabaseThenNoOp", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		pool, err := pgxpool.New(ctx, dbtest.URL(dbtest.CreateEmptyDatabase(t)))
+		require.NoError(t, err)
+		d := db.New(pool)
+		t.Cleanup(d.Close)
+
+		first, err := db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog())
+		require.NoError(t, err)
+		require.NotEmpty(t, first.Applied, "Herald's migrations apply to an empty database")
+		require.NotEmpty(t, first.RiverApplied, "River's migrations apply too")
+
+		var tables []string
+		require.NoError(t, d.SQL.SelectContext(ctx, &tables, `
+			SELECT tablename FROM pg_tables WHERE schemaname = 'public'
+			AND tablename IN ('tenants', 'users', 'api_keys', 'audit_log', 'river_job') ORDER BY tablename`))
+		require.Equal(t, []string{"api_keys", "audit_log", "river_job", "tenants", "users"}, tables)
+
+		second, err := db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog())
+		require.NoError(t, err)
+		require.Empty(t, second.Applied, "a second run applies nothing")
+		require.Empty(t, second.RiverApplied)
+	})
+
+	t.Run("EveryTenantTableForcesRowLevelSecurity", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		var unprotected []string
+		require.NoError(t, b.db.SQL.SelectContext(b.ctx, &unprotected, `
+			SELECT c.relname FROM pg_class c
+			JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
+			WHERE c.relkind = 'r'
+			  AND (c.relname = 'tenants' OR EXISTS (
+			      SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'tenant_id' AND NOT a.attisdropped))
+			  AND NOT (c.relrowsecurity AND c.relforcerowsecurity)
+			ORDER BY 1`))
+		require.Empty(t, unprotected, "tables with tenant_id but without forced row-level security")
+	})
+}
+
+func TestStore_RowLevelSecurity(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	a := createTenant(t, b, "tenant-a")
+	other := createTenant(t, b, "tenant-b")
+
+	count := func(scope func(context.Context, func(app.Tx) error) error, table string) (n int) {
+		t.Helper()
+		require.NoError(t, scope(b.ctx, func(tx app.Tx) error {
+			// Deliberately no tenant filter: row-level security alone must hold.
+			return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM `+table).Scan(&n)
+		}))
+		return n
+	}
+	inA := func(ctx context.Context, fn func(app.Tx) error) error { return b.store.InTenant(ctx, a.ID, fn) }
+
+	t.Run("TenantScopeSeesOnlyItsRows", func(t *testing.T) {
+		require.Equal(t, 1, count(inA, "tenants"))
+		require.Equal(t, 1, count(inA, "api_keys"))
+		require.NoError(t, b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
+			_, err := tx.TenantByID(b.ctx, other.ID)
+			require.Equal(t, app.ENOTFOUND, app.ErrorCode(err), "tenant B is invisible in A's scope")
+			return nil
+		}))
+	})
+
+	t.Run("PlatformScopeSeesAll", func(t *testing.T) {
+		require.Equal(t, 2, count(b.store.InPlatform, "tenants"))
+		require.Equal(t, 2, count(b.store.InPlatform, "api_keys"))
+	})
+
+	t.Run("NoScopeSeesNothing", func(t *testing.T) {
+		var n int
+		require.NoError(t, b.db.SQL.GetContext(b.ctx, &n, `SELECT count(*) FROM api_keys`))
+		require.Zero(t, n, "a query outside any scoped transaction sees no tenant rows")
+	})
+
+	t.Run("CannotWriteIntoAnotherTenant", func(t *testing.T) {
+		err := b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
+			return tx.CreateAPIKey(b.ctx, &app.APIKey{
+				ID: uuid.New(), TenantID: other.ID, Name: "sneaky", Prefix: "hk_x", Hash: []byte("x"), CreatedAt: time.Now(),
+			})
+		})
+		require.Error(t, err, "row-level security rejects a row for another tenant")
+		require.Equal(t, 1, count(b.store.InPlatform, "api_keys WHERE tenant_id = '"+other.ID.String()+"'"))
+	})
+
+	t.Run("ScopeEndsWithTransaction", func(t *testing.T) {
+		// Run many scoped transactions, then check that a pooled connection
+		// carries no scope into unscoped use.
+		for range 20 {
+			require.Equal(t, 1, count(inA, "tenants"))
+		}
+		var n int
+		require.NoError(t, b.db.SQL.GetContext(b.ctx, &n, `SELECT count(*) FROM tenants`))
+		require.Zero(t, n)
+	})
+}
+
+func TestStore_Errors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	createTenant(t, b, "taken")
+	tenants := &app.Tenants{Store: b.store, Now: time.Now}
+
+	t.Run("DuplicateSlugIsConflictOnSlug", func(t *testing.T) {
+		_, err := tenants.Create(b.ctx, app.CLIActor, app.TenantInput{Slug: "taken", Name: "Again"})
+		require.Equal(t, app.ECONFLICT, app.ErrorCode(err))
+		require.Equal(t, "slug", app.ErrorField(err))
+	})
+
+	t.Run("FailedCreateStoresNothing", func(t *testing.T) {
+		var n int
+		require.NoError(t, b.store.InPlatform(b.ctx, func(tx app.Tx) error {
+			return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM audit_log WHERE action = 'tenant.create'`).Scan(&n)
+		}))
+		require.Equal(t, 1, n, "only the first, successful create left an audit entry")
+	})
+
+	t.Run("MissingIsNotFound", func(t *testing.T) {
+		_, err := tenants.BySlug(b.ctx, "nope")
+		require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
+	})
+}
+
+func TestAuditLog_Chain(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tn := createTenant(t, b, "chained")
+
+	var entries []*app.AuditEntry
+	for i := range 3 {
+		e := app.SystemActor.Entry(&tn.ID, "test.step", "step", "", map[string]any{"i": i})
+		require.NoError(t, b.store.InTenant(b.ctx, tn.ID, func(tx app.Tx) error { return tx.InsertAudit(b.ctx, e) }))
+		entries = append(entries, e)
+	}
+	for i := 1; i < len(entries); i++ {
+		require.Equal(t, entries[i-1].Hash, entries[i].PrevHash, "entry %d links to its predecessor", i)
+		require.Greater(t, entries[i].ID, entries[i-1].ID)
+	}
+
+	t.Run("EntriesCannotBeEdited", func(t *testing.T) {
+		err := b.store.InPlatform(b.ctx, func(tx app.Tx) error {
+			_, err := tx.(*db.Tx).SQL().ExecContext(b.ctx, `UPDATE audit_log SET action = 'forged' WHERE id = $1`, entries[0].ID)
+			return err
+		})
+		require.ErrorContains(t, err, "cannot be changed")
+	})
+
+	t.Run("HashCoversContent", func(t *testing.T) {
+		var ok bool
+		require.NoError(t, b.store.InPlatform(b.ctx, func(tx app.Tx) error {
+			return tx.(*db.Tx).SQL().QueryRowContext(b.ctx,
+				`SELECT bool_and(hash = audit_log_digest(audit_log)) FROM audit_log`).Scan(&ok)
+		}))
+		require.True(t, ok, "every stored hash matches a recomputation")
+	})
+
+	t.Run("VerifyFindsTampering", func(t *testing.T) {
+		audit := &app.Audit{Store: b.store, Log: quietLog()}
+		breaks, err := audit.Verify(b.ctx)
+		require.NoError(t, err)
+		require.Empty(t, breaks, "an untouched log verifies")
+
+		// Someone with direct database access edits an entry behind Herald's back.
+		_, err = b.db.SQL.ExecContext(b.ctx, `
+			BEGIN;
+			SET LOCAL herald.scope = 'platform';
+			ALTER TABLE audit_log DISABLE TRIGGER audit_log_immutable;
+			UPDATE audit_log SET metadata = '{"i": 99}' WHERE id = `+strconv.FormatInt(entries[1].ID, 10)+`;
+			ALTER TABLE audit_log ENABLE TRIGGER audit_log_immutable;
+			COMMIT;`)
+		require.NoError(t, err)
+		breaks, err = audit.Verify(b.ctx)
+		require.NoError(t, err)
+		require.Len(t, breaks, 1)
+		require.Equal(t, entries[1].ID, breaks[0].EntryID)
+		require.Equal(t, "content does not match its hash", breaks[0].Reason)
+	})
+}
+
+func TestHealthProbe(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	q, err := b.db.QueueState(b.ctx)
+	require.NoError(t, err)
+	require.Zero(t, q.Available)
+	require.Empty(t, q.Paused)
+
+	_, err = b.db.SQL.ExecContext(b.ctx, `
+		INSERT INTO river_job (kind, args, queue, state, scheduled_at, max_attempts, priority)
+		VALUES ('test', '{}', 'route', 'available', now() - interval '90 seconds', 5, 1)`)
+	require.NoError(t, err)
+	q, err = b.db.QueueState(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, q.Available)
+	require.InDelta(t, 90, q.OldestAvailable.Seconds(), 10)
+}

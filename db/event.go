@@ -1,0 +1,82 @@
+package db
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+)
+
+const eventColumns = `id, tenant_id, source_event_id, trigger_event, recipients, context, channels, fallback_chain, locale,
+	entity_type, entity_id, send_at, version, status, error, payload_size, api_key_id, decided_by, decided_at,
+	decision_reason, created_at, updated_at, routed_at`
+
+// InsertEvent implements app.EventStore. A concurrent insert of the same
+// source event id waits for the other transaction and then does nothing.
+func (t *Tx) InsertEvent(ctx context.Context, e *app.Event) (bool, error) {
+	res, err := t.tx.NamedExecContext(ctx, `
+		INSERT INTO events (`+eventColumns+`)
+		VALUES (:id, :tenant_id, :source_event_id, :trigger_event, :recipients, :context, :channels, :fallback_chain, :locale,
+			:entity_type, :entity_id, :send_at, :version, :status, :error, :payload_size, :api_key_id, :decided_by, :decided_at,
+			:decision_reason, :created_at, :updated_at, :routed_at)
+		ON CONFLICT (tenant_id, source_event_id) DO NOTHING`, e)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// EventByID implements app.EventStore.
+func (t *Tx) EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Event, error) {
+	q := `SELECT ` + eventColumns + ` FROM events WHERE tenant_id = $1 AND id = $2`
+	if forUpdate {
+		q += ` FOR UPDATE`
+	}
+	var e app.Event
+	if err := t.tx.GetContext(ctx, &e, q, tenantID, id); err != nil {
+		return nil, notFound(err, "Notification %s not found.", id)
+	}
+	return &e, nil
+}
+
+// EventBySourceID implements app.EventStore.
+func (t *Tx) EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*app.Event, error) {
+	var e app.Event
+	err := t.tx.GetContext(ctx, &e, `SELECT `+eventColumns+` FROM events WHERE tenant_id = $1 AND source_event_id = $2`, tenantID, sourceID)
+	if err != nil {
+		return nil, notFound(err, "Notification with event_id %q not found.", sourceID)
+	}
+	return &e, nil
+}
+
+// UpdateEventSchedule implements app.EventStore.
+func (t *Tx) UpdateEventSchedule(ctx context.Context, e *app.Event) error {
+	_, err := t.tx.NamedExecContext(ctx, `
+		UPDATE events SET send_at = :send_at, version = :version, status = :status, updated_at = :updated_at
+		WHERE tenant_id = :tenant_id AND id = :id`, e)
+	return mapErr(err)
+}
+
+// SetEventStatus implements app.EventStore.
+func (t *Tx) SetEventStatus(ctx context.Context, e *app.Event) error {
+	_, err := t.tx.NamedExecContext(ctx, `
+		UPDATE events SET status = :status, error = :error, decided_by = :decided_by, decided_at = :decided_at,
+			decision_reason = :decision_reason, routed_at = :routed_at, updated_at = :updated_at
+		WHERE tenant_id = :tenant_id AND id = :id`, e)
+	return mapErr(err)
+}
+
+// LatestEventForEntity implements app.EventStore.
+func (t *Tx) LatestEventForEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID, trigger string) (*app.Event, error) {
+	var e app.Event
+	err := t.tx.GetContext(ctx, &e, `
+		SELECT `+eventColumns+` FROM events
+		WHERE tenant_id = $1 AND entity_type = $2 AND entity_id = $3 AND ($4 = '' OR trigger_event = $4)
+		ORDER BY created_at DESC LIMIT 1`, tenantID, entityType, entityID, trigger)
+	if err != nil {
+		return nil, notFound(err, "No notification about %s %s.", entityType, entityID)
+	}
+	return &e, nil
+}

@@ -1,0 +1,80 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// ListTenants implements app.MaintenanceStore.
+func (t *Tx) ListTenants(ctx context.Context) ([]*app.Tenant, error) {
+	ts := []*app.Tenant{}
+	err := t.tx.SelectContext(ctx, &ts, `SELECT `+tenantColumns+` FROM tenants ORDER BY slug`)
+	return ts, mapErr(err)
+}
+
+// StuckMessages implements app.MaintenanceStore. It reads River's job table
+// to find messages whose job is gone (completed, discarded or deleted).
+func (t *Tx) StuckMessages(ctx context.Context, queuedBefore time.Time, limit int) ([]app.DispatchJob, error) {
+	rows, err := t.tx.QueryxContext(ctx, `
+		SELECT m.tenant_id, m.id, m.channel FROM messages m
+		WHERE m.status = 'QUEUED' AND m.queued_at < $1
+		  AND NOT EXISTS (
+			SELECT 1 FROM river_job j
+			WHERE j.kind = 'dispatch' AND j.args->>'message_id' = m.id::text
+			  AND j.state IN ('available', 'pending', 'running', 'retryable', 'scheduled'))
+		ORDER BY m.queued_at LIMIT $2`, queuedBefore, limit)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []app.DispatchJob
+	for rows.Next() {
+		var j app.DispatchJob
+		if err := rows.Scan(&j.TenantID, &j.MessageID, &j.Channel); err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// PruneMessages implements app.MaintenanceStore: finished messages (and, by
+// cascade, their timelines). SENT messages count as finished once stale.
+func (t *Tx) PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
+	return t.prune(ctx, `
+		DELETE FROM messages WHERE tenant_id = $1 AND id IN (
+			SELECT id FROM messages WHERE tenant_id = $1 AND created_at < $2
+			  AND (status IN ('DELIVERED', 'READ', 'FAILED', 'CANCELLED') OR (status = 'SENT' AND stale_at IS NOT NULL))
+			LIMIT $3)`, tenantID, before, limit)
+}
+
+// PruneEvents implements app.MaintenanceStore: finished events with no
+// message left.
+func (t *Tx) PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
+	return t.prune(ctx, `
+		DELETE FROM events WHERE tenant_id = $1 AND id IN (
+			SELECT e.id FROM events e WHERE e.tenant_id = $1 AND e.created_at < $2
+			  AND e.status IN ('ROUTED', 'CANCELLED', 'REJECTED', 'FAILED')
+			  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant_id = $1 AND m.event_id = e.id)
+			LIMIT $3)`, tenantID, before, limit)
+}
+
+// PruneReceipts implements app.MaintenanceStore.
+func (t *Tx) PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
+	return t.prune(ctx, `
+		DELETE FROM webhook_receipts WHERE id IN (
+			SELECT id FROM webhook_receipts WHERE tenant_id = $1 AND received_at < $2 LIMIT $3)`, tenantID, before, limit)
+}
+
+func (t *Tx) prune(ctx context.Context, query string, args ...any) (int, error) {
+	res, err := t.tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

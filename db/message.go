@@ -1,0 +1,229 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+)
+
+const messageColumns = `id, tenant_id, event_id, correlation_id, idempotency_key, trigger_event, channel, channel_account_id,
+	template_id, template_version, locale, contact_id, conversation_id, to_address, subject, body, status, failed_reason,
+	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
+	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at`
+
+// InsertMessage implements app.MessageStore.
+func (t *Tx) InsertMessage(ctx context.Context, m *app.Message) (bool, error) {
+	res, err := t.tx.NamedExecContext(ctx, `
+		INSERT INTO messages (`+messageColumns+`)
+		VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
+			:template_id, :template_version, :locale, :contact_id, :conversation_id, :to_address, :subject, :body, :status, :failed_reason,
+			:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
+			:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at)
+		ON CONFLICT (tenant_id, idempotency_key) DO NOTHING`, m)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// MessageByID implements app.MessageStore.
+func (t *Tx) MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Message, error) {
+	q := `SELECT ` + messageColumns + ` FROM messages WHERE tenant_id = $1 AND id = $2`
+	if forUpdate {
+		q += ` FOR UPDATE`
+	}
+	var m app.Message
+	if err := t.tx.GetContext(ctx, &m, q, tenantID, id); err != nil {
+		return nil, notFound(err, "Message %s not found.", id)
+	}
+	return &m, nil
+}
+
+// MessagesByEvent implements app.MessageStore.
+func (t *Tx) MessagesByEvent(ctx context.Context, tenantID, eventID uuid.UUID) ([]*app.Message, error) {
+	ms := []*app.Message{}
+	err := t.tx.SelectContext(ctx, &ms, `
+		SELECT `+messageColumns+` FROM messages WHERE tenant_id = $1 AND event_id = $2 ORDER BY created_at, id`, tenantID, eventID)
+	return ms, mapErr(err)
+}
+
+// MessagesByEntity implements app.MessageStore, newest first.
+func (t *Tx) MessagesByEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*app.Message, error) {
+	ms := []*app.Message{}
+	err := t.tx.SelectContext(ctx, &ms, `
+		SELECT `+messageColumns+` FROM messages WHERE tenant_id = $1 AND entity_type = $2 AND entity_id = $3
+		ORDER BY created_at DESC, id LIMIT 1000`, tenantID, entityType, entityID)
+	return ms, mapErr(err)
+}
+
+// CancelQueuedMessages implements app.MessageStore, with a timeline entry for each.
+func (t *Tx) CancelQueuedMessages(ctx context.Context, tenantID, eventID uuid.UUID, at time.Time) (int, error) {
+	var ids []uuid.UUID
+	err := t.tx.SelectContext(ctx, &ids, `
+		UPDATE messages SET status = 'CANCELLED', updated_at = $3
+		WHERE tenant_id = $1 AND event_id = $2 AND status = 'QUEUED'
+		RETURNING id`, tenantID, eventID, at)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	if len(ids) > 0 {
+		_, err = t.tx.ExecContext(ctx, `
+			INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, at)
+			SELECT $1, id, 'QUEUED', 'CANCELLED', 'api', $3 FROM unnest($2::uuid[]) AS id`,
+			tenantID, uuidArray(ids), at)
+	}
+	return len(ids), mapErr(err)
+}
+
+// MarkSent implements app.MessageStore.
+func (t *Tx) MarkSent(ctx context.Context, tenantID, id uuid.UUID, providerName, externalID string, attempt int, at time.Time) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET status = 'SENT', provider = $3, external_message_id = $4, attempts = $5, sent_at = $6,
+			failed_reason = NULL, error_code = NULL, updated_at = $6
+		WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'`, tenantID, id, providerName, externalID, attempt, at)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// MarkFailed implements app.MessageStore.
+func (t *Tx) MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET status = 'FAILED', failed_reason = $4, error_code = nullif($5, ''), failed_at = $6, updated_at = $6,
+			attempts = attempts + 1
+		WHERE tenant_id = $1 AND id = $2 AND status = ANY($3)`, tenantID, id, app.StringList(from), reason, code, at)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// InsertMessageEvent implements app.MessageStore.
+func (t *Tx) InsertMessageEvent(ctx context.Context, e *app.MessageEvent) error {
+	detail := []byte("{}")
+	if len(e.Detail) > 0 {
+		var err error
+		if detail, err = json.Marshal(e.Detail); err != nil {
+			return fmt.Errorf("encode timeline detail: %w", err)
+		}
+	}
+	err := t.tx.QueryRowxContext(ctx, `
+		INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+		e.TenantID, e.MessageID, e.FromStatus, e.ToStatus, e.Source, string(detail), e.At).Scan(&e.ID)
+	return mapErr(err)
+}
+
+// Timeline implements app.MessageStore, oldest first.
+func (t *Tx) Timeline(ctx context.Context, tenantID, messageID uuid.UUID) ([]*app.MessageEvent, error) {
+	rows, err := t.tx.QueryxContext(ctx, `
+		SELECT id, tenant_id, message_id, from_status, to_status, source, detail, at
+		FROM message_events WHERE tenant_id = $1 AND message_id = $2 ORDER BY id`, tenantID, messageID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []*app.MessageEvent{}
+	for rows.Next() {
+		var e app.MessageEvent
+		var detail []byte
+		if err := rows.Scan(&e.ID, &e.TenantID, &e.MessageID, &e.FromStatus, &e.ToStatus, &e.Source, &detail, &e.At); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(detail, &e.Detail); err != nil {
+			return nil, err
+		}
+		out = append(out, &e)
+	}
+	return out, rows.Err()
+}
+
+// MessageByExternalID implements app.MessageStore. It runs in platform
+// scope: provider webhooks learn the tenant from the message.
+func (t *Tx) MessageByExternalID(ctx context.Context, providerName, externalID string) (*app.Message, error) {
+	var m app.Message
+	err := t.tx.GetContext(ctx, &m, `SELECT `+messageColumns+` FROM messages WHERE provider = $1 AND external_message_id = $2`, providerName, externalID)
+	if err != nil {
+		return nil, notFound(err, "No message from %s with id %s.", providerName, externalID)
+	}
+	return &m, nil
+}
+
+// StoreReceipt implements app.MessageStore. A receipt stored while its
+// message was unknown may be stored again once the message is known.
+func (t *Tx) StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt) (bool, error) {
+	outcome := "matched"
+	if messageID == nil {
+		outcome = "unknown"
+	}
+	body, _ := json.Marshal(map[string]string{"status": r.Status, "code": r.Code, "reason": r.Reason, "external_id": r.ExternalID, "raw": r.Raw})
+	var id int64
+	err := t.tx.GetContext(ctx, &id, `
+		INSERT INTO webhook_receipts (tenant_id, provider, receipt_id, message_id, status, body, outcome, received_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, now())
+		ON CONFLICT (provider, receipt_id) DO UPDATE
+			SET tenant_id = excluded.tenant_id, message_id = excluded.message_id, outcome = excluded.outcome, received_at = excluded.received_at
+			WHERE webhook_receipts.outcome = 'unknown'
+		RETURNING id`, tenantID, r.Provider, r.ReceiptID, messageID, r.Status, string(body), outcome)
+	if err != nil {
+		if isNoRows(err) {
+			return false, nil
+		}
+		return false, mapErr(err)
+	}
+	return true, nil
+}
+
+// ApplyReceipt implements app.MessageStore.
+func (t *Tx) ApplyReceipt(ctx context.Context, tenantID, id uuid.UUID, from, to, code, reason string, at time.Time) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET status = $4,
+			delivered_at = CASE WHEN $4 IN ('DELIVERED', 'READ') THEN coalesce(delivered_at, $7) ELSE delivered_at END,
+			read_at = CASE WHEN $4 = 'READ' THEN $7 ELSE read_at END,
+			failed_at = CASE WHEN $4 = 'FAILED' THEN $7 ELSE failed_at END,
+			failed_reason = CASE WHEN $4 = 'FAILED' THEN coalesce(nullif($6, ''), 'provider_failed') ELSE failed_reason END,
+			error_code = CASE WHEN $4 = 'FAILED' THEN nullif($5, '') ELSE error_code END,
+			stale_at = NULL, updated_at = now()
+		WHERE tenant_id = $1 AND id = $2 AND status = $3`, tenantID, id, from, to, code, reason, at)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Usage implements app.MessageStore.
+func (t *Tx) Usage(ctx context.Context, tenantID uuid.UUID, ch app.Channel, month time.Time) (int, error) {
+	var n int
+	err := t.tx.GetContext(ctx, &n, `
+		SELECT coalesce((SELECT count FROM usage_counters WHERE tenant_id = $1 AND channel = $2 AND month = $3), 0)`,
+		tenantID, ch, month)
+	return n, mapErr(err)
+}
+
+// AddUsage implements app.MessageStore.
+func (t *Tx) AddUsage(ctx context.Context, tenantID uuid.UUID, ch app.Channel, month time.Time, n int) error {
+	_, err := t.tx.ExecContext(ctx, `
+		INSERT INTO usage_counters (tenant_id, channel, month, count) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (tenant_id, channel, month) DO UPDATE SET count = usage_counters.count + excluded.count`,
+		tenantID, ch, month, n)
+	return mapErr(err)
+}
+
+func uuidArray(ids []uuid.UUID) app.StringList {
+	out := make(app.StringList, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
+}

@@ -1,0 +1,146 @@
+// Package jobs runs Herald's background work on River: job args, thin
+// workers that call app services, the River clients and their queues,
+// periodic jobs, and the Queue that app uses to enqueue inside a transaction.
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// MaxAttempts is how often a job runs before River discards it: the first
+// try and four retries, per the dispatch rules.
+const MaxAttempts = 5
+
+// Config configures the worker client.
+type Config struct {
+	// Workers is the number of workers per queue (app.Config.Workers).
+	Workers map[string]int
+	// Periodic lists the periodic jobs; only the elected leader schedules them.
+	Periodic []*river.PeriodicJob
+	// Logger receives River's own logs and the job error log.
+	Logger *slog.Logger
+	// FetchPollInterval overrides River's fallback poll (tests shorten it).
+	FetchPollInterval time.Duration
+	// BackoffFunc overrides the retry schedule (tests shorten it).
+	BackoffFunc func(attempt int) time.Duration
+}
+
+// NewWorkerClient returns a River client that works jobs on Herald's queues.
+// It runs on the pgx pool so that it hears new jobs through LISTEN/NOTIFY the
+// moment their transaction commits.
+func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, cfg Config) (*river.Client[pgx.Tx], error) {
+	queues := make(map[string]river.QueueConfig, len(cfg.Workers))
+	for name, n := range cfg.Workers {
+		queues[name] = river.QueueConfig{MaxWorkers: n}
+	}
+	if len(queues) == 0 {
+		return nil, errors.New("jobs: no queues configured")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Queues:       queues,
+		Workers:      workers,
+		PeriodicJobs: cfg.Periodic,
+		MaxAttempts:  MaxAttempts,
+		RetryPolicy:  RetryPolicy{BackoffFunc: cfg.BackoffFunc},
+		ErrorHandler: &ErrorHandler{Log: log},
+		Logger:       log.With("component", "river"),
+		// River's own retention: finished jobs are evidence for a while, then
+		// clutter. Herald's own rows (messages, timelines) are the record.
+		CompletedJobRetentionPeriod: 24 * time.Hour,
+		CancelledJobRetentionPeriod: 7 * 24 * time.Hour,
+		DiscardedJobRetentionPeriod: 7 * 24 * time.Hour,
+		FetchPollInterval:           cfg.FetchPollInterval,
+		JobTimeout:                  2 * time.Minute,
+		RescueStuckJobsAfter:        10 * time.Minute,
+	})
+}
+
+// NewInserter returns an insert-only River client over database/sql, so that
+// jobs are inserted in the same *sql.Tx as the application's rows.
+func NewInserter(sqlDB *sql.DB) (*river.Client[*sql.Tx], error) {
+	return river.NewClient(riverdatabasesql.New(sqlDB), &river.Config{MaxAttempts: MaxAttempts})
+}
+
+// RetryPolicy retries after 5 s, 10 s, 20 s, 40 s and 80 s: quick enough
+// that a provider's short outage costs seconds, spread enough that a longer
+// one is not hammered.
+type RetryPolicy struct {
+	// BackoffFunc replaces Backoff when set.
+	BackoffFunc func(attempt int) time.Duration
+}
+
+// NextRetry implements river.ClientRetryPolicy.
+func (p RetryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	if p.BackoffFunc != nil {
+		return time.Now().Add(p.BackoffFunc(job.Attempt))
+	}
+	return time.Now().Add(Backoff(job.Attempt))
+}
+
+// Backoff returns the wait after the given failed attempt (1-based).
+func Backoff(attempt int) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	if attempt > 8 {
+		attempt = 8
+	}
+	return 5 * time.Second << (attempt - 1)
+}
+
+// ErrorHandler logs every failed or panicking job with its id and kind, so
+// that a failure in the log leads straight to the job.
+type ErrorHandler struct {
+	Log *slog.Logger
+}
+
+// HandleError implements river.ErrorHandler.
+func (h *ErrorHandler) HandleError(ctx context.Context, job *rivertype.JobRow, err error) *river.ErrorHandlerResult {
+	level := slog.LevelWarn
+	if job.Attempt >= job.MaxAttempts {
+		level = slog.LevelError
+	}
+	h.Log.Log(ctx, level, "job failed",
+		"job_id", job.ID, "kind", job.Kind, "queue", job.Queue,
+		"attempt", job.Attempt, "max_attempts", job.MaxAttempts, "err", err)
+	return nil
+}
+
+// HandlePanic implements river.ErrorHandler.
+func (h *ErrorHandler) HandlePanic(ctx context.Context, job *rivertype.JobRow, panicVal any, trace string) *river.ErrorHandlerResult {
+	h.Log.ErrorContext(ctx, "job panicked",
+		"job_id", job.ID, "kind", job.Kind, "queue", job.Queue,
+		"attempt", job.Attempt, "panic", fmt.Sprint(panicVal), "trace", trace)
+	return nil
+}
+
+// Stop stops the worker client: running jobs get until ctx ends to finish,
+// then they are cancelled and given a short moment to record that.
+func Stop(ctx context.Context, client *river.Client[pgx.Tx], log *slog.Logger) {
+	err := client.Stop(ctx)
+	if err == nil {
+		return
+	}
+	log.Warn("jobs did not finish in time; cancelling them", "err", err)
+	cancelCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := client.StopAndCancel(cancelCtx); err != nil {
+		log.Error("stop jobs", "err", err)
+	}
+}

@@ -1,0 +1,56 @@
+package jobs
+
+import (
+	"context"
+
+	"github.com/riverqueue/river"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// RequeueStuckArgs asks for QUEUED messages without a live job to be
+// enqueued again.
+type RequeueStuckArgs struct{}
+
+// Kind implements river.JobArgs.
+func (RequeueStuckArgs) Kind() string { return "requeue_stuck" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (RequeueStuckArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: app.QueueMaintenance}
+}
+
+// RequeueStuckWorker runs app.Maintenance.RequeueStuck.
+type RequeueStuckWorker struct {
+	river.WorkerDefaults[RequeueStuckArgs]
+	Maintenance *app.Maintenance
+}
+
+// Work implements river.Worker.
+func (w *RequeueStuckWorker) Work(ctx context.Context, job *river.Job[RequeueStuckArgs]) error {
+	_, err := w.Maintenance.RequeueStuck(ctx)
+	return err
+}
+
+// RetentionArgs asks for every tenant's old, finished data to be pruned.
+type RetentionArgs struct{}
+
+// Kind implements river.JobArgs.
+func (RetentionArgs) Kind() string { return "retention" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (RetentionArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: app.QueueMaintenance}
+}
+
+// RetentionWorker runs app.Maintenance.Prune.
+type RetentionWorker struct {
+	river.WorkerDefaults[RetentionArgs]
+	Maintenance *app.Maintenance
+}
+
+// Work implements river.Worker.
+func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[RetentionArgs]) error {
+	_, err := w.Maintenance.Prune(ctx)
+	return err
+}

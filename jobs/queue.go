@@ -1,0 +1,80 @@
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/riverqueue/river"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// Queue enqueues jobs inside the caller's app.Tx: the job exists if and only
+// if the transaction commits. It implements app's queue interface.
+type Queue struct {
+	inserter *river.Client[*sql.Tx]
+}
+
+// NewQueue returns a Queue that inserts through inserter.
+func NewQueue(inserter *river.Client[*sql.Tx]) *Queue {
+	return &Queue{inserter: inserter}
+}
+
+// sqlTx is implemented by db.Tx; it hands over the *sql.Tx River inserts in.
+type sqlTx interface{ SQL() *sql.Tx }
+
+func unwrap(tx app.Tx) (*sql.Tx, error) {
+	s, ok := tx.(sqlTx)
+	if !ok {
+		return nil, errors.New("jobs: transaction does not expose *sql.Tx")
+	}
+	return s.SQL(), nil
+}
+
+// Insert enqueues one job in tx.
+func (q *Queue) Insert(ctx context.Context, tx app.Tx, args river.JobArgs, opts *river.InsertOpts) error {
+	stx, err := unwrap(tx)
+	if err != nil {
+		return err
+	}
+	_, err = q.inserter.InsertTx(ctx, stx, args, opts)
+	return err
+}
+
+// InsertMany enqueues several jobs in tx with one statement.
+func (q *Queue) InsertMany(ctx context.Context, tx app.Tx, params []river.InsertManyParams) error {
+	if len(params) == 0 {
+		return nil
+	}
+	stx, err := unwrap(tx)
+	if err != nil {
+		return err
+	}
+	_, err = q.inserter.InsertManyTx(ctx, stx, params)
+	return err
+}
+
+var _ app.Queue = (*Queue)(nil)
+
+// EnqueueRoute implements app.Queue.
+func (q *Queue) EnqueueRoute(ctx context.Context, tx app.Tx, job app.RouteJob) error {
+	opts := &river.InsertOpts{Queue: app.QueueRoute}
+	if !job.At.IsZero() {
+		opts.ScheduledAt = job.At
+	}
+	return q.Insert(ctx, tx, RouteArgs{TenantID: job.TenantID, EventID: job.EventID, Version: job.Version}, opts)
+}
+
+// EnqueueDispatch implements app.Queue: one statement for all the jobs, each
+// on its channel's queue.
+func (q *Queue) EnqueueDispatch(ctx context.Context, tx app.Tx, jobs ...app.DispatchJob) error {
+	params := make([]river.InsertManyParams, len(jobs))
+	for i, j := range jobs {
+		params[i] = river.InsertManyParams{
+			Args:       DispatchArgs{TenantID: j.TenantID, MessageID: j.MessageID, Channel: j.Channel},
+			InsertOpts: &river.InsertOpts{Queue: j.Channel.Queue()},
+		}
+	}
+	return q.InsertMany(ctx, tx, params)
+}

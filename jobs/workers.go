@@ -1,0 +1,49 @@
+package jobs
+
+import (
+	"database/sql"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// Deps are the app services the workers call.
+type Deps struct {
+	Audit       *app.Audit
+	Router      *app.Router
+	Dispatcher  *app.Dispatcher
+	Maintenance *app.Maintenance
+	// SQL is the database/sql handle the app's transactions run on; dispatch
+	// jobs complete inside those transactions.
+	SQL *sql.DB
+}
+
+// Workers registers every worker Herald runs.
+func Workers(d Deps) *river.Workers {
+	w := river.NewWorkers()
+	river.AddWorker(w, &AuditVerifyWorker{Audit: d.Audit})
+	river.AddWorker(w, &RouteWorker{Router: d.Router})
+	river.AddWorker(w, &DispatchWorker{Dispatcher: d.Dispatcher, Driver: riverdatabasesql.New(d.SQL)})
+	river.AddWorker(w, &RequeueStuckWorker{Maintenance: d.Maintenance})
+	river.AddWorker(w, &RetentionWorker{Maintenance: d.Maintenance})
+	return w
+}
+
+// PeriodicJobs is the registration point for work on a schedule. River's
+// elected leader inserts them, so each runs once across all worker processes.
+func PeriodicJobs() []*river.PeriodicJob {
+	return []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) { return AuditVerifyArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "audit_verify", RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(5*time.Minute),
+			func() (river.JobArgs, *river.InsertOpts) { return RequeueStuckArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "requeue_stuck"}),
+		river.NewPeriodicJob(river.PeriodicInterval(24*time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) { return RetentionArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "retention", RunOnStart: true}),
+	}
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/db/dbtest"
+)
+
+type testBundle struct {
+	env map[string]string
+}
+
+// setup gives each test its own migrated database and data directory.
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	return &testBundle{env: map[string]string{
+		"DATABASE_URL":     dbtest.URL(dbtest.CreateDatabase(t)),
+		"HERALD_DATA_DIR":  t.TempDir(),
+		"HERALD_LOG_LEVEL": "warn",
+	}}
+}
+
+func (b *testBundle) getenv(k string) string { return b.env[k] }
+
+// herald runs the command and returns its stdout, stderr and error.
+func (b *testBundle) herald(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), args, b.getenv, &stdout, &stderr)
+	return stdout.String(), stderr.String(), err
+}
+
+func (b *testBundle) mustHerald(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, err := b.herald(t, args...)
+	require.NoError(t, err, "herald %s: %s", strings.Join(args, " "), errOut)
+	return out
+}
+
+func TestRun_Usage(t *testing.T) {
+	t.Parallel()
+	b := &testBundle{env: map[string]string{"HERALD_DATA_DIR": t.TempDir()}}
+
+	out := b.mustHerald(t, "version")
+	require.Equal(t, "herald dev\n", out)
+
+	for name, args := range map[string][]string{
+		"NoCommand":      nil,
+		"UnknownCommand": {"launch"},
+		"AdminNoSub":     {"admin"},
+		"AdminUnknown":   {"admin", "delete-everything"},
+		"ServeExtraArg":  {"serve", "now"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := b.herald(t, args...)
+			var ue usageError
+			require.True(t, errors.As(err, &ue), "usage error, got %v", err)
+		})
+	}
+
+	t.Run("BadConfigNamesVariable", func(t *testing.T) {
+		b := &testBundle{env: map[string]string{"HERALD_DATA_DIR": t.TempDir(), "HERALD_ENV": "prod", "HERALD_BASE_URL": "https://herald.example.com"}}
+		_, _, err := b.herald(t, "migrate")
+		require.ErrorContains(t, err, "DATABASE_URL")
+	})
+}
+
+func TestRun_Migrate(t *testing.T) {
+	t.Parallel()
+	b := &testBundle{env: map[string]string{
+		"DATABASE_URL":     dbtest.URL(dbtest.CreateEmptyDatabase(t)),
+		"HERALD_DATA_DIR":  t.TempDir(),
+		"HERALD_LOG_LEVEL": "warn",
+	}}
+	require.Contains(t, b.mustHerald(t, "migrate"), "applied")
+	require.Equal(t, "database is up to date\n", b.mustHerald(t, "migrate"))
+}
+
+func TestRun_Admin(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	id := strings.TrimSpace(b.mustHerald(t, "admin", "create-tenant", "--slug", "acme", "--name", "Acme Tours", "--plan", "PRO", "--locale", "en", "--timezone", "Europe/Vienna"))
+	require.Len(t, id, 36, "create-tenant prints the tenant id")
+
+	secret := b.mustHerald(t, "admin", "create-api-key", "--tenant", "acme", "--name", "booking system")
+	require.Regexp(t, `^hk_[A-Z2-7]{26}\n$`, secret, "create-api-key prints the secret and nothing else")
+
+	userID := b.mustHerald(t, "admin", "create-user", "--email", "Mia@Acme.example", "--password", "correct horse battery", "--role", "manager", "--tenant", "acme")
+	require.Len(t, strings.TrimSpace(userID), 36)
+	b.mustHerald(t, "admin", "create-user", "--email", "ops@herald.example", "--password", "correct horse battery", "--role", "operator")
+
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"DuplicateSlug":      {[]string{"admin", "create-tenant", "--slug", "acme", "--name", "Other"}, "slug already exists"},
+		"BadSlug":            {[]string{"admin", "create-tenant", "--slug", "Not A Slug!", "--name", "X"}, "--slug"},
+		"BadPlan":            {[]string{"admin", "create-tenant", "--slug", "x1", "--name", "X", "--plan", "GOLD"}, "--plan"},
+		"BadTimezone":        {[]string{"admin", "create-tenant", "--slug", "x2", "--name", "X", "--timezone", "Nowhere/City"}, "--timezone"},
+		"MissingName":        {[]string{"admin", "create-tenant", "--slug", "x3"}, "--name is required"},
+		"UnknownFlag":        {[]string{"admin", "create-tenant", "--slug", "x4", "--name", "X", "--colour", "red"}, "colour"},
+		"BadRole":            {[]string{"admin", "create-user", "--email", "a@acme.example", "--password", "long enough pw", "--role", "god", "--tenant", "acme"}, "--role"},
+		"UnknownTenantUser":  {[]string{"admin", "create-user", "--email", "a@acme.example", "--password", "long enough pw", "--role", "support", "--tenant", "nope"}, "not found"},
+		"ManagerNoTenant":    {[]string{"admin", "create-user", "--email", "a@acme.example", "--password", "long enough pw", "--role", "manager"}, "--tenant"},
+		"OperatorWithTenant": {[]string{"admin", "create-user", "--email", "a@acme.example", "--password", "long enough pw", "--role", "operator", "--tenant", "acme"}, "--tenant"},
+		"DuplicateEmail":     {[]string{"admin", "create-user", "--email", "mia@acme.example", "--password", "long enough pw", "--role", "support", "--tenant", "acme"}, "already exists"},
+		"ShortPassword":      {[]string{"admin", "create-user", "--email", "b@acme.example", "--password", "short", "--role", "support", "--tenant", "acme"}, "--password"},
+		"BadEmail":           {[]string{"admin", "create-user", "--email", "not-an-email", "--password", "long enough pw", "--role", "support", "--tenant", "acme"}, "--email"},
+		"UnknownTenantKey":   {[]string{"admin", "create-api-key", "--tenant", "nope", "--name", "x"}, "not found"},
+		"KeyWithoutName":     {[]string{"admin", "create-api-key", "--tenant", "acme"}, "--name is required"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, _, err := b.herald(t, tc.args...)
+			require.ErrorContains(t, err, tc.want)
+			require.Empty(t, out, "a failed command prints nothing on stdout")
+		})
+	}
+
+	t.Run("NothingStoredByFailures", func(t *testing.T) {
+		// Only the one tenant and the two users from above exist.
+		out := b.mustHerald(t, "admin", "create-tenant", "--slug", "x1", "--name", "Now valid")
+		require.Len(t, strings.TrimSpace(out), 36, "the slug of a failed create is still free")
+	})
+}
+
+func TestRun_EnsureOperatorAndDemo(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	out := b.mustHerald(t, "admin", "ensure-operator")
+	require.Regexp(t, `^operator admin: admin@herald.local  password: \S{16}\n$`, out)
+	require.Equal(t, out, b.mustHerald(t, "admin", "ensure-operator"), "a second run shows the same credentials and creates nothing")
+
+	demo := b.mustHerald(t, "demo")
+	require.Contains(t, demo, "demo tenant: demo")
+	require.Contains(t, demo, "manager: manager@demo.herald.local")
+	require.Contains(t, demo, "support: support@demo.herald.local")
+	require.Regexp(t, `api key: hk_\S+`, demo)
+	require.Equal(t, demo, b.mustHerald(t, "demo", "--if-missing"))
+	_, _, err := b.herald(t, "demo")
+	require.ErrorContains(t, err, "exists already")
+
+	b.env["HERALD_ADMIN_EMAIL"], b.env["HERALD_ADMIN_PASSWORD"] = "root@ops.example", "a long admin password"
+	require.Contains(t, b.mustHerald(t, "admin", "ensure-operator"), "operator admin created: root@ops.example")
+}
+
+func TestRun_ServeAndGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	b.env["HERALD_ADDR"] = addr
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		var stdout, stderr bytes.Buffer
+		done <- run(ctx, []string{"serve"}, b.getenv, &stdout, &stderr)
+	}()
+
+	var status string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var r struct{ Status string }
+		_ = json.NewDecoder(resp.Body).Decode(&r)
+		status = r.Status
+		return resp.StatusCode == 200
+	}, 15*time.Second, 50*time.Millisecond, "serve did not become ready: %v", func() error {
+		select {
+		case err := <-done:
+			return err
+		default:
+			return nil
+		}
+	}())
+	require.Equal(t, "healthy", status)
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop after its context ended")
+	}
+	_, err = http.Get("http://" + addr + "/healthz")
+	require.Error(t, err, "the listener is closed after shutdown")
+}

@@ -1,0 +1,55 @@
+package web
+
+import (
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// handleAPIMessageList lists the messages about one booking, trip or
+// invoice: ?booking_id=, ?trip_id= or ?invoice_id=.
+func (s *Server) handleAPIMessageList(c *fiber.Ctx) error {
+	for _, kind := range []string{app.EntityBooking, app.EntityTrip, app.EntityInvoice} {
+		if id := c.Query(kind + "_id"); id != "" {
+			ms, err := s.Messages.ByEntity(c.UserContext(), apiKeyOf(c).TenantID, kind, id)
+			if err != nil {
+				return err
+			}
+			return c.JSON(fiber.Map{"messages": ms})
+		}
+	}
+	return app.Invalid("missing_filter", "booking_id", "Name a booking_id, trip_id or invoice_id.")
+}
+
+// handleAPIMessageGet returns a message with its timeline.
+func (s *Server) handleAPIMessageGet(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.Messages.Get(c.UserContext(), apiKeyOf(c).TenantID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(d)
+}
+
+// handleAPIBookingResend resends a booking's latest notification on a
+// channel: {"channel": "EMAIL", "template_id": "..."}.
+func (s *Server) handleAPIBookingResend(c *fiber.Ctx) error {
+	var body struct {
+		Channel    string     `json:"channel"`
+		TemplateID *uuid.UUID `json:"template_id"`
+	}
+	if err := decodeJSON(c, &body); err != nil {
+		return err
+	}
+	ms, err := s.Messages.Resend(c.UserContext(), apiActor(c), apiKeyOf(c).TenantID, app.ResendInput{
+		EntityType: app.EntityBooking, EntityID: c.Params("id"), Channel: body.Channel, TemplateID: body.TemplateID,
+	})
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"messages": ms})
+}

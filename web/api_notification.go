@@ -1,0 +1,147 @@
+package web
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// pathID parses the :id parameter. A malformed id cannot name anything of
+// the tenant's, so it is a 404 like another tenant's id.
+func pathID(c *fiber.Ctx) (uuid.UUID, error) {
+	id, err := uuid.Parse(c.Params("id"))
+	if err != nil {
+		return uuid.Nil, app.Errorf(app.ENOTFOUND, "Not found.")
+	}
+	return id, nil
+}
+
+// decodeJSON reads a small JSON body into v, refusing unknown fields.
+func decodeJSON(c *fiber.Ctx, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(c.Body())))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &app.Error{Code: app.EMALFORMED, Reason: "malformed_json", Message: "The body is not valid JSON for this request: " + err.Error()}
+	}
+	return nil
+}
+
+// handleAPINotificationCreate accepts a notification request: 202 with the
+// new event, or 200 with the original one for a repeated event_id.
+func (s *Server) handleAPINotificationCreate(c *fiber.Ctx) error {
+	res, err := s.Intake.Submit(c.UserContext(), apiKeyOf(c), c.Body())
+	if err != nil {
+		return err
+	}
+	status := fiber.StatusAccepted
+	if res.Duplicate {
+		status = fiber.StatusOK
+	}
+	c.Location("/api/v1/notifications/" + res.ID.String())
+	return c.Status(status).JSON(res)
+}
+
+// handleAPINotificationGet returns an event with its messages.
+func (s *Server) handleAPINotificationGet(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	d, err := s.Intake.Get(c.UserContext(), apiKeyOf(c).TenantID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(d)
+}
+
+// handleAPINotificationReschedule moves a scheduled event: {"send_at": ...}.
+func (s *Server) handleAPINotificationReschedule(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		SendAt *time.Time `json:"send_at"`
+	}
+	if err := decodeJSON(c, &body); err != nil {
+		return err
+	}
+	if body.SendAt == nil {
+		return app.Invalid("missing_send_at", "send_at", "send_at is required.")
+	}
+	e, err := s.Intake.Reschedule(c.UserContext(), apiActor(c), apiKeyOf(c).TenantID, id, *body.SendAt)
+	if err != nil {
+		return err
+	}
+	return c.JSON(e)
+}
+
+// handleAPINotificationCancel cancels an event that has not gone out.
+func (s *Server) handleAPINotificationCancel(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	e, err := s.Intake.Cancel(c.UserContext(), apiActor(c), apiKeyOf(c).TenantID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(e)
+}
+
+// handleAPINotificationApprove releases an event awaiting approval.
+func (s *Server) handleAPINotificationApprove(c *fiber.Ctx) error {
+	return s.decide(c, true)
+}
+
+// handleAPINotificationReject rejects an event awaiting approval: {"reason": ...}.
+func (s *Server) handleAPINotificationReject(c *fiber.Ctx) error {
+	return s.decide(c, false)
+}
+
+func (s *Server) decide(c *fiber.Ctx, approve bool) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if len(c.Body()) > 0 {
+		if err := decodeJSON(c, &body); err != nil {
+			return err
+		}
+	}
+	e, err := s.Intake.Decide(c.UserContext(), apiActor(c), apiKeyOf(c).TenantID, id, approve, body.Reason)
+	if err != nil {
+		return err
+	}
+	return c.JSON(e)
+}
+
+// eventJSON is the registry entry as the API shows it.
+type eventJSON struct {
+	Name             string         `json:"trigger_event"`
+	Description      string         `json:"description"`
+	Channels         []app.Channel  `json:"channels"`
+	FallbackChain    []app.Channel  `json:"fallback_chain,omitempty"`
+	Variables        []string       `json:"variables"`
+	RequiresApproval bool           `json:"requires_approval"`
+	OncePerEntity    bool           `json:"once_per_entity"`
+	SampleContext    map[string]any `json:"sample_context"`
+}
+
+// handleAPIEvents lists the trigger-event registry.
+func (s *Server) handleAPIEvents(c *fiber.Ctx) error {
+	events := app.Events()
+	out := make([]eventJSON, len(events))
+	for i, e := range events {
+		out[i] = eventJSON{e.Name, e.Description, e.Channels, e.Fallback, e.Variables, e.RequiresApproval, e.OncePerEntity, e.Sample}
+	}
+	return c.JSON(fiber.Map{"events": out})
+}

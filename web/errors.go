@@ -1,0 +1,95 @@
+package web
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/views"
+)
+
+// statusOf maps app error codes to HTTP statuses. This is the only place
+// that knows both vocabularies.
+var statusOf = map[string]int{
+	app.EINVALID:      fiber.StatusUnprocessableEntity,
+	app.EMALFORMED:    fiber.StatusBadRequest,
+	app.ENOTFOUND:     fiber.StatusNotFound,
+	app.ECONFLICT:     fiber.StatusConflict,
+	app.EUNAUTHORIZED: fiber.StatusUnauthorized,
+	app.EFORBIDDEN:    fiber.StatusForbidden,
+	app.ETOOLARGE:     fiber.StatusRequestEntityTooLarge,
+	app.EINTERNAL:     fiber.StatusInternalServerError,
+}
+
+// codeOfStatus names fiber's own errors (unknown route, wrong method, body
+// too large) in the app vocabulary.
+func codeOfStatus(status int) string {
+	switch {
+	case status == fiber.StatusNotFound:
+		return app.ENOTFOUND
+	case status == fiber.StatusUnauthorized:
+		return app.EUNAUTHORIZED
+	case status == fiber.StatusForbidden:
+		return app.EFORBIDDEN
+	case status == fiber.StatusRequestEntityTooLarge:
+		return app.ETOOLARGE
+	case status == fiber.StatusConflict:
+		return app.ECONFLICT
+	case status == fiber.StatusBadRequest:
+		return app.EMALFORMED
+	case status < 500:
+		return app.EINVALID
+	default:
+		return app.EINTERNAL
+	}
+}
+
+// apiError is the JSON body of every API error.
+type apiError struct {
+	Error apiErrorBody `json:"error"`
+}
+
+type apiErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+// handleError is fiber's error handler: every error a handler returns ends
+// here. Internal errors are logged with the request id and shown only as a
+// generic message; JSON for /api and webhooks, an HTML page for the console.
+func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	code, message, field := app.ErrorCode(err), app.ErrorMessage(err), app.ErrorField(err)
+	status := statusOf[code]
+	if reason := app.ErrorReason(err); reason != code {
+		code = reason
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		status, code, message = fe.Code, codeOfStatus(fe.Code), fe.Message
+		if status == fiber.StatusNotFound {
+			message = "Not found."
+		}
+	}
+	if status >= 500 {
+		s.Log.ErrorContext(c.UserContext(), "request failed", "path", c.Path(), "request_id", requestIDOf(c), "err", err)
+		message = "Internal error."
+	}
+
+	if wantsJSON(c) {
+		return c.Status(status).JSON(apiError{Error: apiErrorBody{Code: code, Message: message, Field: field}})
+	}
+	c.Status(status)
+	c.Type("html", "utf-8")
+	return views.ErrorPage(views.Page{Title: message, Version: s.Version}, status, message, requestIDOf(c)).
+		Render(c.UserContext(), c.Response().BodyWriter())
+}
+
+// wantsJSON reports whether the request is for the API or a webhook, whose
+// callers are programs.
+func wantsJSON(c *fiber.Ctx) bool {
+	p := c.Path()
+	return strings.HasPrefix(p, "/api/") || p == "/api" || strings.HasPrefix(p, "/webhooks/")
+}

@@ -1,0 +1,51 @@
+// Package web is Herald's HTTP surface: the console, the JSON API, provider
+// webhooks, health and metrics, all on one fiber app. Handlers are thin: they
+// parse, call one app service, and render.
+package web
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// BodyLimit caps request bodies. The API's own limit for a notification is
+// smaller (16 KiB) and answered with its own error; this one protects the
+// server from anything larger, provider webhooks included.
+const BodyLimit = 1 << 20
+
+// Server holds what the handlers need. main.go builds it.
+type Server struct {
+	Config   app.Config
+	Log      *slog.Logger
+	Health   *app.Health
+	APIKeys  *app.APIKeys
+	Tenants  *app.Tenants
+	Intake   *app.Intake
+	Messages *app.Messages
+	// Registry receives the HTTP metrics and serves /metrics.
+	Registry *prometheus.Registry
+	Version  string
+
+	metrics *httpMetrics
+}
+
+// App returns the fiber app with every route and middleware in place.
+func (s *Server) App() *fiber.App {
+	a := fiber.New(fiber.Config{
+		AppName:               "herald",
+		BodyLimit:             BodyLimit,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          30 * time.Second,
+		IdleTimeout:           2 * time.Minute,
+		DisableStartupMessage: true,
+		ErrorHandler:          s.handleError,
+	})
+	s.metrics = newHTTPMetrics(s.Registry)
+	s.routes(a)
+	return a
+}
