@@ -14,6 +14,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -33,6 +35,7 @@ import (
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/jobs"
 	"github.com/heraldhq/herald/web"
+	"github.com/heraldhq/herald/web/bench"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -50,6 +53,8 @@ Usage:
   herald admin create-api-key --tenant S --name N
   herald admin ensure-operator  create the first operator admin (from HERALD_ADMIN_EMAIL/PASSWORD, or generated in dev)
   herald demo [--if-missing]   create the demo tenant with a manager, a support user and an API key
+  herald bench [--requests N] [--concurrency N] [--rate N] [--duration D] [--tenants N]
+                               load test: web and worker processes on a fresh database, figures printed
   herald version
 
 Configuration comes from the environment; see README.md.
@@ -89,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
 		return nil
-	case "serve", "web", "worker", "migrate", "admin", "demo":
+	case "serve", "web", "worker", "migrate", "admin", "demo", "bench":
 	default:
 		fmt.Fprint(stderr, usage)
 		return usagef("unknown command %q", cmd)
@@ -114,6 +119,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return migrate(ctx, cfg, log, stdout)
 	case "admin":
 		return admin(ctx, cfg, log, rest, getenv, stdout, stderr)
+	case "bench":
+		return runBench(ctx, cfg, rest, stdout, stderr)
 	default: // demo
 		return demo(ctx, cfg, log, rest, getenv, stdout, stderr)
 	}
@@ -224,7 +231,7 @@ func connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 	provisioner := &app.Provisioner{Accounts: s.accounts, Now: now}
 	s.tenants = &app.Tenants{Store: store, Now: now, Provision: provisioner.Provision}
 	s.users = &app.Users{Store: store, Now: now}
-	s.apiKeys = &app.APIKeys{Store: store, Now: now}
+	s.apiKeys = &app.APIKeys{Store: store, Lookup: store, Now: now}
 	s.templates = &app.Templates{Store: store, Now: now}
 	s.intake = &app.Intake{Store: store, Queue: queue, Now: now}
 	s.router = &app.Router{Store: store, Queue: queue, Now: now, Log: log}
@@ -261,6 +268,19 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, role string) e
 		} else if created {
 			log.Info("created operator admin", "email", cfg.AdminEmail)
 		}
+	}
+
+	if cfg.PprofAddr != "" {
+		// The profiler gets its own listener so that it is never on the
+		// public port.
+		go func() {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+			log.Info("profiler listening", "addr", cfg.PprofAddr)
+			log.Warn("profiler stopped", "err", http.ListenAndServe(cfg.PprofAddr, mux))
+		}()
 	}
 
 	reg := prometheus.NewRegistry()
@@ -563,4 +583,30 @@ func demo(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, 
 	fmt.Fprint(stdout, b.String())
 	log.Debug("demo tenant created", "tenant", t.ID)
 	return nil
+}
+
+// runBench runs the load generator against this very binary.
+func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bench", stderr)
+	bc := bench.Config{DatabaseURL: cfg.DatabaseURL, Out: stdout}
+	fs.IntVar(&bc.Tenants, "tenants", 4, "tenants to spread the load over")
+	fs.IntVar(&bc.Concurrency, "concurrency", 64, "concurrent HTTP clients in the intake phase")
+	fs.IntVar(&bc.Requests, "requests", 20000, "requests in the intake phase")
+	fs.IntVar(&bc.Rate, "rate", 200, "events per second in the latency phase")
+	fs.DurationVar(&bc.RateDuration, "duration", 15*time.Second, "length of the latency phase")
+	fs.BoolVar(&bc.Keep, "keep", false, "keep the benchmark database and logs")
+	fs.StringVar(&bc.ProfileDir, "profile", "", "directory for CPU profiles of the web and worker processes")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if bc.Tenants < 1 || bc.Concurrency < 1 || bc.Requests < 1 || bc.Rate < 1 || bc.RateDuration <= 0 {
+		return usagef("bench: counts, rate and duration must be positive")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	bc.Binary = exe
+	_, err = bench.Run(ctx, bc)
+	return err
 }

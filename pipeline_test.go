@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +59,11 @@ func newPipeline(t *testing.T, opts pipelineOpts) *pipeline {
 	}
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	require.NoError(t, err)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var logOut io.Writer = io.Discard
+	if testing.Verbose() {
+		logOut = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx := context.Background()
 	svc, err := connect(ctx, cfg, log, "test")
 	require.NoError(t, err)

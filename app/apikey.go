@@ -48,10 +48,17 @@ func newAPIKeySecret() string {
 	return apiKeyPrefix + rand.Text()
 }
 
+// APIKeyLookup finds a key by the hash of its secret in one round trip;
+// it runs on every API request.
+type APIKeyLookup interface {
+	APIKeyByHash(ctx context.Context, hash []byte) (*APIKey, error)
+}
+
 // APIKeys creates, authenticates and revokes API keys.
 type APIKeys struct {
-	Store Store
-	Now   Clock
+	Store  Store
+	Lookup APIKeyLookup
+	Now    Clock
 }
 
 // Create makes a key named name for the tenant and returns it with its
@@ -96,20 +103,12 @@ func (s *APIKeys) Authenticate(ctx context.Context, secret string) (*APIKey, err
 	if !strings.HasPrefix(secret, apiKeyPrefix) || len(secret) < apiKeyVisible+16 || len(secret) > 200 {
 		return nil, denied
 	}
-	var k *APIKey
-	// The tenant is what we are looking for, so the lookup is platform-scoped;
-	// it reads one row by a unique hash and nothing else.
-	err := s.Store.InPlatform(ctx, func(tx Tx) (err error) {
-		k, err = tx.APIKeyByHash(ctx, HashAPIKey(secret))
-		if err != nil {
-			return err
+	k, err := s.Lookup.APIKeyByHash(ctx, HashAPIKey(secret))
+	if err == nil && k.RevokedAt == nil {
+		if now := s.Now(); k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > apiKeyTouchEvery {
+			err = s.Store.InTenant(ctx, k.TenantID, func(tx Tx) error { return tx.TouchAPIKey(ctx, k.TenantID, k.ID, now) })
 		}
-		now := s.Now()
-		if k.RevokedAt == nil && (k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > apiKeyTouchEvery) {
-			return tx.TouchAPIKey(ctx, k.TenantID, k.ID, now)
-		}
-		return nil
-	})
+	}
 	if ErrorCode(err) == ENOTFOUND {
 		return nil, denied
 	}

@@ -38,11 +38,11 @@ const (
 // HERALD_WORKERS_<QUEUE> is not set. Dispatch queues wait on provider I/O, so
 // they get more workers than the CPU-bound routing queue.
 var DefaultWorkers = map[string]int{
-	QueueRoute:            20,
-	QueueDispatchWhatsApp: 50,
-	QueueDispatchEmail:    50,
-	QueueDispatchSMS:      50,
-	QueueDispatchWebhook:  20,
+	QueueRoute:            50,
+	QueueDispatchWhatsApp: 100,
+	QueueDispatchEmail:    100,
+	QueueDispatchSMS:      100,
+	QueueDispatchWebhook:  50,
 	QueueMaintenance:      2,
 }
 
@@ -71,6 +71,8 @@ type Config struct {
 	Quotas map[string]map[Channel]int
 	// SandboxDelay is how long the sandbox waits before each receipt.
 	SandboxDelay time.Duration
+	// PprofAddr, when set, serves Go's profiler there (keep it private).
+	PprofAddr string
 	// ShutdownTimeout bounds how long running jobs and requests may take to
 	// finish after SIGTERM.
 	ShutdownTimeout time.Duration
@@ -213,7 +215,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		}
 	}
 
-	c.DBMaxConns = 25
+	c.DBMaxConns = 40
 	if v := getenv("HERALD_DB_MAX_CONNS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 2 || n > 1000 {
@@ -247,6 +249,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("HERALD_SANDBOX_DELAY must be a duration such as 2s or 0s, got %q", v)
 		}
 		c.SandboxDelay = d
+	}
+
+	c.PprofAddr = getenv("HERALD_PPROF_ADDR")
+	if c.PprofAddr != "" {
+		if _, _, err := net.SplitHostPort(c.PprofAddr); err != nil {
+			return c, fmt.Errorf("HERALD_PPROF_ADDR must be host:port such as 127.0.0.1:6060, got %q", c.PprofAddr)
+		}
 	}
 
 	c.ShutdownTimeout = 25 * time.Second

@@ -26,6 +26,17 @@ func TestLoadConfig(t *testing.T) {
 		require.Equal(t, "text", c.LogFormat)
 		require.Nil(t, c.SecretKey, "dev leaves the key for main to generate")
 		require.Equal(t, app.DefaultWorkers[app.QueueRoute], c.Workers[app.QueueRoute])
+		require.Equal(t, 100, c.Quotas[app.PlanFree][app.Email])
+		require.Equal(t, app.Unlimited, c.Quotas[app.PlanEnterprise][app.Email])
+	})
+
+	t.Run("QuotaOverrides", func(t *testing.T) {
+		t.Parallel()
+		c, err := app.LoadConfig(env(map[string]string{"HERALD_QUOTA_FREE_SMS": "7", "HERALD_QUOTA_PRO_WHATSAPP": "unlimited"}))
+		require.NoError(t, err)
+		require.Equal(t, 7, c.Quotas[app.PlanFree][app.SMS])
+		require.Equal(t, app.Unlimited, c.Quotas[app.PlanPro][app.WhatsApp])
+		require.Equal(t, 50, c.Quotas[app.PlanFree][app.WhatsApp], "others keep their defaults")
 	})
 
 	t.Run("ProdComplete", func(t *testing.T) {

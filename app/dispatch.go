@@ -132,7 +132,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 		o.Observe(acct, sendErr)
 	}
 	if sendErr == nil {
-		return d.sent(ctx, m, acct, externalID, attempt, d.Now().Sub(start), complete)
+		out, err := d.sent(ctx, m, acct, externalID, attempt, d.Now().Sub(start), complete)
+		if c, ok := p.(provider.Committer); ok && err == nil {
+			c.Committed(externalID)
+		}
+		return out, err
 	}
 
 	pe := provider.Classify(sendErr)

@@ -221,3 +221,19 @@ func Events() []EventDef {
 // RecipientVariables are placeholders every template may use besides its
 // event's variables; they come from the recipient.
 var RecipientVariables = []string{"recipient_name", "recipient_phone", "recipient_email"}
+
+// TemplateChannels returns the channels a new tenant gets default templates
+// for: the event's own channels, plus SMS wherever WhatsApp is one, because
+// SMS is the fallback for a phone number that is not on WhatsApp.
+func (e *EventDef) TemplateChannels() []Channel {
+	out := append([]Channel(nil), e.Channels...)
+	hasWhatsApp, hasSMS := false, false
+	for _, c := range out {
+		hasWhatsApp = hasWhatsApp || c == WhatsApp
+		hasSMS = hasSMS || c == SMS
+	}
+	if hasWhatsApp && !hasSMS {
+		out = append(out, SMS)
+	}
+	return out
+}

@@ -151,7 +151,7 @@ func (r *Router) routeRecipient(ctx context.Context, tx Tx, tenant *Tenant, e *E
 		IdempotencyKey: fmt.Sprintf("%s:%s:NONE:none:%s", scopeOf(e, def), e.TriggerEvent, contact.ID),
 		TriggerEvent:   e.TriggerEvent, Channel: channels[0], ContactID: &contact.ID, ConversationID: conversationID,
 		Status: MessageFailed, FailedReason: &reason, EntityType: e.EntityType, EntityID: e.EntityID,
-		QueuedAt: now, FailedAt: &now, CreatedAt: now, UpdatedAt: now,
+		FallbackChain: StringList{}, QueuedAt: now, FailedAt: &now, CreatedAt: now, UpdatedAt: now,
 	}
 	_, err := r.insert(ctx, tx, failed, SourceRouting, map[string]any{"reason": reason, "skipped": skipped})
 	return nil, err

@@ -56,7 +56,6 @@ type UserStore interface {
 // APIKeyStore reads and writes API keys.
 type APIKeyStore interface {
 	CreateAPIKey(ctx context.Context, k *APIKey) error
-	APIKeyByHash(ctx context.Context, hash []byte) (*APIKey, error)
 	TouchAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error
 	RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error
 }

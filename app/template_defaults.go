@@ -20,7 +20,8 @@ var DefaultLocales = []string{"de-DE", "en"}
 func DefaultTemplates() []DefaultTemplate { return defaultTemplates }
 
 // defaultTemplates holds the provisioned texts, grouped by event in registry
-// order; within an event, the channels follow the event's Channels and each
+// order; within an event, the channels follow the event's TemplateChannels
+// (its Channels, then SMS as the fallback wherever WhatsApp is one) and each
 // channel comes in de-DE, then en.
 //
 // Conventions the texts follow (template_defaults_test.go checks them):
@@ -29,8 +30,10 @@ func DefaultTemplates() []DefaultTemplate { return defaultTemplates }
 //     (…_url, …_link); values are escaped when rendered;
 //   - WhatsApp bodies are plain text with *bold* and never start or end with
 //     a placeholder, which Meta rejects in message templates;
-//   - SMS bodies stay within the GSM-7 alphabet, so a part holds 160
-//     characters rather than 70.
+//   - SMS bodies are one plain paragraph without greeting or formatting,
+//     carrying the essential fact and the event's link, if it has one; they
+//     stay within the GSM-7 alphabet, so a part holds 160 characters rather
+//     than 70.
 //
 // Dates, amounts and counts arrive formatted by the caller, so counts sit
 // behind a label or "Tag(en)" instead of a plural form that might not fit.
@@ -78,6 +81,14 @@ Your travel team</p>`,
 			"Booking reference: {{booking_reference}}\n\n" +
 			"We look forward to seeing you!",
 	},
+	{
+		Event: "BOOKING_CONFIRMED", Channel: SMS, Locale: "de-DE",
+		Body: "Ihre Buchung {{booking_reference}} ist bestätigt: {{tour_name}} am {{departure_date}}. Ihre Anzahlung von {{deposit_amount}} haben wir erhalten. Wir freuen uns auf Sie!",
+	},
+	{
+		Event: "BOOKING_CONFIRMED", Channel: SMS, Locale: "en",
+		Body: "Your booking {{booking_reference}} is confirmed: {{tour_name}} on {{departure_date}}. We have received your deposit of {{deposit_amount}}. We look forward to seeing you!",
+	},
 
 	// BOOKING_FULLY_PAID
 	{
@@ -122,6 +133,14 @@ Your travel team</p>`,
 			"Your invoice:\n{{invoice_url}}\n\n" +
 			"We look forward to seeing you!",
 	},
+	{
+		Event: "BOOKING_FULLY_PAID", Channel: SMS, Locale: "de-DE",
+		Body: "Vielen Dank! Ihre Reise {{tour_name}} am {{departure_date}} (Buchung {{booking_reference}}) ist mit {{total_amount}} vollständig bezahlt. Ihre Rechnung: {{invoice_url}}",
+	},
+	{
+		Event: "BOOKING_FULLY_PAID", Channel: SMS, Locale: "en",
+		Body: "Thank you! Your trip {{tour_name}} on {{departure_date}} (booking {{booking_reference}}) is now paid in full ({{total_amount}}). Your invoice: {{invoice_url}}",
+	},
 
 	// BOOKING_CANCELLED
 	{
@@ -165,6 +184,14 @@ Your travel team</p>`,
 			"Your booking {{booking_reference}} for *{{tour_name}}* on {{departure_date}} has been cancelled. Cancellation fee: {{cancellation_fee}}.\n\n" +
 			"If you have already paid more than this, we will refund the difference and confirm it in a separate message.\n\n" +
 			"If you have any questions, we are happy to help.",
+	},
+	{
+		Event: "BOOKING_CANCELLED", Channel: SMS, Locale: "de-DE",
+		Body: "Ihre Buchung {{booking_reference}} für {{tour_name}} am {{departure_date}} wurde storniert. Stornogebühr: {{cancellation_fee}}. Zu viel Gezahltes erstatten wir Ihnen gesondert.",
+	},
+	{
+		Event: "BOOKING_CANCELLED", Channel: SMS, Locale: "en",
+		Body: "Your booking {{booking_reference}} for {{tour_name}} on {{departure_date}} has been cancelled. Cancellation fee: {{cancellation_fee}}. We will refund any overpayment separately.",
 	},
 
 	// BOOKING_REFUNDED
@@ -276,6 +303,14 @@ Your travel team</p>`,
 			"You can continue your booking here:\n{{checkout_url}}\n\n" +
 			"Seats are limited. If you have any questions, just reply to this message.",
 	},
+	{
+		Event: "CHECKOUT_ABANDONED_WHATSAPP", Channel: SMS, Locale: "de-DE",
+		Body: "Ihre Buchung für {{tour_name}} ist noch nicht abgeschlossen. Die Plätze sind begrenzt. Jetzt fortsetzen: {{checkout_url}}",
+	},
+	{
+		Event: "CHECKOUT_ABANDONED_WHATSAPP", Channel: SMS, Locale: "en",
+		Body: "Your booking for {{tour_name}} is not complete yet. Seats are limited. Continue here: {{checkout_url}}",
+	},
 
 	// FINAL_PAYMENT_DUE
 	{
@@ -313,6 +348,14 @@ Ihr Reiseteam</p>`,
 <p>If you have already made the payment, please disregard this message.</p>
 <p>Kind regards<br>
 Your travel team</p>`,
+	},
+	{
+		Event: "FINAL_PAYMENT_DUE", Channel: SMS, Locale: "de-DE",
+		Body: "Die Restzahlung von {{remaining_amount}} für Ihre Reise {{tour_name}} am {{departure_date}} ist jetzt fällig. Jetzt bezahlen: {{payment_link}}",
+	},
+	{
+		Event: "FINAL_PAYMENT_DUE", Channel: SMS, Locale: "en",
+		Body: "The final payment of {{remaining_amount}} for your trip {{tour_name}} on {{departure_date}} is now due. Pay online: {{payment_link}}",
 	},
 
 	// FINAL_PAYMENT_OVERDUE
@@ -353,6 +396,14 @@ Days overdue: <strong>{{days_overdue}}</strong></p>
 <p>If your payment has crossed with this reminder, please disregard this message. If you have any questions about the payment, please get in touch.</p>
 <p>Kind regards<br>
 Your travel team</p>`,
+	},
+	{
+		Event: "FINAL_PAYMENT_OVERDUE", Channel: SMS, Locale: "de-DE",
+		Body: "Die Restzahlung von {{remaining_amount}} für Ihre Reise {{tour_name}} am {{departure_date}} ist seit {{days_overdue}} Tag(en) überfällig. Bitte bezahlen Sie umgehend hier: {{payment_link}}",
+	},
+	{
+		Event: "FINAL_PAYMENT_OVERDUE", Channel: SMS, Locale: "en",
+		Body: "The final payment of {{remaining_amount}} for your trip {{tour_name}} on {{departure_date}} is {{days_overdue}} day(s) overdue. Please pay as soon as possible here: {{payment_link}}",
 	},
 
 	// PASSENGER_CANCELLED: passenger_name is the passenger taken off the
@@ -447,6 +498,14 @@ Your travel team</p>`,
 			"*{{tour_name}}*\nDeparture: {{departure_date}}\nBoarding point: {{boarding_point_name}}\n\n" +
 			"We will send you further travel information in good time before departure.",
 	},
+	{
+		Event: "PASSENGER_ADDED", Channel: SMS, Locale: "de-DE",
+		Body: "{{passenger_name}} wurde zu Ihrer Buchung hinzugefügt: {{tour_name}} am {{departure_date}}, Zustiegsort {{boarding_point_name}}. Weitere Informationen folgen vor der Abreise.",
+	},
+	{
+		Event: "PASSENGER_ADDED", Channel: SMS, Locale: "en",
+		Body: "{{passenger_name}} has been added to your booking: {{tour_name}} on {{departure_date}}, boarding point {{boarding_point_name}}. Further details will follow before departure.",
+	},
 
 	// INVOICE_ISSUED
 	{
@@ -487,6 +546,14 @@ Your travel team</p>`,
 			"You can follow it here:\n{{tracking_url}}\n\n" +
 			"Please be at the boarding point in good time. Have a good trip!",
 	},
+	{
+		Event: "SERVICE_LEG_STARTED", Channel: SMS, Locale: "de-DE",
+		Body: "Ihr Bus ist jetzt unterwegs zu Ihrem Zustiegsort {{boarding_point_name}}. Hier können Sie die Fahrt verfolgen: {{tracking_url}}",
+	},
+	{
+		Event: "SERVICE_LEG_STARTED", Channel: SMS, Locale: "en",
+		Body: "Your coach is now on its way to your boarding point {{boarding_point_name}}. Follow it here: {{tracking_url}}",
+	},
 
 	// SERVICE_LEG_CANCELLED
 	{
@@ -522,6 +589,14 @@ Ihr Reiseteam</p>`,
 <p>We sincerely apologise for the inconvenience.</p>
 <p>Kind regards<br>
 Your travel team</p>`,
+	},
+	{
+		Event: "SERVICE_LEG_CANCELLED", Channel: SMS, Locale: "de-DE",
+		Body: "Leider fällt die Fahrt ab {{boarding_point_name}} Ihrer Reise {{tour_name}} aus. Bitte rufen Sie uns unter {{operator_phone}} an, damit wir eine Alternative finden.",
+	},
+	{
+		Event: "SERVICE_LEG_CANCELLED", Channel: SMS, Locale: "en",
+		Body: "We are sorry: the service from {{boarding_point_name}} on your trip {{tour_name}} has been cancelled. Please call us on {{operator_phone}} so that we can find an alternative.",
 	},
 
 	// INCIDENT_BROADCAST
@@ -655,6 +730,14 @@ Your seat: <strong>{{seat_assignment}}</strong></p>
 <p>Kind regards<br>
 Your travel team</p>`,
 	},
+	{
+		Event: "VEHICLE_SWAP_NOTIFICATION", Channel: SMS, Locale: "de-DE",
+		Body: "Fahrzeugwechsel für Ihre Reise: Sie fahren mit {{new_vehicle}} statt mit {{old_vehicle}}. Ihr Sitzplatz: {{seat_assignment}}. Sonst bleibt alles wie gebucht.",
+	},
+	{
+		Event: "VEHICLE_SWAP_NOTIFICATION", Channel: SMS, Locale: "en",
+		Body: "Vehicle change for your trip: you will travel on {{new_vehicle}} instead of {{old_vehicle}}. Your seat: {{seat_assignment}}. Everything else stays as booked.",
+	},
 
 	// QUALIFICATION_EXPIRING: staff-facing, to the crew member.
 	{
@@ -751,5 +834,13 @@ Boarding point: <strong>{{boarding_point_name}}</strong></p>
 <p>We wish you a wonderful trip!</p>
 <p>Kind regards<br>
 Your travel team</p>`,
+	},
+	{
+		Event: "PRE_TRIP_REMINDER", Channel: SMS, Locale: "de-DE",
+		Body: "Morgen geht es los: {{tour_name}} am {{departure_date}}. Zustieg um {{boarding_time}} Uhr, {{boarding_point_name}}. Bitte beachten Sie: {{passenger_instructions}}",
+	},
+	{
+		Event: "PRE_TRIP_REMINDER", Channel: SMS, Locale: "en",
+		Body: "Your trip {{tour_name}} starts tomorrow, {{departure_date}}. Boarding at {{boarding_time}}, {{boarding_point_name}}. Please note: {{passenger_instructions}}",
 	},
 }

@@ -167,13 +167,15 @@ func TestDefaultTemplates(t *testing.T) {
 		for k, n := range count {
 			e, ok := app.LookupEvent(k.event)
 			require.True(t, ok, "%s: unknown event", k)
-			require.Contains(t, e.Channels, k.channel, "%s: the event does not go out on this channel", k)
+			require.Contains(t, e.TemplateChannels(), k.channel, "%s: the event has no templates on this channel", k)
 			require.Contains(t, app.DefaultLocales, k.locale, "%s: not a default locale", k)
 			require.Equal(t, 1, n, "%s: defined %d times", k, n)
 		}
+		// Every channel a tenant gets templates for: the event's own, plus
+		// SMS as the fallback wherever WhatsApp is one.
 		want := 0
 		for _, e := range events {
-			for _, c := range e.Channels {
+			for _, c := range e.TemplateChannels() {
 				for _, l := range app.DefaultLocales {
 					k := templateKey{event: e.Name, channel: c, locale: l}
 					require.Equal(t, 1, count[k], "%s: missing", k)
@@ -266,6 +268,15 @@ func TestDefaultTemplates(t *testing.T) {
 				require.NotContains(t, fixed, "\n", "%s: SMS is one paragraph", k)
 				for _, r := range fixed {
 					require.True(t, strings.ContainsRune(gsm7, r), "%s: %q is outside the GSM-7 alphabet", k, r)
+				}
+				// An SMS stands in for WhatsApp, so it must carry the link
+				// the passenger is meant to follow.
+				e, ok := app.LookupEvent(d.Event)
+				require.True(t, ok, "%s: unknown event", k)
+				for _, v := range e.Variables {
+					if strings.HasSuffix(v, "_url") || strings.HasSuffix(v, "_link") {
+						require.Contains(t, placeholders(d.Body), v, "%s: SMS lacks the link %s", k, v)
+					}
 				}
 			}
 		}

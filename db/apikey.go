@@ -19,17 +19,6 @@ func (t *Tx) CreateAPIKey(ctx context.Context, k *app.APIKey) error {
 	return mapErr(err)
 }
 
-// APIKeyByHash implements app.APIKeyStore. It is the one tenant-table lookup
-// without a tenant filter: it runs in platform scope to find the tenant.
-func (t *Tx) APIKeyByHash(ctx context.Context, hash []byte) (*app.APIKey, error) {
-	var k app.APIKey
-	err := t.tx.GetContext(ctx, &k, `SELECT `+apiKeyColumns+` FROM api_keys WHERE hash = $1`, hash)
-	if err != nil {
-		return nil, notFound(err, "API key not found.")
-	}
-	return &k, nil
-}
-
 // TouchAPIKey implements app.APIKeyStore.
 func (t *Tx) TouchAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error {
 	_, err := t.tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, id, at)
@@ -49,4 +38,15 @@ func (t *Tx) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.T
 		return app.Errorf(app.ENOTFOUND, "API key %s not found.", id)
 	}
 	return nil
+}
+
+// APIKeyByHash looks an API key up in one round trip, outside any
+// transaction, through the platform-scoped herald_api_key_by_hash function.
+func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (*app.APIKey, error) {
+	var k app.APIKey
+	err := s.db.GetContext(ctx, &k, `SELECT `+apiKeyColumns+` FROM herald_api_key_by_hash($1)`, hash)
+	if err != nil {
+		return nil, notFound(err, "API key not found.")
+	}
+	return &k, nil
 }

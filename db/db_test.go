@@ -37,7 +37,7 @@ func createTenant(t *testing.T, b *testBundle, slug string) *app.Tenant {
 	tenants := &app.Tenants{Store: b.store, Now: time.Now}
 	tn, err := tenants.Create(b.ctx, app.CLIActor, app.TenantInput{Slug: slug, Name: "Tenant " + slug})
 	require.NoError(t, err)
-	keys := &app.APIKeys{Store: b.store, Now: time.Now}
+	keys := &app.APIKeys{Store: b.store, Lookup: b.store, Now: time.Now}
 	_, _, err = keys.Create(b.ctx, app.CLIActor, tn.ID, "key of "+slug)
 	require.NoError(t, err)
 	return tn

@@ -15,6 +15,9 @@
 # TCP connections need a password (scram-sha-256).
 #
 # As root the server runs as the OS user `postgres` (Postgres refuses root).
+# If this checkout's cluster is down but another checkout's Herald cluster
+# already holds the port (e.g. CI in a fresh clone on a developer machine),
+# `start` uses that one and says so.
 # `start` is meant to be called before every run: when the cluster is already
 # up it only checks the role and database, well under a second.
 set -euo pipefail

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -206,7 +207,7 @@ func (t *Tx) ApplyReceipt(ctx context.Context, tenantID, id uuid.UUID, from, to,
 func (t *Tx) Usage(ctx context.Context, tenantID uuid.UUID, ch app.Channel, month time.Time) (int, error) {
 	var n int
 	err := t.tx.GetContext(ctx, &n, `
-		SELECT coalesce((SELECT count FROM usage_counters WHERE tenant_id = $1 AND channel = $2 AND month = $3), 0)`,
+		SELECT coalesce(sum(count), 0) FROM usage_counters WHERE tenant_id = $1 AND channel = $2 AND month = $3`,
 		tenantID, ch, month)
 	return n, mapErr(err)
 }
@@ -214,9 +215,9 @@ func (t *Tx) Usage(ctx context.Context, tenantID uuid.UUID, ch app.Channel, mont
 // AddUsage implements app.MessageStore.
 func (t *Tx) AddUsage(ctx context.Context, tenantID uuid.UUID, ch app.Channel, month time.Time, n int) error {
 	_, err := t.tx.ExecContext(ctx, `
-		INSERT INTO usage_counters (tenant_id, channel, month, count) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (tenant_id, channel, month) DO UPDATE SET count = usage_counters.count + excluded.count`,
-		tenantID, ch, month, n)
+		INSERT INTO usage_counters (tenant_id, channel, month, shard, count) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (tenant_id, channel, month, shard) DO UPDATE SET count = usage_counters.count + excluded.count`,
+		tenantID, ch, month, rand.IntN(16), n)
 	return mapErr(err)
 }
 

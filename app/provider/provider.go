@@ -96,6 +96,13 @@ type Provider interface {
 	Send(ctx context.Context, m Outbound) (externalID string, err error)
 }
 
+// Committer is implemented by providers that want to know when a send
+// they accepted has been recorded: the sandbox reports its receipts only
+// then, so that no receipt can overtake the send it is about.
+type Committer interface {
+	Committed(externalID string)
+}
+
 // Set maps provider names (meta, ses, sns, webhook, sandbox) to providers.
 type Set map[string]Provider
 

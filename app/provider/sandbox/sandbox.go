@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,6 +32,8 @@ const (
 	Silent   Behaviour = "silent"   // accepted, no receipt ever: ...0003, silent@
 	Throttle Behaviour = "throttle" // rate limited on the first attempt: ...0004, throttle@
 	Down     Behaviour = "down"     // transient failure on every attempt: ...0005, down@
+	// NoWhatsApp: WhatsApp rejects permanently (not on WhatsApp), other channels deliver: ...0006.
+	NoWhatsApp Behaviour = "no_whatsapp"
 )
 
 // Addresses documents the special addresses, for the console.
@@ -45,6 +48,7 @@ var Addresses = []struct {
 	{"+49 …0003", "silent@…", Silent, "accepted, never reports (becomes stale)"},
 	{"+49 …0004", "throttle@…", Throttle, "rate limited once, then succeeds"},
 	{"+49 …0005", "down@…", Down, "fails transiently on every attempt"},
+	{"+49 …0006", "", NoWhatsApp, "not on WhatsApp: WhatsApp rejects permanently, SMS delivers"},
 }
 
 // BehaviourOf returns what the sandbox does for an address.
@@ -71,6 +75,8 @@ func BehaviourOf(to string) Behaviour {
 		return Throttle
 	case strings.HasSuffix(to, "0005"):
 		return Down
+	case strings.HasSuffix(to, "0006"):
+		return NoWhatsApp
 	}
 	return Deliver
 }
@@ -83,6 +89,15 @@ type Provider struct {
 	// read); 0 reports at once.
 	Delay time.Duration
 	Log   *slog.Logger
+
+	throttled sync.Map // message id -> struct{}
+	pending   sync.Map // external id -> Behaviour, until the send is committed
+}
+
+// firstTry reports whether the message is seen for the first time.
+func (p *Provider) firstTry(id uuid.UUID) bool {
+	_, seen := p.throttled.LoadOrStore(id, struct{}{})
+	return !seen
 }
 
 // Send implements provider.Provider.
@@ -91,20 +106,32 @@ func (p *Provider) Send(ctx context.Context, m provider.Outbound) (string, error
 	switch {
 	case b == Reject:
 		return "", &provider.Error{Code: "sandbox_rejected", Class: provider.Permanent, Reason: "The sandbox rejects this address."}
+	case b == NoWhatsApp && m.Channel == "WHATSAPP":
+		return "", &provider.Error{Code: "sandbox_not_on_whatsapp", Class: provider.Permanent, Reason: "The recipient is not on WhatsApp."}
 	case b == Down, b == Flaky && m.Attempt <= 1:
 		return "", &provider.Error{Code: "sandbox_unavailable", Class: provider.Transient, Reason: "The sandbox is unavailable for this address."}
-	case b == Throttle && m.Attempt <= 1:
-		return "", &provider.Error{Code: "sandbox_throttled", Class: provider.RateLimited, Reason: "The sandbox asks to slow down.", RetryAfter: time.Second}
+	case b == Throttle && p.firstTry(m.MessageID):
+		// A rate-limited job is snoozed without using an attempt, so the
+		// sandbox remembers which messages it has throttled already.
+		return "", &provider.Error{Code: "sandbox_throttled", Class: provider.RateLimited, Reason: "The sandbox asks to slow down.", RetryAfter: 200 * time.Millisecond}
 	}
 	id := "sbx_" + uuid.NewString()
 	if b != Silent && p.Report != nil {
-		go p.report(id, b)
+		p.pending.Store(id, b)
 	}
 	return id, nil
 }
 
-// report sends the receipts of one message. The first may arrive before the
-// dispatcher has committed the send, so unknown messages are retried briefly.
+// Committed implements provider.Committer: the send is recorded, so its
+// receipts may follow.
+func (p *Provider) Committed(externalID string) {
+	if b, ok := p.pending.LoadAndDelete(externalID); ok {
+		go p.report(externalID, b.(Behaviour))
+	}
+}
+
+// report sends the receipts of one message, retrying briefly when the
+// receipt path fails.
 func (p *Provider) report(id string, b Behaviour) {
 	steps := []string{provider.StatusDelivered, provider.StatusRead}
 	if b == Bounce {
@@ -117,14 +144,14 @@ func (p *Provider) report(id string, b Behaviour) {
 			r.Code, r.Reason = "sandbox_bounce", "The sandbox mailbox bounced the message."
 		}
 		var err error
-		for try := 0; try < 50; try++ {
+		for try := 0; try < 10; try++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			err = p.Report(ctx, r)
 			cancel()
 			if err == nil {
 				break
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond)
 		}
 		if err != nil && p.Log != nil {
 			p.Log.Warn("sandbox receipt not applied", "external_id", id, "status", status, "err", err)

@@ -1,0 +1,494 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/db"
+)
+
+// withRecipient returns a BOOKING_CONFIRMED request for one recipient.
+func withRecipient(eventID, booking string, recipient map[string]any, channels ...string) map[string]any {
+	b := notification(eventID, booking)
+	b["recipients"] = []map[string]any{recipient}
+	if len(channels) > 0 {
+		b["channels"] = channels
+	}
+	return b
+}
+
+func onlyMessage(t *testing.T, ms []*app.Message) *app.Message {
+	t.Helper()
+	require.Len(t, ms, 1, describeMessages(ms))
+	return ms[0]
+}
+
+func TestPipeline_Scheduling(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{})
+
+	t.Run("ScheduledSendFires", func(t *testing.T) {
+		t.Parallel()
+		b := notification("sched-1", "BK-S1")
+		b["send_at"] = time.Now().Add(1500 * time.Millisecond).Format(time.RFC3339Nano)
+		id := p.submit(b)
+		e := p.event(id)
+		require.Equal(t, app.EventScheduled, e.Status)
+		require.Empty(t, e.Messages, "nothing is sent before send_at")
+		p.waitMessages(id, "sent after send_at", func(ms []*app.Message) bool { return len(ms) == 2 })
+		require.Equal(t, app.EventRouted, p.event(id).Status)
+	})
+
+	t.Run("RescheduleMakesOldJobANoOp", func(t *testing.T) {
+		t.Parallel()
+		b := notification("sched-2", "BK-S2")
+		b["send_at"] = time.Now().Add(time.Hour).Format(time.RFC3339)
+		id := p.submit(b)
+
+		var e struct {
+			Version int
+			Status  string
+		}
+		newAt := time.Now().Add(2 * time.Hour)
+		require.Equal(t, http.StatusOK, p.request(http.MethodPatch, "/api/v1/notifications/"+id.String(), map[string]any{"send_at": newAt}, &e))
+		require.Equal(t, 2, e.Version)
+
+		// The job scheduled for the first time comes due: it must do nothing.
+		require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+		after := p.event(id)
+		require.Equal(t, app.EventScheduled, after.Status)
+		require.Empty(t, after.Messages)
+		require.Equal(t, 2, p.count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1`, id.String()))
+
+		// The current version's job routes.
+		require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 2}))
+		require.Equal(t, app.EventRouted, p.event(id).Status)
+
+		var res apiErr
+		require.Equal(t, http.StatusConflict, p.request(http.MethodPatch, "/api/v1/notifications/"+id.String(), map[string]any{"send_at": newAt}, &res),
+			"a routed event cannot be rescheduled")
+		require.Equal(t, http.StatusUnprocessableEntity, p.request(http.MethodPatch, "/api/v1/notifications/"+uuid.NewString(), map[string]any{"send_at": time.Now().Add(-time.Hour)}, &res))
+		require.Equal(t, "send_at_in_past", res.Error.Code)
+	})
+
+	t.Run("Cancel", func(t *testing.T) {
+		t.Parallel()
+		b := notification("sched-3", "BK-S3")
+		b["send_at"] = time.Now().Add(time.Hour).Format(time.RFC3339)
+		id := p.submit(b)
+		var e struct{ Status string }
+		require.Equal(t, http.StatusOK, p.request(http.MethodDelete, "/api/v1/notifications/"+id.String(), nil, &e))
+		require.Equal(t, app.EventCancelled, e.Status)
+		require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+		require.Empty(t, p.event(id).Messages, "a cancelled event's job does nothing")
+		require.Equal(t, 1, p.count(`SELECT count(*) FROM audit_log WHERE action = 'notification.cancel' AND target_id = $1`, id.String()))
+	})
+}
+
+func TestPipeline_Approval(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{})
+	incident := func(eventID string) map[string]any {
+		return map[string]any{
+			"event_id": eventID, "trigger_event": "INCIDENT_BROADCAST",
+			"recipients": []map[string]any{{"name": "Anna", "phone": "+4915123456789", "email": "anna@example.com"}},
+			"context": map[string]any{"passenger_name": "Anna", "tour_name": "Gardasee",
+				"incident_message": "Der Bus hat 90 Minuten Verspätung.", "operator_phone": "+49 89 1234567"},
+			"conversation_context": map[string]any{"type": "trip", "id": "TR-9"},
+		}
+	}
+
+	t.Run("ApproveSendsFirstChannelOfChain", func(t *testing.T) {
+		id := p.submit(incident("inc-1"))
+		require.Equal(t, app.EventAwaitingApproval, p.event(id).Status)
+		require.Zero(t, p.count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1`, id.String()),
+			"nothing is queued before a manager approves")
+
+		var e struct{ Status string }
+		require.Equal(t, http.StatusOK, p.request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/approve", nil, &e))
+		require.Equal(t, app.EventReceived, e.Status)
+		m := onlyMessage(t, p.waitMessages(id, "the WhatsApp message read", allStatus(app.MessageRead)))
+		require.Equal(t, app.WhatsApp, m.Channel, "with a fallback chain only the first usable channel is sent")
+
+		var res apiErr
+		require.Equal(t, http.StatusConflict, p.request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/approve", nil, &res))
+	})
+
+	t.Run("RejectNeedsReason", func(t *testing.T) {
+		id := p.submit(incident("inc-2"))
+		var res apiErr
+		require.Equal(t, http.StatusUnprocessableEntity, p.request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/reject", map[string]any{}, &res))
+		require.Equal(t, "missing_reason", res.Error.Code)
+		var e struct{ Status, DecisionReason string }
+		require.Equal(t, http.StatusOK, p.request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/reject", map[string]any{"reason": "false alarm"}, &e))
+		require.Equal(t, app.EventRejected, e.Status)
+		require.Empty(t, p.event(id).Messages)
+	})
+}
+
+func TestPipeline_Routing(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{})
+
+	t.Run("LocaleFallbackChain", func(t *testing.T) {
+		for _, tc := range []struct{ locale, want string }{
+			{"en-GB", "en"},    // the recipient's bare language
+			{"fr-FR", "de-DE"}, // no French: the tenant's default
+			{"de-DE", "de-DE"},
+		} {
+			id := p.submit(withRecipient("loc-"+tc.locale, "BK-L-"+tc.locale, map[string]any{
+				"name": "A", "email": "a-" + tc.locale + "@example.com", "locale": tc.locale}, "EMAIL"))
+			m := onlyMessage(t, p.waitMessages(id, "routed", func(ms []*app.Message) bool { return len(ms) == 1 }))
+			require.Equal(t, tc.want, *m.Locale, tc.locale)
+		}
+	})
+
+	t.Run("NoTemplatesFound", func(t *testing.T) {
+		// Deactivate every SMS template of the event, then ask for SMS only.
+		require.NoError(t, p.svc.store.InTenant(p.ctx, p.tenant.ID, func(tx app.Tx) error {
+			_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, `UPDATE templates SET is_active = false WHERE tenant_id = $1 AND trigger_event = 'BOOKING_CONFIRMED'`, p.tenant.ID)
+			return err
+		}))
+		t.Cleanup(func() {
+			_ = p.svc.store.InTenant(p.ctx, p.tenant.ID, func(tx app.Tx) error {
+				_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, `UPDATE templates SET is_active = true WHERE tenant_id = $1`, p.tenant.ID)
+				return err
+			})
+		})
+		id := p.submit(notification("notpl-1", "BK-NT"))
+		m := onlyMessage(t, p.waitMessages(id, "one FAILED message", allStatus(app.MessageFailed)))
+		require.Equal(t, app.ReasonNoTemplates, *m.FailedReason)
+		require.Zero(t, p.count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1`, m.ID.String()))
+	})
+
+	t.Run("NoActiveChannels", func(t *testing.T) {
+		other := newPipeline(t, pipelineOpts{})
+		for _, ch := range []app.Channel{app.Email, app.WhatsApp} {
+			acct := activeAccount(t, other, ch)
+			require.NoError(t, other.svc.accounts.SetStatus(other.ctx, app.CLIActor, other.tenant.ID, acct.ID, app.AccountDisabled, ""))
+		}
+		id := other.submit(notification("noch-1", "BK-NC"))
+		m := onlyMessage(t, other.waitMessages(id, "one FAILED message", allStatus(app.MessageFailed)))
+		require.Equal(t, app.ReasonNoActiveChannels, *m.FailedReason)
+	})
+
+	t.Run("GroupBookingReachesEveryPassenger", func(t *testing.T) {
+		b := notification("group-1", "BK-G")
+		b["recipients"] = []map[string]any{
+			{"name": "Anna", "email": "anna.g@example.com"},
+			{"name": "Ben", "email": "ben.g@example.com"},
+		}
+		b["channels"] = []string{"EMAIL"}
+		id := p.submit(b)
+		ms := p.waitMessages(id, "both delivered", allStatus(app.MessageRead))
+		require.Len(t, ms, 2)
+		require.NotEqual(t, ms[0].ContactID, ms[1].ContactID)
+	})
+}
+
+func activeAccount(t *testing.T, p *pipeline, ch app.Channel) *app.ChannelAccount {
+	t.Helper()
+	var a *app.ChannelAccount
+	require.NoError(t, p.svc.store.InTenant(p.ctx, p.tenant.ID, func(tx app.Tx) (err error) {
+		a, err = tx.ActiveAccount(p.ctx, p.tenant.ID, ch)
+		return err
+	}))
+	return a
+}
+
+func TestPipeline_Dispatch(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{})
+
+	t.Run("FallbackWhatsAppToSMS", func(t *testing.T) {
+		t.Parallel()
+		b := map[string]any{
+			"event_id": "fb-1", "trigger_event": "INCIDENT_ALLCLEAR",
+			"recipients":     []map[string]any{{"name": "A", "phone": "+4915123450006"}},
+			"context":        map[string]any{"passenger_name": "A", "tour_name": "Gardasee", "update_message": "Alles frei."},
+			"fallback_chain": []string{"WHATSAPP", "SMS"},
+		}
+		id := p.submit(b)
+		ms := p.waitMessages(id, "WhatsApp failed and SMS read", func(ms []*app.Message) bool {
+			return len(ms) == 2 && ms[1].Status == app.MessageRead
+		})
+		wa, sms := ms[0], ms[1]
+		require.Equal(t, app.WhatsApp, wa.Channel)
+		require.Equal(t, app.MessageFailed, wa.Status)
+		require.Equal(t, "fallback_triggered:SMS", *wa.FailedReason)
+		require.Equal(t, "sandbox_not_on_whatsapp", *wa.ErrorCode)
+		require.Equal(t, app.SMS, sms.Channel)
+		require.Equal(t, wa.ID, *sms.FallbackOf)
+		require.Equal(t, wa.CorrelationID, sms.CorrelationID, "fallback messages share the correlation id")
+	})
+
+	t.Run("TransientThenSuccess", func(t *testing.T) {
+		t.Parallel()
+		id := p.submit(withRecipient("tr-1", "BK-T", map[string]any{"name": "A", "email": "flaky@example.com"}, "EMAIL"))
+		m := onlyMessage(t, p.waitMessages(id, "read after a retry", allStatus(app.MessageRead)))
+		require.Equal(t, 2, m.Attempts)
+		var retried bool
+		for _, e := range p.timeline(m.ID) {
+			if e.Detail["will_retry"] == true {
+				retried = true
+			}
+		}
+		require.True(t, retried, "the transient failure is on the timeline")
+	})
+
+	t.Run("RetriesExhausted", func(t *testing.T) {
+		t.Parallel()
+		id := p.submit(withRecipient("ex-1", "BK-E", map[string]any{"name": "A", "email": "down@example.com"}, "EMAIL"))
+		m := onlyMessage(t, p.waitMessages(id, "failed after five attempts", allStatus(app.MessageFailed)))
+		require.Equal(t, app.ReasonRetriesExhausted, *m.FailedReason)
+		require.Equal(t, "sandbox_unavailable", *m.ErrorCode, "the last provider code is kept")
+		require.Equal(t, 1, p.count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1 AND attempt = 5 AND state = 'completed'`, m.ID.String()))
+	})
+
+	t.Run("PermanentFailureWithoutChain", func(t *testing.T) {
+		t.Parallel()
+		id := p.submit(withRecipient("perm-1", "BK-P", map[string]any{"name": "A", "email": "fail@example.com"}, "EMAIL"))
+		m := onlyMessage(t, p.waitMessages(id, "failed at once", allStatus(app.MessageFailed)))
+		require.Equal(t, app.ReasonProviderRejected, *m.FailedReason)
+		require.Equal(t, 1, m.Attempts, "a permanent failure is not retried")
+	})
+
+	t.Run("RateLimitedSnoozes", func(t *testing.T) {
+		t.Parallel()
+		id := p.submit(withRecipient("rl-1", "BK-RL", map[string]any{"name": "A", "email": "throttle@example.com"}, "EMAIL"))
+		m := onlyMessage(t, p.waitMessages(id, "read after the snooze", allStatus(app.MessageRead)))
+		require.Equal(t, 1, m.Attempts, "a snooze does not use an attempt")
+		var snoozed bool
+		for _, e := range p.timeline(m.ID) {
+			snoozed = snoozed || e.Detail["rate_limited"] == "sandbox_throttled"
+		}
+		require.True(t, snoozed, "the snooze is on the timeline")
+	})
+}
+
+// TestDispatcher_SuspendedAccount drives routing and dispatch directly, so
+// the account can be suspended between them.
+func TestDispatcher_SuspendedAccount(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{noWorkers: true})
+	id := p.submit(withRecipient("susp-1", "BK-SU", map[string]any{"name": "A", "email": "a@example.com"}, "EMAIL"))
+	require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+	m := onlyMessage(t, p.event(id).Messages)
+	require.Equal(t, app.MessageQueued, m.Status)
+
+	acct := activeAccount(t, p, app.Email)
+	err := p.svc.accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, acct.ID, app.AccountSuspended, "")
+	require.Equal(t, "reason", app.ErrorField(err), "suspending needs a reason")
+	require.NoError(t, p.svc.accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, acct.ID, app.AccountSuspended, "Billing problem at the provider"))
+
+	completed := false
+	out, err := p.svc.dispatcher.Dispatch(p.ctx, app.DispatchJob{TenantID: p.tenant.ID, MessageID: m.ID, Channel: app.Email}, 1, 5,
+		func(context.Context, app.Tx) error { completed = true; return nil })
+	require.NoError(t, err)
+	require.True(t, out.Done)
+	require.True(t, completed, "the job completes in the dispatcher's transaction")
+	m = onlyMessage(t, p.event(id).Messages)
+	require.Equal(t, app.MessageFailed, m.Status)
+	require.Equal(t, app.ReasonChannelSuspended, *m.FailedReason)
+}
+
+func TestReceipts(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{})
+	// A silent address: the sandbox sends but never reports, so the test
+	// delivers the receipts itself.
+	id := p.submit(withRecipient("rc-1", "BK-RC", map[string]any{"name": "A", "email": "silent@example.com"}, "EMAIL"))
+	m := onlyMessage(t, p.waitMessages(id, "sent", allStatus(app.MessageSent)))
+	ext := *m.ExternalMessageID
+	apply := func(receiptID, status string) string {
+		outcome, _ := p.svc.receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: ext, ReceiptID: receiptID, Status: status})
+		return outcome
+	}
+	status := func() string { return onlyMessage(t, p.event(id).Messages).Status }
+
+	require.Equal(t, app.ReceiptApplied, apply("r-read", provider.StatusRead), "read may arrive before delivered")
+	require.Equal(t, app.MessageRead, status())
+	require.Equal(t, app.ReceiptRecorded, apply("r-delivered", provider.StatusDelivered), "a late delivered is recorded only")
+	require.Equal(t, app.MessageRead, status())
+	require.Equal(t, app.ReceiptDuplicate, apply("r-read", provider.StatusRead), "a replay is a no-op")
+	require.Equal(t, app.ReceiptRecorded, apply("r-failed", provider.StatusFailed), "FAILED does not follow READ")
+	require.Equal(t, app.MessageRead, status())
+
+	var receiptsOnTimeline int
+	for _, e := range p.timeline(m.ID) {
+		if e.Source == app.SourceWebhook {
+			receiptsOnTimeline++
+		}
+	}
+	require.Equal(t, 3, receiptsOnTimeline, "every new receipt is on the timeline, replays are not")
+
+	outcome, err := p.svc.receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: "sbx_nobody", Status: provider.StatusDelivered})
+	require.Equal(t, app.ReceiptUnknown, outcome)
+	require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
+
+	t.Run("BounceAfterSent", func(t *testing.T) {
+		id := p.submit(withRecipient("rc-2", "BK-RC2", map[string]any{"name": "A", "email": "bounce@example.com"}, "EMAIL"))
+		m := onlyMessage(t, p.waitMessages(id, "bounced", allStatus(app.MessageFailed)))
+		require.NotNil(t, m.SentAt)
+		require.Equal(t, "sandbox_bounce", *m.ErrorCode)
+	})
+}
+
+func TestMaintenance(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{noWorkers: true})
+	exec := func(q string, args ...any) {
+		t.Helper()
+		require.NoError(t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
+			_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, q, args...)
+			return err
+		}))
+	}
+
+	t.Run("RequeueStuck", func(t *testing.T) {
+		id := p.submit(withRecipient("st-1", "BK-ST", map[string]any{"name": "A", "email": "a@example.com"}, "EMAIL"))
+		require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+		m := onlyMessage(t, p.event(id).Messages)
+		// The job is lost (an operator deleted it) and the message has waited.
+		exec(`DELETE FROM river_job WHERE kind = 'dispatch'`)
+		n, err := p.svc.maintenance.RequeueStuck(p.ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "a message queued a moment ago is not stuck yet")
+		exec(`UPDATE messages SET queued_at = now() - interval '10 minutes' WHERE id = $1`, m.ID)
+		n, err = p.svc.maintenance.RequeueStuck(p.ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.Equal(t, 1, p.count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1`, m.ID.String()))
+		n, err = p.svc.maintenance.RequeueStuck(p.ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "a message with a live job is left alone")
+	})
+
+	t.Run("RetentionPrunesOnlyOldAndFinished", func(t *testing.T) {
+		exec(`UPDATE tenants SET retention_days = 30 WHERE id = $1`, p.tenant.ID)
+		ids := map[string]uuid.UUID{}
+		for _, name := range []string{"old-done", "old-queued", "new-done"} {
+			id := p.submit(withRecipient("ret-"+name, "BK-"+name, map[string]any{"name": "A", "email": name + "@example.com"}, "EMAIL"))
+			require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+			ids[name] = id
+		}
+		exec(`UPDATE messages SET status = 'DELIVERED' WHERE event_id IN ($1, $2)`, ids["old-done"], ids["new-done"])
+		exec(`UPDATE messages SET created_at = now() - interval '40 days' WHERE event_id IN ($1, $2)`, ids["old-done"], ids["old-queued"])
+		exec(`UPDATE events SET created_at = now() - interval '40 days' WHERE id IN ($1, $2)`, ids["old-done"], ids["old-queued"])
+
+		res, err := p.svc.maintenance.Prune(p.ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, res.Messages)
+		require.Equal(t, 1, res.Events)
+		require.Zero(t, p.count(`SELECT count(*) FROM messages WHERE event_id = $1`, ids["old-done"]))
+		require.Zero(t, p.count(`SELECT count(*) FROM events WHERE id = $1`, ids["old-done"]))
+		require.Equal(t, 1, p.count(`SELECT count(*) FROM messages WHERE event_id = $1`, ids["old-queued"]), "unfinished work is kept")
+		require.Equal(t, 1, p.count(`SELECT count(*) FROM messages WHERE event_id = $1`, ids["new-done"]), "recent work is kept")
+	})
+}
+
+func TestPipeline_CancelRoutedCancelsQueuedMessages(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{noWorkers: true})
+	id := p.submit(notification("cq-1", "BK-CQ"))
+	require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+	require.Len(t, p.event(id).Messages, 2)
+
+	var e struct{ Status string }
+	require.Equal(t, http.StatusOK, p.request(http.MethodDelete, "/api/v1/notifications/"+id.String(), nil, &e))
+	require.Equal(t, app.EventCancelled, e.Status)
+	for _, m := range p.event(id).Messages {
+		require.Equal(t, app.MessageCancelled, m.Status)
+		tl := p.timeline(m.ID)
+		require.Equal(t, app.MessageCancelled, *tl[len(tl)-1].ToStatus)
+	}
+	// A dispatch job that runs afterwards finds nothing to send.
+	m := p.event(id).Messages[0]
+	out, err := p.svc.dispatcher.Dispatch(p.ctx, app.DispatchJob{TenantID: p.tenant.ID, MessageID: m.ID, Channel: m.Channel}, 1, 5,
+		func(context.Context, app.Tx) error { return nil })
+	require.NoError(t, err)
+	require.True(t, out.Done)
+	require.Equal(t, app.MessageCancelled, p.event(id).Messages[0].Status)
+}
+
+func TestPipeline_OtherTenantMessages404(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{noWorkers: true})
+	id := p.submit(notification("ot-1", "BK-OT"))
+	require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+	m := p.event(id).Messages[0]
+
+	other, err := p.svc.tenants.Create(p.ctx, app.CLIActor, app.TenantInput{Slug: "intruder", Name: "Intruder"})
+	require.NoError(t, err)
+	_, key, err := p.svc.apiKeys.Create(p.ctx, app.CLIActor, other.ID, "k")
+	require.NoError(t, err)
+
+	var res apiErr
+	require.Equal(t, http.StatusNotFound, p.requestWithKey(key, http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &res))
+	require.Equal(t, http.StatusNotFound, p.requestWithKey(key, http.MethodPost, "/api/v1/bookings/BK-OT/resend", map[string]any{"channel": "EMAIL"}, &res),
+		"another tenant's booking has no notifications to resend")
+	require.Equal(t, http.StatusNotFound, p.requestWithKey(key, http.MethodPost, "/api/v1/bookings/BK-OT/resend",
+		map[string]any{"channel": "EMAIL", "template_id": *m.TemplateID}, &res), "nor can its templates be named")
+	require.Equal(t, 2, p.count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, p.tenant.ID), "nothing was created")
+}
+
+func TestTemplates_SaveKeepsHistory(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{noWorkers: true})
+	var tmpl *app.Template
+	require.NoError(t, p.svc.store.InTenant(p.ctx, p.tenant.ID, func(tx app.Tx) (err error) {
+		tmpl, err = tx.FindTemplate(p.ctx, p.tenant.ID, "BOOKING_CONFIRMED", app.Email, []string{"en"})
+		return err
+	}))
+	original := tmpl.Body
+
+	saved, warnings, err := p.svc.templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{
+		Subject: "Booked: {{tour_name}}", Body: "<p>Hi {{passenger_name}}, see {{seat_number}}.</p>", IsActive: true,
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, saved.Version)
+	require.Equal(t, []string{"seat_number"}, warnings, "unknown placeholders are warnings, not errors")
+	require.Equal(t, 1, p.count(`SELECT count(*) FROM template_versions WHERE template_id = $1 AND version = 1 AND body = $2`, tmpl.ID, original))
+
+	_, _, err = p.svc.templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{Body: "<p>x</p>", IsActive: true})
+	require.Equal(t, "subject", app.ErrorField(err), "e-mail templates need a subject")
+	require.Equal(t, 1, p.count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, tmpl.ID), "a refused save stores nothing")
+
+	id := p.submit(withRecipient("tpl-1", "BK-TPL", map[string]any{"name": "A", "email": "a@example.com", "locale": "en"}, "EMAIL"))
+	require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+	m := onlyMessage(t, p.event(id).Messages)
+	require.Equal(t, "Booked: Gardasee", m.Subject)
+	require.Equal(t, "<p>Hi Anna Schmidt, see .</p>", m.Body, "a missing variable renders empty")
+	require.Equal(t, 2, *m.TemplateVersion)
+}
+
+func TestPipeline_QuotaExceeded(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{env: map[string]string{"HERALD_QUOTA_PRO_SMS": "1"}})
+	first := p.submit(withRecipient("q-1", "BK-Q1", map[string]any{"name": "A", "phone": "+4915123451111"}, "SMS"))
+	p.waitMessages(first, "first SMS sent", allStatus(app.MessageRead))
+	second := p.submit(withRecipient("q-2", "BK-Q2", map[string]any{"name": "B", "phone": "+4915123452222", "email": "b@example.com"}, "SMS", "EMAIL"))
+	ms := p.waitMessages(second, "SMS over quota, e-mail read", func(ms []*app.Message) bool {
+		done := 0
+		for _, m := range ms {
+			if m.Status == app.MessageFailed || m.Status == app.MessageRead {
+				done++
+			}
+		}
+		return len(ms) == 2 && done == 2
+	})
+	for _, m := range ms {
+		if m.Channel == app.SMS {
+			require.Equal(t, app.ReasonQuotaExceeded, *m.FailedReason)
+		} else {
+			require.Equal(t, app.MessageRead, m.Status, "other channels are unaffected")
+		}
+	}
+}
