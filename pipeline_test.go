@@ -436,3 +436,30 @@ func TestPipeline_Intake(t *testing.T) {
 		require.Equal(t, app.EventReceived, p.event(id).Status, "the owner's event is untouched")
 	})
 }
+
+func TestAPI_EventsRegistry(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{noWorkers: true})
+	var res struct {
+		Events []struct {
+			TriggerEvent     string         `json:"trigger_event"`
+			Channels         []string       `json:"channels"`
+			FallbackChain    []string       `json:"fallback_chain"`
+			Variables        []string       `json:"variables"`
+			RequiresApproval bool           `json:"requires_approval"`
+			SampleContext    map[string]any `json:"sample_context"`
+		}
+	}
+	require.Equal(t, http.StatusOK, p.request(http.MethodGet, "/api/v1/events", nil, &res))
+	require.Len(t, res.Events, 22)
+	for _, e := range res.Events {
+		require.NotEmpty(t, e.Channels, e.TriggerEvent)
+		for _, v := range e.Variables {
+			require.Contains(t, e.SampleContext, v, "%s's sample context fills %s", e.TriggerEvent, v)
+		}
+		if e.TriggerEvent == "INCIDENT_BROADCAST" {
+			require.True(t, e.RequiresApproval)
+			require.Equal(t, []string{"WHATSAPP", "SMS", "EMAIL"}, e.FallbackChain)
+		}
+	}
+}
