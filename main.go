@@ -205,6 +205,8 @@ type services struct {
 	maintenance *app.Maintenance
 	audit       *app.Audit
 	health      *app.Health
+	registry    *prometheus.Registry
+	breakers    *app.Breakers
 }
 
 func connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string) (*services, error) {
@@ -226,7 +228,10 @@ func connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 		return nil, fmt.Errorf("HERALD_SECRET_KEY: %w", err)
 	}
 	store, queue, now := d.Store(), jobs.NewQueue(inserter), time.Now
-	s := &services{db: d, store: store, queue: queue}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), db.NewPoolCollector(d))
+	metrics := jobs.NewMetrics(reg)
+	s := &services{db: d, store: store, queue: queue, registry: reg}
 	s.accounts = &app.Accounts{Store: store, Sealer: sealer, Now: now}
 	provisioner := &app.Provisioner{Accounts: s.accounts, Now: now}
 	s.tenants = &app.Tenants{Store: store, Now: now, Provision: provisioner.Provision}
@@ -235,10 +240,14 @@ func connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 	s.templates = &app.Templates{Store: store, Now: now}
 	s.intake = &app.Intake{Store: store, Queue: queue, Now: now}
 	s.router = &app.Router{Store: store, Queue: queue, Now: now, Log: log}
-	s.receipts = &app.Receipts{Store: store, Now: now, Log: log}
+	s.receipts = &app.Receipts{Store: store, Metrics: metrics, Now: now, Log: log}
+	s.breakers = &app.Breakers{
+		Threshold: cfg.BreakerThreshold, Window: cfg.BreakerWindow, OpenFor: cfg.BreakerOpenFor,
+		Store: store, Metrics: metrics, Log: log, Now: now,
+	}
 	s.dispatcher = &app.Dispatcher{
 		Store: store, Queue: queue, Router: s.router, Accounts: s.accounts, Now: now, Log: log,
-		Quotas: cfg.Quotas,
+		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.breakers, Metrics: metrics,
 		Providers: provider.Set{
 			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
 				_, err := s.receipts.Apply(ctx, r)
@@ -283,9 +292,6 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, role string) e
 		}()
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), db.NewPoolCollector(svc.db))
-
 	var worker *river.Client[pgx.Tx]
 	if role != "web" {
 		if worker, err = startWorkers(ctx, svc, jobs.Config{Workers: cfg.Workers, Periodic: jobs.PeriodicJobs(), Logger: log}); err != nil {
@@ -297,7 +303,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, role string) e
 	errc := make(chan error, 1)
 	var srv interface{ ShutdownWithContext(context.Context) error }
 	if role != "worker" {
-		s := newWebServer(cfg, log, svc, reg)
+		s := newWebServer(cfg, log, svc)
 		fa := s.App()
 		ln, err := net.Listen("tcp", cfg.Addr)
 		if err != nil {
@@ -344,10 +350,10 @@ func startWorkers(ctx context.Context, svc *services, jc jobs.Config) (*river.Cl
 }
 
 // newWebServer returns the HTTP server over the services.
-func newWebServer(cfg app.Config, log *slog.Logger, svc *services, reg *prometheus.Registry) *web.Server {
+func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
 	return &web.Server{
 		Config: cfg, Log: log, Health: svc.health, APIKeys: svc.apiKeys, Tenants: svc.tenants,
-		Intake: svc.intake, Messages: svc.messages, Registry: reg, Version: version,
+		Intake: svc.intake, Messages: svc.messages, Registry: svc.registry, Version: version,
 	}
 }
 

@@ -492,3 +492,43 @@ func TestPipeline_QuotaExceeded(t *testing.T) {
 		}
 	}
 }
+
+func TestMaintenance_MarkStale(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{})
+	id := p.submit(withRecipient("stale-1", "BK-STL", map[string]any{"name": "A", "email": "silent@example.com"}, "EMAIL"))
+	m := onlyMessage(t, p.waitMessages(id, "sent", allStatus(app.MessageSent)))
+
+	n, err := p.svc.maintenance.MarkStale(p.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "a message sent a moment ago is not stale")
+
+	require.NoError(t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
+		_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, `UPDATE messages SET sent_at = now() - interval '25 hours' WHERE id = $1`, m.ID)
+		return err
+	}))
+	n, err = p.svc.maintenance.MarkStale(p.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	var got struct {
+		Status  string
+		StaleAt *time.Time `json:"stale_at"`
+	}
+	require.Equal(t, http.StatusOK, p.request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &got))
+	require.Equal(t, app.MessageSent, got.Status)
+	require.NotNil(t, got.StaleAt, "staleness is visible through the API")
+	tl := p.timeline(m.ID)
+	require.Equal(t, true, tl[len(tl)-1].Detail["stale"])
+
+	n, err = p.svc.maintenance.MarkStale(p.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "a stale message is flagged once")
+
+	// A late receipt still counts, and clears the flag.
+	_, err = p.svc.receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, Status: provider.StatusDelivered})
+	require.NoError(t, err)
+	got.StaleAt = nil
+	require.Equal(t, http.StatusOK, p.request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &got))
+	require.Equal(t, app.MessageDelivered, got.Status)
+	require.Nil(t, got.StaleAt)
+}

@@ -18,11 +18,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/jobs"
@@ -38,12 +38,16 @@ type pipeline struct {
 	worker *river.Client[pgx.Tx]
 	tenant *app.Tenant
 	key    string
+	cfg    app.Config
+	log    *slog.Logger
 }
 
 type pipelineOpts struct {
 	env map[string]string
 	// noWorkers leaves jobs in the queue, for tests of what intake stores.
 	noWorkers bool
+	// providers replace the wired providers by name before workers start.
+	providers provider.Set
 }
 
 func newPipeline(t *testing.T, opts pipelineOpts) *pipeline {
@@ -69,26 +73,38 @@ func newPipeline(t *testing.T, opts pipelineOpts) *pipeline {
 	require.NoError(t, err)
 	t.Cleanup(svc.db.Close)
 
-	p := &pipeline{t: t, ctx: ctx, svc: svc}
-	p.http = newWebServer(cfg, log, svc, prometheus.NewRegistry()).App()
+	p := &pipeline{t: t, ctx: ctx, svc: svc, cfg: cfg, log: log}
+	p.http = newWebServer(cfg, log, svc).App()
 	p.tenant, err = svc.tenants.Create(ctx, app.CLIActor, app.TenantInput{Slug: "acme", Name: "Acme Tours", Plan: app.PlanPro})
 	require.NoError(t, err)
 	_, p.key, err = svc.apiKeys.Create(ctx, app.CLIActor, p.tenant.ID, "booking system")
 	require.NoError(t, err)
 
+	for name, prov := range opts.providers {
+		svc.dispatcher.Providers[name] = prov
+	}
 	if !opts.noWorkers {
-		p.worker, err = startWorkers(ctx, svc, jobs.Config{
-			Workers: cfg.Workers, Logger: log, FetchPollInterval: 100 * time.Millisecond,
-			BackoffFunc: func(int) time.Duration { return 20 * time.Millisecond },
-		})
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			jobs.Stop(stopCtx, p.worker, log)
-		})
+		p.worker = p.startWorkers()
 	}
 	return p
+}
+
+// startWorkers starts one more River client working every queue; tests of
+// shared state run two.
+func (p *pipeline) startWorkers() *river.Client[pgx.Tx] {
+	p.t.Helper()
+	cfg, log := p.cfg, p.log
+	worker, err := startWorkers(p.ctx, p.svc, jobs.Config{
+		Workers: cfg.Workers, Logger: log, FetchPollInterval: 100 * time.Millisecond,
+		BackoffFunc: func(int) time.Duration { return 20 * time.Millisecond },
+	})
+	require.NoError(p.t, err)
+	p.t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		jobs.Stop(stopCtx, worker, log)
+	})
+	return worker
 }
 
 // request sends an API request with the tenant's key and decodes the JSON answer.

@@ -71,6 +71,11 @@ type Config struct {
 	Quotas map[string]map[Channel]int
 	// SandboxDelay is how long the sandbox waits before each receipt.
 	SandboxDelay time.Duration
+	// BreakerThreshold transient failures within BreakerWindow open a
+	// channel account's breaker for BreakerOpenFor.
+	BreakerThreshold int
+	BreakerWindow    time.Duration
+	BreakerOpenFor   time.Duration
 	// PprofAddr, when set, serves Go's profiler there (keep it private).
 	PprofAddr string
 	// ShutdownTimeout bounds how long running jobs and requests may take to
@@ -249,6 +254,24 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("HERALD_SANDBOX_DELAY must be a duration such as 2s or 0s, got %q", v)
 		}
 		c.SandboxDelay = d
+	}
+
+	c.BreakerThreshold, c.BreakerWindow, c.BreakerOpenFor = 10, 5*time.Minute, time.Minute
+	if v := getenv("HERALD_BREAKER_THRESHOLD"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("HERALD_BREAKER_THRESHOLD must be a whole number of at least 1, got %q", v)
+		}
+		c.BreakerThreshold = n
+	}
+	for name, d := range map[string]*time.Duration{"HERALD_BREAKER_WINDOW": &c.BreakerWindow, "HERALD_BREAKER_OPEN_FOR": &c.BreakerOpenFor} {
+		if v := getenv(name); v != "" {
+			parsed, err := time.ParseDuration(v)
+			if err != nil || parsed <= 0 {
+				return c, fmt.Errorf("%s must be a positive duration such as 1m, got %q", name, v)
+			}
+			*d = parsed
+		}
 	}
 
 	c.PprofAddr = getenv("HERALD_PPROF_ADDR")

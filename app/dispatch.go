@@ -28,11 +28,6 @@ type Gate interface {
 	Wait(ctx context.Context, account *ChannelAccount) (time.Duration, error)
 }
 
-// Outcome of a failed send, for the ones that report them (breakers).
-type SendObserver interface {
-	Observe(account *ChannelAccount, err error)
-}
-
 // DispatchOutcome tells the job runner what to do with the job.
 type DispatchOutcome struct {
 	// Done: the job is finished (completed in the dispatcher's transaction,
@@ -52,10 +47,13 @@ type Dispatcher struct {
 	Accounts  *Accounts
 	Providers provider.Set
 	Quotas    map[string]map[Channel]int
-	Gates     []Gate
-	Observers []SendObserver
-	Now       Clock
-	Log       *slog.Logger
+	// Limiter holds sends to the account's rate; nil sends unlimited.
+	Limiter Gate
+	// Breakers stop sends to a provider that keeps failing; nil sends always.
+	Breakers *Breakers
+	Metrics  Metrics
+	Now      Clock
+	Log      *slog.Logger
 }
 
 // CompleteFunc finishes the dispatch job inside the dispatcher's transaction,
@@ -103,12 +101,14 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 		return d.fail(ctx, m, ReasonQuotaExceeded, "quota_exceeded",
 			fmt.Sprintf("The %s plan allows %d %s messages a month; %d were sent.", tenant.Plan, limit, m.Channel, used), complete)
 	}
-	for _, g := range d.Gates {
-		wait, err := g.Wait(ctx, acct)
+	if d.Limiter != nil {
+		wait, err := d.Limiter.Wait(ctx, acct)
 		if err != nil {
 			return DispatchOutcome{}, err
 		}
 		if wait > 0 {
+			d.Metrics.Snooze("rate_limit")
+			d.Metrics.MessageOutcome(m.Channel, "snoozed")
 			return DispatchOutcome{Snooze: wait}, nil
 		}
 	}
@@ -127,11 +127,22 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 		Account: provider.Account{ID: acct.ID, TenantID: acct.TenantID, Provider: acct.Provider, Config: acct.Config, Secrets: secrets},
 	}
 	start := d.Now()
-	externalID, sendErr := p.Send(ctx, out)
-	for _, o := range d.Observers {
-		o.Observe(acct, sendErr)
+	var externalID string
+	var sendErr error
+	if d.Breakers != nil {
+		var wait time.Duration
+		externalID, wait, sendErr = d.Breakers.Send(acct, func() (string, error) { return p.Send(ctx, out) })
+		if wait > 0 {
+			d.Metrics.Snooze("breaker_open")
+			d.Metrics.MessageOutcome(m.Channel, "snoozed")
+			return DispatchOutcome{Snooze: wait}, nil
+		}
+	} else {
+		externalID, sendErr = p.Send(ctx, out)
 	}
 	if sendErr == nil {
+		d.Metrics.DispatchLatency(m.Channel, d.Now().Sub(m.QueuedAt))
+		d.Metrics.MessageOutcome(m.Channel, "sent")
 		out, err := d.sent(ctx, m, acct, externalID, attempt, d.Now().Sub(start), complete)
 		if c, ok := p.(provider.Committer); ok && err == nil {
 			c.Committed(externalID)
@@ -140,13 +151,21 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	}
 
 	pe := provider.Classify(sendErr)
+	d.Metrics.ProviderError(acct.Provider, pe.Code)
 	switch {
+	case pe.Account:
+		// The account itself is broken (expired token, suspended by the
+		// provider): flag it for the tenant, then fail like a suspension.
+		d.suspend(ctx, acct, pe)
+		return d.fail(ctx, m, ReasonChannelSuspended, pe.Code, pe.Reason, complete)
 	case pe.Class == provider.RateLimited:
 		wait := pe.RetryAfter
 		if wait <= 0 {
 			wait = 5 * time.Second
 		}
 		d.note(ctx, m, map[string]any{"rate_limited": pe.Code, "snooze_seconds": wait.Seconds()})
+		d.Metrics.Snooze("provider_rate_limited")
+		d.Metrics.MessageOutcome(m.Channel, "snoozed")
 		return DispatchOutcome{Snooze: wait}, nil
 	case pe.Class == provider.Permanent:
 		return d.fail(ctx, m, ReasonProviderRejected, pe.Code, pe.Reason, complete)
@@ -154,6 +173,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 		return d.fail(ctx, m, ReasonRetriesExhausted, pe.Code, pe.Reason, complete)
 	default:
 		d.note(ctx, m, map[string]any{"attempt": attempt, "error_code": pe.Code, "error": pe.Reason, "will_retry": true})
+		d.Metrics.MessageOutcome(m.Channel, "retry")
 		return DispatchOutcome{Retry: pe}, nil
 	}
 }
@@ -204,6 +224,7 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 // fail marks the message FAILED and, when its chain has another channel,
 // queues that channel's message, all with the job's completion.
 func (d *Dispatcher) fail(ctx context.Context, m *Message, reason, code, detail string, complete CompleteFunc) (DispatchOutcome, error) {
+	d.Metrics.MessageOutcome(m.Channel, "failed")
 	now := d.Now()
 	err := d.Store.InTenant(ctx, m.TenantID, func(tx Tx) error {
 		next, nextChannel, err := d.Router.fallback(ctx, tx, m)
@@ -248,4 +269,23 @@ func (d *Dispatcher) note(ctx context.Context, m *Message, detail map[string]any
 	if err != nil {
 		d.Log.WarnContext(ctx, "timeline entry not written", "message_id", m.ID, "err", err)
 	}
+}
+
+// suspend flags a channel account the provider refused to work with, with
+// the provider's reason, so the tenant sees what to fix. Routing stops
+// choosing it; queued messages fail over to their fallback channel.
+func (d *Dispatcher) suspend(ctx context.Context, a *ChannelAccount, pe *provider.Error) {
+	reason := "The provider refused the account: " + pe.Reason + " (" + pe.Code + ")"
+	err := d.Store.InTenant(ctx, a.TenantID, func(tx Tx) error {
+		if err := tx.SetAccountStatus(ctx, a.TenantID, a.ID, AccountSuspended, reason, d.Now()); err != nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, SystemActor.Entry(&a.TenantID, "channel_account.status", "channel_account", a.ID.String(),
+			map[string]any{"status": AccountSuspended, "reason": reason, "provider_code": pe.Code}))
+	})
+	if err != nil {
+		d.Log.ErrorContext(ctx, "could not suspend channel account", "channel_account_id", a.ID, "err", err)
+		return
+	}
+	d.Log.WarnContext(ctx, "channel account suspended after a provider account error", "channel_account_id", a.ID, "code", pe.Code)
 }

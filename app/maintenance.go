@@ -52,6 +52,24 @@ func (m *Maintenance) RequeueStuck(ctx context.Context) (int, error) {
 	return len(jobs), nil
 }
 
+// StaleAfter is how long a SENT message may go without any receipt before it
+// is flagged stale: the provider accepted it but never said what happened.
+const StaleAfter = 24 * time.Hour
+
+// MarkStale flags SENT messages without a receipt for StaleAfter, with a
+// timeline entry each, and returns how many it flagged.
+func (m *Maintenance) MarkStale(ctx context.Context) (int, error) {
+	var n int
+	err := m.Store.InPlatform(ctx, func(tx Tx) (err error) {
+		n, err = tx.MarkStale(ctx, m.Now().Add(-StaleAfter), m.Now(), 5000)
+		return err
+	})
+	if n > 0 {
+		m.Log.WarnContext(ctx, "SENT messages without a receipt for 24 h marked stale", "count", n)
+	}
+	return n, err
+}
+
 // PruneResult counts what retention deleted.
 type PruneResult struct {
 	Messages, Events, Receipts int

@@ -28,9 +28,10 @@ var receiptStatus = map[string]string{
 
 // Receipts applies providers' delivery reports to messages.
 type Receipts struct {
-	Store Store
-	Now   Clock
-	Log   *slog.Logger
+	Store   Store
+	Metrics Metrics
+	Now     Clock
+	Log     *slog.Logger
 }
 
 // Apply stores the receipt once (a replay is a no-op), finds the message by
@@ -102,6 +103,7 @@ func (s *Receipts) Apply(ctx context.Context, r provider.Receipt) (string, error
 	if err != nil {
 		return "", err
 	}
+	s.Metrics.Receipt(r.Provider, outcome)
 	if outcome == ReceiptUnknown {
 		return outcome, Errorf(ENOTFOUND, "No message from %s has id %s.", r.Provider, r.ExternalID)
 	}

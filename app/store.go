@@ -146,6 +146,9 @@ type MaintenanceStore interface {
 	// StuckMessages returns QUEUED messages queued before the given time
 	// that have no live dispatch job.
 	StuckMessages(ctx context.Context, queuedBefore time.Time, limit int) ([]DispatchJob, error)
+	// MarkStale sets stale_at on SENT messages sent before the given time
+	// that never got a receipt, with a timeline entry each.
+	MarkStale(ctx context.Context, sentBefore, at time.Time, limit int) (int, error)
 	PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)

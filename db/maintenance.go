@@ -42,6 +42,19 @@ func (t *Tx) StuckMessages(ctx context.Context, queuedBefore time.Time, limit in
 	return out, rows.Err()
 }
 
+// MarkStale implements app.MaintenanceStore.
+func (t *Tx) MarkStale(ctx context.Context, sentBefore, at time.Time, limit int) (int, error) {
+	return t.prune(ctx, `
+		WITH stale AS (
+			UPDATE messages SET stale_at = $2, updated_at = $2
+			WHERE id IN (SELECT id FROM messages WHERE status = 'SENT' AND stale_at IS NULL AND sent_at < $1 LIMIT $3)
+			RETURNING tenant_id, id
+		)
+		INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
+		SELECT tenant_id, id, 'SENT', NULL, 'system', '{"stale": true, "note": "no receipt from the provider for 24 hours"}', $2
+		FROM stale`, sentBefore, at, limit)
+}
+
 // PruneMessages implements app.MaintenanceStore: finished messages (and, by
 // cascade, their timelines). SENT messages count as finished once stale.
 func (t *Tx) PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {

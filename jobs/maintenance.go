@@ -8,8 +8,9 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-// RequeueStuckArgs asks for QUEUED messages without a live job to be
-// enqueued again.
+// RequeueStuckArgs asks for the five-minute scan: QUEUED messages without a
+// live job are enqueued again, and SENT messages without a receipt for a
+// day are marked stale.
 type RequeueStuckArgs struct{}
 
 // Kind implements river.JobArgs.
@@ -28,7 +29,10 @@ type RequeueStuckWorker struct {
 
 // Work implements river.Worker.
 func (w *RequeueStuckWorker) Work(ctx context.Context, job *river.Job[RequeueStuckArgs]) error {
-	_, err := w.Maintenance.RequeueStuck(ctx)
+	if _, err := w.Maintenance.RequeueStuck(ctx); err != nil {
+		return err
+	}
+	_, err := w.Maintenance.MarkStale(ctx)
 	return err
 }
 

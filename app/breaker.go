@@ -1,0 +1,159 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/heraldhq/herald/app/provider"
+)
+
+// Breaker states as metrics report them.
+const (
+	BreakerClosed   = 0
+	BreakerHalfOpen = 1
+	BreakerOpen     = 2
+)
+
+// Breakers keeps one circuit breaker per channel account in this process.
+// A breaker opens after Threshold transient failures within Window; while it
+// is open, dispatch jobs snooze instead of spending attempts on a provider
+// that is down, and after OpenFor one probe send decides whether it closes.
+// Only transient failures count: a rejected recipient says nothing about the
+// provider's health.
+type Breakers struct {
+	Threshold int
+	Window    time.Duration
+	OpenFor   time.Duration
+	Store     Store
+	Metrics   Metrics
+	Log       *slog.Logger
+	Now       Clock
+
+	mu       sync.Mutex
+	breakers map[uuid.UUID]*accountBreaker
+}
+
+type accountBreaker struct {
+	cb       *gobreaker.CircuitBreaker[string]
+	mu       sync.Mutex
+	openedAt time.Time
+}
+
+// countsAsFailure reports whether err counts against a breaker.
+func countsAsFailure(err error) bool {
+	if err == nil {
+		return false
+	}
+	pe := provider.Classify(err)
+	return pe.Class == provider.Transient
+}
+
+func (b *Breakers) get(a *ChannelAccount) *accountBreaker {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.breakers == nil {
+		b.breakers = map[uuid.UUID]*accountBreaker{}
+	}
+	if ab, ok := b.breakers[a.ID]; ok {
+		return ab
+	}
+	threshold, window, openFor := b.Threshold, b.Window, b.OpenFor
+	if threshold <= 0 {
+		threshold = 10
+	}
+	if window <= 0 {
+		window = 5 * time.Minute
+	}
+	if openFor <= 0 {
+		openFor = time.Minute
+	}
+	ab := &accountBreaker{}
+	tenantID, accountID, providerName := a.TenantID, a.ID, a.Provider
+	ab.cb = gobreaker.NewCircuitBreaker[string](gobreaker.Settings{
+		Name:         a.ID.String(),
+		MaxRequests:  1,
+		Interval:     window,
+		BucketPeriod: window / 10,
+		Timeout:      openFor,
+		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.TotalFailures >= uint32(threshold) },
+		IsSuccessful: func(err error) bool { return !countsAsFailure(err) },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				ab.mu.Lock()
+				ab.openedAt = b.Now()
+				ab.mu.Unlock()
+			}
+			b.changed(tenantID, accountID, providerName, from, to)
+		},
+	})
+	b.breakers[a.ID] = ab
+	return ab
+}
+
+func stateNumber(s gobreaker.State) int {
+	switch s {
+	case gobreaker.StateOpen:
+		return BreakerOpen
+	case gobreaker.StateHalfOpen:
+		return BreakerHalfOpen
+	}
+	return BreakerClosed
+}
+
+// changed records a transition in the metrics, the log and the audit log.
+func (b *Breakers) changed(tenantID, accountID uuid.UUID, providerName string, from, to gobreaker.State) {
+	b.Metrics.BreakerState(accountID.String(), providerName, stateNumber(to))
+	b.Log.Warn("circuit breaker changed state", "tenant_id", tenantID, "channel_account_id", accountID,
+		"provider", providerName, "from", from.String(), "to", to.String())
+	// The transition happens inside a send; the audit write must not hold it up.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := b.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+			return tx.InsertAudit(ctx, SystemActor.Entry(&tenantID, "channel_account.breaker", "channel_account", accountID.String(),
+				map[string]any{"from": from.String(), "to": to.String(), "provider": providerName}))
+		})
+		if err != nil {
+			b.Log.Error("audit breaker transition", "err", err)
+		}
+	}()
+}
+
+// Send runs send through the account's breaker. When the breaker refuses,
+// it returns how long to wait before trying again, and no error.
+func (b *Breakers) Send(a *ChannelAccount, send func() (string, error)) (string, time.Duration, error) {
+	ab := b.get(a)
+	id, err := ab.cb.Execute(send)
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		ab.mu.Lock()
+		wait := ab.openedAt.Sub(b.Now())
+		ab.mu.Unlock()
+		openFor := b.OpenFor
+		if openFor <= 0 {
+			openFor = time.Minute
+		}
+		wait += openFor
+		if wait < time.Second {
+			wait = time.Second
+		}
+		return "", wait, nil
+	}
+	return id, 0, err
+}
+
+// State returns the account's breaker state (BreakerClosed when it has none).
+func (b *Breakers) State(accountID uuid.UUID) int {
+	b.mu.Lock()
+	ab, ok := b.breakers[accountID]
+	b.mu.Unlock()
+	if !ok {
+		return BreakerClosed
+	}
+	return stateNumber(ab.cb.State())
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/db"
+)
+
+// setAccountConfig merges settings into the tenant's ACTIVE account of a channel.
+func setAccountConfig(t *testing.T, p *pipeline, tenantID uuid.UUID, ch app.Channel, settings string) {
+	t.Helper()
+	require.NoError(t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
+		_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, `
+			UPDATE channel_accounts SET config = config || $3::jsonb
+			WHERE tenant_id = $1 AND channel = $2 AND status = 'ACTIVE'`, tenantID, ch, settings)
+		return err
+	}))
+}
+
+func (p *pipeline) sentTimes(tenantID uuid.UUID) []time.Time {
+	p.t.Helper()
+	var ts []time.Time
+	require.NoError(p.t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
+		rows, err := tx.(*db.Tx).SQL().QueryContext(p.ctx, `SELECT sent_at FROM messages WHERE tenant_id = $1 AND sent_at IS NOT NULL`, tenantID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var at time.Time
+			if err := rows.Scan(&at); err != nil {
+				return err
+			}
+			ts = append(ts, at)
+		}
+		return rows.Err()
+	}))
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+	return ts
+}
+
+func emailTo(eventID, addr string) map[string]any {
+	b := map[string]any{
+		"event_id": eventID, "trigger_event": "BOOKING_REFUNDED",
+		"recipients": []map[string]any{{"name": "A", "email": addr}},
+		"context":    map[string]any{"passenger_name": "A", "booking_reference": "BK-" + eventID, "refund_amount": "5 EUR"},
+	}
+	return b
+}
+
+// TestRateLimit_SharedAcrossWorkers runs two River clients on one database
+// and checks that together they keep to the account's rate.
+func TestRateLimit_SharedAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{})
+	p.startWorkers() // a second worker client, as a second process would be
+	const rate, burst, n = 20, 20, 120
+	setAccountConfig(t, p, p.tenant.ID, app.Email, fmt.Sprintf(`{"rate_per_second": "%d"}`, rate))
+
+	for i := range n {
+		p.submit(emailTo(fmt.Sprintf("rl-%d", i), fmt.Sprintf("p%d@example.com", i)))
+	}
+	require.Eventually(t, func() bool { return len(p.sentTimes(p.tenant.ID)) == n }, 30*time.Second, 100*time.Millisecond)
+	ts := p.sentTimes(p.tenant.ID)
+	// By time t after the first send the bucket has handed out at most
+	// burst + rate*t tokens, so the sends beyond the burst measure the rate.
+	measured := float64(n-burst) / ts[n-1].Sub(ts[0]).Seconds()
+	t.Logf("configured %d/s, measured %.1f/s over %d sends by two workers", rate, measured, n-burst)
+	require.InDelta(t, rate, measured, rate*0.10, "the shared limit holds within 10%%")
+	require.Greater(t, p.count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND attempt = 1 AND state = 'completed'`), n/2,
+		"snoozed jobs used no attempt")
+}
+
+// TestRateLimit_Fairness shows that one tenant's backlog does not hold up
+// another tenant's messages on the same channel and queue.
+func TestRateLimit_Fairness(t *testing.T) {
+	t.Parallel()
+	p := newPipeline(t, pipelineOpts{})
+	setAccountConfig(t, p, p.tenant.ID, app.Email, `{"rate_per_second": "2", "burst": "1"}`)
+	for i := range 200 {
+		p.submit(emailTo(fmt.Sprintf("busy-%d", i), fmt.Sprintf("b%d@example.com", i)))
+	}
+	time.Sleep(500 * time.Millisecond) // the backlog is being worked and snoozed
+
+	other, err := p.svc.tenants.Create(p.ctx, app.CLIActor, app.TenantInput{Slug: "quiet", Name: "Quiet Tours", Plan: app.PlanPro})
+	require.NoError(t, err)
+	_, key, err := p.svc.apiKeys.Create(p.ctx, app.CLIActor, other.ID, "k")
+	require.NoError(t, err)
+	var res struct{ ID uuid.UUID }
+	start := time.Now()
+	require.Equal(t, 202, p.requestWithKey(key, "POST", "/api/v1/notifications", emailTo("quiet-1", "q@example.com"), &res))
+	require.Eventually(t, func() bool { return len(p.sentTimes(other.ID)) == 1 }, 5*time.Second, 20*time.Millisecond,
+		"the quiet tenant's message waits behind the busy tenant's backlog")
+	took := time.Since(start)
+	busySent := len(p.sentTimes(p.tenant.ID))
+	t.Logf("quiet tenant's message sent %s after submission; busy tenant has sent %d of 200", took.Round(time.Millisecond), busySent)
+	require.Less(t, busySent, 20, "the busy tenant is still held to its own rate")
+}
+
+// switchProvider fails transiently with a 5xx-like error while down.
+type switchProvider struct {
+	down  atomic.Bool
+	calls atomic.Int64
+}
+
+func (s *switchProvider) Send(ctx context.Context, m provider.Outbound) (string, error) {
+	s.calls.Add(1)
+	if s.down.Load() {
+		return "", &provider.Error{Code: "503", Class: provider.Transient, Reason: "Service Unavailable"}
+	}
+	return "fake_" + uuid.NewString(), nil
+}
+
+// TestBreaker_OpensOnStormAndRecovers checks that a provider outage opens
+// the account's breaker, that jobs wait instead of failing, and that every
+// message is sent once the provider is back.
+func TestBreaker_OpensOnStormAndRecovers(t *testing.T) {
+	t.Parallel()
+	fake := &switchProvider{}
+	fake.down.Store(true)
+	p := newPipeline(t, pipelineOpts{
+		env:       map[string]string{"HERALD_BREAKER_THRESHOLD": "3", "HERALD_BREAKER_OPEN_FOR": "500ms"},
+		providers: provider.Set{"sandbox": fake},
+	})
+	const n = 10
+	ids := make([]uuid.UUID, n)
+	for i := range n {
+		ids[i] = p.submit(emailTo(fmt.Sprintf("storm-%d", i), fmt.Sprintf("s%d@example.com", i)))
+	}
+	acct := activeAccount(t, p, app.Email)
+	require.Eventually(t, func() bool { return p.svc.breakers.State(acct.ID) != app.BreakerClosed }, 10*time.Second, 10*time.Millisecond,
+		"the breaker opens on the storm")
+	callsWhileOpen := fake.calls.Load()
+	time.Sleep(2 * time.Second) // an outage of a few breaker periods
+	require.Less(t, fake.calls.Load()-callsWhileOpen, int64(10), "while open, only probes reach the provider")
+	require.Zero(t, p.count(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND status = 'FAILED'`, p.tenant.ID), "no message fails during the outage")
+
+	fake.down.Store(false)
+	for _, id := range ids {
+		p.waitMessages(id, "sent after recovery", allStatus(app.MessageSent))
+	}
+	require.Equal(t, app.BreakerClosed, p.svc.breakers.State(acct.ID))
+	require.Zero(t, p.count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND state = 'discarded'`), "no job was discarded")
+	require.Eventually(t, func() bool {
+		return p.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.breaker' AND metadata->>'to' = 'open'`) >= 1 &&
+			p.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.breaker' AND metadata->>'to' = 'closed'`) >= 1
+	}, 5*time.Second, 20*time.Millisecond, "transitions are in the audit log")
+}
