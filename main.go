@@ -31,6 +31,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/awsnotify"
 	"github.com/heraldhq/herald/app/provider/sandbox"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/jobs"
@@ -353,7 +354,8 @@ func startWorkers(ctx context.Context, svc *services, jc jobs.Config) (*river.Cl
 func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
 	return &web.Server{
 		Config: cfg, Log: log, Health: svc.health, APIKeys: svc.apiKeys, Tenants: svc.tenants,
-		Intake: svc.intake, Messages: svc.messages, Registry: svc.registry, Version: version,
+		Intake: svc.intake, Messages: svc.messages, Receipts: svc.receipts, SNSVerifier: &awsnotify.Verifier{},
+		Registry: svc.registry, Version: version,
 	}
 }
 

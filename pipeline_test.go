@@ -23,6 +23,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/awsnotify/awsnotifytest"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/jobs"
@@ -48,6 +49,9 @@ type pipelineOpts struct {
 	noWorkers bool
 	// providers replace the wired providers by name before workers start.
 	providers provider.Set
+	// sns, when set, stands in for Amazon SNS: the web server trusts its
+	// certificate.
+	sns *awsnotifytest.SNS
 }
 
 func newPipeline(t *testing.T, opts pipelineOpts) *pipeline {
@@ -74,7 +78,11 @@ func newPipeline(t *testing.T, opts pipelineOpts) *pipeline {
 	t.Cleanup(svc.db.Close)
 
 	p := &pipeline{t: t, ctx: ctx, svc: svc, cfg: cfg, log: log}
-	p.http = newWebServer(cfg, log, svc).App()
+	server := newWebServer(cfg, log, svc)
+	if opts.sns != nil {
+		server.SNSVerifier = opts.sns.Verifier
+	}
+	p.http = server.App()
 	p.tenant, err = svc.tenants.Create(ctx, app.CLIActor, app.TenantInput{Slug: "acme", Name: "Acme Tours", Plan: app.PlanPro})
 	require.NoError(t, err)
 	_, p.key, err = svc.apiKeys.Create(ctx, app.CLIActor, p.tenant.ID, "booking system")

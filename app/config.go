@@ -76,6 +76,12 @@ type Config struct {
 	BreakerThreshold int
 	BreakerWindow    time.Duration
 	BreakerOpenFor   time.Duration
+	// SNSTopicARNs are the SNS topics whose messages /webhooks/ses and
+	// /webhooks/sns-sms accept (and whose subscriptions they confirm).
+	SNSTopicARNs []string
+	// SMSStatusSecret authenticates SMS delivery-status records posted
+	// without an SNS envelope (header X-Herald-Webhook-Secret).
+	SMSStatusSecret string
 	// PprofAddr, when set, serves Go's profiler there (keep it private).
 	PprofAddr string
 	// ShutdownTimeout bounds how long running jobs and requests may take to
@@ -272,6 +278,20 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			}
 			*d = parsed
 		}
+	}
+
+	for _, arn := range strings.Split(getenv("HERALD_SNS_TOPIC_ARNS"), ",") {
+		if arn = strings.TrimSpace(arn); arn == "" {
+			continue
+		}
+		if !strings.HasPrefix(arn, "arn:aws") || strings.Count(arn, ":") != 5 {
+			return c, fmt.Errorf("HERALD_SNS_TOPIC_ARNS must list topic ARNs such as arn:aws:sns:eu-central-1:123456789012:ses-events, got %q", arn)
+		}
+		c.SNSTopicARNs = append(c.SNSTopicARNs, arn)
+	}
+	c.SMSStatusSecret = getenv("HERALD_SMS_STATUS_SECRET")
+	if c.SMSStatusSecret != "" && len(c.SMSStatusSecret) < 24 {
+		return c, fmt.Errorf("HERALD_SMS_STATUS_SECRET must be at least 24 characters long")
 	}
 
 	c.PprofAddr = getenv("HERALD_PPROF_ADDR")

@@ -44,7 +44,7 @@ func (s *Receipts) Apply(ctx context.Context, r provider.Receipt) (string, error
 		r.At = s.Now()
 	}
 	to, known := receiptStatus[r.Status]
-	if !known {
+	if !known && r.Status != provider.StatusInfo {
 		return "", Errorf(EINVALID, "Unknown receipt status %q.", r.Status)
 	}
 	if r.ReceiptID == "" {
@@ -86,7 +86,16 @@ func (s *Receipts) Apply(ctx context.Context, r provider.Receipt) (string, error
 		from := m.Status
 		ev := &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, FromStatus: &from, Source: SourceWebhook, Detail: detail, At: r.At}
 		outcome = ReceiptRecorded
-		if CanTransition(m.Status, to) {
+		if r.Complaint && m.ContactID != nil {
+			if err := tx.MarkEmailComplained(ctx, m.TenantID, *m.ContactID, r.At); err != nil {
+				return err
+			}
+			detail["complaint"] = "the contact's e-mail address will not be used again"
+		}
+		switch {
+		case to == "":
+			// Information only: on the timeline, no status change.
+		case CanTransition(m.Status, to):
 			ok, err := tx.ApplyReceipt(ctx, m.TenantID, m.ID, m.Status, to, r.Code, r.Reason, r.At)
 			if err != nil {
 				return err
@@ -95,7 +104,7 @@ func (s *Receipts) Apply(ctx context.Context, r provider.Receipt) (string, error
 				outcome = ReceiptApplied
 				ev.ToStatus = &to
 			}
-		} else {
+		default:
 			detail["note"] = "no status change: " + strings.ToLower(m.Status) + " does not move to " + strings.ToLower(to)
 		}
 		return tx.InsertMessageEvent(ctx, ev)

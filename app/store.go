@@ -110,6 +110,9 @@ type ContactStore interface {
 	// same profile id.
 	CreateContact(ctx context.Context, c *Contact) (*Contact, error)
 	UpdateContact(ctx context.Context, c *Contact, r Recipient, at time.Time) error
+	// MarkEmailComplained records a spam complaint: the address is not
+	// used for e-mail again.
+	MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error
 	// OpenConversation returns the contact's open conversation about the
 	// entity, opening one when there is none.
 	OpenConversation(ctx context.Context, tenantID, contactID uuid.UUID, entityType, entityID string, at time.Time) (*Conversation, error)

@@ -103,3 +103,11 @@ func (t *Tx) OpenConversation(ctx context.Context, tenantID, contactID uuid.UUID
 		RETURNING `+cols, uuid.New(), tenantID, contactID, entityID, at)
 	return &c, mapErr(err)
 }
+
+// MarkEmailComplained implements app.ContactStore.
+func (t *Tx) MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE contacts SET email_complained_at = coalesce(email_complained_at, $3), updated_at = now()
+		WHERE tenant_id = $1 AND id = $2`, tenantID, contactID, at)
+	return mapErr(err)
+}

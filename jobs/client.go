@@ -65,7 +65,7 @@ func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, cfg Config) (*r
 		MaxAttempts:  MaxAttempts,
 		RetryPolicy:  RetryPolicy{BackoffFunc: cfg.BackoffFunc},
 		ErrorHandler: &ErrorHandler{Log: log},
-		Logger:       log.With("component", "river"),
+		Logger:       slog.New(minLevel{Handler: log.Handler(), min: slog.LevelWarn}).With("component", "river"),
 		// River's own retention: finished jobs are evidence for a while, then
 		// clutter. Herald's own rows (messages, timelines) are the record.
 		CompletedJobRetentionPeriod: 24 * time.Hour,
@@ -151,4 +151,26 @@ func Stop(ctx context.Context, client *river.Client[pgx.Tx], log *slog.Logger) {
 	if err := client.StopAndCancel(cancelCtx); err != nil {
 		log.Error("stop jobs", "err", err)
 	}
+}
+
+// minLevel drops records below min: River reports routine producer
+// statistics at info every few seconds, which would drown Herald's own log.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+// Enabled implements slog.Handler.
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+// WithAttrs implements slog.Handler.
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+// WithGroup implements slog.Handler.
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
 }

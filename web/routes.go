@@ -29,6 +29,9 @@ func (s *Server) routes(a *fiber.App) {
 	api.Post("/bookings/:id/resend", s.handleAPIBookingResend)
 	a.All("/api/*", func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 
+	a.Post("/webhooks/ses", s.handleWebhookSES)
+	a.Post("/webhooks/sns-sms", s.handleWebhookSMS)
+
 	a.Get("/", func(c *fiber.Ctx) error { return c.Redirect("/login") })
 	a.Get("/login", s.handleLoginPage)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider/awsnotify"
 )
 
 // BodyLimit caps request bodies. The API's own limit for a notification is
@@ -27,6 +28,9 @@ type Server struct {
 	Tenants  *app.Tenants
 	Intake   *app.Intake
 	Messages *app.Messages
+	Receipts *app.Receipts
+	// SNSVerifier checks the signatures of Amazon's webhook posts.
+	SNSVerifier *awsnotify.Verifier
 	// Registry receives the HTTP metrics and serves /metrics.
 	Registry *prometheus.Registry
 	Version  string

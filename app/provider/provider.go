@@ -112,6 +112,9 @@ const (
 	StatusDelivered = "delivered"
 	StatusRead      = "read"
 	StatusFailed    = "failed"
+	// StatusInfo reports something worth the timeline that moves no status
+	// (an open, a click, a delay, a transient bounce).
+	StatusInfo = "info"
 )
 
 // Receipt is a provider's report about a message it accepted.
@@ -126,6 +129,9 @@ type Receipt struct {
 	At        time.Time
 	// Raw is a short excerpt of the provider's payload for the timeline.
 	Raw string
+	// Complaint marks a spam complaint: the contact's address is not used
+	// for e-mail again.
+	Complaint bool
 }
 
 // ReportFunc delivers a receipt to Herald.

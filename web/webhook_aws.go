@@ -1,0 +1,122 @@
+package web
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/awsnotify"
+)
+
+// Provider webhooks answer fast and plainly: a verified message that Herald
+// cannot place is still a 200 (SNS would only retry it), a message that
+// fails verification is a 401/403 and changes nothing.
+
+// snsEnvelope reads and verifies an SNS message for an allowed topic, and
+// confirms subscriptions. It returns nil, nil when the request is fully
+// answered (a confirmation).
+func (s *Server) snsEnvelope(c *fiber.Ctx) (*awsnotify.Envelope, error) {
+	e, err := awsnotify.ParseEnvelope(c.Body())
+	if err != nil {
+		return nil, &app.Error{Code: app.EMALFORMED, Message: err.Error()}
+	}
+	if !slices.Contains(s.Config.SNSTopicARNs, e.TopicArn) {
+		s.Log.Warn("SNS message for a topic that is not allowed", "topic", e.TopicArn, "type", e.Type)
+		return nil, app.Errorf(app.EFORBIDDEN, "Topic %s is not allowed (HERALD_SNS_TOPIC_ARNS).", e.TopicArn)
+	}
+	if err := s.SNSVerifier.Verify(c.UserContext(), e); err != nil {
+		s.Log.Warn("SNS signature rejected", "topic", e.TopicArn, "err", err)
+		return nil, app.Errorf(app.EFORBIDDEN, "Signature rejected: %s.", err.Error())
+	}
+	switch e.Type {
+	case awsnotify.TypeSubscriptionConfirmation:
+		if err := s.SNSVerifier.Confirm(c.UserContext(), e); err != nil {
+			return nil, err
+		}
+		s.Log.Info("SNS subscription confirmed", "topic", e.TopicArn)
+		return nil, nil
+	case awsnotify.TypeUnsubscribeConfirmation:
+		s.Log.Warn("SNS subscription ended", "topic", e.TopicArn)
+		return nil, nil
+	}
+	return e, nil
+}
+
+// applyReceipt hands a verified receipt to the pipeline and answers.
+func (s *Server) applyReceipt(c *fiber.Ctx, r provider.Receipt) error {
+	outcome, err := s.Receipts.Apply(c.UserContext(), r)
+	if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
+		return err
+	}
+	return c.JSON(fiber.Map{"outcome": outcome})
+}
+
+// handleWebhookSES receives SES events through an SNS subscription.
+func (s *Server) handleWebhookSES(c *fiber.Ctx) error {
+	e, err := s.snsEnvelope(c)
+	if err != nil || e == nil {
+		if err == nil {
+			return c.JSON(fiber.Map{"outcome": "confirmed"})
+		}
+		return err
+	}
+	r, err := awsnotify.SESReceipt(e.Message, e.MessageID)
+	if err != nil {
+		// Verified but unreadable: retrying will not help, so answer 200.
+		s.Log.Warn("SES event not understood", "message_id", e.MessageID, "err", err)
+		return c.JSON(fiber.Map{"outcome": "ignored"})
+	}
+	return s.applyReceipt(c, r)
+}
+
+// handleWebhookSMS receives SNS SMS delivery-status records: inside a signed
+// SNS envelope, or posted directly with the shared secret header. A direct
+// post may carry one record or an array of them.
+func (s *Server) handleWebhookSMS(c *fiber.Ctx) error {
+	var records [][]byte
+	if c.Get("x-amz-sns-message-type") != "" {
+		e, err := s.snsEnvelope(c)
+		if err != nil || e == nil {
+			if err == nil {
+				return c.JSON(fiber.Map{"outcome": "confirmed"})
+			}
+			return err
+		}
+		records = [][]byte{[]byte(e.Message)}
+	} else {
+		secret := c.Get("X-Herald-Webhook-Secret")
+		if s.Config.SMSStatusSecret == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(s.Config.SMSStatusSecret)) != 1 {
+			return app.Errorf(app.EUNAUTHORIZED, "Send the SMS status secret in X-Herald-Webhook-Secret, or post a signed SNS message.")
+		}
+		body := strings.TrimSpace(string(c.Body()))
+		if strings.HasPrefix(body, "[") {
+			var list []json.RawMessage
+			if err := json.Unmarshal([]byte(body), &list); err != nil {
+				return &app.Error{Code: app.EMALFORMED, Message: "The body is not a JSON array of delivery-status records."}
+			}
+			for _, r := range list {
+				records = append(records, r)
+			}
+		} else {
+			records = [][]byte{[]byte(body)}
+		}
+	}
+	outcomes := make([]string, 0, len(records))
+	for _, rec := range records {
+		r, err := awsnotify.SMSReceipt(rec)
+		if err != nil {
+			return &app.Error{Code: app.EMALFORMED, Message: err.Error()}
+		}
+		outcome, err := s.Receipts.Apply(c.UserContext(), r)
+		if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
+			return err
+		}
+		outcomes = append(outcomes, outcome)
+	}
+	return c.JSON(fiber.Map{"outcomes": outcomes})
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/awsnotify"
+	"github.com/heraldhq/herald/app/provider/awsnotify/awsnotifytest"
+)
+
+const sesTopic = "arn:aws:sns:eu-central-1:123456789012:herald-ses-events"
+
+// countingProvider accepts every send with a predictable id.
+type countingProvider struct {
+	prefix string
+}
+
+func (c *countingProvider) Send(ctx context.Context, m provider.Outbound) (string, error) {
+	return c.prefix + m.MessageID.String(), nil
+}
+
+// useProvider replaces the tenant's sandbox account of a channel by an
+// ACTIVE account of the named provider.
+func useProvider(t *testing.T, p *pipeline, ch app.Channel, providerName string) {
+	t.Helper()
+	sb := activeAccount(t, p, ch)
+	require.NoError(t, p.svc.accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, sb.ID, app.AccountDisabled, ""))
+	_, err := p.svc.accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
+		Channel: ch, Provider: providerName, Name: providerName + " account", Activate: true,
+		Config: app.Attrs{"region": "eu-central-1", "sender_email": "bookings@acme.example"},
+	})
+	require.NoError(t, err)
+}
+
+func (p *pipeline) post(path string, body []byte, headers map[string]string) (int, map[string]any) {
+	p.t.Helper()
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "text/plain; charset=UTF-8")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := p.http.Test(req, -1)
+	require.NoError(p.t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := map[string]any{}
+	_ = json.Unmarshal(raw, &out)
+	return resp.StatusCode, out
+}
+
+func envelopeJSON(t *testing.T, e *awsnotify.Envelope) []byte {
+	t.Helper()
+	b, err := json.Marshal(e)
+	require.NoError(t, err)
+	return b
+}
+
+func TestWebhook_SES(t *testing.T) {
+	t.Parallel()
+	sns := awsnotifytest.New(t)
+	p := newPipeline(t, pipelineOpts{
+		env:       map[string]string{"HERALD_SNS_TOPIC_ARNS": sesTopic},
+		providers: provider.Set{"ses": &countingProvider{prefix: "ses-"}},
+		sns:       sns,
+	})
+	useProvider(t, p, app.Email, "ses")
+
+	sendOne := func(eventID, addr string) *app.Message {
+		t.Helper()
+		id := p.submit(withRecipient(eventID, "BK-"+eventID, map[string]any{"name": "A", "email": addr}, "EMAIL"))
+		return onlyMessage(t, p.waitMessages(id, "sent through ses", allStatus(app.MessageSent)))
+	}
+	sesEvent := func(kind string, m *app.Message, extra string) []byte {
+		return envelopeJSON(t, sns.Notification(sesTopic, `{"eventType":"`+kind+`","mail":{"messageId":"`+*m.ExternalMessageID+`"}`+extra+`}`))
+	}
+	snsHeaders := map[string]string{"x-amz-sns-message-type": "Notification"}
+
+	t.Run("SubscriptionConfirmed", func(t *testing.T) {
+		status, _ := p.post("/webhooks/ses", envelopeJSON(t, sns.Confirmation(sesTopic)), map[string]string{"x-amz-sns-message-type": "SubscriptionConfirmation"})
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, int64(1), sns.Confirmations.Load())
+
+		status, _ = p.post("/webhooks/ses", envelopeJSON(t, sns.Confirmation("arn:aws:sns:eu-central-1:999999999999:other")), nil)
+		require.Equal(t, http.StatusForbidden, status, "a topic that is not allowed is refused")
+		require.Equal(t, int64(1), sns.Confirmations.Load(), "and not confirmed")
+	})
+
+	t.Run("DeliveryThenReplay", func(t *testing.T) {
+		m := sendOne("ses-d", "d@example.com")
+		body := sesEvent("Delivery", m, `,"delivery":{"timestamp":"2026-11-21T10:00:00.000Z"}`)
+		status, out := p.post("/webhooks/ses", body, snsHeaders)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, app.ReceiptApplied, out["outcome"])
+		status, out = p.post("/webhooks/ses", body, snsHeaders)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, app.ReceiptDuplicate, out["outcome"], "SNS retries are no-ops")
+		var d struct{ Status string }
+		p.request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &d)
+		require.Equal(t, app.MessageDelivered, d.Status)
+	})
+
+	t.Run("PermanentBounceFails", func(t *testing.T) {
+		m := sendOne("ses-b", "b@example.com")
+		_, out := p.post("/webhooks/ses", sesEvent("Bounce", m, `,"bounce":{"bounceType":"Permanent","bounceSubType":"NoEmail","bouncedRecipients":[{"diagnosticCode":"550 user unknown"}]}`), snsHeaders)
+		require.Equal(t, app.ReceiptApplied, out["outcome"])
+		var d struct {
+			Status       string
+			ErrorCode    string `json:"error_code"`
+			FailedReason string `json:"failed_reason"`
+		}
+		p.request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &d)
+		require.Equal(t, app.MessageFailed, d.Status)
+		require.Equal(t, "bounce:Permanent/NoEmail", d.ErrorCode)
+		require.Equal(t, "550 user unknown", d.FailedReason)
+	})
+
+	t.Run("ComplaintFailsAndBlocksAddress", func(t *testing.T) {
+		m := sendOne("ses-c", "c@example.com")
+		_, out := p.post("/webhooks/ses", sesEvent("Complaint", m, `,"complaint":{"complaintFeedbackType":"abuse"}`), snsHeaders)
+		require.Equal(t, app.ReceiptApplied, out["outcome"])
+		require.Equal(t, 1, p.count(`SELECT count(*) FROM contacts WHERE email = 'c@example.com' AND email_complained_at IS NOT NULL`))
+		// The next e-mail to that contact has no address to go to.
+		id := p.submit(withRecipient("ses-c2", "BK-ses-c2", map[string]any{"name": "A", "email": "c@example.com"}, "EMAIL"))
+		again := onlyMessage(t, p.waitMessages(id, "not sent", allStatus(app.MessageFailed)))
+		require.Equal(t, app.ReasonNoAddress, *again.FailedReason)
+	})
+
+	t.Run("RejectFails", func(t *testing.T) {
+		m := sendOne("ses-r", "r@example.com")
+		_, out := p.post("/webhooks/ses", sesEvent("Reject", m, `,"reject":{"reason":"Bad content"}`), snsHeaders)
+		require.Equal(t, app.ReceiptApplied, out["outcome"])
+	})
+
+	t.Run("OpenOnTimelineOnly", func(t *testing.T) {
+		m := sendOne("ses-o", "o@example.com")
+		_, out := p.post("/webhooks/ses", sesEvent("Open", m, ""), snsHeaders)
+		require.Equal(t, app.ReceiptRecorded, out["outcome"])
+		tl := p.timeline(m.ID)
+		require.Equal(t, "open", tl[len(tl)-1].Detail["code"])
+	})
+
+	t.Run("BadSignatureChangesNothing", func(t *testing.T) {
+		m := sendOne("ses-x", "x@example.com")
+		e := sns.Notification(sesTopic, `{"eventType":"Bounce","mail":{"messageId":"`+*m.ExternalMessageID+`"},"bounce":{"bounceType":"Permanent"}}`)
+		e.Message = `{"eventType":"Bounce","mail":{"messageId":"` + *m.ExternalMessageID + `"},"bounce":{"bounceType":"Permanent","bounceSubType":"forged"}}`
+		status, _ := p.post("/webhooks/ses", envelopeJSON(t, e), snsHeaders)
+		require.Equal(t, http.StatusForbidden, status)
+		var d struct{ Status string }
+		p.request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &d)
+		require.Equal(t, app.MessageSent, d.Status)
+		require.Zero(t, p.count(`SELECT count(*) FROM webhook_receipts WHERE message_id = $1`, m.ID))
+	})
+
+	t.Run("UnknownMessageIs200", func(t *testing.T) {
+		status, out := p.post("/webhooks/ses", envelopeJSON(t, sns.Notification(sesTopic, `{"eventType":"Delivery","mail":{"messageId":"never-sent"}}`)), snsHeaders)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, app.ReceiptUnknown, out["outcome"])
+	})
+
+	t.Run("NotJSON", func(t *testing.T) {
+		status, _ := p.post("/webhooks/ses", []byte("hello"), snsHeaders)
+		require.Equal(t, http.StatusBadRequest, status)
+	})
+}
+
+func TestWebhook_SMS(t *testing.T) {
+	t.Parallel()
+	sns := awsnotifytest.New(t)
+	const secret = "sms-status-secret-0123456789"
+	p := newPipeline(t, pipelineOpts{
+		env:       map[string]string{"HERALD_SNS_TOPIC_ARNS": sesTopic, "HERALD_SMS_STATUS_SECRET": secret},
+		providers: provider.Set{"sns": &countingProvider{prefix: "sns-"}},
+		sns:       sns,
+	})
+	useProvider(t, p, app.SMS, "sns")
+	send := func(eventID, phone string) *app.Message {
+		id := p.submit(withRecipient(eventID, "BK-"+eventID, map[string]any{"name": "A", "phone": phone}, "SMS"))
+		return onlyMessage(t, p.waitMessages(id, "sent through sns", allStatus(app.MessageSent)))
+	}
+	record := func(m *app.Message, status, response string) string {
+		return `{"notification":{"messageId":"` + *m.ExternalMessageID + `","timestamp":"2026-11-21 10:00:00.000"},"delivery":{"providerResponse":"` + response + `"},"status":"` + status + `"}`
+	}
+	get := func(m *app.Message) (status, reason string) {
+		var d struct {
+			Status       string
+			FailedReason string `json:"failed_reason"`
+		}
+		p.request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &d)
+		return d.Status, d.FailedReason
+	}
+
+	t.Run("SuccessWithSharedSecret", func(t *testing.T) {
+		m := send("sms-1", "+4915123451001")
+		status, _ := p.post("/webhooks/sns-sms", []byte(record(m, "SUCCESS", "Message has been accepted by phone carrier")), map[string]string{"X-Herald-Webhook-Secret": secret})
+		require.Equal(t, http.StatusOK, status)
+		s, _ := get(m)
+		require.Equal(t, app.MessageDelivered, s)
+	})
+
+	t.Run("FailureInSignedEnvelope", func(t *testing.T) {
+		m := send("sms-2", "+4915123451002")
+		e := sns.Notification(sesTopic, record(m, "FAILURE", "Phone is currently unreachable/unavailable"))
+		status, _ := p.post("/webhooks/sns-sms", envelopeJSON(t, e), map[string]string{"x-amz-sns-message-type": "Notification"})
+		require.Equal(t, http.StatusOK, status)
+		s, reason := get(m)
+		require.Equal(t, app.MessageFailed, s)
+		require.Equal(t, "Phone is currently unreachable/unavailable", reason)
+	})
+
+	t.Run("BatchOfRecords", func(t *testing.T) {
+		a, b := send("sms-3", "+4915123451003"), send("sms-4", "+4915123451004")
+		body := "[" + record(a, "SUCCESS", "ok") + "," + record(b, "SUCCESS", "ok") + "]"
+		status, out := p.post("/webhooks/sns-sms", []byte(body), map[string]string{"X-Herald-Webhook-Secret": secret})
+		require.Equal(t, http.StatusOK, status)
+		require.Len(t, out["outcomes"], 2)
+	})
+
+	t.Run("WrongOrMissingSecret", func(t *testing.T) {
+		m := send("sms-5", "+4915123451005")
+		for _, h := range []map[string]string{nil, {"X-Herald-Webhook-Secret": "wrong-secret-wrong-secret"}} {
+			status, _ := p.post("/webhooks/sns-sms", []byte(record(m, "FAILURE", "x")), h)
+			require.Equal(t, http.StatusUnauthorized, status)
+		}
+		s, _ := get(m)
+		require.Equal(t, app.MessageSent, s, "nothing changed")
+	})
+
+	t.Run("WrongTopic", func(t *testing.T) {
+		m := send("sms-6", "+4915123451006")
+		e := sns.Notification("arn:aws:sns:eu-central-1:999999999999:other", record(m, "FAILURE", "x"))
+		status, _ := p.post("/webhooks/sns-sms", envelopeJSON(t, e), map[string]string{"x-amz-sns-message-type": "Notification"})
+		require.Equal(t, http.StatusForbidden, status)
+	})
+}
