@@ -32,6 +32,7 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
 	"github.com/heraldhq/herald/app/provider/awsnotify"
+	"github.com/heraldhq/herald/app/provider/meta"
 	"github.com/heraldhq/herald/app/provider/sandbox"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/jobs"
@@ -250,6 +251,7 @@ func connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 		Store: store, Queue: queue, Router: s.router, Accounts: s.accounts, Now: now, Log: log,
 		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.breakers, Metrics: metrics,
 		Providers: provider.Set{
+			"meta": &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log},
 			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
 				_, err := s.receipts.Apply(ctx, r)
 				return err
@@ -355,6 +357,7 @@ func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
 	return &web.Server{
 		Config: cfg, Log: log, Health: svc.health, APIKeys: svc.apiKeys, Tenants: svc.tenants,
 		Intake: svc.intake, Messages: svc.messages, Receipts: svc.receipts, SNSVerifier: &awsnotify.Verifier{},
+		Inbound: &app.Inbound{Store: svc.store, Now: time.Now}, Hooks: &app.Hooks{Store: svc.store, Accounts: svc.accounts},
 		Registry: svc.registry, Version: version,
 	}
 }

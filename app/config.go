@@ -82,6 +82,9 @@ type Config struct {
 	// SMSStatusSecret authenticates SMS delivery-status records posted
 	// without an SNS envelope (header X-Herald-Webhook-Secret).
 	SMSStatusSecret string
+	// MetaBaseURL points the WhatsApp adapter at Meta's Graph API (or a
+	// stand-in); empty means https://graph.facebook.com.
+	MetaBaseURL string
 	// PprofAddr, when set, serves Go's profiler there (keep it private).
 	PprofAddr string
 	// ShutdownTimeout bounds how long running jobs and requests may take to
@@ -292,6 +295,13 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	c.SMSStatusSecret = getenv("HERALD_SMS_STATUS_SECRET")
 	if c.SMSStatusSecret != "" && len(c.SMSStatusSecret) < 24 {
 		return c, fmt.Errorf("HERALD_SMS_STATUS_SECRET must be at least 24 characters long")
+	}
+
+	c.MetaBaseURL = getenv("HERALD_META_BASE_URL")
+	if c.MetaBaseURL != "" {
+		if u, err := url.Parse(c.MetaBaseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return c, fmt.Errorf("HERALD_META_BASE_URL must be an absolute URL such as https://graph.facebook.com, got %q", c.MetaBaseURL)
+		}
 	}
 
 	c.PprofAddr = getenv("HERALD_PPROF_ADDR")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/heraldhq/herald/app/provider"
@@ -67,6 +68,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	var acct *ChannelAccount
 	var tenant *Tenant
 	var used int
+	var waTemplate *provider.WhatsAppTemplate
 	err := d.Store.InTenant(ctx, job.TenantID, func(tx Tx) (err error) {
 		if m, err = tx.MessageByID(ctx, job.TenantID, job.MessageID, false); err != nil {
 			return err
@@ -80,7 +82,12 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 		if acct, err = tx.AccountByID(ctx, job.TenantID, *m.ChannelAccountID); err != nil {
 			return err
 		}
-		used, err = tx.Usage(ctx, job.TenantID, m.Channel, monthOf(d.Now()))
+		if used, err = tx.Usage(ctx, job.TenantID, m.Channel, monthOf(d.Now())); err != nil {
+			return err
+		}
+		if m.Channel == WhatsApp && acct.Provider == "meta" {
+			waTemplate, err = whatsAppTemplate(ctx, tx, m)
+		}
 		return err
 	})
 	if err != nil {
@@ -123,7 +130,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	}
 	out := provider.Outbound{
 		MessageID: m.ID, TenantID: m.TenantID, Channel: string(m.Channel), To: m.ToAddress,
-		Subject: m.Subject, Body: m.Body, Attempt: attempt,
+		Subject: m.Subject, Body: m.Body, Attempt: attempt, Template: waTemplate,
 		Account: provider.Account{ID: acct.ID, TenantID: acct.TenantID, Provider: acct.Provider, Config: acct.Config, Secrets: secrets},
 	}
 	start := d.Now()
@@ -288,4 +295,42 @@ func (d *Dispatcher) suspend(ctx context.Context, a *ChannelAccount, pe *provide
 		return
 	}
 	d.Log.WarnContext(ctx, "channel account suspended after a provider account error", "channel_account_id", a.ID, "code", pe.Code)
+}
+
+// whatsAppTemplate returns the approved Meta template a WhatsApp message is
+// sent as, with its body parameters filled from the event's context in the
+// order the template names them, or nil when its template has none (a text
+// message, allowed inside the 24-hour window).
+func whatsAppTemplate(ctx context.Context, tx Tx, m *Message) (*provider.WhatsAppTemplate, error) {
+	if m.TemplateID == nil || m.EventID == nil || m.ContactID == nil {
+		return nil, nil
+	}
+	t, err := tx.TemplateByID(ctx, m.TenantID, *m.TemplateID)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	spec, err := t.Spec()
+	if err != nil || spec == nil {
+		return nil, err
+	}
+	e, err := tx.EventByID(ctx, m.TenantID, *m.EventID, false)
+	if err != nil {
+		return nil, err
+	}
+	c, err := tx.ContactByID(ctx, m.TenantID, *m.ContactID)
+	if err != nil {
+		return nil, err
+	}
+	eventContext, err := e.DecodeContext()
+	if err != nil {
+		return nil, err
+	}
+	vars := TemplateVars(eventContext, c.Recipient())
+	wt := &provider.WhatsAppTemplate{Name: spec.Name, Language: spec.Language, Parameters: make([]string, len(spec.Parameters))}
+	for i, name := range spec.Parameters {
+		wt.Parameters[i] = vars[strings.ToLower(name)]
+	}
+	return wt, nil
 }

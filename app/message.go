@@ -117,8 +117,11 @@ type Contact struct {
 	Email              *string    `db:"email"`
 	Locale             *string    `db:"locale"`
 	EmailComplainedAt  *time.Time `db:"email_complained_at"`
-	CreatedAt          time.Time  `db:"created_at"`
-	UpdatedAt          time.Time  `db:"updated_at"`
+	// WhatsAppWindowUntil is when the 24-hour window the contact's last
+	// WhatsApp message opened closes.
+	WhatsAppWindowUntil *time.Time `db:"whatsapp_window_until"`
+	CreatedAt           time.Time  `db:"created_at"`
+	UpdatedAt           time.Time  `db:"updated_at"`
 }
 
 // Recipient returns the contact as a template recipient.

@@ -74,6 +74,9 @@ type AccountStore interface {
 	// ActiveAccount returns the tenant's ACTIVE account on the channel.
 	ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch Channel) (*ChannelAccount, error)
 	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
+	// AccountsByProvider returns the tenant's accounts with a provider that
+	// are not DISABLED.
+	AccountsByProvider(ctx context.Context, tenantID uuid.UUID, provider string) ([]*ChannelAccount, error)
 }
 
 // TemplateStore reads and writes templates and their history.
@@ -110,6 +113,15 @@ type ContactStore interface {
 	// same profile id.
 	CreateContact(ctx context.Context, c *Contact) (*Contact, error)
 	UpdateContact(ctx context.Context, c *Contact, r Recipient, at time.Time) error
+	// LatestOpenConversation returns the contact's newest conversation that
+	// is not resolved.
+	LatestOpenConversation(ctx context.Context, tenantID, contactID uuid.UUID) (*Conversation, error)
+	// InsertInbound stores an inbound message unless its provider id is
+	// known; it reports whether it stored it.
+	InsertInbound(ctx context.Context, m *InboundMessage) (bool, error)
+	// OpenWhatsAppWindow records until when the contact's WhatsApp window is
+	// open (it only ever moves later).
+	OpenWhatsAppWindow(ctx context.Context, tenantID, contactID uuid.UUID, until time.Time) error
 	// MarkEmailComplained records a spam complaint: the address is not
 	// used for e-mail again.
 	MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error

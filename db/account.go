@@ -54,3 +54,12 @@ func (t *Tx) SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, statu
 	}
 	return nil
 }
+
+// AccountsByProvider implements app.AccountStore.
+func (t *Tx) AccountsByProvider(ctx context.Context, tenantID uuid.UUID, provider string) ([]*app.ChannelAccount, error) {
+	as := []*app.ChannelAccount{}
+	err := t.tx.SelectContext(ctx, &as, `
+		SELECT `+accountColumns+` FROM channel_accounts
+		WHERE tenant_id = $1 AND provider = $2 AND status <> 'DISABLED' ORDER BY created_at`, tenantID, provider)
+	return as, mapErr(err)
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-const contactColumns = `id, tenant_id, passenger_profile_id, name, phone, email, locale, email_complained_at, created_at, updated_at`
+const contactColumns = `id, tenant_id, passenger_profile_id, name, phone, email, locale, email_complained_at, whatsapp_window_until, created_at, updated_at`
 
 // FindContact implements app.ContactStore.
 func (t *Tx) FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*app.Contact, error) {
@@ -52,7 +52,7 @@ func (t *Tx) ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Cont
 func (t *Tx) CreateContact(ctx context.Context, c *app.Contact) (*app.Contact, error) {
 	res, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO contacts (`+contactColumns+`)
-		VALUES (:id, :tenant_id, :passenger_profile_id, :name, :phone, :email, :locale, :email_complained_at, :created_at, :updated_at)
+		VALUES (:id, :tenant_id, :passenger_profile_id, :name, :phone, :email, :locale, :email_complained_at, :whatsapp_window_until, :created_at, :updated_at)
 		ON CONFLICT (tenant_id, passenger_profile_id) WHERE passenger_profile_id IS NOT NULL DO NOTHING`, c)
 	if err != nil {
 		return nil, mapErr(err)
@@ -109,5 +109,39 @@ func (t *Tx) MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.U
 	_, err := t.tx.ExecContext(ctx, `
 		UPDATE contacts SET email_complained_at = coalesce(email_complained_at, $3), updated_at = now()
 		WHERE tenant_id = $1 AND id = $2`, tenantID, contactID, at)
+	return mapErr(err)
+}
+
+// LatestOpenConversation implements app.ContactStore.
+func (t *Tx) LatestOpenConversation(ctx context.Context, tenantID, contactID uuid.UUID) (*app.Conversation, error) {
+	var c app.Conversation
+	err := t.tx.GetContext(ctx, &c, `
+		SELECT id, tenant_id, contact_id, booking_id, trip_id, invoice_id, status, created_at, updated_at
+		FROM conversations WHERE tenant_id = $1 AND contact_id = $2 AND status <> 'RESOLVED'
+		ORDER BY updated_at DESC LIMIT 1`, tenantID, contactID)
+	if err != nil {
+		return nil, notFound(err, "No open conversation.")
+	}
+	return &c, nil
+}
+
+// InsertInbound implements app.ContactStore.
+func (t *Tx) InsertInbound(ctx context.Context, m *app.InboundMessage) (bool, error) {
+	res, err := t.tx.NamedExecContext(ctx, `
+		INSERT INTO inbound_messages (id, tenant_id, contact_id, conversation_id, channel, provider, external_id, from_address, kind, body, received_at, created_at)
+		VALUES (:id, :tenant_id, :contact_id, :conversation_id, :channel, :provider, :external_id, :from_address, :kind, :body, :received_at, :created_at)
+		ON CONFLICT (provider, external_id) DO NOTHING`, m)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// OpenWhatsAppWindow implements app.ContactStore.
+func (t *Tx) OpenWhatsAppWindow(ctx context.Context, tenantID, contactID uuid.UUID, until time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE contacts SET whatsapp_window_until = greatest(coalesce(whatsapp_window_until, $3), $3), updated_at = now()
+		WHERE tenant_id = $1 AND id = $2`, tenantID, contactID, until)
 	return mapErr(err)
 }

@@ -29,6 +29,8 @@ func (s *Server) routes(a *fiber.App) {
 	api.Post("/bookings/:id/resend", s.handleAPIBookingResend)
 	a.All("/api/*", func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 
+	a.Get("/webhooks/meta/:tenant", s.handleWebhookMetaVerify)
+	a.Post("/webhooks/meta/:tenant", s.handleWebhookMeta)
 	a.Post("/webhooks/ses", s.handleWebhookSES)
 	a.Post("/webhooks/sns-sms", s.handleWebhookSMS)
 

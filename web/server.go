@@ -29,6 +29,8 @@ type Server struct {
 	Intake   *app.Intake
 	Messages *app.Messages
 	Receipts *app.Receipts
+	Inbound  *app.Inbound
+	Hooks    *app.Hooks
 	// SNSVerifier checks the signatures of Amazon's webhook posts.
 	SNSVerifier *awsnotify.Verifier
 	// Registry receives the HTTP metrics and serves /metrics.

@@ -1,0 +1,78 @@
+package web
+
+import (
+	"net/url"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider/meta"
+)
+
+// handleWebhookMetaVerify answers Meta's subscription check: the challenge
+// back when the verify token is one of the tenant's Meta accounts', else 403.
+func (s *Server) handleWebhookMetaVerify(c *fiber.Ctx) error {
+	creds, err := s.Hooks.MetaCredentials(c.UserContext(), c.Params("tenant"))
+	if err != nil {
+		return err
+	}
+	query, _ := url.ParseQuery(string(c.Request().URI().QueryString()))
+	for _, token := range creds.VerifyTokens {
+		if challenge, ok := meta.VerifyChallenge(query, token); ok {
+			c.Type("txt")
+			return c.SendString(challenge)
+		}
+	}
+	return app.Errorf(app.EFORBIDDEN, "The verify token does not match.")
+}
+
+// handleWebhookMeta receives a tenant's WhatsApp statuses and inbound
+// messages. The signature is checked over the raw body before anything is
+// parsed; statuses go to the receipt path, messages onto the contact.
+func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
+	creds, err := s.Hooks.MetaCredentials(c.UserContext(), c.Params("tenant"))
+	if err != nil {
+		return err
+	}
+	body, header := c.Body(), c.Get("X-Hub-Signature-256")
+	verified := false
+	for _, secret := range creds.AppSecrets {
+		if meta.VerifySignature(secret, body, header) {
+			verified = true
+			break
+		}
+	}
+	if !verified {
+		s.Log.Warn("Meta webhook signature rejected", "tenant", c.Params("tenant"), "has_header", header != "")
+		return app.Errorf(app.EUNAUTHORIZED, "The X-Hub-Signature-256 signature does not match.")
+	}
+	hook, err := meta.ParseWebhook(body)
+	if err != nil {
+		// Signed by Meta but not understood: a retry will not change that.
+		s.Log.Warn("Meta webhook not understood", "tenant", c.Params("tenant"), "err", err)
+		return c.JSON(fiber.Map{"outcome": "ignored"})
+	}
+	outcomes := map[string]int{}
+	for _, r := range hook.Receipts {
+		outcome, err := s.Receipts.Apply(c.UserContext(), r)
+		if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
+			return err
+		}
+		outcomes[outcome]++
+	}
+	for _, in := range hook.Inbound {
+		fresh, err := s.Inbound.Record(c.UserContext(), creds.TenantID, app.InboundMessage{
+			Channel: app.WhatsApp, Provider: "meta", ExternalID: in.ExternalID, From: "+" + in.From,
+			Kind: in.Type, Body: in.Text, ReceivedAt: in.At,
+		})
+		if err != nil {
+			return err
+		}
+		if fresh {
+			outcomes["inbound"]++
+		} else {
+			outcomes["inbound_duplicate"]++
+		}
+	}
+	return c.JSON(fiber.Map{"outcomes": outcomes})
+}

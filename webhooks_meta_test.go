@@ -1,0 +1,187 @@
+package main
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// fakeMeta speaks the Graph API's send endpoint.
+type fakeMeta struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []map[string]any
+	n        int
+}
+
+func newFakeMeta(t *testing.T) *fakeMeta {
+	f := &fakeMeta{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer EAAG-test-token" || !strings.HasSuffix(r.URL.Path, "/1234567890/messages") {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"error":{"message":"Invalid OAuth access token.","type":"OAuthException","code":190}}`)
+			return
+		}
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		f.mu.Lock()
+		f.requests = append(f.requests, body)
+		f.n++
+		id := fmt.Sprintf("wamid.TEST%d", f.n)
+		f.mu.Unlock()
+		_, _ = fmt.Fprintf(w, `{"messaging_product":"whatsapp","contacts":[{"input":"%v","wa_id":"x"}],"messages":[{"id":"%s"}]}`, body["to"], id)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func signMeta(secret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func statusHook(wamid, status string, at time.Time) []byte {
+	return []byte(`{"object":"whatsapp_business_account","entry":[{"id":"WABA","changes":[{"field":"messages","value":{
+		"messaging_product":"whatsapp","metadata":{"display_phone_number":"4989","phone_number_id":"1234567890"},
+		"statuses":[{"id":"` + wamid + `","status":"` + status + `","timestamp":"` + strconv.FormatInt(at.Unix(), 10) + `","recipient_id":"4915123456789"}]}}]}]}`)
+}
+
+func TestWebhook_Meta(t *testing.T) {
+	t.Parallel()
+	fake := newFakeMeta(t)
+	p := newPipeline(t, pipelineOpts{env: map[string]string{"HERALD_META_BASE_URL": fake.URL}})
+	sb := activeAccount(t, p, app.WhatsApp)
+	require.NoError(t, p.svc.accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, sb.ID, app.AccountDisabled, ""))
+	const appSecret = "meta-app-secret"
+	acct, err := p.svc.accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
+		Channel: app.WhatsApp, Provider: "meta", Name: "Acme WhatsApp", Activate: true,
+		Config:  app.Attrs{"phone_number_id": "1234567890", "waba_id": "WABA"},
+		Secrets: map[string]string{"access_token": "EAAG-test-token", "app_secret": appSecret},
+	})
+	require.NoError(t, err)
+
+	id := p.submit(withRecipient("meta-1", "BK-META", map[string]any{"name": "Anna", "phone": "+4915123456789"}, "WHATSAPP"))
+	m := onlyMessage(t, p.waitMessages(id, "sent through Meta", allStatus(app.MessageSent)))
+	require.Equal(t, "wamid.TEST1", *m.ExternalMessageID)
+	fake.mu.Lock()
+	require.Equal(t, "text", fake.requests[0]["type"])
+	require.Contains(t, fake.requests[0]["text"].(map[string]any)["body"], "Gardasee")
+	fake.mu.Unlock()
+
+	verify := func(token string) (int, string) {
+		req := httptest.NewRequest(http.MethodGet, "/webhooks/meta/acme?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token="+token, nil)
+		resp, err := p.http.Test(req, -1)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	t.Run("VerifyChallenge", func(t *testing.T) {
+		status, body := verify(acct.VerifyToken)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "1158201444", body)
+		status, _ = verify("wrong")
+		require.Equal(t, http.StatusForbidden, status)
+		req := httptest.NewRequest(http.MethodGet, "/webhooks/meta/nobody?hub.mode=subscribe&hub.challenge=1&hub.verify_token=x", nil)
+		resp, err := p.http.Test(req, -1)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	})
+
+	post := func(body []byte, signature string) (int, map[string]any) {
+		h := map[string]string{"Content-Type": "application/json"}
+		if signature != "" {
+			h["X-Hub-Signature-256"] = signature
+		}
+		return p.post("/webhooks/meta/acme", body, h)
+	}
+	status := func() string {
+		var d struct{ Status string }
+		p.request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &d)
+		return d.Status
+	}
+
+	t.Run("BadOrMissingSignatureChangesNothing", func(t *testing.T) {
+		body := statusHook("wamid.TEST1", "read", time.Now())
+		code, _ := post(body, signMeta("another-secret", body))
+		require.Equal(t, http.StatusUnauthorized, code)
+		code, _ = post(body, "")
+		require.Equal(t, http.StatusUnauthorized, code)
+		code, _ = post(body, "sha256=zz")
+		require.Equal(t, http.StatusUnauthorized, code)
+		require.Equal(t, app.MessageSent, status())
+	})
+
+	t.Run("StatusesOutOfOrderAndReplayed", func(t *testing.T) {
+		now := time.Now()
+		read := statusHook("wamid.TEST1", "read", now)
+		code, out := post(read, signMeta(appSecret, read))
+		require.Equal(t, http.StatusOK, code)
+		require.EqualValues(t, 1, out["outcomes"].(map[string]any)[app.ReceiptApplied])
+		require.Equal(t, app.MessageRead, status())
+
+		delivered := statusHook("wamid.TEST1", "delivered", now.Add(-time.Second))
+		_, out = post(delivered, signMeta(appSecret, delivered))
+		require.EqualValues(t, 1, out["outcomes"].(map[string]any)[app.ReceiptRecorded], "a late delivered is recorded only")
+		_, out = post(read, signMeta(appSecret, read))
+		require.EqualValues(t, 1, out["outcomes"].(map[string]any)[app.ReceiptDuplicate], "Meta's redelivery is a no-op")
+		require.Equal(t, app.MessageRead, status())
+	})
+
+	t.Run("TemplateSend", func(t *testing.T) {
+		var tmpl *app.Template
+		require.NoError(t, p.svc.store.InTenant(p.ctx, p.tenant.ID, func(tx app.Tx) (err error) {
+			tmpl, err = tx.FindTemplate(p.ctx, p.tenant.ID, "BOOKING_CONFIRMED", app.WhatsApp, []string{"de-DE"})
+			return err
+		}))
+		_, _, err := p.svc.templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{
+			Body: tmpl.Body, IsActive: true,
+			WhatsAppTemplate: &app.WhatsAppTemplateSpec{Name: "booking_confirmed_v2", Language: "de", Parameters: []string{"passenger_name", "tour_name"}},
+		})
+		require.NoError(t, err)
+		id := p.submit(withRecipient("meta-2", "BK-META2", map[string]any{"name": "Ben", "phone": "+4915123456788"}, "WHATSAPP"))
+		p.waitMessages(id, "sent as a template", allStatus(app.MessageSent))
+		fake.mu.Lock()
+		defer fake.mu.Unlock()
+		last := fake.requests[len(fake.requests)-1]
+		require.Equal(t, "template", last["type"])
+		tpl := last["template"].(map[string]any)
+		require.Equal(t, "booking_confirmed_v2", tpl["name"])
+		params := tpl["components"].([]any)[0].(map[string]any)["parameters"].([]any)
+		require.Equal(t, "Anna Schmidt", params[0].(map[string]any)["text"], "parameters come from the context in the template's order")
+		require.Equal(t, "Gardasee", params[1].(map[string]any)["text"])
+	})
+
+	t.Run("InboundOpensWindow", func(t *testing.T) {
+		at := time.Now().Truncate(time.Second)
+		body := []byte(`{"object":"whatsapp_business_account","entry":[{"id":"WABA","changes":[{"field":"messages","value":{
+			"messaging_product":"whatsapp","metadata":{"display_phone_number":"4989","phone_number_id":"1234567890"},
+			"contacts":[{"profile":{"name":"Anna"},"wa_id":"4915123456789"}],
+			"messages":[{"from":"4915123456789","id":"wamid.IN1","timestamp":"` + strconv.FormatInt(at.Unix(), 10) + `","type":"text","text":{"body":"Is there parking at the bus station?"}}]}}]}]}`)
+		code, out := post(body, signMeta(appSecret, body))
+		require.Equal(t, http.StatusOK, code)
+		require.EqualValues(t, 1, out["outcomes"].(map[string]any)["inbound"])
+		_, out = post(body, signMeta(appSecret, body))
+		require.EqualValues(t, 1, out["outcomes"].(map[string]any)["inbound_duplicate"])
+
+		require.Equal(t, 1, p.count(`SELECT count(*) FROM inbound_messages i JOIN contacts c ON c.id = i.contact_id
+			WHERE i.external_id = 'wamid.IN1' AND c.phone = '+4915123456789' AND i.conversation_id IS NOT NULL
+			AND i.body = 'Is there parking at the bus station?'`), "the reply is on Anna's booking conversation")
+		require.Equal(t, 1, p.count(`SELECT count(*) FROM contacts WHERE phone = '+4915123456789'
+			AND whatsapp_window_until = $1`, at.Add(24*time.Hour)), "the 24 h window's end is recorded")
+	})
+}
