@@ -1,8 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -12,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
-	"github.com/heraldhq/herald/app/provider"
 	"github.com/heraldhq/herald/db"
 )
 
@@ -107,45 +108,50 @@ func TestRateLimit_Fairness(t *testing.T) {
 	require.Less(t, busySent, 20, "the busy tenant is still held to its own rate")
 }
 
-// switchProvider fails transiently with a 5xx-like error while down.
-type switchProvider struct {
-	down  atomic.Bool
-	calls atomic.Int64
-}
-
-func (s *switchProvider) Send(ctx context.Context, m provider.Outbound) (string, error) {
-	s.calls.Add(1)
-	if s.down.Load() {
-		return "", &provider.Error{Code: "503", Class: provider.Transient, Reason: "Service Unavailable"}
-	}
-	return "fake_" + uuid.NewString(), nil
-}
-
-// TestBreaker_OpensOnStormAndRecovers checks that a provider outage opens
-// the account's breaker, that jobs wait instead of failing, and that every
-// message is sent once the provider is back.
+// TestBreaker_OpensOnStormAndRecovers checks that a 5xx storm at Meta
+// opens the account's breaker, that jobs wait instead of failing, and that
+// every message is sent once Meta is back. The real Meta adapter talks to a
+// fake Graph API.
 func TestBreaker_OpensOnStormAndRecovers(t *testing.T) {
 	t.Parallel()
-	fake := &switchProvider{}
-	fake.down.Store(true)
-	p := newPipeline(t, pipelineOpts{
-		env:       map[string]string{"HERALD_BREAKER_THRESHOLD": "3", "HERALD_BREAKER_OPEN_FOR": "500ms"},
-		providers: provider.Set{"sandbox": fake},
+	var down atomic.Bool
+	var calls atomic.Int64
+	down.Store(true)
+	graph := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		if down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"error":{"message":"Service temporarily unavailable","type":"OAuthException","code":2,"is_transient":true}}`)
+			return
+		}
+		_, _ = fmt.Fprintf(w, `{"messaging_product":"whatsapp","messages":[{"id":"wamid.%s"}]}`, uuid.NewString())
+	}))
+	t.Cleanup(graph.Close)
+	p := newPipeline(t, pipelineOpts{env: map[string]string{
+		"HERALD_BREAKER_THRESHOLD": "3", "HERALD_BREAKER_OPEN_FOR": "500ms", "HERALD_META_BASE_URL": graph.URL,
+	}})
+	sb := activeAccount(t, p, app.WhatsApp)
+	require.NoError(t, p.svc.accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, sb.ID, app.AccountDisabled, ""))
+	acct, err := p.svc.accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
+		Channel: app.WhatsApp, Provider: "meta", Name: "Acme WhatsApp", Activate: true,
+		Config: app.Attrs{"phone_number_id": "1234567890"}, Secrets: map[string]string{"access_token": "t", "app_secret": "s"},
 	})
+	require.NoError(t, err)
+
 	const n = 10
 	ids := make([]uuid.UUID, n)
 	for i := range n {
-		ids[i] = p.submit(emailTo(fmt.Sprintf("storm-%d", i), fmt.Sprintf("s%d@example.com", i)))
+		ids[i] = p.submit(withRecipient(fmt.Sprintf("storm-%d", i), fmt.Sprintf("BK-S%d", i),
+			map[string]any{"name": "A", "phone": fmt.Sprintf("+49151234560%02d", 10+i)}, "WHATSAPP"))
 	}
-	acct := activeAccount(t, p, app.Email)
 	require.Eventually(t, func() bool { return p.svc.breakers.State(acct.ID) != app.BreakerClosed }, 10*time.Second, 10*time.Millisecond,
 		"the breaker opens on the storm")
-	callsWhileOpen := fake.calls.Load()
+	callsWhileOpen := calls.Load()
 	time.Sleep(2 * time.Second) // an outage of a few breaker periods
-	require.Less(t, fake.calls.Load()-callsWhileOpen, int64(10), "while open, only probes reach the provider")
+	require.Less(t, calls.Load()-callsWhileOpen, int64(10), "while open, only probes reach Meta")
 	require.Zero(t, p.count(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND status = 'FAILED'`, p.tenant.ID), "no message fails during the outage")
 
-	fake.down.Store(false)
+	down.Store(false)
 	for _, id := range ids {
 		p.waitMessages(id, "sent after recovery", allStatus(app.MessageSent))
 	}
@@ -155,4 +161,12 @@ func TestBreaker_OpensOnStormAndRecovers(t *testing.T) {
 		return p.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.breaker' AND metadata->>'to' = 'open'`) >= 1 &&
 			p.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.breaker' AND metadata->>'to' = 'closed'`) >= 1
 	}, 5*time.Second, 20*time.Millisecond, "transitions are in the audit log")
+
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	resp, err := p.http.Test(req, -1)
+	require.NoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	require.Contains(t, string(metrics), `herald_breaker_state{channel_account_id="`+acct.ID.String()+`",provider="meta"} 0`)
+	require.Contains(t, string(metrics), `herald_snoozes_total{reason="breaker_open"}`)
+	require.Contains(t, string(metrics), `herald_provider_errors_total{code="2",provider="meta"}`)
 }
