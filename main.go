@@ -34,6 +34,7 @@ import (
 	"github.com/heraldhq/herald/app/provider/awsnotify"
 	"github.com/heraldhq/herald/app/provider/meta"
 	"github.com/heraldhq/herald/app/provider/sandbox"
+	"github.com/heraldhq/herald/app/provider/webhook"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/jobs"
 	"github.com/heraldhq/herald/web"
@@ -251,7 +252,8 @@ func connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 		Store: store, Queue: queue, Router: s.router, Accounts: s.accounts, Now: now, Log: log,
 		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.breakers, Metrics: metrics,
 		Providers: provider.Set{
-			"meta": &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log},
+			"meta":    &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log},
+			"webhook": &webhook.Provider{AllowHTTP: cfg.Dev()},
 			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
 				_, err := s.receipts.Apply(ctx, r)
 				return err

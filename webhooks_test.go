@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/heraldhq/herald/app/provider"
 	"github.com/heraldhq/herald/app/provider/awsnotify"
 	"github.com/heraldhq/herald/app/provider/awsnotify/awsnotifytest"
+	"github.com/heraldhq/herald/app/provider/webhook"
 )
 
 const sesTopic = "arn:aws:sns:eu-central-1:123456789012:herald-ses-events"
@@ -240,4 +242,43 @@ func TestWebhook_SMS(t *testing.T) {
 		status, _ := p.post("/webhooks/sns-sms", envelopeJSON(t, e), map[string]string{"x-amz-sns-message-type": "Notification"})
 		require.Equal(t, http.StatusForbidden, status)
 	})
+}
+
+// TestChannel_Webhook sends on the WEBHOOK channel through the real adapter
+// to a tenant receiver, which checks the signature as a tenant would.
+func TestChannel_Webhook(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_test_secret"
+	got := make(chan map[string]any, 4)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !webhook.Verify(secret, r.Header.Get("Herald-Signature"), r.Header.Get("Herald-Timestamp"), body, time.Now(), time.Minute) {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var payload map[string]any
+		_ = json.Unmarshal(body, &payload)
+		got <- payload
+	}))
+	t.Cleanup(receiver.Close)
+	p := newPipeline(t, pipelineOpts{providers: provider.Set{"webhook": &webhook.Provider{AllowHTTP: true, AllowPrivate: true}}})
+	_, err := p.svc.accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
+		Channel: app.Webhook, Provider: "webhook", Name: "Booking system", Activate: true,
+		Config: app.Attrs{"url": receiver.URL + "/herald"}, Secrets: map[string]string{"signing_secret": secret},
+	})
+	require.NoError(t, err)
+
+	id := p.submit(withRecipient("wh-1", "BK-WH", map[string]any{"name": "A", "email": "a@example.com"}, "WEBHOOK"))
+	m := onlyMessage(t, p.waitMessages(id, "delivered to the receiver", allStatus(app.MessageSent)))
+	select {
+	case payload := <-got:
+		require.Equal(t, m.ID.String(), payload["id"])
+		var event map[string]any
+		require.NoError(t, json.Unmarshal([]byte(payload["body"].(string)), &event), "the body is the event as JSON")
+		require.Equal(t, "BOOKING_CONFIRMED", event["trigger_event"])
+		require.Equal(t, "Gardasee", event["context"].(map[string]any)["tour_name"])
+	case <-time.After(5 * time.Second):
+		t.Fatal("the receiver got nothing")
+	}
+	require.Nil(t, m.TemplateID, "the webhook channel needs no template")
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -208,9 +209,14 @@ func (r *Router) plan(ctx context.Context, tx Tx, tenant *Tenant, e *Event, def 
 		}
 		var err error
 		t, err = tx.FindTemplate(ctx, tenant.ID, e.TriggerEvent, ch, LocaleChain(locale, tenant.DefaultLocale))
-		if ErrorCode(err) == ENOTFOUND {
+		switch {
+		case ErrorCode(err) == ENOTFOUND && ch == Webhook:
+			// A tenant's own system reads the event itself, not a text
+			// written for people: without a template it gets the event.
+			t = eventTemplate(tenant.ID, e)
+		case ErrorCode(err) == ENOTFOUND:
 			return nil, ReasonNoTemplates, nil
-		} else if err != nil {
+		case err != nil:
 			return nil, "", err
 		}
 	}
@@ -238,11 +244,16 @@ func (r *Router) plan(ctx context.Context, tx Tx, tenant *Tenant, e *Event, def 
 		r.Log.WarnContext(ctx, "template variables missing; rendered empty", "event_id", e.ID, "template_id", t.ID, "missing", missing)
 	}
 	now := r.Now()
+	var templateID *uuid.UUID
+	var templateVersion *int
+	if t.ID != uuid.Nil {
+		templateID, templateVersion = &t.ID, &t.Version
+	}
 	return &Message{
 		ID: uuid.New(), TenantID: tenant.ID, EventID: &e.ID, CorrelationID: e.SourceEventID,
 		IdempotencyKey: fmt.Sprintf("%s:%s:%s:%s:%s", scopeOf(e, def), e.TriggerEvent, ch, t.ID, contact.ID),
-		TriggerEvent:   e.TriggerEvent, Channel: ch, ChannelAccountID: &acct.ID, TemplateID: &t.ID,
-		TemplateVersion: &t.Version, Locale: &t.Locale, ContactID: &contact.ID, ConversationID: conversationID,
+		TriggerEvent:   e.TriggerEvent, Channel: ch, ChannelAccountID: &acct.ID, TemplateID: templateID,
+		TemplateVersion: templateVersion, Locale: &t.Locale, ContactID: &contact.ID, ConversationID: conversationID,
 		ToAddress: to, Subject: strings.TrimSpace(subject), Body: body, Status: MessageQueued,
 		Provider: &acct.Provider, EntityType: e.EntityType, EntityID: e.EntityID, FallbackChain: StringList{},
 		QueuedAt: now, CreatedAt: now, UpdatedAt: now,
@@ -301,6 +312,16 @@ func (r *Router) fallback(ctx context.Context, tx Tx, failed *Message) (*Dispatc
 		return &DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: ch}, string(ch), nil
 	}
 	return nil, "", nil
+}
+
+// eventTemplate is the stand-in template of the WEBHOOK channel: the body
+// is the event as JSON (the recipient travels in the payload's "to").
+func eventTemplate(tenantID uuid.UUID, e *Event) *Template {
+	body, _ := json.Marshal(map[string]any{
+		"event_id": e.SourceEventID, "trigger_event": e.TriggerEvent, "context": e.Context,
+		"entity_type": e.EntityType, "entity_id": e.EntityID,
+	})
+	return &Template{TenantID: tenantID, TriggerEvent: e.TriggerEvent, Channel: Webhook, Locale: "und", Body: string(body), Subject: e.TriggerEvent}
 }
 
 // stamp returns a pointer to the time, for optional columns.
