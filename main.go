@@ -34,6 +34,8 @@ import (
 	"github.com/heraldhq/herald/app/provider/awsnotify"
 	"github.com/heraldhq/herald/app/provider/meta"
 	"github.com/heraldhq/herald/app/provider/sandbox"
+	"github.com/heraldhq/herald/app/provider/ses"
+	"github.com/heraldhq/herald/app/provider/sns"
 	"github.com/heraldhq/herald/app/provider/webhook"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/jobs"
@@ -254,6 +256,8 @@ func connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 		Providers: provider.Set{
 			"meta":    &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log},
 			"webhook": &webhook.Provider{AllowHTTP: cfg.Dev()},
+			"ses":     &ses.Provider{Log: log},
+			"sns":     &sns.Provider{Log: log},
 			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
 				_, err := s.receipts.Apply(ctx, r)
 				return err

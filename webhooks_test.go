@@ -2,32 +2,50 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
 	"github.com/heraldhq/herald/app/provider/awsnotify"
 	"github.com/heraldhq/herald/app/provider/awsnotify/awsnotifytest"
+	"github.com/heraldhq/herald/app/provider/ses"
+	snsadapter "github.com/heraldhq/herald/app/provider/sns"
 	"github.com/heraldhq/herald/app/provider/webhook"
 )
 
 const sesTopic = "arn:aws:sns:eu-central-1:123456789012:herald-ses-events"
 
-// countingProvider accepts every send with a predictable id.
-type countingProvider struct {
-	prefix string
-}
-
-func (c *countingProvider) Send(ctx context.Context, m provider.Outbound) (string, error) {
-	return c.prefix + m.MessageID.String(), nil
+// fakeAWS answers SESv2 SendEmail (REST-JSON) and SNS Publish (query
+// protocol) the way Amazon does, so the real adapters run.
+func fakeAWS(t *testing.T) *httptest.Server {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := fmt.Sprintf("fake-%d-%s", n.Add(1), uuid.NewString())
+		if r.URL.Path == "/v2/email/outbound-emails" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"MessageId":%q}`, id)
+			return
+		}
+		_ = r.ParseForm()
+		if r.Form.Get("Action") != "Publish" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/xml")
+		_, _ = fmt.Fprintf(w, `<PublishResponse xmlns="http://sns.amazonaws.com/doc/2010-03-31/"><PublishResult><MessageId>%s</MessageId></PublishResult><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></PublishResponse>`, id)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 // useProvider replaces the tenant's sandbox account of a channel by an
@@ -38,7 +56,8 @@ func useProvider(t *testing.T, p *pipeline, ch app.Channel, providerName string)
 	require.NoError(t, p.svc.accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, sb.ID, app.AccountDisabled, ""))
 	_, err := p.svc.accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
 		Channel: ch, Provider: providerName, Name: providerName + " account", Activate: true,
-		Config: app.Attrs{"region": "eu-central-1", "sender_email": "bookings@acme.example"},
+		Config:  app.Attrs{"region": "eu-central-1", "sender_email": "bookings@acme.example"},
+		Secrets: map[string]string{"access_key_id": "AKIAHERALDTEST000001", "secret_access_key": "not-a-real-secret"},
 	})
 	require.NoError(t, err)
 }
@@ -71,7 +90,7 @@ func TestWebhook_SES(t *testing.T) {
 	sns := awsnotifytest.New(t)
 	p := newPipeline(t, pipelineOpts{
 		env:       map[string]string{"HERALD_SNS_TOPIC_ARNS": sesTopic},
-		providers: provider.Set{"ses": &countingProvider{prefix: "ses-"}},
+		providers: provider.Set{"ses": &ses.Provider{Endpoint: fakeAWS(t).URL}},
 		sns:       sns,
 	})
 	useProvider(t, p, app.Email, "ses")
@@ -180,7 +199,7 @@ func TestWebhook_SMS(t *testing.T) {
 	const secret = "sms-status-secret-0123456789"
 	p := newPipeline(t, pipelineOpts{
 		env:       map[string]string{"HERALD_SNS_TOPIC_ARNS": sesTopic, "HERALD_SMS_STATUS_SECRET": secret},
-		providers: provider.Set{"sns": &countingProvider{prefix: "sns-"}},
+		providers: provider.Set{"sns": &snsadapter.Provider{Endpoint: fakeAWS(t).URL}},
 		sns:       sns,
 	})
 	useProvider(t, p, app.SMS, "sns")

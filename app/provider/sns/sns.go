@@ -1,0 +1,146 @@
+// Package sns sends SMS through Amazon SNS (Publish to a phone number),
+// with the credentials and settings of each tenant's channel account, and
+// classifies SNS's errors for the dispatcher.
+package sns
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sns/types"
+
+	"github.com/heraldhq/herald/app/provider"
+)
+
+// Name is the provider name of Amazon SNS.
+const Name = "sns"
+
+// DefaultTimeout bounds a send when Provider.Timeout is zero.
+const DefaultTimeout = 30 * time.Second
+
+// SMS message attributes (PROVIDERS.md, "Amazon SNS SMS").
+const (
+	AttrSMSType           = "AWS.SNS.SMS.SMSType"
+	AttrSenderID          = "AWS.SNS.SMS.SenderID"
+	AttrOriginationNumber = "AWS.MM.SMS.OriginationNumber"
+)
+
+// MaxMessageBytes is the most SNS takes in one SMS publish; it splits the
+// text into parts of 140 bytes itself.
+const MaxMessageBytes = 1600
+
+var (
+	// e164 is a phone number in E.164 format, as Herald stores them.
+	e164 = regexp.MustCompile(`^\+[1-9][0-9]{1,14}$`)
+	// shortCode is a 3 to 8 digit short code, a possible origination number.
+	shortCode = regexp.MustCompile(`^[0-9]{3,8}$`)
+	// senderID is 1 to 11 letters and digits with at least one letter
+	// (the length is checked apart).
+	senderID = regexp.MustCompile(`^[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*$`)
+)
+
+// Provider sends SMS through SNS. An account's Config holds region
+// (required), and optionally sender_id (alphanumeric sender id) and
+// origination_number (a number or short code of the account); its Secrets
+// hold access_key_id and secret_access_key, or neither to use the server's
+// default AWS credential chain. The zero value is ready to use.
+type Provider struct {
+	// Endpoint replaces the regional SNS endpoint; tests point it at a
+	// local fake.
+	Endpoint string
+	// HTTPClient sends the requests; nil uses the SDK's default client,
+	// one for all accounts.
+	HTTPClient *http.Client
+	// Timeout bounds one send, resolving credentials included, so that a
+	// hanging connection turns into a retry instead of a stuck worker;
+	// zero means DefaultTimeout.
+	Timeout time.Duration
+	// Log, when set, receives a warning for every failure the error table
+	// does not know, so that new codes become visible and get classified
+	// instead of being retried silently.
+	Log *slog.Logger
+
+	clients clientCache
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// Send implements provider.Provider: one Publish call, whose MessageId is
+// the id SNS's SMS delivery status records carry.
+func (p *Provider) Send(ctx context.Context, m provider.Outbound) (string, error) {
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c, static, err := p.client(ctx, m.Account)
+	if err != nil {
+		return "", err
+	}
+	in, err := input(m)
+	if err != nil {
+		return "", err
+	}
+	out, err := c.Publish(ctx, in)
+	if err != nil {
+		pe, known := classify(err, static)
+		if !known && p.Log != nil {
+			p.Log.Warn("unclassified SNS error", "code", pe.Code, "reason", pe.Reason, "account_id", m.Account.ID, "message_id", m.MessageID)
+		}
+		return "", pe
+	}
+	if out.MessageId == nil || *out.MessageId == "" {
+		return "", &provider.Error{Code: "missing_message_id", Class: provider.Transient, Reason: "SNS accepted the message without returning a MessageId."}
+	}
+	return *out.MessageId, nil
+}
+
+// input builds the Publish request. Messages are always transactional:
+// Herald sends booking notifications, which SNS then routes for
+// reliability rather than cost.
+func input(m provider.Outbound) (*sns.PublishInput, error) {
+	cfg := m.Account.Config
+	attrs := map[string]types.MessageAttributeValue{
+		AttrSMSType: stringAttr("Transactional"),
+	}
+	if id := strings.TrimSpace(cfg[ConfigSenderID]); id != "" {
+		if len(id) > 11 || !senderID.MatchString(id) {
+			return nil, configError("config_invalid_sender_id", fmt.Sprintf("sender_id %q must be 1 to 11 letters and digits with at least one letter.", id))
+		}
+		attrs[AttrSenderID] = stringAttr(id)
+	}
+	if num := strings.TrimSpace(cfg[ConfigOriginationNumber]); num != "" {
+		if !e164.MatchString(num) && !shortCode.MatchString(num) {
+			return nil, configError("config_invalid_origination_number", fmt.Sprintf("origination_number %q is neither an E.164 number nor a short code.", num))
+		}
+		attrs[AttrOriginationNumber] = stringAttr(num)
+	}
+	if !e164.MatchString(m.To) {
+		// The reason reaches the timeline, where support sees addresses
+		// masked: it does not repeat the number.
+		return nil, &provider.Error{Code: "invalid_recipient", Class: provider.Permanent, Reason: "The recipient is not a phone number in E.164 format."}
+	}
+	switch n := len(m.Body); {
+	case strings.TrimSpace(m.Body) == "":
+		return nil, &provider.Error{Code: "empty_message", Class: provider.Permanent, Reason: "The SMS text is empty."}
+	case n > MaxMessageBytes:
+		return nil, &provider.Error{Code: "message_too_long", Class: provider.Permanent, Reason: fmt.Sprintf("The SMS text has %d bytes; SNS takes at most %d.", n, MaxMessageBytes)}
+	}
+	return &sns.PublishInput{
+		PhoneNumber:       aws.String(m.To),
+		Message:           aws.String(m.Body),
+		MessageAttributes: attrs,
+	}, nil
+}
+
+func stringAttr(v string) types.MessageAttributeValue {
+	return types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(v)}
+}
