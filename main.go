@@ -280,6 +280,11 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, role string) e
 		return err
 	}
 	defer svc.db.Close()
+	if pending, err := db.Pending(ctx, svc.db.SQL.DB); err != nil {
+		return fmt.Errorf("check migrations: %w", err)
+	} else if pending {
+		return errors.New("the database schema is not up to date: run `herald migrate` first")
+	}
 	if cfg.AdminEmail != "" {
 		if created, err := svc.users.EnsureOperator(ctx, app.SystemActor, cfg.AdminEmail, cfg.AdminPassword); err != nil {
 			return fmt.Errorf("HERALD_ADMIN_EMAIL: create operator admin: %w", err)

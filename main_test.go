@@ -203,3 +203,15 @@ func TestRun_ServeAndGracefulShutdown(t *testing.T) {
 	_, err = http.Get("http://" + addr + "/healthz")
 	require.Error(t, err, "the listener is closed after shutdown")
 }
+
+func TestRun_ServeRefusesUnmigratedDatabase(t *testing.T) {
+	t.Parallel()
+	b := &testBundle{env: map[string]string{
+		"DATABASE_URL":     dbtest.URL(dbtest.CreateEmptyDatabase(t)),
+		"HERALD_DATA_DIR":  t.TempDir(),
+		"HERALD_LOG_LEVEL": "warn",
+		"HERALD_ADDR":      "127.0.0.1:0",
+	}}
+	_, _, err := b.herald(t, "serve")
+	require.ErrorContains(t, err, "run `herald migrate` first")
+}

@@ -66,3 +66,23 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, sqlDB *sql.DB, log *slog.L
 	}
 	return res, nil
 }
+
+// Pending reports whether migrations are waiting to be applied, so that a
+// server started on an older schema stops with a clear message instead of
+// failing on its first query.
+func Pending(ctx context.Context, sqlDB *sql.DB) (bool, error) {
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, Migrations(), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return false, err
+	}
+	has, err := provider.HasPending(ctx)
+	if err != nil {
+		return false, err
+	}
+	if has {
+		return true, nil
+	}
+	var riverReady bool
+	err = sqlDB.QueryRowContext(ctx, `SELECT to_regclass('river_queue') IS NOT NULL`).Scan(&riverReady)
+	return !riverReady, err
+}
