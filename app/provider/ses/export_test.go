@@ -16,7 +16,5 @@ func (p *Provider) ClientFor(ctx context.Context, a provider.Account) (*sesv2.Cl
 
 // CachedClients counts the cached clients.
 func (p *Provider) CachedClients() int {
-	p.clients.mu.Lock()
-	defer p.clients.mu.Unlock()
-	return len(p.clients.clients)
+	return p.clients.Len()
 }

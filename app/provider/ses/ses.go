@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/idna"
 
 	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/awsclient"
 )
 
 // Name is the provider name of Amazon SES.
@@ -50,7 +51,7 @@ type Provider struct {
 	// instead of being retried silently.
 	Log *slog.Logger
 
-	clients clientCache
+	clients awsclient.Cache[*sesv2.Client]
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -123,12 +124,12 @@ func input(m provider.Outbound) (*sesv2.SendEmailInput, error) {
 	if rt := strings.TrimSpace(cfg[ConfigReplyTo]); rt != "" {
 		list, err := mail.ParseAddressList(rt)
 		if err != nil {
-			return nil, configError("config_invalid_reply_to", fmt.Sprintf("reply_to %q is not a list of e-mail addresses: %v", rt, err))
+			return nil, awsclient.ConfigError("config_invalid_reply_to", fmt.Sprintf("reply_to %q is not a list of e-mail addresses: %v", rt, err))
 		}
 		for _, a := range list {
 			addr, err := asciiAddress(a.Address)
 			if err != nil {
-				return nil, configError("config_invalid_reply_to", fmt.Sprintf("reply_to %q: %v", a.Address, err))
+				return nil, awsclient.ConfigError("config_invalid_reply_to", fmt.Sprintf("reply_to %q: %v", a.Address, err))
 			}
 			in.ReplyToAddresses = append(in.ReplyToAddresses, display(a.Name, addr))
 		}
@@ -141,15 +142,15 @@ func input(m provider.Outbound) (*sesv2.SendEmailInput, error) {
 func sender(email, name string) (string, error) {
 	email = strings.TrimSpace(email)
 	if email == "" {
-		return "", configError("config_missing_sender", "The SES account has no sender_email.")
+		return "", awsclient.ConfigError("config_missing_sender", "The SES account has no sender_email.")
 	}
 	a, err := mail.ParseAddress(email)
 	if err != nil {
-		return "", configError("config_invalid_sender", fmt.Sprintf("sender_email %q is not an e-mail address: %v", email, err))
+		return "", awsclient.ConfigError("config_invalid_sender", fmt.Sprintf("sender_email %q is not an e-mail address: %v", email, err))
 	}
 	addr, err := asciiAddress(a.Address)
 	if err != nil {
-		return "", configError("config_invalid_sender", fmt.Sprintf("sender_email %q: %v", email, err))
+		return "", awsclient.ConfigError("config_invalid_sender", fmt.Sprintf("sender_email %q: %v", email, err))
 	}
 	if n := strings.TrimSpace(name); n != "" {
 		a.Name = n

@@ -1,192 +1,65 @@
 package sns
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net/http"
-	"strconv"
 	"strings"
-	"time"
-
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/heraldhq/herald/app/provider"
-)
-
-// rule is how an SNS error code is classified.
-type rule struct {
-	class   provider.Class
-	account bool
-	// credentials marks rejected credentials: the tenant's to fix when the
-	// account brings its own keys, the operator's when it uses the server's
-	// default credential chain.
-	credentials bool
-	retryAfter  time.Duration
-}
-
-var (
-	permanent     = rule{class: provider.Permanent}
-	badCredential = rule{class: provider.Permanent, account: true, credentials: true}
-	transient     = rule{class: provider.Transient}
-	throttled     = rule{class: provider.RateLimited, retryAfter: time.Second}
+	"github.com/heraldhq/herald/app/provider/awsclient"
 )
 
 // rules classifies the codes Publish returns (PROVIDERS.md, "Amazon SNS
-// SMS") and the codes every AWS API may return. The keys are wire codes,
-// which differ from the SDK's type names: InvalidParameterValueException
-// is "ParameterValueInvalid", AuthorizationErrorException
-// "AuthorizationError".
-var rules = map[string]rule{
+// SMS"), on top of the codes every AWS API may return. The keys are wire
+// codes, which differ from the SDK's type names:
+// InvalidParameterValueException is "ParameterValueInvalid",
+// AuthorizationErrorException "AuthorizationError".
+var rules = awsclient.WithCommon(map[string]awsclient.Rule{
 	// The number (or the message) is unusable; a fallback channel may work.
-	"InvalidParameter":      permanent,
-	"ParameterValueInvalid": permanent,
-	"ValidationException":   permanent,
+	"InvalidParameter":      awsclient.Permanent,
+	"ParameterValueInvalid": awsclient.Permanent,
+	"ValidationException":   awsclient.Permanent,
 	// Publishing to an opted-out number normally succeeds and fails only
 	// in the delivery status, but the API has the code.
-	"OptedOut": permanent,
+	"OptedOut": awsclient.Permanent,
 	// Push endpoints and topics, not SMS; permanent should they appear.
-	"EndpointDisabled":            permanent,
-	"PlatformApplicationDisabled": permanent,
-	"NotFound":                    permanent,
+	"EndpointDisabled":            awsclient.Permanent,
+	"PlatformApplicationDisabled": awsclient.Permanent,
+	"NotFound":                    awsclient.Permanent,
 
 	// The principal may not publish.
-	"AuthorizationError": badCredential,
-	"InvalidSecurity":    badCredential,
+	"AuthorizationError": awsclient.BadCredential,
+	"InvalidSecurity":    awsclient.BadCredential,
 
 	// KMS problems of encrypted topics are transient (seed 000 §4.7).
-	"KMSThrottling":    throttled,
-	"KMSDisabled":      transient,
-	"KMSAccessDenied":  transient,
-	"KMSInvalidState":  transient,
-	"KMSNotFound":      transient,
-	"KMSOptInRequired": transient,
+	"KMSThrottling":    awsclient.Throttled,
+	"KMSDisabled":      awsclient.Transient,
+	"KMSAccessDenied":  awsclient.Transient,
+	"KMSInvalidState":  awsclient.Transient,
+	"KMSNotFound":      awsclient.Transient,
+	"KMSOptInRequired": awsclient.Transient,
 
-	"InternalError": transient,
 	// Publish's own rate limit (SMS messages per second).
-	"Throttled": throttled,
-
-	// Common AWS codes.
-	"UnrecognizedClientException":         badCredential,
-	"InvalidClientTokenId":                badCredential,
-	"InvalidSignatureException":           badCredential,
-	"SignatureDoesNotMatch":               badCredential,
-	"IncompleteSignature":                 badCredential,
-	"MissingAuthenticationToken":          badCredential,
-	"MissingAuthenticationTokenException": badCredential,
-	"AccessDeniedException":               badCredential,
-	"AccessDenied":                        badCredential,
-	"ExpiredToken":                        badCredential,
-	"ExpiredTokenException":               badCredential,
-	"OptInRequired":                       badCredential,
-	"Throttling":                          throttled,
-	"ThrottlingException":                 throttled,
-	"ThrottledException":                  throttled,
-	"RequestLimitExceeded":                throttled,
-	"TooManyRequests":                     throttled,
-	"InternalFailure":                     transient,
-	"ServiceUnavailable":                  transient,
-	"ServiceUnavailableException":         transient,
-	"RequestTimeout":                      transient,
-	"RequestTimeoutException":             transient,
-	// The request's signing time is too far from AWS's clock.
-	"RequestExpired": transient,
-}
+	"Throttled": awsclient.Throttled,
+})
 
 // userError classifies the seed's "UserError" (seed 000 §4.6): the monthly
 // SMS spending limit recovers when the month turns or an operator raises
 // the limit, anything else is permanent.
-func userError(msg string) rule {
+func userError(msg string) awsclient.Rule {
 	if strings.Contains(strings.ToLower(msg), "spending limit") {
-		return transient
+		return awsclient.Transient
 	}
-	return permanent
+	return awsclient.Permanent
 }
 
 // classify turns a Publish failure into a provider error. static says
-// whether the account brings its own keys. Anything not recognised is
-// transient, an unknown failure is retried rather than dropped, and known
-// is false so that the caller can make it visible.
+// whether the account brings its own keys; known is false for failures
+// the table does not know, so that the caller can make them visible.
 func classify(err error, static bool) (e *provider.Error, known bool) {
-	var pe *provider.Error
-	if errors.As(err, &pe) {
-		return pe, true
-	}
-	status, header := response(err)
-
-	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) {
-		code, msg := apiErr.ErrorCode(), reason(apiErr.ErrorMessage())
-		r, known := rules[code]
+	return awsclient.Classify(err, static, func(code, msg string) (awsclient.Rule, bool) {
 		if code == "UserError" {
-			r, known = userError(msg), true
+			return userError(msg), true
 		}
-		switch {
-		case known && r.credentials && !static:
-			// The server's own credentials were refused: suspending the
-			// tenant's account would not help, the operator must act.
-			return &provider.Error{Code: code, Class: provider.Transient, Reason: "server AWS credentials: " + msg}, true
-		case known:
-			e := &provider.Error{Code: code, Class: r.class, Reason: msg, Account: r.account}
-			if r.class == provider.RateLimited {
-				e.RetryAfter = retryAfter(header, r.retryAfter)
-			}
-			return e, true
-		case code == "" || code == "UnknownError":
-			// A body without a code (a proxy's error page, an empty 5xx):
-			// name the failure after its status.
-			code = fmt.Sprintf("http_%d", status)
-		}
-		if status == http.StatusTooManyRequests {
-			return &provider.Error{Code: code, Class: provider.RateLimited, Reason: msg, RetryAfter: retryAfter(header, time.Second)}, true
-		}
-		return &provider.Error{Code: code, Class: provider.Transient, Reason: msg}, status >= 500
-	}
-
-	msg := reason(err.Error())
-	var sendErr *smithyhttp.RequestSendError
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return &provider.Error{Code: "timeout", Class: provider.Transient, Reason: msg}, true
-	case errors.Is(err, context.Canceled):
-		return &provider.Error{Code: "canceled", Class: provider.Transient, Reason: msg}, true
-	case errors.As(err, &sendErr):
-		return &provider.Error{Code: "connection_error", Class: provider.Transient, Reason: msg}, true
-	case status == http.StatusTooManyRequests:
-		return &provider.Error{Code: "http_429", Class: provider.RateLimited, Reason: msg, RetryAfter: retryAfter(header, time.Second)}, true
-	case status != 0:
-		// An answer the SDK could not read, such as an HTML 502 page.
-		return &provider.Error{Code: fmt.Sprintf("http_%d", status), Class: provider.Transient, Reason: msg}, status >= 500
-	}
-	return &provider.Error{Code: "unknown", Class: provider.Transient, Reason: msg}, false
-}
-
-// response returns the HTTP status and headers of the answer err came
-// with, if there was one.
-func response(err error) (int, http.Header) {
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
-		return re.Response.StatusCode, re.Response.Header
-	}
-	return 0, nil
-}
-
-// retryAfter reads a Retry-After header given in seconds, or returns def.
-// AWS rarely sends one, but a proxy in front of the endpoint may.
-func retryAfter(header http.Header, def time.Duration) time.Duration {
-	if s, err := strconv.Atoi(strings.TrimSpace(header.Get("Retry-After"))); err == nil && s > 0 && s <= 3600 {
-		return time.Duration(s) * time.Second
-	}
-	return def
-}
-
-// reason shortens a provider message for the message timeline.
-func reason(s string) string {
-	const limit = 300
-	s = strings.TrimSpace(s)
-	if r := []rune(s); len(r) > limit {
-		return string(r[:limit]) + "…"
-	}
-	return s
+		r, ok := rules[code]
+		return r, ok
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
 
 	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/awsclient"
 )
 
 // Name is the provider name of Amazon SNS.
@@ -67,7 +68,7 @@ type Provider struct {
 	// instead of being retried silently.
 	Log *slog.Logger
 
-	clients clientCache
+	clients awsclient.Cache[*sns.Client]
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -113,13 +114,13 @@ func input(m provider.Outbound) (*sns.PublishInput, error) {
 	}
 	if id := strings.TrimSpace(cfg[ConfigSenderID]); id != "" {
 		if len(id) > 11 || !senderID.MatchString(id) {
-			return nil, configError("config_invalid_sender_id", fmt.Sprintf("sender_id %q must be 1 to 11 letters and digits with at least one letter.", id))
+			return nil, awsclient.ConfigError("config_invalid_sender_id", fmt.Sprintf("sender_id %q must be 1 to 11 letters and digits with at least one letter.", id))
 		}
 		attrs[AttrSenderID] = stringAttr(id)
 	}
 	if num := strings.TrimSpace(cfg[ConfigOriginationNumber]); num != "" {
 		if !e164.MatchString(num) && !shortCode.MatchString(num) {
-			return nil, configError("config_invalid_origination_number", fmt.Sprintf("origination_number %q is neither an E.164 number nor a short code.", num))
+			return nil, awsclient.ConfigError("config_invalid_origination_number", fmt.Sprintf("origination_number %q is neither an E.164 number nor a short code.", num))
 		}
 		attrs[AttrOriginationNumber] = stringAttr(num)
 	}

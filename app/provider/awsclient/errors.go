@@ -1,0 +1,163 @@
+package awsclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/heraldhq/herald/app/provider"
+)
+
+// Rule is how an AWS error code is classified.
+type Rule struct {
+	Class provider.Class
+	// Account marks codes that mean the channel account is broken.
+	Account bool
+	// Credentials marks rejected credentials: the tenant's to fix when the
+	// account brings its own keys, the operator's when it uses the server's
+	// default credential chain.
+	Credentials bool
+	// RetryAfter is the wait of a RateLimited code when the answer has no
+	// Retry-After header.
+	RetryAfter time.Duration
+}
+
+// The rules most codes share.
+var (
+	Permanent     = Rule{Class: provider.Permanent}
+	AccountBroken = Rule{Class: provider.Permanent, Account: true}
+	BadCredential = Rule{Class: provider.Permanent, Account: true, Credentials: true}
+	Transient     = Rule{Class: provider.Transient}
+	Throttled     = Rule{Class: provider.RateLimited, RetryAfter: time.Second}
+)
+
+// common classifies the codes every AWS API may return.
+var common = map[string]Rule{
+	"UnrecognizedClientException":         BadCredential,
+	"InvalidClientTokenId":                BadCredential,
+	"InvalidSignatureException":           BadCredential,
+	"SignatureDoesNotMatch":               BadCredential,
+	"IncompleteSignature":                 BadCredential,
+	"MissingAuthenticationToken":          BadCredential,
+	"MissingAuthenticationTokenException": BadCredential,
+	"AccessDeniedException":               BadCredential,
+	"AccessDenied":                        BadCredential,
+	"ExpiredToken":                        BadCredential,
+	"ExpiredTokenException":               BadCredential,
+	"OptInRequired":                       BadCredential,
+	"Throttling":                          Throttled,
+	"ThrottlingException":                 Throttled,
+	"ThrottledException":                  Throttled,
+	"RequestLimitExceeded":                Throttled,
+	"TooManyRequests":                     Throttled,
+	"InternalFailure":                     Transient,
+	"InternalError":                       Transient,
+	"ServiceUnavailable":                  Transient,
+	"ServiceUnavailableException":         Transient,
+	"RequestTimeout":                      Transient,
+	"RequestTimeoutException":             Transient,
+	// The request's signing time is too far from AWS's clock.
+	"RequestExpired": Transient,
+}
+
+// WithCommon returns a service's table extended with the codes every AWS
+// API may return, so that an adapter lists only its service's own codes.
+// The service's rule wins where both name a code.
+func WithCommon(service map[string]Rule) map[string]Rule {
+	rules := maps.Clone(common)
+	maps.Copy(rules, service)
+	return rules
+}
+
+// Classify turns a failed call into a provider error. static says whether
+// the account brings its own keys; rule looks up the service's rule for an
+// error code and message. Anything not recognised is transient, an
+// unknown failure is retried rather than dropped, and known is false so
+// that the caller can make it visible.
+func Classify(err error, static bool, rule func(code, msg string) (Rule, bool)) (e *provider.Error, known bool) {
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		return pe, true
+	}
+	status, header := response(err)
+
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		code, msg := apiErr.ErrorCode(), reason(apiErr.ErrorMessage())
+		r, known := rule(code, msg)
+		switch {
+		case known && r.Credentials && !static:
+			// The server's own credentials were refused: suspending the
+			// tenant's account would not help, the operator must act.
+			return &provider.Error{Code: code, Class: provider.Transient, Reason: "server AWS credentials: " + msg}, true
+		case known:
+			e := &provider.Error{Code: code, Class: r.Class, Reason: msg, Account: r.Account}
+			if r.Class == provider.RateLimited {
+				e.RetryAfter = retryAfter(header, r.RetryAfter)
+			}
+			return e, true
+		case code == "" || code == "UnknownError":
+			// A body without a code (a proxy's error page, an empty 5xx):
+			// name the failure after its status.
+			code = fmt.Sprintf("http_%d", status)
+		}
+		if status == http.StatusTooManyRequests {
+			return &provider.Error{Code: code, Class: provider.RateLimited, Reason: msg, RetryAfter: retryAfter(header, time.Second)}, true
+		}
+		return &provider.Error{Code: code, Class: provider.Transient, Reason: msg}, status >= 500
+	}
+
+	msg := reason(err.Error())
+	var sendErr *smithyhttp.RequestSendError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &provider.Error{Code: "timeout", Class: provider.Transient, Reason: msg}, true
+	case errors.Is(err, context.Canceled):
+		return &provider.Error{Code: "canceled", Class: provider.Transient, Reason: msg}, true
+	case errors.As(err, &sendErr):
+		return &provider.Error{Code: "connection_error", Class: provider.Transient, Reason: msg}, true
+	case status == http.StatusTooManyRequests:
+		return &provider.Error{Code: "http_429", Class: provider.RateLimited, Reason: msg, RetryAfter: retryAfter(header, time.Second)}, true
+	case status != 0:
+		// An answer the SDK could not read, such as an HTML 502 page.
+		return &provider.Error{Code: fmt.Sprintf("http_%d", status), Class: provider.Transient, Reason: msg}, status >= 500
+	}
+	return &provider.Error{Code: "unknown", Class: provider.Transient, Reason: msg}, false
+}
+
+// response returns the HTTP status and headers of the answer err came
+// with, if there was one.
+func response(err error) (int, http.Header) {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
+		return re.Response.StatusCode, re.Response.Header
+	}
+	return 0, nil
+}
+
+// retryAfter reads a Retry-After header given in seconds, or returns def.
+// AWS rarely sends one, but a proxy in front of the endpoint may.
+func retryAfter(header http.Header, def time.Duration) time.Duration {
+	if s, err := strconv.Atoi(strings.TrimSpace(header.Get("Retry-After"))); err == nil && s > 0 && s <= 3600 {
+		return time.Duration(s) * time.Second
+	}
+	return def
+}
+
+// reason shortens a provider message for the message timeline.
+func reason(s string) string {
+	const limit = 300
+	s = strings.TrimSpace(s)
+	if r := []rune(s); len(r) > limit {
+		return string(r[:limit]) + "…"
+	}
+	return s
+}
