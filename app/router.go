@@ -82,8 +82,12 @@ func (r *Router) resolveContact(ctx context.Context, tx Tx, tenantID uuid.UUID, 
 	c, err := tx.FindContact(ctx, tenantID, rc.PassengerProfileID, rc.Phone, rc.Email)
 	switch {
 	case err == nil:
-		// The request carries the newest details; keep them.
-		return c, tx.UpdateContact(ctx, c, rc, r.Now())
+		// The request carries the newest details; keep them (a write only
+		// when something changed: most events repeat what is known).
+		if contactChanged(c, rc) {
+			return c, tx.UpdateContact(ctx, c, rc, r.Now())
+		}
+		return c, nil
 	case ErrorCode(err) != ENOTFOUND:
 		return nil, err
 	}
@@ -102,6 +106,14 @@ func (r *Router) resolveContact(ctx context.Context, tx Tx, tenantID uuid.UUID, 
 		c.Locale = &rc.Locale
 	}
 	return tx.CreateContact(ctx, c)
+}
+
+// contactChanged reports whether a recipient brings details the contact
+// does not have yet; empty fields never count as a change.
+func contactChanged(c *Contact, rc Recipient) bool {
+	differs := func(stored *string, given string) bool { return given != "" && (stored == nil || *stored != given) }
+	return (rc.Name != "" && rc.Name != c.Name) || differs(c.Phone, rc.Phone) || differs(c.Email, rc.Email) ||
+		differs(c.Locale, rc.Locale) || (c.PassengerProfileID == nil && rc.PassengerProfileID != "")
 }
 
 // routeRecipient creates the messages of one recipient: every usable channel
