@@ -365,12 +365,26 @@ func startWorkers(ctx context.Context, svc *services, jc jobs.Config) (*river.Cl
 
 // newWebServer returns the HTTP server over the services.
 func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
-	return &web.Server{
+	s := &web.Server{
 		Config: cfg, Log: log, Health: svc.health, APIKeys: svc.apiKeys, Tenants: svc.tenants,
 		Intake: svc.intake, Messages: svc.messages, Receipts: svc.receipts, SNSVerifier: &awsnotify.Verifier{},
 		Inbound: &app.Inbound{Store: svc.store, Now: time.Now}, Hooks: &app.Hooks{Store: svc.store, Accounts: svc.accounts},
 		Registry: svc.registry, Version: version,
+		Users:    svc.users,
+		Sessions: &app.Sessions{Store: svc.store, Users: svc.users, Now: time.Now},
 	}
+
+	// Dashboard and queues.
+
+	// Channel accounts.
+
+	// Templates.
+
+	// Booking panel and messages.
+
+	// Scheduled notifications, approvals, API keys, users, audit, settings, tenants.
+
+	return s
 }
 
 func migrate(ctx context.Context, cfg app.Config, log *slog.Logger, stdout io.Writer) error {

@@ -27,6 +27,7 @@ import (
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/jobs"
+	"github.com/heraldhq/herald/web"
 )
 
 // pipeline is Herald wired as main wires it, on its own database, with a
@@ -36,6 +37,7 @@ type pipeline struct {
 	ctx    context.Context
 	svc    *services
 	http   *fiber.App
+	server *web.Server
 	worker *river.Client[pgx.Tx]
 	tenant *app.Tenant
 	key    string
@@ -78,7 +80,10 @@ func newPipeline(t *testing.T, opts pipelineOpts) *pipeline {
 	t.Cleanup(svc.db.Close)
 
 	p := &pipeline{t: t, ctx: ctx, svc: svc, cfg: cfg, log: log}
+	// Console users sign in in many tests; bcrypt's lowest cost keeps that fast.
+	svc.users.PasswordCost = 4
 	server := newWebServer(cfg, log, svc)
+	p.server = server
 	if opts.sns != nil {
 		server.SNSVerifier = opts.sns.Verifier
 	}
@@ -243,6 +248,16 @@ func (p *pipeline) count(query string, args ...any) int {
 		return tx.(*db.Tx).SQL().QueryRowContext(p.ctx, query, args...).Scan(&n)
 	}))
 	return n
+}
+
+// exec runs a statement in the platform scope, for tests that set up state
+// no service offers to set.
+func (p *pipeline) exec(query string, args ...any) {
+	p.t.Helper()
+	require.NoError(p.t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
+		_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, query, args...)
+		return err
+	}))
 }
 
 func (p *pipeline) timeline(messageID uuid.UUID) []*app.MessageEvent {

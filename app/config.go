@@ -87,6 +87,11 @@ type Config struct {
 	MetaBaseURL string
 	// PprofAddr, when set, serves Go's profiler there (keep it private).
 	PprofAddr string
+	// ClientIPHeader names the header a trusted proxy in front of Herald
+	// sets to the client's address (Fly-Client-IP on Fly.io); empty means
+	// the peer address. Sign-in throttling counts per client address, so
+	// behind a proxy this must be set.
+	ClientIPHeader string
 	// ShutdownTimeout bounds how long running jobs and requests may take to
 	// finish after SIGTERM.
 	ShutdownTimeout time.Duration
@@ -176,6 +181,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		c.SessionKey = []byte(v)
 	} else if c.Env == EnvProd {
 		return c, fmt.Errorf("HERALD_SESSION_KEY is required when HERALD_ENV=prod (at least 32 bytes)")
+	}
+
+	c.ClientIPHeader = strings.TrimSpace(getenv("HERALD_CLIENT_IP_HEADER"))
+	if strings.ContainsAny(c.ClientIPHeader, " :\t\r\n") {
+		return c, fmt.Errorf("HERALD_CLIENT_IP_HEADER must be a header name such as Fly-Client-IP, got %q", c.ClientIPHeader)
 	}
 
 	if (c.AdminEmail == "") != (c.AdminPassword == "") {

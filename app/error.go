@@ -15,7 +15,9 @@ const (
 	EUNAUTHORIZED = "unauthorized"
 	EFORBIDDEN    = "forbidden"
 	ETOOLARGE     = "too_large"
-	EINTERNAL     = "internal"
+	// ETOOMANY refuses a request made too often (sign-in attempts).
+	ETOOMANY  = "too_many_requests"
+	EINTERNAL = "internal"
 )
 
 // Error is Herald's one error type for failures a caller can act on. Code is

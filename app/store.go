@@ -28,6 +28,7 @@ type Store interface {
 type Tx interface {
 	TenantStore
 	UserStore
+	SessionStore
 	APIKeyStore
 	AuditStore
 	AccountStore

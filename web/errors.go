@@ -20,6 +20,7 @@ var statusOf = map[string]int{
 	app.EUNAUTHORIZED: fiber.StatusUnauthorized,
 	app.EFORBIDDEN:    fiber.StatusForbidden,
 	app.ETOOLARGE:     fiber.StatusRequestEntityTooLarge,
+	app.ETOOMANY:      fiber.StatusTooManyRequests,
 	app.EINTERNAL:     fiber.StatusInternalServerError,
 }
 
@@ -83,7 +84,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	}
 	c.Status(status)
 	c.Type("html", "utf-8")
-	return views.ErrorPage(views.Page{Title: message, Version: s.Version}, status, message, requestIDOf(c)).
+	return views.ErrorPage(s.page(c, message), status, message, requestIDOf(c)).
 		Render(c.UserContext(), c.Response().BodyWriter())
 }
 

@@ -2,11 +2,102 @@ package web
 
 import (
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/views"
 )
 
-// handleLoginPage shows the sign-in form.
+// handleHome sends a signed-in user to their start page and everyone else
+// to the sign-in form.
+// (requireUser runs first).
+func (s *Server) handleHome(c *fiber.Ctx) error {
+	home, err := s.homeOf(c, userOf(c))
+	if err != nil {
+		return err
+	}
+	return c.Redirect(home, fiber.StatusSeeOther)
+}
+
+// handleLoginPage shows the sign-in form, or the start page to a user who is
+// signed in already.
 func (s *Server) handleLoginPage(c *fiber.Ctx) error {
-	return s.render(c, views.LoginPage(s.page(c, "Sign in"), views.LoginForm{Next: c.Query("next")}))
+	if claims, err := s.parseSession(c.Cookies(cookieSession)); err == nil {
+		if u, err := s.Sessions.User(c.UserContext(), uuid.MustParse(claims.Subject), claims.Version); err == nil {
+			home, err := s.homeOf(c, u)
+			if err != nil {
+				return err
+			}
+			return c.Redirect(safeNext(c.Query("next"), home), fiber.StatusSeeOther)
+		}
+	}
+	p := s.page(c, "Sign in")
+	p.Flash = s.flashes(c)
+	return s.render(c, views.LoginPage(p, views.LoginForm{Next: safeNext(c.Query("next"), ""), CSRF: s.loginCSRF(c)}))
+}
+
+// handleLogin checks the sign-in form and starts a session.
+func (s *Server) handleLogin(c *fiber.Ctx) error {
+	form := views.LoginForm{Email: c.FormValue("email"), Next: safeNext(c.FormValue("next"), "")}
+	fail := func(status int, msg string) error {
+		form.Error, form.CSRF = msg, s.loginCSRF(c)
+		c.Status(status)
+		return s.render(c, views.LoginPage(s.page(c, "Sign in"), form))
+	}
+	if !s.checkLoginCSRF(c) {
+		return fail(fiber.StatusForbidden, "The sign-in form expired. Please try again (your browser must accept cookies).")
+	}
+	u, err := s.Sessions.Login(c.UserContext(), form.Email, c.FormValue("password"), c.IP())
+	switch app.ErrorCode(err) {
+	case "":
+	case app.ETOOMANY:
+		return fail(fiber.StatusTooManyRequests, app.ErrorMessage(err))
+	case app.EUNAUTHORIZED:
+		return fail(fiber.StatusUnauthorized, app.ErrorMessage(err))
+	default:
+		return err
+	}
+	s.issueSession(c, u, "")
+	s.clearCookie(c, cookieLogin)
+	home, err := s.homeOf(c, u)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(safeNext(form.Next, home), fiber.StatusSeeOther)
+}
+
+// handleLogout ends every session of the user.
+func (s *Server) handleLogout(c *fiber.Ctx) error {
+	if err := s.Sessions.Logout(c.UserContext(), userOf(c)); err != nil {
+		return err
+	}
+	s.clearCookie(c, cookieSession)
+	s.flash(c, "success", "You are signed out on every device.")
+	return c.Redirect("/login", fiber.StatusSeeOther)
+}
+
+// handlePasswordPage shows the password change form.
+func (s *Server) handlePasswordPage(c *fiber.Ctx) error {
+	return s.render(c, views.PasswordPage(s.page(c, "Change password"), nil))
+}
+
+// handlePassword changes the user's password. Every other session ends;
+// this browser gets a new session at the new version.
+func (s *Server) handlePassword(c *fiber.Ctx) error {
+	u := userOf(c)
+	err := s.Sessions.ChangePassword(c.UserContext(), u, c.FormValue("current"), c.FormValue("new"), c.FormValue("confirm"))
+	if app.ErrorCode(err) == app.EINVALID {
+		c.Status(fiber.StatusUnprocessableEntity)
+		return s.render(c, views.PasswordPage(s.page(c, "Change password"), views.FormErrorsOf(err)))
+	}
+	if err != nil {
+		return err
+	}
+	s.issueSession(c, u, "")
+	s.flash(c, "success", "Password changed. Every other session has been signed out.")
+	home, err := s.homeOf(c, u)
+	if err != nil {
+		return err
+	}
+	return c.Redirect(home, fiber.StatusSeeOther)
 }

@@ -2,6 +2,8 @@ package web
 
 import (
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // routes lists every route Herald serves, so the whole surface reads in one
@@ -34,6 +36,43 @@ func (s *Server) routes(a *fiber.App) {
 	a.Post("/webhooks/ses", s.handleWebhookSES)
 	a.Post("/webhooks/sns-sms", s.handleWebhookSMS)
 
-	a.Get("/", func(c *fiber.Ctx) error { return c.Redirect("/login") })
+	s.consoleRoutesOn(a)
+}
+
+// consoleRoutesOn registers the console. Every route but sign-in requires a
+// session (and a CSRF token on changes); routes under /t/:tenant require
+// access to that tenant; each route names the permission it requires.
+// Areas are kept in separate blocks.
+func (s *Server) consoleRoutesOn(a *fiber.App) {
 	a.Get("/login", s.handleLoginPage)
+	a.Post("/login", s.handleLogin)
+	a.Get("/", s.requireUser, s.handleHome)
+	a.Post("/logout", s.requireUser, s.handleLogout)
+	a.Get("/account/password", s.requireUser, s.handlePasswordPage)
+	a.Post("/account/password", s.requireUser, s.handlePassword)
+
+	// Operator pages: every tenant, River's queues, the platform audit log.
+	op := consoleGroup{s: s, r: a, mw: []fiber.Handler{s.requireUser}}
+	op.get("/tenants", app.PermPlatform, s.handleTenants)
+
+	// Queues.
+
+	// Platform audit log.
+
+	// Tenant pages.
+	t := consoleGroup{s: s, r: a, prefix: "/t/:tenant", tenant: true, mw: []fiber.Handler{s.requireUser, s.requireTenant}}
+
+	// Dashboard.
+	t.get("/", app.PermDashboard, s.handleDashboard)
+
+	// Channel accounts.
+
+	// Templates.
+
+	// Booking panel and messages.
+
+	// Scheduled notifications and approvals.
+
+	// API keys, users, audit log, settings.
+
 }

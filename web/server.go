@@ -31,13 +31,28 @@ type Server struct {
 	Receipts *app.Receipts
 	Inbound  *app.Inbound
 	Hooks    *app.Hooks
+	// Console services.
+	Users    *app.Users
+	Sessions *app.Sessions
+
+	// Dashboard and queues.
+
+	// Channel accounts.
+
+	// Templates.
+
+	// Booking panel and messages.
+
+	// Scheduled notifications, approvals, API keys, users, audit, settings, tenants.
+
 	// SNSVerifier checks the signatures of Amazon's webhook posts.
 	SNSVerifier *awsnotify.Verifier
 	// Registry receives the HTTP metrics and serves /metrics.
 	Registry *prometheus.Registry
 	Version  string
 
-	metrics *httpMetrics
+	metrics       *httpMetrics
+	consoleRoutes []ConsoleRoute
 }
 
 // App returns the fiber app with every route and middleware in place.
@@ -50,6 +65,9 @@ func (s *Server) App() *fiber.App {
 		IdleTimeout:           2 * time.Minute,
 		DisableStartupMessage: true,
 		ErrorHandler:          s.handleError,
+		// Behind a proxy, the client's address comes from its header (sign-in
+		// throttling counts by it).
+		ProxyHeader: s.Config.ClientIPHeader,
 	})
 	s.metrics = newHTTPMetrics(s.Registry)
 	s.routes(a)

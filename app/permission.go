@@ -1,0 +1,97 @@
+package app
+
+// Permission names one thing a console user may do. The console checks one
+// on every route; Permissions below is the only place that says which role
+// holds which.
+type Permission string
+
+// Platform permissions: only operators hold them.
+const (
+	// PermPlatform lists, creates and changes tenants (plan, retention,
+	// suspension) and switches into any tenant.
+	PermPlatform Permission = "platform"
+	// PermQueues shows River's queues and jobs, pauses and resumes queues,
+	// retries and cancels jobs. Queues are shared by every tenant.
+	PermQueues Permission = "queues"
+)
+
+// Tenant permissions: held within the user's own tenant (operators: within
+// any tenant they open).
+const (
+	PermDashboard Permission = "dashboard"
+	// PermMessages shows the booking panel, messages and their timelines.
+	PermMessages Permission = "messages.view"
+	// PermResend sends a message again or retries a failed one.
+	PermResend Permission = "messages.resend"
+	// PermCancelMessage cancels a queued message.
+	PermCancelMessage Permission = "messages.cancel"
+	// PermSchedules shows scheduled notifications and events awaiting approval.
+	PermSchedules Permission = "schedules.view"
+	// PermManageSchedules reschedules and cancels scheduled notifications.
+	PermManageSchedules Permission = "schedules.manage"
+	// PermApprove approves or rejects events that wait for approval.
+	PermApprove Permission = "approvals.decide"
+	// PermAddresses shows phone numbers and e-mail addresses unmasked.
+	PermAddresses Permission = "addresses.view"
+	// PermChannels shows and changes channel accounts (secrets stay
+	// write-only for everyone).
+	PermChannels Permission = "channels.manage"
+	// PermTemplates shows and changes templates.
+	PermTemplates Permission = "templates.manage"
+	// PermUsers invites, changes and disables the tenant's users.
+	PermUsers Permission = "users.manage"
+	// PermAPIKeys creates and revokes API keys.
+	PermAPIKeys Permission = "apikeys.manage"
+	// PermAudit reads the audit log.
+	PermAudit Permission = "audit.view"
+	// PermSettings changes the tenant's default locale, timezone and
+	// retention.
+	PermSettings Permission = "settings.manage"
+)
+
+// Permissions is the role table. Operators hold every permission.
+var Permissions = map[string][]Permission{
+	RoleOperator: {
+		PermPlatform, PermQueues,
+		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
+		PermApprove, PermAddresses, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
+	},
+	RoleManager: {
+		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
+		PermApprove, PermAddresses, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
+	},
+	RoleSupport: {
+		PermDashboard, PermMessages, PermResend, PermSchedules,
+	},
+}
+
+var permissionSet = func() map[string]map[Permission]bool {
+	m := map[string]map[Permission]bool{}
+	for role, perms := range Permissions {
+		m[role] = map[Permission]bool{}
+		for _, p := range perms {
+			m[role][p] = true
+		}
+	}
+	return m
+}()
+
+// Can reports whether role holds permission p.
+func Can(role string, p Permission) bool {
+	return permissionSet[role][p]
+}
+
+// Can reports whether the user's role holds permission p.
+func (u *User) Can(p Permission) bool {
+	return u != nil && u.DisabledAt == nil && Can(u.Role, p)
+}
+
+// RequirePermission returns EFORBIDDEN unless u holds p. Services that
+// change a tenant's data call it, so that a route that forgot its check
+// still cannot do what the role may not.
+func RequirePermission(u *User, p Permission) error {
+	if !u.Can(p) {
+		return Errorf(EFORBIDDEN, "Your role cannot do this.")
+	}
+	return nil
+}

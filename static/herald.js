@@ -1,0 +1,22 @@
+// Herald console behaviour: the little the pages need beyond htmx.
+(function () {
+  "use strict";
+
+  // Forms with data-confirm ask before they submit (destructive actions).
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    var question = form.getAttribute && form.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) {
+      e.preventDefault();
+      e.stopImmediatePropagation();
+    }
+  }, true);
+
+  // htmx requests carry the session's CSRF token like forms do.
+  document.addEventListener("htmx:configRequest", function (e) {
+    var meta = document.querySelector('meta[name="csrf-token"]');
+    if (meta) {
+      e.detail.headers["X-CSRF-Token"] = meta.getAttribute("content");
+    }
+  });
+})();

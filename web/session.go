@@ -1,0 +1,151 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/views"
+)
+
+// Console cookies. The session is a JWT; the login cookie ties the sign-in
+// form's CSRF token to the browser before anyone is signed in; the flash
+// cookie carries one notice across a redirect.
+const (
+	cookieSession = "herald_session"
+	cookieLogin   = "herald_login"
+	cookieFlash   = "herald_flash"
+)
+
+// sessionClaims is what the session cookie holds: the user (sub), the
+// user's session version when it was issued (sv), and a random session id
+// (jti) that the CSRF token derives from and that survives renewals.
+type sessionClaims struct {
+	jwt.RegisteredClaims
+	Version int `json:"sv"`
+}
+
+// issueSession sets a fresh session cookie for u.
+func (s *Server) issueSession(c *fiber.Ctx, u *app.User, jti string) {
+	now := time.Now()
+	if jti == "" {
+		jti = rand.Text()
+	}
+	claims := sessionClaims{
+		RegisteredClaims: jwt.RegisteredClaims{
+			Issuer:    "herald",
+			Subject:   u.ID.String(),
+			ID:        jti,
+			IssuedAt:  jwt.NewNumericDate(now),
+			ExpiresAt: jwt.NewNumericDate(now.Add(app.SessionTTL)),
+		},
+		Version: u.SessionVersion,
+	}
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.Config.SessionKey)
+	if err != nil {
+		// HS256 over a byte key cannot fail.
+		panic(err)
+	}
+	s.setCookie(c, cookieSession, token, now.Add(app.SessionTTL))
+}
+
+// parseSession returns the claims of a valid, unexpired session cookie.
+func (s *Server) parseSession(token string) (*sessionClaims, error) {
+	var claims sessionClaims
+	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return s.Config.SessionKey, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithIssuer("herald"), jwt.WithExpirationRequired(), jwt.WithIssuedAt())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := uuid.Parse(claims.Subject); err != nil || claims.ID == "" {
+		return nil, errors.New("session without subject or id")
+	}
+	return &claims, nil
+}
+
+func (s *Server) setCookie(c *fiber.Ctx, name, value string, expires time.Time) {
+	c.Cookie(&fiber.Cookie{
+		Name:     name,
+		Value:    value,
+		Path:     "/",
+		Expires:  expires,
+		HTTPOnly: true,
+		Secure:   !s.Config.Dev(),
+		SameSite: fiber.CookieSameSiteLaxMode,
+	})
+}
+
+func (s *Server) clearCookie(c *fiber.Ctx, name string) {
+	s.setCookie(c, name, "", time.Unix(1, 0))
+}
+
+// mac signs parts with the session key under a purpose, so that a value
+// made for one purpose never passes for another.
+func (s *Server) mac(purpose string, parts ...string) string {
+	h := hmac.New(sha256.New, s.Config.SessionKey)
+	h.Write([]byte(purpose))
+	for _, p := range parts {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// csrfToken is the token every form of a session carries.
+func (s *Server) csrfToken(claims *sessionClaims) string {
+	return s.mac("csrf", claims.ID)
+}
+
+// loginCSRF returns the sign-in form's token, setting the cookie it is tied
+// to when the browser has none.
+func (s *Server) loginCSRF(c *fiber.Ctx) string {
+	v := c.Cookies(cookieLogin)
+	if len(v) < 16 {
+		v = rand.Text()
+		s.setCookie(c, cookieLogin, v, time.Now().Add(24*time.Hour))
+	}
+	return s.mac("login", v)
+}
+
+// checkLoginCSRF checks the sign-in form's token against the cookie.
+func (s *Server) checkLoginCSRF(c *fiber.Ctx) bool {
+	v := c.Cookies(cookieLogin)
+	return len(v) >= 16 && hmac.Equal([]byte(c.FormValue("csrf")), []byte(s.mac("login", v)))
+}
+
+// flash stores a notice for the next page the browser loads.
+func (s *Server) flash(c *fiber.Ctx, kind, message string) {
+	b, _ := json.Marshal(views.Flash{Kind: kind, Message: message})
+	v := base64.RawURLEncoding.EncodeToString(b)
+	s.setCookie(c, cookieFlash, v+"."+s.mac("flash", v), time.Now().Add(5*time.Minute))
+}
+
+// takeFlash returns and clears the stored notice, if any.
+func (s *Server) takeFlash(c *fiber.Ctx) []views.Flash {
+	raw := c.Cookies(cookieFlash)
+	if raw == "" {
+		return nil
+	}
+	s.clearCookie(c, cookieFlash)
+	v, sig, ok := strings.Cut(raw, ".")
+	if !ok || !hmac.Equal([]byte(sig), []byte(s.mac("flash", v))) {
+		return nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	var f views.Flash
+	if err != nil || json.Unmarshal(b, &f) != nil || f.Message == "" {
+		return nil
+	}
+	return []views.Flash{f}
+}
