@@ -382,7 +382,9 @@ func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
 
 	// Booking panel and messages.
 
-	// Scheduled notifications, approvals, API keys, users, audit, settings, tenants.
+	// Scheduled notifications, approvals and the audit log.
+
+	// Tenants, settings, users and API keys.
 
 	return s
 }

@@ -37,6 +37,20 @@ type Tx interface {
 	ContactStore
 	MessageStore
 	MaintenanceStore
+
+	// Console stores, one block per area.
+
+	// Dashboard and queues.
+
+	// Channel accounts.
+
+	// Templates.
+
+	// Booking panel and messages.
+
+	// Scheduled notifications, approvals and the audit log.
+
+	// Tenants, settings, users and API keys.
 }
 
 // TenantStore reads and writes tenants.

@@ -71,8 +71,8 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 
 	// Booking panel and messages.
 
-	// Scheduled notifications and approvals.
+	// Scheduled notifications, approvals and the tenant's audit log.
 
-	// API keys, users, audit log, settings.
+	// Settings, users and API keys.
 
 }

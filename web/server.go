@@ -43,7 +43,9 @@ type Server struct {
 
 	// Booking panel and messages.
 
-	// Scheduled notifications, approvals, API keys, users, audit, settings, tenants.
+	// Scheduled notifications, approvals and the audit log.
+
+	// Tenants, settings, users and API keys.
 
 	// SNSVerifier checks the signatures of Amazon's webhook posts.
 	SNSVerifier *awsnotify.Verifier
