@@ -65,14 +65,15 @@ func (s *Server) handleScheduledList(c *fiber.Ctx) error {
 	return s.render(c, views.ScheduledPage(s.page(c, "Scheduled"), props))
 }
 
-// scheduledEventPage renders one notification with its reschedule form.
+// scheduledEventPage renders one notification with its reschedule form;
+// after a refused reschedule (errs set) the field keeps what was typed.
 func (s *Server) scheduledEventPage(c *fiber.Ctx, e *app.Event, value string, errs views.FormErrors) error {
 	rs, err := e.DecodeRecipients()
 	if err != nil {
 		return err
 	}
 	p := s.page(c, e.TriggerEvent)
-	if value == "" {
+	if errs == nil {
 		value = views.LocalInput(p, e)
 	}
 	return s.render(c, views.ScheduledEventPage(p, views.ScheduledEventProps{
