@@ -16,6 +16,9 @@ import (
 const (
 	previewRecipients    = 3
 	maxPreviewRecipients = 100
+	// approvalsPerPage is smaller than other lists: each event is a card
+	// with its rendered messages.
+	approvalsPerPage = 10
 )
 
 // eventParam reads the :id of an event route; a malformed id is as unknown
@@ -145,7 +148,8 @@ func (s *Server) handleScheduledCancel(c *fiber.Ctx) error {
 // would send.
 func (s *Server) handleApprovalList(c *fiber.Ctx) error {
 	u, t := userOf(c), tenantOf(c)
-	n, req := pageOf(c)
+	n, _ := pageOf(c)
+	req := app.PageRequest{Limit: approvalsPerPage + 1, Offset: (n - 1) * approvalsPerPage}
 	items, more, err := s.Schedules.Pending(c.UserContext(), u, t.ID, req, previewRecipients)
 	if err != nil {
 		return err
