@@ -369,8 +369,22 @@ func TestConsoleApprovals(t *testing.T) {
 		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'notification.approve' AND target_id = $1 AND actor_id = $2`,
 			first.String(), c.users[asManager].ID))
 
+		// The event's page now shows the stored messages, not a plan.
+		doc := manager.page("/t/acme/approvals/" + first.String())
+		require.Contains(t, text(doc.Find(".stored-note")), "approved")
+		stored := doc.Find(`.planned[data-role=stored]`)
+		require.Equal(t, 1, stored.Length())
+		require.Equal(t, "WHATSAPP", stored.AttrOr("data-channel", ""))
+		require.Contains(t, text(stored), "READ")
+		require.Contains(t, text(stored.Find(".body")), "The coach is delayed by 90 minutes.")
+		require.Zero(t, doc.Find(`form[action$="/approve"]`).Length())
+		doc = support.page("/t/acme/approvals/" + first.String())
+		require.Contains(t, text(doc.Find(`.planned[data-role=stored] .to`)), "+49 ••• ••• 6789")
+		require.NotContains(t, doc.Text(), "+4915123456789")
+
 		// Deciding again is a readable conflict, not a second send.
-		doc, resp := manager.postPage("/t/acme/approvals/"+first.String()+"/approve", nil)
+		manager.page("/t/acme/approvals")
+		doc, resp = manager.postPage("/t/acme/approvals/"+first.String()+"/approve", nil)
 		require.Equal(t, http.StatusConflict, resp.StatusCode)
 		require.Contains(t, text(doc.Find(".flash-error")), "no longer awaiting approval")
 		require.Zero(t, doc.Find(`form[action$="/approve"]`).Length())

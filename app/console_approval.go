@@ -20,6 +20,9 @@ const (
 	// PlanDuplicate: the same message went out before (a once-per-entity
 	// event), so routing does not send it again.
 	PlanDuplicate = "duplicate"
+	// PlanStored: the event was routed; this is the stored message, with
+	// its Status.
+	PlanStored = "stored"
 )
 
 // PlannedMessage is one message an event would send to one recipient on
@@ -37,6 +40,8 @@ type PlannedMessage struct {
 	Body    string
 	// HTML is true for e-mail bodies, which are HTML fragments.
 	HTML bool
+	// Status is the stored message's status (PlanStored only).
+	Status string
 }
 
 // RecipientPlan is what one recipient of an event would receive.
@@ -60,6 +65,9 @@ type ApprovalPreview struct {
 	Recipients []RecipientPlan
 	// Hidden counts the recipients not previewed (only the first ones are).
 	Hidden int
+	// Stored is true when the event was routed: the messages shown are the
+	// stored ones, not a plan.
+	Stored bool
 }
 
 // Pending returns one page of the tenant's events awaiting approval, each
@@ -121,6 +129,9 @@ func (s *Schedules) Preview(ctx context.Context, u *User, tenantID, eventID uuid
 func (s *Schedules) preview(ctx context.Context, tx Tx, u *User, se *ScheduledEvent, maxRecipients int) (*ApprovalPreview, error) {
 	e := &se.Event
 	p := &ApprovalPreview{Event: se}
+	if e.Status == EventRouted {
+		return s.stored(ctx, tx, u, p, maxRecipients)
+	}
 	def, err := e.Def()
 	if err != nil {
 		return nil, err
@@ -186,6 +197,70 @@ func (s *Schedules) preview(ctx context.Context, tx Tx, u *User, se *ScheduledEv
 			}
 		}
 		p.Recipients = append(p.Recipients, rp)
+	}
+	return p, nil
+}
+
+// stored fills the preview of a routed event from its stored messages, one
+// recipient per contact, in the order the messages were created.
+func (s *Schedules) stored(ctx context.Context, tx Tx, u *User, p *ApprovalPreview, maxRecipients int) (*ApprovalPreview, error) {
+	e := &p.Event.Event
+	p.Stored = true
+	ms, err := tx.MessagesByEvent(ctx, e.TenantID, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	showAddresses := u.Can(PermAddresses)
+	index := map[uuid.UUID]int{}
+	// who holds each recipient's addresses, to mask them where texts quote them.
+	var who []Recipient
+	for _, m := range ms {
+		var key uuid.UUID
+		if m.ContactID != nil {
+			key = *m.ContactID
+		}
+		i, ok := index[key]
+		if !ok {
+			if maxRecipients > 0 && len(p.Recipients) >= maxRecipients {
+				p.Hidden++
+				index[key] = -1
+				continue
+			}
+			rp, rc := RecipientPlan{Known: true}, Recipient{}
+			if m.ContactID != nil {
+				c, err := tx.ContactByID(ctx, e.TenantID, *m.ContactID)
+				if err != nil && ErrorCode(err) != ENOTFOUND {
+					return nil, err
+				} else if err == nil {
+					rp.Name, rc = c.Name, c.Recipient()
+				}
+			}
+			p.Recipients = append(p.Recipients, rp)
+			who = append(who, rc)
+			i = len(p.Recipients) - 1
+			index[key] = i
+		}
+		if i < 0 {
+			continue
+		}
+		pm := PlannedMessage{Channel: m.Channel, Role: PlanStored, Status: m.Status, To: m.ToAddress, Subject: m.Subject, Body: m.Body, HTML: m.Channel == Email}
+		if m.Locale != nil {
+			pm.Locale = *m.Locale
+		}
+		if !showAddresses {
+			rc := who[i]
+			if m.ToAddress == "" || m.Channel == Webhook {
+				// Nothing more to mask: no address, or a tenant's endpoint.
+			} else if m.Channel == Email {
+				rc.Email = m.ToAddress
+			} else {
+				rc.Phone = m.ToAddress
+			}
+			pm.To = MaskAddress(pm.To)
+			pm.Subject = maskAddressesIn(pm.Subject, rc)
+			pm.Body = maskAddressesIn(pm.Body, rc)
+		}
+		p.Recipients[i].Messages = append(p.Recipients[i].Messages, pm)
 	}
 	return p, nil
 }
