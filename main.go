@@ -383,6 +383,8 @@ func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
 	// Booking panel and messages.
 
 	// Scheduled notifications, approvals and the audit log.
+	s.Schedules = &app.Schedules{Store: svc.store, Intake: svc.intake, Router: svc.router, Now: time.Now}
+	s.AuditLog = &app.AuditLog{Store: svc.store, Audit: svc.audit, Now: time.Now}
 
 	// Tenants, settings, users and API keys.
 

@@ -49,6 +49,8 @@ type Tx interface {
 	// Booking panel and messages.
 
 	// Scheduled notifications, approvals and the audit log.
+	ScheduleStore
+	AuditLogStore
 
 	// Tenants, settings, users and API keys.
 }

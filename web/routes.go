@@ -58,6 +58,7 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	// Queues.
 
 	// Platform audit log.
+	op.get("/audit", app.PermPlatform, s.handlePlatformAudit)
 
 	// Tenant pages.
 	t := consoleGroup{s: s, r: a, prefix: "/t/:tenant", tenant: true, mw: []fiber.Handler{s.requireUser, s.requireTenant}}
@@ -72,6 +73,15 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	// Booking panel and messages.
 
 	// Scheduled notifications, approvals and the tenant's audit log.
+	t.get("/scheduled", app.PermSchedules, s.handleScheduledList)
+	t.get("/scheduled/:id", app.PermSchedules, s.handleScheduledShow)
+	t.post("/scheduled/:id/reschedule", app.PermManageSchedules, s.handleScheduledReschedule)
+	t.post("/scheduled/:id/cancel", app.PermManageSchedules, s.handleScheduledCancel)
+	t.get("/approvals", app.PermSchedules, s.handleApprovalList)
+	t.get("/approvals/:id", app.PermSchedules, s.handleApprovalShow)
+	t.post("/approvals/:id/approve", app.PermApprove, s.handleApprovalApprove)
+	t.post("/approvals/:id/reject", app.PermApprove, s.handleApprovalReject)
+	t.get("/audit", app.PermAudit, s.handleTenantAudit)
 
 	// Settings, users and API keys.
 

@@ -44,6 +44,8 @@ type Server struct {
 	// Booking panel and messages.
 
 	// Scheduled notifications, approvals and the audit log.
+	Schedules *app.Schedules
+	AuditLog  *app.AuditLog
 
 	// Tenants, settings, users and API keys.
 

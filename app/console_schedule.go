@@ -1,0 +1,159 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ScheduledEvent is an event waiting for its send_at, with the number of
+// people it goes to.
+type ScheduledEvent struct {
+	Event
+	RecipientCount int `db:"recipient_count"`
+}
+
+// ScheduleFilter narrows the list of scheduled notifications.
+type ScheduleFilter struct {
+	// TriggerEvent, when set, keeps one registry event.
+	TriggerEvent string
+	// EntityID, when set, keeps the events about one booking, trip or invoice.
+	EntityID string
+}
+
+// ScheduleStore reads what the scheduled-notifications and approvals pages
+// show. Changes go through Intake, as they do for the API.
+type ScheduleStore interface {
+	// UpcomingEvents returns the tenant's events that wait for a send_at
+	// after now (SCHEDULED, or AWAITING_APPROVAL with a time set), soonest
+	// first.
+	UpcomingEvents(ctx context.Context, tenantID uuid.UUID, f ScheduleFilter, now time.Time, page PageRequest) ([]*ScheduledEvent, error)
+	// EventsAwaitingApproval returns the tenant's events held for a
+	// manager's decision, newest first.
+	EventsAwaitingApproval(ctx context.Context, tenantID uuid.UUID, page PageRequest) ([]*ScheduledEvent, error)
+	// MessageKeyExists reports whether the tenant has a message with the
+	// idempotency key (routing would not send it again).
+	MessageKeyExists(ctx context.Context, tenantID uuid.UUID, key string) (bool, error)
+}
+
+// DateTimeLocalLayout is the value format of an HTML datetime-local input.
+const DateTimeLocalLayout = "2006-01-02T15:04"
+
+// Schedules serves the console's scheduled-notifications and approvals
+// pages. Reschedule, cancel and decisions are Intake's own methods, so the
+// console and the API change events in exactly the same way; Schedules adds
+// the console's permission checks and readable input errors.
+type Schedules struct {
+	Store  Store
+	Intake *Intake
+	// Router plans the messages an event awaiting approval would send,
+	// with the same template lookup and channel rules as routing.
+	Router *Router
+	Now    Clock
+}
+
+// Upcoming returns one page of the tenant's scheduled notifications,
+// soonest first, and whether more follow.
+func (s *Schedules) Upcoming(ctx context.Context, u *User, tenantID uuid.UUID, f ScheduleFilter, page PageRequest) ([]*ScheduledEvent, bool, error) {
+	if err := RequirePermission(u, PermSchedules); err != nil {
+		return nil, false, err
+	}
+	f.TriggerEvent = strings.TrimSpace(f.TriggerEvent)
+	f.EntityID = strings.TrimSpace(f.EntityID)
+	if f.TriggerEvent != "" {
+		if _, ok := LookupEvent(f.TriggerEvent); !ok {
+			return nil, false, FieldErrorf("event", "%q is not a known event; choose one from the list.", f.TriggerEvent)
+		}
+	}
+	if len(f.EntityID) > 200 {
+		return nil, false, FieldErrorf("entity", "A booking, trip or invoice id has at most 200 characters.")
+	}
+	var rows []*ScheduledEvent
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		rows, err = tx.UpcomingEvents(ctx, tenantID, f, s.Now(), page)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	rows, more := Page(rows, page)
+	return rows, more, nil
+}
+
+// Event returns one of the tenant's events; another tenant's id is not found.
+func (s *Schedules) Event(ctx context.Context, u *User, tenantID, eventID uuid.UUID) (*Event, error) {
+	if err := RequirePermission(u, PermSchedules); err != nil {
+		return nil, err
+	}
+	var e *Event
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		e, err = tx.EventByID(ctx, tenantID, eventID, false)
+		return err
+	})
+	return e, err
+}
+
+// ParseLocalTime reads a datetime-local value as a time in loc.
+func ParseLocalTime(field, value string, loc *time.Location) (time.Time, error) {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return time.Time{}, FieldErrorf(field, "Choose the new date and time.")
+	}
+	for _, layout := range []string{DateTimeLocalLayout, DateTimeLocalLayout + ":05", "2006-01-02 15:04"} {
+		if t, err := time.ParseInLocation(layout, value, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, FieldErrorf(field, "%q is not a date and time such as 2027-04-12T07:15.", value)
+}
+
+// Reschedule moves an event to a new time given as a datetime-local value
+// in the tenant's timezone. The version goes up and the audit log names
+// the user.
+func (s *Schedules) Reschedule(ctx context.Context, u *User, tenantID, eventID uuid.UUID, value string, loc *time.Location) (*Event, error) {
+	if err := RequirePermission(u, PermManageSchedules); err != nil {
+		return nil, err
+	}
+	at, err := ParseLocalTime("send_at", value, loc)
+	if err != nil {
+		return nil, err
+	}
+	if !at.After(s.Now()) {
+		return nil, FieldErrorf("send_at", "%s has passed; choose a time in the future.", at.Format("02 Jan 2006 15:04 MST"))
+	}
+	e, err := s.Intake.Reschedule(ctx, u.Actor(), tenantID, eventID, at)
+	if ErrorCode(err) == ECONFLICT {
+		return nil, Errorf(ECONFLICT, "This notification is no longer waiting to be sent, so it cannot be rescheduled.")
+	}
+	return e, err
+}
+
+// Cancel stops an event before it is sent.
+func (s *Schedules) Cancel(ctx context.Context, u *User, tenantID, eventID uuid.UUID) (*Event, error) {
+	if err := RequirePermission(u, PermManageSchedules); err != nil {
+		return nil, err
+	}
+	return s.Intake.Cancel(ctx, u.Actor(), tenantID, eventID)
+}
+
+// Decide approves an event awaiting approval, which routes it, or rejects
+// it with a reason.
+func (s *Schedules) Decide(ctx context.Context, u *User, tenantID, eventID uuid.UUID, approve bool, reason string) (*Event, error) {
+	if err := RequirePermission(u, PermApprove); err != nil {
+		return nil, err
+	}
+	reason = strings.TrimSpace(reason)
+	if !approve && reason == "" {
+		return nil, FieldErrorf("reason", "Say why the notification is rejected; the reason is kept with it and in the audit log.")
+	}
+	if len(reason) > 1000 {
+		return nil, FieldErrorf("reason", "The reason must be at most 1,000 characters.")
+	}
+	e, err := s.Intake.Decide(ctx, u.Actor(), tenantID, eventID, approve, reason)
+	if ErrorCode(err) == ECONFLICT {
+		return nil, Errorf(ECONFLICT, "This notification is no longer awaiting approval; someone may have decided it already.")
+	}
+	return e, err
+}
