@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -67,7 +69,22 @@ func CreateDatabase(t testing.TB) string {
 	if templateErr != nil {
 		t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", templateErr)
 	}
-	return createDatabase(t, "TEMPLATE "+templateName)
+	// Another checkout sharing this server with a different migration set
+	// drops templates it does not know (see ensureTemplate); build ours
+	// again and retry rather than fail the test.
+	for attempt := 1; ; attempt++ {
+		name, err := tryCreateDatabase(t, "TEMPLATE "+templateName)
+		if err == nil {
+			return name
+		}
+		var pgErr *pgconn.PgError
+		if attempt == 5 || !errors.As(err, &pgErr) || pgErr.Code != "3D000" {
+			t.Fatalf("dbtest: create database: %v", err)
+		}
+		if _, err := ensureTemplate(context.Background()); err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
+	}
 }
 
 // CreateEmptyDatabase creates a database with no schema at all, for tests of
@@ -79,11 +96,21 @@ func CreateEmptyDatabase(t testing.TB) string {
 
 func createDatabase(t testing.TB, options string) string {
 	t.Helper()
+	name, err := tryCreateDatabase(t, options)
+	if err != nil {
+		t.Fatalf("dbtest: create database: %v", err)
+	}
+	return name
+}
+
+// tryCreateDatabase creates a database dropped when t ends.
+func tryCreateDatabase(t testing.TB, options string) (string, error) {
+	t.Helper()
 	name := "herald_test_" + strings.ToLower(rand.Text()[:16])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := adminExec(ctx, fmt.Sprintf(`CREATE DATABASE %s %s`, name, options)); err != nil {
-		t.Fatalf("dbtest: create database: %v", err)
+		return "", err
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -92,7 +119,7 @@ func createDatabase(t testing.TB, options string) string {
 			t.Logf("dbtest: drop database %s: %v", name, err)
 		}
 	})
-	return name
+	return name, nil
 }
 
 // URL returns the connection URL of the named database on the test server.
