@@ -203,6 +203,7 @@ func TestConsoleTemplates_Create(t *testing.T) {
 		})
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "unknown placeholders do not stop saving")
 		doc := s.follow(resp)
+		require.Contains(t, text(doc.Find(".flash-warning")), "Template created as version 1")
 		require.Contains(t, text(doc.Find(".flash-warning")), "Unknown placeholders: {{seat_number}}")
 		require.Contains(t, text(doc.Find("#template-preview .preview-warning")), "{{seat_number}}", "the editor's preview warns too")
 	})
@@ -406,7 +407,9 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 		resp := s.post(path, url.Values{"version": {"2"}, "body": {edited + " {{gate}}"}})
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		doc := s.follow(resp)
+		require.Contains(t, text(doc.Find(".flash-warning")), "Saved as version 3")
 		require.Contains(t, text(doc.Find(".flash-warning")), "Unknown placeholders: {{gate}}")
+		require.Contains(t, text(doc.Find("#template-preview .preview-warning")), "{{gate}}")
 		version, _, _ := c.templateText(id)
 		require.Equal(t, 3, version)
 	})
@@ -462,6 +465,8 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 		require.Equal(t, strings.Split(original, "\n"), removed, "version 1's lines, marked removed")
 		require.Equal(t, []string{"Booking {{booking_reference}} confirmed.", "See you on {{departure_date}}, {{passenger_name}}! {{gate}}"}, added)
 		require.Equal(t, 0, doc.Find("table.diff-subject").Length(), "SMS templates have no subject to compare")
+
+		require.Equal(t, "Herald (default text)", text(doc.Find("dl.facts .author")))
 
 		doc = s.page(path + "/versions/2")
 		require.Equal(t, []string{"See you on {{departure_date}}, {{passenger_name}}!"},

@@ -168,22 +168,22 @@ func (s *Server) handleTemplateCreate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	s.flash(c, "success", "Template created as version 1 and active.")
-	s.flashWarnings(c, warnings)
+	s.flashSaved(c, "Template created as version 1 and active.", warnings)
 	return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
 }
 
-// flashWarnings tells the editor about placeholders the event does not
-// provide: saving works, but they render empty.
-func (s *Server) flashWarnings(c *fiber.Ctx, unknown []string) {
+// flashSaved reports a save, with a warning about placeholders the event
+// does not provide: saving works, but they render empty.
+func (s *Server) flashSaved(c *fiber.Ctx, msg string, unknown []string) {
 	if len(unknown) == 0 {
+		s.flash(c, "success", msg)
 		return
 	}
 	names := make([]string, len(unknown))
 	for i, n := range unknown {
 		names[i] = "{{" + n + "}}"
 	}
-	s.flash(c, "warning", "Unknown placeholders: "+strings.Join(names, ", ")+". This event does not provide them, so they render empty.")
+	s.flash(c, "warning", msg+" Unknown placeholders: "+strings.Join(names, ", ")+". This event does not provide them, so they render empty.")
 }
 
 // templateOf loads the template named in the path; a malformed or foreign
@@ -234,8 +234,7 @@ func (s *Server) handleTemplateUpdate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	s.flash(c, "success", "Saved as version "+strconv.Itoa(saved.Version)+"; version "+strconv.Itoa(saved.Version-1)+" is kept in the history.")
-	s.flashWarnings(c, warnings)
+	s.flashSaved(c, "Saved as version "+strconv.Itoa(saved.Version)+"; version "+strconv.Itoa(saved.Version-1)+" is kept in the history.", warnings)
 	return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
 }
 

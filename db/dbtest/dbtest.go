@@ -69,16 +69,16 @@ func CreateDatabase(t testing.TB) string {
 	if templateErr != nil {
 		t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", templateErr)
 	}
-	// Another checkout sharing this server with a different migration set
-	// drops templates it does not know (see ensureTemplate); build ours
-	// again and retry rather than fail the test.
+	// A checkout sharing this server with another migration set may have
+	// dropped our template (older versions of this harness dropped every
+	// template but their own); build it again and retry rather than fail.
 	for attempt := 1; ; attempt++ {
 		name, err := tryCreateDatabase(t, "TEMPLATE "+templateName)
 		if err == nil {
 			return name
 		}
 		var pgErr *pgconn.PgError
-		if attempt == 5 || !errors.As(err, &pgErr) || pgErr.Code != "3D000" {
+		if attempt == 10 || !errors.As(err, &pgErr) || pgErr.Code != "3D000" {
 			t.Fatalf("dbtest: create database: %v", err)
 		}
 		if _, err := ensureTemplate(context.Background()); err != nil {
@@ -174,18 +174,9 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	if exists {
 		return name, nil
 	}
-	// Templates of older migration sets are of no further use.
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'herald\_test\_tpl\_%'`)
-	if err != nil {
-		return "", err
-	}
-	old, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return "", err
-	}
-	for _, o := range old {
-		_, _ = conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, o))
-	}
+	// Templates of other migration sets stay: checkouts with other
+	// migrations (branches, worktrees) may share this server and be cloning
+	// theirs right now. `go tool task db:reset` clears them.
 
 	building := name + "_build"
 	_, _ = conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, building))
