@@ -388,6 +388,7 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 	require.Contains(t, text(doc.Find(`#template-form button[type=submit]`)), "Save as version 2")
 	require.Equal(t, 0, doc.Find(`select[name=event]`).Length(), "the key of a template is fixed")
 	require.NotEmpty(t, doc.Find("#template-preview pre.preview").Text(), "the editor opens with a preview")
+	require.Equal(t, 1, doc.Find(`a[href="/t/acme/templates/new?event=BOOKING_CONFIRMED&channel=SMS"]`).Length(), "another locale of the same text is one click away")
 
 	edited := "Booking {{booking_reference}} confirmed.\nSee you on {{departure_date}}, {{passenger_name}}!"
 	t.Run("SaveBumpsVersion", func(t *testing.T) {
