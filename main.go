@@ -379,6 +379,7 @@ func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
 	// Channel accounts.
 
 	// Templates.
+	s.Templates = svc.templates
 
 	// Booking panel and messages.
 

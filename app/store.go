@@ -45,6 +45,7 @@ type Tx interface {
 	// Channel accounts.
 
 	// Templates.
+	TemplateConsoleStore
 
 	// Booking panel and messages.
 

@@ -69,6 +69,17 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	// Channel accounts.
 
 	// Templates.
+	t.get("/templates", app.PermTemplates, s.handleTemplateList)
+	t.get("/templates/new", app.PermTemplates, s.handleTemplateNew)
+	t.post("/templates", app.PermTemplates, s.handleTemplateCreate)
+	t.post("/templates/preview", app.PermTemplates, s.handleTemplatePreview)
+	t.get("/templates/:id", app.PermTemplates, s.handleTemplateEdit)
+	t.post("/templates/:id", app.PermTemplates, s.handleTemplateUpdate)
+	t.get("/templates/:id/versions", app.PermTemplates, s.handleTemplateHistory)
+	t.get("/templates/:id/versions/:version", app.PermTemplates, s.handleTemplateVersion)
+	t.post("/templates/:id/versions/:version/restore", app.PermTemplates, s.handleTemplateRestore)
+	t.post("/templates/:id/deactivate", app.PermTemplates, s.handleTemplateDeactivate)
+	t.post("/templates/:id/reactivate", app.PermTemplates, s.handleTemplateReactivate)
 
 	// Booking panel and messages.
 

@@ -40,6 +40,7 @@ type Server struct {
 	// Channel accounts.
 
 	// Templates.
+	Templates *app.Templates
 
 	// Booking panel and messages.
 

@@ -1,0 +1,485 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// TemplateConsoleStore serves the console's template pages: lists, history
+// and activation. Creating and saving use TemplateStore.
+type TemplateConsoleStore interface {
+	// ListTemplates returns the tenant's templates matching f, most
+	// recently updated first.
+	ListTemplates(ctx context.Context, tenantID uuid.UUID, f TemplateFilter, page PageRequest) ([]*Template, error)
+	// TemplateLocales returns the distinct locales of the tenant's templates.
+	TemplateLocales(ctx context.Context, tenantID uuid.UUID) ([]string, error)
+	// TemplateByKey returns the tenant's template of an event, channel and
+	// locale, active or not.
+	TemplateByKey(ctx context.Context, tenantID uuid.UUID, event string, ch Channel, locale string) (*Template, error)
+	// TemplateVersions returns a template's versions, the current one
+	// included, newest first.
+	TemplateVersions(ctx context.Context, tenantID, templateID uuid.UUID, page PageRequest) ([]*TemplateVersion, error)
+	// TemplateVersion returns one earlier version of a template.
+	TemplateVersion(ctx context.Context, tenantID, templateID uuid.UUID, version int) (*TemplateVersion, error)
+	// SetTemplateActive switches a template on or off for routing.
+	SetTemplateActive(ctx context.Context, tenantID, id uuid.UUID, active bool) error
+}
+
+// TemplateFilter narrows the console's template list; empty fields match
+// everything.
+type TemplateFilter struct {
+	Event   string
+	Channel Channel
+	Locale  string
+	// Active, when set, keeps only active (true) or inactive (false)
+	// templates.
+	Active *bool
+}
+
+// TemplateVersion is one version of a template's content: an earlier one
+// from template_versions, or the current one.
+type TemplateVersion struct {
+	TemplateID       uuid.UUID  `db:"template_id"`
+	Version          int        `db:"version"`
+	Subject          string     `db:"subject"`
+	Body             string     `db:"body"`
+	WhatsAppTemplate JSON       `db:"whatsapp_template"`
+	UpdatedBy        *uuid.UUID `db:"updated_by"`
+	// AuthorEmail is the author's address when the author is a user of the
+	// tenant (operators' accounts are not the tenant's to read).
+	AuthorEmail *string   `db:"author_email"`
+	CreatedAt   time.Time `db:"created_at"`
+	// Current is true for the template's current content.
+	Current bool `db:"current"`
+}
+
+// Author names who wrote a version, for the history page.
+func (v *TemplateVersion) Author() string {
+	switch {
+	case v.AuthorEmail != nil:
+		return *v.AuthorEmail
+	case v.UpdatedBy != nil:
+		return "Herald operator"
+	default:
+		return "Herald (default text)"
+	}
+}
+
+// Spec decodes the version's WhatsApp template, if any.
+func (v *TemplateVersion) Spec() (*WhatsAppTemplateSpec, error) {
+	t := Template{ID: v.TemplateID, WhatsAppTemplate: v.WhatsAppTemplate}
+	return t.Spec()
+}
+
+// NewTemplateInput is what creating a template takes: its key and its
+// content.
+type NewTemplateInput struct {
+	Event   string
+	Channel string
+	Locale  string
+	TemplateInput
+}
+
+var (
+	metaTemplateName     = regexp.MustCompile(`^[a-z0-9_]{1,512}$`)
+	metaTemplateLanguage = regexp.MustCompile(`^[a-z]{2,3}(_[A-Za-z]{2,4})?$`)
+)
+
+// validateMetaSpec checks the parts of a Meta template reference that Meta
+// itself would reject, so a typo shows in the editor and not as a failed
+// send.
+func validateMetaSpec(s *WhatsAppTemplateSpec) error {
+	if s == nil {
+		return nil
+	}
+	if s.Name != "" && !metaTemplateName.MatchString(s.Name) {
+		return FieldErrorf("whatsapp_template", "Meta template names use lower-case letters, digits and underscores, such as booking_confirmed_v2.")
+	}
+	if s.Language != "" && !metaTemplateLanguage.MatchString(s.Language) {
+		return FieldErrorf("whatsapp_template", "Meta template languages are codes such as de, en_US or pt_BR.")
+	}
+	return nil
+}
+
+// TemplateChannelsOf returns the channels a template of the event may be
+// written for: the event's channels plus SMS where WhatsApp is one.
+func TemplateChannelsOf(event string) []Channel {
+	def, ok := LookupEvent(event)
+	if !ok {
+		return nil
+	}
+	return def.TemplateChannels()
+}
+
+// List returns one page of the tenant's templates and whether more follow.
+func (s *Templates) List(ctx context.Context, u *User, tenantID uuid.UUID, f TemplateFilter, page PageRequest) (rows []*Template, more bool, err error) {
+	if err := RequirePermission(u, PermTemplates); err != nil {
+		return nil, false, err
+	}
+	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+		rows, err = tx.ListTemplates(ctx, tenantID, f, page)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	rows, more = Page(rows, page)
+	return rows, more, nil
+}
+
+// Locales returns the locales the tenant has templates in, for filters.
+func (s *Templates) Locales(ctx context.Context, u *User, tenantID uuid.UUID) (out []string, err error) {
+	if err := RequirePermission(u, PermTemplates); err != nil {
+		return nil, err
+	}
+	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+		out, err = tx.TemplateLocales(ctx, tenantID)
+		return err
+	})
+	return out, err
+}
+
+// Get returns one of the tenant's templates.
+func (s *Templates) Get(ctx context.Context, u *User, tenantID, id uuid.UUID) (t *Template, err error) {
+	if err := RequirePermission(u, PermTemplates); err != nil {
+		return nil, err
+	}
+	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+		t, err = tx.TemplateByID(ctx, tenantID, id)
+		return err
+	})
+	return t, err
+}
+
+// Create stores a new template at version 1, active, and returns it with
+// the unknown placeholders as warnings. A template for the same event,
+// channel and locale is a conflict: edit that one instead.
+func (s *Templates) Create(ctx context.Context, u *User, tenantID uuid.UUID, in NewTemplateInput) (*Template, []string, error) {
+	if err := RequirePermission(u, PermTemplates); err != nil {
+		return nil, nil, err
+	}
+	def, ok := LookupEvent(strings.TrimSpace(in.Event))
+	if !ok {
+		if strings.TrimSpace(in.Event) == "" {
+			return nil, nil, FieldErrorf("event", "Choose the event this template is for.")
+		}
+		return nil, nil, FieldErrorf("event", "%q is not an event Herald knows.", in.Event)
+	}
+	ch, ok := ParseChannel(strings.TrimSpace(in.Channel))
+	if !ok || !slices.Contains(def.TemplateChannels(), ch) {
+		if strings.TrimSpace(in.Channel) == "" {
+			return nil, nil, FieldErrorf("channel", "Choose the channel this template is for.")
+		}
+		return nil, nil, FieldErrorf("channel", "%s is not sent on %q; choose one of %s.", def.Name, in.Channel, channelList(def.TemplateChannels()))
+	}
+	if strings.TrimSpace(in.Locale) == "" {
+		return nil, nil, FieldErrorf("locale", "Locale is required (a language tag such as de-DE or en).")
+	}
+	locale, err := NormalizeLocale(strings.TrimSpace(in.Locale))
+	if err != nil {
+		return nil, nil, FieldErrorf("locale", "%s", err.Error())
+	}
+	if err := validateMetaSpec(in.WhatsAppTemplate); err != nil {
+		return nil, nil, err
+	}
+	warnings, err := ValidateTemplate(def, ch, in.TemplateInput)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	now := s.Now()
+	actor := u.Actor()
+	t := &Template{
+		ID: uuid.New(), TenantID: tenantID, TriggerEvent: def.Name, Channel: ch, Locale: locale,
+		Subject: in.Subject, Body: in.Body, Version: 1, IsActive: true, UpdatedBy: actor.ID, CreatedAt: now, UpdatedAt: now,
+	}
+	if in.WhatsAppTemplate != nil {
+		t.WhatsAppTemplate, _ = json.Marshal(in.WhatsAppTemplate)
+	}
+	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+		_, err := tx.TemplateByKey(ctx, tenantID, t.TriggerEvent, t.Channel, t.Locale)
+		switch {
+		case err == nil:
+			return duplicateTemplate(t)
+		case ErrorCode(err) != ENOTFOUND:
+			return err
+		}
+		if err := tx.CreateTemplates(ctx, []*Template{t}); err != nil {
+			// A race with another editor creating the same template.
+			if ErrorCode(err) == ECONFLICT {
+				return duplicateTemplate(t)
+			}
+			return err
+		}
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "template.create", "template", t.ID.String(),
+			map[string]any{"version": 1, "event": t.TriggerEvent, "channel": t.Channel, "locale": t.Locale}))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, warnings, nil
+}
+
+func duplicateTemplate(t *Template) error {
+	return FieldErrorf("locale", "There is already a %s template for %s in %s; edit that one instead.", t.Channel, t.TriggerEvent, t.Locale)
+}
+
+func channelList(chs []Channel) string {
+	s := make([]string, len(chs))
+	for i, c := range chs {
+		s[i] = string(c)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Edit saves new content for a template (see Save: the version goes up and
+// the old content is kept). baseVersion is the version the editor started
+// from; when someone saved in between, nothing is stored and the editor is
+// told, so that one person's changes do not silently replace another's.
+// The template's active state is kept.
+func (s *Templates) Edit(ctx context.Context, u *User, tenantID, id uuid.UUID, baseVersion int, in TemplateInput) (*Template, []string, error) {
+	if err := RequirePermission(u, PermTemplates); err != nil {
+		return nil, nil, err
+	}
+	if err := validateMetaSpec(in.WhatsAppTemplate); err != nil {
+		return nil, nil, err
+	}
+	cur, err := s.Get(ctx, u, tenantID, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if baseVersion != 0 && baseVersion != cur.Version {
+		return nil, nil, Errorf(ECONFLICT, "This template was saved as version %d by someone else while you were editing version %d. Copy your changes, reload the page and apply them again.", cur.Version, baseVersion)
+	}
+	in.IsActive = cur.IsActive
+	return s.Save(ctx, u.Actor(), tenantID, id, in)
+}
+
+// History returns one page of a template's versions, the current one first.
+func (s *Templates) History(ctx context.Context, u *User, tenantID, id uuid.UUID, page PageRequest) (t *Template, rows []*TemplateVersion, more bool, err error) {
+	if err := RequirePermission(u, PermTemplates); err != nil {
+		return nil, nil, false, err
+	}
+	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+		if t, err = tx.TemplateByID(ctx, tenantID, id); err != nil {
+			return err
+		}
+		rows, err = tx.TemplateVersions(ctx, tenantID, id, page)
+		return err
+	})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	rows, more = Page(rows, page)
+	return t, rows, more, nil
+}
+
+// TemplateComparison is an earlier version of a template set against its
+// current content.
+type TemplateComparison struct {
+	Template *Template
+	Version  *TemplateVersion
+	Subject  []DiffLine
+	Body     []DiffLine
+	// WhatsApp compares the Meta template references, one field a line.
+	WhatsApp []DiffLine
+}
+
+// Changed reports whether the version differs from the current content.
+func (c *TemplateComparison) Changed() bool {
+	return DiffChanged(c.Subject) || DiffChanged(c.Body) || DiffChanged(c.WhatsApp)
+}
+
+// Compare diffs an earlier version of a template against its current
+// content, line by line.
+func (s *Templates) Compare(ctx context.Context, u *User, tenantID, id uuid.UUID, version int) (*TemplateComparison, error) {
+	if err := RequirePermission(u, PermTemplates); err != nil {
+		return nil, err
+	}
+	var c TemplateComparison
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		if c.Template, err = tx.TemplateByID(ctx, tenantID, id); err != nil {
+			return err
+		}
+		c.Version, err = tx.TemplateVersion(ctx, tenantID, id, version)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.Subject = DiffLines(c.Version.Subject, c.Template.Subject)
+	c.Body = DiffLines(c.Version.Body, c.Template.Body)
+	oldSpec, _ := c.Version.Spec()
+	newSpec, _ := c.Template.Spec()
+	c.WhatsApp = DiffLines(specText(oldSpec), specText(newSpec))
+	return &c, nil
+}
+
+// specText writes a Meta template reference as lines for a diff.
+func specText(s *WhatsAppTemplateSpec) string {
+	if s == nil {
+		return ""
+	}
+	return fmt.Sprintf("name: %s\nlanguage: %s\nparameters: %s", s.Name, s.Language, strings.Join(s.Parameters, ", "))
+}
+
+// Restore makes an earlier version's content current again, as a new
+// version: history only grows, so the restore itself can be undone.
+func (s *Templates) Restore(ctx context.Context, u *User, tenantID, id uuid.UUID, version int) (*Template, error) {
+	if err := RequirePermission(u, PermTemplates); err != nil {
+		return nil, err
+	}
+	actor := u.Actor()
+	var t *Template
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		if t, err = tx.TemplateByID(ctx, tenantID, id); err != nil {
+			return err
+		}
+		old, err := tx.TemplateVersion(ctx, tenantID, id, version)
+		if err != nil {
+			return err
+		}
+		if err := tx.InsertTemplateVersion(ctx, t); err != nil {
+			return err
+		}
+		t.Subject, t.Body, t.WhatsAppTemplate = old.Subject, old.Body, old.WhatsAppTemplate
+		t.Version++
+		t.UpdatedBy, t.UpdatedAt = actor.ID, s.Now()
+		if err := tx.UpdateTemplate(ctx, t); err != nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "template.restore", "template", t.ID.String(),
+			map[string]any{"version": t.Version, "restored_version": version, "event": t.TriggerEvent, "channel": t.Channel, "locale": t.Locale}))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// SetActive switches a template on or off. Routing skips an inactive
+// template and falls back along the locale chain. The content and its
+// version stay as they are.
+func (s *Templates) SetActive(ctx context.Context, u *User, tenantID, id uuid.UUID, active bool) (*Template, error) {
+	if err := RequirePermission(u, PermTemplates); err != nil {
+		return nil, err
+	}
+	actor := u.Actor()
+	var t *Template
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		if t, err = tx.TemplateByID(ctx, tenantID, id); err != nil {
+			return err
+		}
+		if t.IsActive == active {
+			return nil
+		}
+		if err := tx.SetTemplateActive(ctx, tenantID, id, active); err != nil {
+			return err
+		}
+		t.IsActive = active
+		action := "template.deactivate"
+		if active {
+			action = "template.reactivate"
+		}
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, action, "template", t.ID.String(),
+			map[string]any{"version": t.Version, "event": t.TriggerEvent, "channel": t.Channel, "locale": t.Locale}))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// SampleRecipient is the recipient template previews are rendered for.
+var SampleRecipient = Recipient{Name: "Anna Schmidt", Phone: "+49 151 23456789", Email: "anna.schmidt@example.com", Locale: "de-DE"}
+
+// TemplateVariable is one placeholder a template may use, with the value
+// previews fill in.
+type TemplateVariable struct {
+	Name   string
+	Sample string
+	// Recipient is true for the recipient's fields, which every event has.
+	Recipient bool
+}
+
+// TemplateVariables lists the placeholders of an event with their sample
+// values: the event's context variables, then the recipient's fields.
+func TemplateVariables(def *EventDef) []TemplateVariable {
+	vars := SampleVars(def, nil)
+	out := make([]TemplateVariable, 0, len(def.Variables)+len(RecipientVariables))
+	for _, v := range def.Variables {
+		out = append(out, TemplateVariable{Name: v, Sample: vars[v]})
+	}
+	for _, v := range RecipientVariables {
+		out = append(out, TemplateVariable{Name: v, Sample: vars[v], Recipient: true})
+	}
+	return out
+}
+
+// SampleVars returns the variables a preview renders with: the event's
+// sample context and the sample recipient, as the pipeline would flatten
+// them, with overrides for the event's own variables (an editor trying a
+// long name, say). Overrides of names the event does not have are ignored.
+func SampleVars(def *EventDef, overrides map[string]string) map[string]string {
+	vars := TemplateVars(def.Sample, SampleRecipient)
+	known := map[string]bool{}
+	for _, v := range def.Variables {
+		known[v] = true
+	}
+	for _, v := range RecipientVariables {
+		known[v] = true
+	}
+	for k, v := range overrides {
+		if k = strings.ToLower(k); known[k] {
+			vars[k] = v
+		}
+	}
+	return vars
+}
+
+// TemplatePreview is a template rendered with sample values, exactly as the
+// pipeline renders it.
+type TemplatePreview struct {
+	Channel Channel
+	Subject string
+	Body    string
+	// Unknown are placeholders the event does not provide: they render
+	// empty.
+	Unknown []string
+	// Parameters are the Meta template's body parameters in order, with
+	// their values, when the template names a Meta template.
+	Parameters []TemplateVariable
+	// Problem says why the content could not be saved as it is (an empty
+	// body, an e-mail without subject), if so.
+	Problem string
+}
+
+// PreviewTemplate renders content for an event and channel with sample
+// values: e-mail bodies with HTML-escaped values, every other channel as
+// plain text, as routing does.
+func PreviewTemplate(def *EventDef, ch Channel, in TemplateInput, overrides map[string]string) *TemplatePreview {
+	vars := SampleVars(def, overrides)
+	p := &TemplatePreview{Channel: ch}
+	p.Body, _ = Render(in.Body, vars, ch == Email)
+	subject, _ := Render(in.Subject, vars, false)
+	p.Subject = strings.TrimSpace(subject)
+	if _, err := ValidateTemplate(def, ch, in); err != nil {
+		p.Problem = ErrorMessage(err)
+	} else if err := validateMetaSpec(in.WhatsAppTemplate); err != nil {
+		p.Problem = ErrorMessage(err)
+	}
+	p.Unknown = UnknownPlaceholders(def, in.Subject+" "+in.Body)
+	if s := in.WhatsAppTemplate; s != nil && ch == WhatsApp {
+		for _, name := range s.Parameters {
+			p.Parameters = append(p.Parameters, TemplateVariable{Name: name, Sample: vars[strings.ToLower(name)]})
+		}
+	}
+	return p
+}

@@ -1,0 +1,342 @@
+package web
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/views"
+)
+
+// templateFilterOf reads the template list's filters from the query string.
+// Values the list does not know are dropped rather than refused: a filter
+// link from an old bookmark still opens the list.
+func templateFilterOf(c *fiber.Ctx) (views.TemplateFilter, app.TemplateFilter) {
+	var v views.TemplateFilter
+	var f app.TemplateFilter
+	if def, ok := app.LookupEvent(strings.TrimSpace(c.Query("event"))); ok {
+		v.Event, f.Event = def.Name, def.Name
+	}
+	if ch, ok := app.ParseChannel(strings.TrimSpace(c.Query("channel"))); ok {
+		v.Channel, f.Channel = string(ch), ch
+	}
+	if loc := strings.TrimSpace(c.Query("locale")); loc != "" {
+		if norm, err := app.NormalizeLocale(loc); err == nil {
+			v.Locale, f.Locale = norm, norm
+		}
+	}
+	switch c.Query("state") {
+	case "active":
+		v.State, f.Active = "active", new(true)
+	case "inactive":
+		v.State, f.Active = "inactive", new(false)
+	}
+	return v, f
+}
+
+// handleTemplateList lists the tenant's templates, filtered, newest first.
+func (s *Server) handleTemplateList(c *fiber.Ctx) error {
+	ctx, u, t := c.UserContext(), userOf(c), tenantOf(c)
+	vf, f := templateFilterOf(c)
+	page, req := pageOf(c)
+	rows, more, err := s.Templates.List(ctx, u, t.ID, f, req)
+	if err != nil {
+		return err
+	}
+	locales, err := s.Templates.Locales(ctx, u, t.ID)
+	if err != nil {
+		return err
+	}
+	return s.render(c, views.TemplatesPage(s.page(c, "Templates"), views.TemplateList{
+		Rows: rows, Filter: vf, Events: app.Events(), Locales: locales,
+		Pager: pagerOf(c, page, len(rows), more), Base: tenantPath(c, "/templates"),
+	}))
+}
+
+// templateFormOf reads the editor's content fields. Browsers send CRLF
+// line endings; templates keep LF, like the provisioned ones.
+func templateFormOf(c *fiber.Ctx) app.TemplateInput {
+	crlf := strings.NewReplacer("\r\n", "\n")
+	in := app.TemplateInput{Subject: strings.TrimSpace(c.FormValue("subject")), Body: crlf.Replace(c.FormValue("body"))}
+	name, lang := strings.TrimSpace(c.FormValue("wa_name")), strings.TrimSpace(c.FormValue("wa_language"))
+	params := parameterList(c.FormValue("wa_parameters"))
+	if name != "" || lang != "" || len(params) > 0 {
+		in.WhatsAppTemplate = &app.WhatsAppTemplateSpec{Name: name, Language: lang, Parameters: params}
+	}
+	return in
+}
+
+// parameterList splits the Meta parameter field: names separated by commas
+// or white space, with or without braces.
+func parameterList(s string) []string {
+	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
+	out := make([]string, 0, len(fields))
+	for _, f := range fields {
+		f = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(f, "{{"), "}}"))
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// editorOf fills the editor page from a template (nil for a new one) and
+// the content typed.
+func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale string, in app.TemplateInput, errs views.FormErrors) views.TemplateEditor {
+	e := views.TemplateEditor{
+		Template: t, Base: tenantPath(c, "/templates"), Events: app.Events(),
+		Event: event, Channel: channel, Locale: locale, Subject: in.Subject, Body: in.Body, Errors: errs,
+		Locales: s.localeChoices(c),
+	}
+	if t != nil {
+		e.Event, e.Channel, e.Locale, e.BaseVersion = t.TriggerEvent, string(t.Channel), t.Locale, t.Version
+	}
+	if spec := in.WhatsAppTemplate; spec != nil {
+		e.WAName, e.WALanguage, e.WAParameters = spec.Name, spec.Language, strings.Join(spec.Parameters, ", ")
+	}
+	e.Channels = app.TemplateChannelsOf(e.Event)
+	if def, ok := app.LookupEvent(e.Event); ok {
+		e.Variables = app.TemplateVariables(def)
+	}
+	e.Preview = previewOf(e.Event, e.Channel, in, nil)
+	return e
+}
+
+// localeChoices suggests locales for a new template: the tenant's own and
+// the provisioned ones.
+func (s *Server) localeChoices(c *fiber.Ctx) []string {
+	out := append([]string(nil), app.DefaultLocales...)
+	have, err := s.Templates.Locales(c.UserContext(), userOf(c), tenantOf(c).ID)
+	if err != nil {
+		return out
+	}
+	for _, l := range have {
+		if !strings.Contains(" "+strings.Join(out, " ")+" ", " "+l+" ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// previewOf renders the preview pane's content.
+func previewOf(event, channel string, in app.TemplateInput, samples map[string]string) *views.TemplatePreviewView {
+	def, ok := app.LookupEvent(event)
+	if !ok {
+		return &views.TemplatePreviewView{Hint: "Choose an event to see a preview."}
+	}
+	ch, ok := app.ParseChannel(channel)
+	if !ok {
+		return &views.TemplatePreviewView{Hint: "Choose a channel to see a preview."}
+	}
+	if strings.TrimSpace(in.Body) == "" && in.Subject == "" {
+		return &views.TemplatePreviewView{Hint: "Write the body to see a preview."}
+	}
+	return &views.TemplatePreviewView{Preview: app.PreviewTemplate(def, ch, in, samples)}
+}
+
+// handleTemplateNew shows the editor for a new template; ?event=, ?channel=
+// and ?locale= preselect its key (the event choice reloads the channels
+// through this page).
+func (s *Server) handleTemplateNew(c *fiber.Ctx) error {
+	event, channel, locale := c.Query("event"), c.Query("channel"), c.Query("locale")
+	if _, ok := app.LookupEvent(event); !ok {
+		event = ""
+	}
+	if c.Get("HX-Request") != "" {
+		// The preview listens for this to render for the new event.
+		c.Set("HX-Trigger", "template-event-changed")
+	}
+	return s.render(c, views.TemplateEditorPage(s.page(c, "New template"), s.editorOf(c, nil, event, channel, locale, app.TemplateInput{}, nil)))
+}
+
+// handleTemplateCreate stores a new template, or shows the form again with
+// what is wrong.
+func (s *Server) handleTemplateCreate(c *fiber.Ctx) error {
+	in := app.NewTemplateInput{
+		Event: c.FormValue("event"), Channel: c.FormValue("channel"), Locale: c.FormValue("locale"),
+		TemplateInput: templateFormOf(c),
+	}
+	t, warnings, err := s.Templates.Create(c.UserContext(), userOf(c), tenantOf(c).ID, in)
+	if code := app.ErrorCode(err); code == app.EINVALID || code == app.ECONFLICT {
+		c.Status(fiber.StatusUnprocessableEntity)
+		return s.render(c, views.TemplateEditorPage(s.page(c, "New template"),
+			s.editorOf(c, nil, in.Event, in.Channel, in.Locale, in.TemplateInput, views.FormErrorsOf(err))))
+	}
+	if err != nil {
+		return err
+	}
+	s.flashSaved(c, "Template created as version 1 and active.", warnings)
+	return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
+}
+
+// flashSaved reports a save, with a warning about placeholders the event
+// does not provide: saving works, but they render empty.
+func (s *Server) flashSaved(c *fiber.Ctx, msg string, unknown []string) {
+	if len(unknown) == 0 {
+		s.flash(c, "success", msg)
+		return
+	}
+	names := make([]string, len(unknown))
+	for i, n := range unknown {
+		names[i] = "{{" + n + "}}"
+	}
+	s.flash(c, "warning", msg+" Unknown placeholders: "+strings.Join(names, ", ")+". This event does not provide them, so they render empty.")
+}
+
+// templateOf loads the template named in the path; a malformed or foreign
+// id is not found.
+func (s *Server) templateOf(c *fiber.Ctx) (*app.Template, error) {
+	id, err := uuid.Parse(c.Params("id"))
+	if err != nil {
+		return nil, fiber.ErrNotFound
+	}
+	return s.Templates.Get(c.UserContext(), userOf(c), tenantOf(c).ID, id)
+}
+
+// handleTemplateEdit shows the editor of one template.
+func (s *Server) handleTemplateEdit(c *fiber.Ctx) error {
+	t, err := s.templateOf(c)
+	if err != nil {
+		return err
+	}
+	in := app.TemplateInput{Subject: t.Subject, Body: t.Body}
+	if in.WhatsAppTemplate, err = t.Spec(); err != nil {
+		return err
+	}
+	return s.render(c, views.TemplateEditorPage(s.page(c, "Template "+t.TriggerEvent), s.editorOf(c, t, "", "", "", in, nil)))
+}
+
+// handleTemplateUpdate saves a template as a new version.
+func (s *Server) handleTemplateUpdate(c *fiber.Ctx) error {
+	t, err := s.templateOf(c)
+	if err != nil {
+		return err
+	}
+	in := templateFormOf(c)
+	base, _ := strconv.Atoi(c.FormValue("version"))
+	saved, warnings, err := s.Templates.Edit(c.UserContext(), userOf(c), tenantOf(c).ID, t.ID, base, in)
+	if code := app.ErrorCode(err); code == app.EINVALID || code == app.ECONFLICT {
+		c.Status(fiber.StatusUnprocessableEntity)
+		if code == app.ECONFLICT {
+			c.Status(fiber.StatusConflict)
+		}
+		e := s.editorOf(c, t, "", "", "", in, views.FormErrorsOf(err))
+		// Keep the version the editor started from, so saving again after
+		// a conflict still needs a reload.
+		if base != 0 {
+			e.BaseVersion = base
+		}
+		return s.render(c, views.TemplateEditorPage(s.page(c, "Template "+t.TriggerEvent), e))
+	}
+	if err != nil {
+		return err
+	}
+	s.flashSaved(c, "Saved as version "+strconv.Itoa(saved.Version)+"; version "+strconv.Itoa(saved.Version-1)+" is kept in the history.", warnings)
+	return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
+}
+
+// handleTemplatePreview renders the editor's live preview (an htmx
+// fragment): the content typed, with the event's sample values or the ones
+// the editor tried.
+func (s *Server) handleTemplatePreview(c *fiber.Ctx) error {
+	samples := map[string]string{}
+	c.Request().PostArgs().VisitAll(func(k, v []byte) {
+		if name, ok := strings.CutPrefix(string(k), "sample."); ok {
+			samples[name] = string(v)
+		}
+	})
+	return s.render(c, views.TemplatePreviewPane(previewOf(c.FormValue("event"), c.FormValue("channel"), templateFormOf(c), samples)))
+}
+
+// versionOf reads the version number in the path; anything else is not
+// found.
+func versionOf(c *fiber.Ctx) (int, error) {
+	v, err := strconv.Atoi(c.Params("version"))
+	if err != nil || v < 1 {
+		return 0, fiber.ErrNotFound
+	}
+	return v, nil
+}
+
+// handleTemplateHistory lists a template's versions.
+func (s *Server) handleTemplateHistory(c *fiber.Ctx) error {
+	id, err := uuid.Parse(c.Params("id"))
+	if err != nil {
+		return fiber.ErrNotFound
+	}
+	page, req := pageOf(c)
+	t, versions, more, err := s.Templates.History(c.UserContext(), userOf(c), tenantOf(c).ID, id, req)
+	if err != nil {
+		return err
+	}
+	return s.render(c, views.TemplateHistoryPage(s.page(c, "History of "+t.TriggerEvent), views.TemplateHistory{
+		Template: t, Versions: versions, Pager: pagerOf(c, page, len(versions), more), Base: tenantPath(c, "/templates"),
+	}))
+}
+
+// handleTemplateVersion shows an earlier version against the current one.
+func (s *Server) handleTemplateVersion(c *fiber.Ctx) error {
+	id, err := uuid.Parse(c.Params("id"))
+	if err != nil {
+		return fiber.ErrNotFound
+	}
+	version, err := versionOf(c)
+	if err != nil {
+		return err
+	}
+	cmp, err := s.Templates.Compare(c.UserContext(), userOf(c), tenantOf(c).ID, id, version)
+	if err != nil {
+		return err
+	}
+	return s.render(c, views.TemplateComparePage(s.page(c, "Version "+strconv.Itoa(version)+" of "+cmp.Template.TriggerEvent),
+		views.TemplateCompare{TemplateComparison: cmp, Base: tenantPath(c, "/templates")}))
+}
+
+// handleTemplateRestore makes an earlier version current again, as a new
+// version.
+func (s *Server) handleTemplateRestore(c *fiber.Ctx) error {
+	id, err := uuid.Parse(c.Params("id"))
+	if err != nil {
+		return fiber.ErrNotFound
+	}
+	version, err := versionOf(c)
+	if err != nil {
+		return err
+	}
+	t, err := s.Templates.Restore(c.UserContext(), userOf(c), tenantOf(c).ID, id, version)
+	if err != nil {
+		return err
+	}
+	s.flash(c, "success", "Version "+strconv.Itoa(version)+" restored as version "+strconv.Itoa(t.Version)+".")
+	return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
+}
+
+// handleTemplateDeactivate takes a template out of routing.
+func (s *Server) handleTemplateDeactivate(c *fiber.Ctx) error {
+	return s.setTemplateActive(c, false)
+}
+
+// handleTemplateReactivate puts a template back into routing.
+func (s *Server) handleTemplateReactivate(c *fiber.Ctx) error {
+	return s.setTemplateActive(c, true)
+}
+
+func (s *Server) setTemplateActive(c *fiber.Ctx, active bool) error {
+	id, err := uuid.Parse(c.Params("id"))
+	if err != nil {
+		return fiber.ErrNotFound
+	}
+	t, err := s.Templates.SetActive(c.UserContext(), userOf(c), tenantOf(c).ID, id, active)
+	if err != nil {
+		return err
+	}
+	msg := "Template deactivated: routing now falls back along the locale chain for " + t.TriggerEvent + " on " + string(t.Channel) + "."
+	if active {
+		msg = "Template reactivated: routing uses it again."
+	}
+	s.flash(c, "success", msg)
+	return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
+}
