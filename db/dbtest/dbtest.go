@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -40,11 +42,32 @@ func BaseURL() string {
 	return app.DefaultDatabaseURL
 }
 
+// templatePrefix names template databases; building one removes the
+// templates of other migration sets that carry the prefix.
+const templatePrefix = "herald_testtpl_"
+
 var (
-	templateOnce sync.Once
+	templateMu   sync.Mutex
 	templateName string
-	templateErr  error
 )
+
+// template returns the template database's name, building it on first use,
+// or again when stale is the name a clone found missing: another test run
+// with a different migration set (another branch) sharing the cluster
+// removes templates it does not know.
+func template(stale string) (string, error) {
+	templateMu.Lock()
+	defer templateMu.Unlock()
+	if templateName != "" && templateName != stale {
+		return templateName, nil
+	}
+	name, err := ensureTemplate(context.Background())
+	if err != nil {
+		return "", err
+	}
+	templateName = name
+	return name, nil
+}
 
 // NewDB returns a fresh, migrated database for t, dropped when t ends.
 func NewDB(t testing.TB) *db.DB {
@@ -63,11 +86,24 @@ func NewDB(t testing.TB) *db.DB {
 // connections.
 func CreateDatabase(t testing.TB) string {
 	t.Helper()
-	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(context.Background()) })
-	if templateErr != nil {
-		t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", templateErr)
+	stale := ""
+	for attempt := 1; ; attempt++ {
+		tpl, err := template(stale)
+		if err != nil {
+			t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", err)
+		}
+		name, err := tryCreateDatabase(t, "TEMPLATE "+tpl)
+		var pgErr *pgconn.PgError
+		if err != nil && attempt < 5 && errors.As(err, &pgErr) && pgErr.Code == "3D000" {
+			// The template was removed under us; build it again.
+			stale = tpl
+			continue
+		}
+		if err != nil {
+			t.Fatalf("dbtest: create database: %v", err)
+		}
+		return name
 	}
-	return createDatabase(t, "TEMPLATE "+templateName)
 }
 
 // CreateEmptyDatabase creates a database with no schema at all, for tests of
@@ -79,11 +115,20 @@ func CreateEmptyDatabase(t testing.TB) string {
 
 func createDatabase(t testing.TB, options string) string {
 	t.Helper()
+	name, err := tryCreateDatabase(t, options)
+	if err != nil {
+		t.Fatalf("dbtest: create database: %v", err)
+	}
+	return name
+}
+
+func tryCreateDatabase(t testing.TB, options string) (string, error) {
+	t.Helper()
 	name := "herald_test_" + strings.ToLower(rand.Text()[:16])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := adminExec(ctx, fmt.Sprintf(`CREATE DATABASE %s %s`, name, options)); err != nil {
-		t.Fatalf("dbtest: create database: %v", err)
+		return "", err
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -92,7 +137,7 @@ func createDatabase(t testing.TB, options string) string {
 			t.Logf("dbtest: drop database %s: %v", name, err)
 		}
 	})
-	return name
+	return name, nil
 }
 
 // URL returns the connection URL of the named database on the test server.
@@ -128,7 +173,7 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name := "herald_test_tpl_" + fp
+	name := templatePrefix + fp
 
 	conn, err := pgx.Connect(ctx, BaseURL())
 	if err != nil {
@@ -148,7 +193,7 @@ func ensureTemplate(ctx context.Context) (string, error) {
 		return name, nil
 	}
 	// Templates of older migration sets are of no further use.
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'herald\_test\_tpl\_%'`)
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE $1`, strings.ReplaceAll(templatePrefix, "_", `\_`)+"%")
 	if err != nil {
 		return "", err
 	}
