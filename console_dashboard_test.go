@@ -362,4 +362,3 @@ func TestConsoleDashboard_Pipeline(t *testing.T) {
 	_, resp := c.signIn(asSupport).get("/t/acme/")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
-
