@@ -277,7 +277,7 @@ func TestConsoleQueues(t *testing.T) {
 
 		doc, resp = ops.get("/queues/route?state=exploded")
 		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
-		require.Contains(t, text(doc.Find("select[name=state] ~ .field-error")), `There is no job state "exploded". Choose one of: available, scheduled, running, retryable, completed, cancelled, discarded.`)
+		require.Contains(t, text(doc.Find(".state-tabs ~ .field-error")), `There is no job state "exploded". Choose one of: available, scheduled, running, retryable, completed, cancelled, discarded.`)
 		require.Zero(t, doc.Find("table.jobs").Length())
 
 		// A forged form changes nothing either.
@@ -374,6 +374,8 @@ func TestConsoleQueues_Pagination(t *testing.T) {
 	all := ops.page("/queues/maintenance")
 	require.Len(t, shown(all), 25, "every state, newest first")
 	require.Equal(t, "31 jobs", text(all.Find(".page-head p")))
+	require.Equal(t, "30", text(all.Find(`.state-tabs a[href="/queues/maintenance?state=completed"] .count`)))
+	require.Equal(t, "1", text(all.Find(`.state-tabs a[href="/queues/maintenance?state=discarded"] .count`)))
 }
 
 // TestConsoleQueues_PauseHoldsWorkers checks pause and resume against real
