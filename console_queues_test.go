@@ -379,26 +379,26 @@ func TestConsoleQueues_Pagination(t *testing.T) {
 }
 
 // TestConsoleQueues_PauseHoldsWorkers checks pause and resume against real
-// River workers: a paused queue's jobs wait, and run once it resumes.
+// River workers: a queue paused before any worker started holds its jobs
+// once workers run, and they run when it resumes.
 func TestConsoleQueues_PauseHoldsWorkers(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{})
+	c := newConsole(t, pipelineOpts{noWorkers: true})
 	ops := c.signIn(asOperator)
-	require.Eventually(t, func() bool { known, _ := c.riverPaused(app.QueueRoute); return known }, 10*time.Second, 50*time.Millisecond, "workers register their queues")
-
 	ops.page("/queues")
 	require.Equal(t, http.StatusSeeOther, ops.post("/queues/route/pause", nil).StatusCode)
 	_, paused := c.riverPaused(app.QueueRoute)
 	require.True(t, paused)
-	// Workers hear of the pause through a notification; give it a moment.
-	time.Sleep(500 * time.Millisecond)
 
 	id := c.submit(notification("evt-paused", "BK-P"))
+	c.startWorkers()
 	time.Sleep(1500 * time.Millisecond)
 	require.Equal(t, app.EventReceived, c.event(id).Status, "the route queue is paused")
 	require.Equal(t, 1, c.count(`SELECT count(*) FROM river_job WHERE queue = 'route' AND state = 'available'`))
+	doc := ops.page("/queues")
+	require.Equal(t, "paused", text(doc.Find(`tr[data-queue=route] [data-queue-state]`)))
+	require.Equal(t, "1", text(doc.Find(`tr[data-queue=route] td[data-state=available]`)))
 
-	ops.page("/queues")
 	require.Equal(t, http.StatusSeeOther, ops.post("/queues/route/resume", nil).StatusCode)
-	c.waitMessages(id, "sent after resume", func(ms []*app.Message) bool { return len(ms) == 2 })
+	c.waitMessages(id, "both messages after resume", func(ms []*app.Message) bool { return len(ms) == 2 })
 }
