@@ -53,15 +53,15 @@ func (s *Server) curlExample() string {
 		base = strings.TrimSuffix(s.Config.BaseURL.String(), "/")
 	}
 	trigger := "BOOKING_CONFIRMED"
-	context := map[string]any{}
+	sample := map[string]any{}
 	if def, ok := app.LookupEvent(trigger); ok {
-		context = def.Sample
+		sample = def.Sample
 	}
 	body, _ := json.MarshalIndent(map[string]any{
 		"event_id":      "evt-first-booking",
 		"trigger_event": trigger,
 		"recipients":    []map[string]any{{"name": "Anna Schmidt", "email": "anna@example.com", "locale": "en"}},
-		"context":       context,
+		"context":       sample,
 	}, "  ", "  ")
 	return "curl -X POST " + base + "/api/v1/notifications \\\n" +
 		"  -H \"Authorization: Bearer $HERALD_API_KEY\" \\\n" +
