@@ -375,6 +375,8 @@ func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
 	}
 
 	// Dashboard and queues.
+	s.Dashboards = &app.Dashboards{Store: svc.store, Quotas: cfg.Quotas, Now: time.Now}
+	s.Queues = &app.Queues{Store: svc.store, Admin: svc.queue.Admin(), Now: time.Now}
 
 	// Channel accounts.
 

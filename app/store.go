@@ -41,6 +41,8 @@ type Tx interface {
 	// Console stores, one block per area.
 
 	// Dashboard and queues.
+	DashboardStore
+	QueueStore
 
 	// Channel accounts.
 

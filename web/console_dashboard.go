@@ -1,12 +1,70 @@
 package web
 
 import (
+	"encoding/json"
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/views"
 )
 
-// handleDashboard shows the tenant's dashboard.
+// handleDashboard shows the tenant's dashboard. An unknown range or channel
+// falls back to the default view with a notice saying so.
 func (s *Server) handleDashboard(c *fiber.Ctx) error {
-	return s.render(c, views.DashboardPage(s.page(c, "Dashboard")))
+	p := s.page(c, "Dashboard")
+	q := app.DashboardQuery{}
+	var err error
+	if q.Range, err = app.ParseDashboardRange(c.Query("range")); err != nil {
+		p.Flash = append(p.Flash, views.Flash{Kind: "warning", Message: app.ErrorMessage(err) + " Showing the last 24 hours."})
+	}
+	if raw := c.Query("channel"); raw != "" {
+		ch, ok := app.ParseChannel(raw)
+		if !ok {
+			p.Flash = append(p.Flash, views.Flash{Kind: "warning", Message: "There is no channel \"" + raw + "\": choose WHATSAPP, EMAIL, SMS or WEBHOOK. Showing all channels."})
+		}
+		q.Channel = ch
+	}
+	d, err := s.Dashboards.Load(c.UserContext(), userOf(c), tenantOf(c), q)
+	if err != nil {
+		return err
+	}
+	v := views.DashboardView{
+		D: d, Chart: views.NewChart(d), Path: tenantPath(c, "/"),
+		FailedHref:    tenantPath(c, "/messages?status=FAILED"),
+		StaleHref:     tenantPath(c, "/messages?stale=1"),
+		QueuedHref:    tenantPath(c, "/messages?status=QUEUED"),
+		ScheduledHref: tenantPath(c, "/scheduled"),
+		ApprovalsHref: tenantPath(c, "/approvals"),
+		CurlExample:   s.curlExample(),
+	}
+	if userOf(c).Can(app.PermAPIKeys) {
+		v.APIKeysHref = tenantPath(c, "/api-keys")
+	}
+	return s.render(c, views.DashboardPage(p, v))
+}
+
+// curlExample is a request that submits the registry's sample booking
+// confirmation to this Herald. It carries no key: the reader uses their own.
+func (s *Server) curlExample() string {
+	base := "http://localhost:8080"
+	if s.Config.BaseURL != nil {
+		base = strings.TrimSuffix(s.Config.BaseURL.String(), "/")
+	}
+	trigger := "BOOKING_CONFIRMED"
+	sample := map[string]any{}
+	if def, ok := app.LookupEvent(trigger); ok {
+		sample = def.Sample
+	}
+	body, _ := json.MarshalIndent(map[string]any{
+		"event_id":      "evt-first-booking",
+		"trigger_event": trigger,
+		"recipients":    []map[string]any{{"name": "Anna Schmidt", "email": "anna@example.com", "locale": "en"}},
+		"context":       sample,
+	}, "  ", "  ")
+	return "curl -X POST " + base + "/api/v1/notifications \\\n" +
+		"  -H \"Authorization: Bearer $HERALD_API_KEY\" \\\n" +
+		"  -H \"Content-Type: application/json\" \\\n" +
+		"  -d '" + string(body) + "'"
 }

@@ -56,6 +56,13 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	op.get("/tenants", app.PermPlatform, s.handleTenants)
 
 	// Queues.
+	op.get("/queues", app.PermQueues, s.handleQueues)
+	op.get("/queues/jobs/:id", app.PermQueues, s.handleJob)
+	op.post("/queues/jobs/:id/retry", app.PermQueues, s.handleJobRetry)
+	op.post("/queues/jobs/:id/cancel", app.PermQueues, s.handleJobCancel)
+	op.get("/queues/:queue", app.PermQueues, s.handleQueue)
+	op.post("/queues/:queue/pause", app.PermQueues, s.handleQueuePause)
+	op.post("/queues/:queue/resume", app.PermQueues, s.handleQueueResume)
 
 	// Platform audit log.
 	op.get("/audit", app.PermPlatform, s.handlePlatformAudit)

@@ -36,6 +36,8 @@ type Server struct {
 	Sessions *app.Sessions
 
 	// Dashboard and queues.
+	Dashboards *app.Dashboards
+	Queues     *app.Queues
 
 	// Channel accounts.
 
