@@ -43,6 +43,7 @@ type Tx interface {
 	// Dashboard and queues.
 
 	// Channel accounts.
+	ChannelStore
 
 	// Templates.
 
