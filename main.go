@@ -377,6 +377,10 @@ func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
 	// Dashboard and queues.
 
 	// Channel accounts.
+	s.ChannelAccounts = &app.ChannelAccounts{
+		Store: svc.store, Accounts: svc.accounts, Queue: svc.queue, Now: time.Now,
+		CheckWebhookURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
+	}
 
 	// Templates.
 

@@ -972,7 +972,7 @@ func checkSecret(fd ProviderField, v string) error {
 	case strings.ContainsFunc(v, unicode.IsSpace):
 		return FieldErrorf(field, "%s must not contain spaces or line breaks.", fd.Label)
 	case fd.Key == KeyAWSAccessKeyID && !accessKeyIDPattern.MatchString(v):
-		return FieldErrorf(field, "An access key ID has 16 or more capital letters and digits, like AKIAIOSFODNN7EXAMPLE.")
+		return FieldErrorf(field, "An access key ID has 16 or more capital letters and digits; it usually starts with AKIA.")
 	case fd.Key == KeyAWSSecretAccessKey && len(v) < 20:
 		return FieldErrorf(field, "That is too short for a secret access key (they have 40 characters).")
 	case fd.Key == KeyMetaAccessToken && len(v) < 20:

@@ -38,6 +38,7 @@ type Server struct {
 	// Dashboard and queues.
 
 	// Channel accounts.
+	ChannelAccounts *app.ChannelAccounts
 
 	// Templates.
 

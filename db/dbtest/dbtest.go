@@ -41,10 +41,27 @@ func BaseURL() string {
 }
 
 var (
-	templateOnce sync.Once
+	templateMu   sync.Mutex
 	templateName string
-	templateErr  error
 )
+
+// template returns the template database of the current migrations,
+// building it when it is missing or when rebuild says the last clone found
+// it gone: the tests of another checkout on the same server keep only their
+// own migration set's template and may have dropped this one.
+func template(rebuild bool) (string, error) {
+	templateMu.Lock()
+	defer templateMu.Unlock()
+	if templateName != "" && !rebuild {
+		return templateName, nil
+	}
+	name, err := ensureTemplate(context.Background())
+	if err != nil {
+		return "", err
+	}
+	templateName = name
+	return name, nil
+}
 
 // NewDB returns a fresh, migrated database for t, dropped when t ends.
 func NewDB(t testing.TB) *db.DB {
@@ -63,11 +80,20 @@ func NewDB(t testing.TB) *db.DB {
 // connections.
 func CreateDatabase(t testing.TB) string {
 	t.Helper()
-	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(context.Background()) })
-	if templateErr != nil {
-		t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", templateErr)
+	for try := 0; ; try++ {
+		tpl, err := template(try > 0)
+		if err != nil {
+			t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", err)
+		}
+		name, err := tryCreateDatabase(t, "TEMPLATE "+tpl)
+		if err == nil {
+			return name
+		}
+		// 3D000: the template was dropped between its check and the clone.
+		if try >= 4 || !strings.Contains(err.Error(), "3D000") {
+			t.Fatalf("dbtest: create database: %v", err)
+		}
 	}
-	return createDatabase(t, "TEMPLATE "+templateName)
 }
 
 // CreateEmptyDatabase creates a database with no schema at all, for tests of
@@ -79,11 +105,20 @@ func CreateEmptyDatabase(t testing.TB) string {
 
 func createDatabase(t testing.TB, options string) string {
 	t.Helper()
+	name, err := tryCreateDatabase(t, options)
+	if err != nil {
+		t.Fatalf("dbtest: create database: %v", err)
+	}
+	return name
+}
+
+func tryCreateDatabase(t testing.TB, options string) (string, error) {
+	t.Helper()
 	name := "herald_test_" + strings.ToLower(rand.Text()[:16])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := adminExec(ctx, fmt.Sprintf(`CREATE DATABASE %s %s`, name, options)); err != nil {
-		t.Fatalf("dbtest: create database: %v", err)
+		return "", err
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -92,7 +127,7 @@ func createDatabase(t testing.TB, options string) string {
 			t.Logf("dbtest: drop database %s: %v", name, err)
 		}
 	})
-	return name
+	return name, nil
 }
 
 // URL returns the connection URL of the named database on the test server.
