@@ -379,6 +379,10 @@ func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
 	s.Queues = &app.Queues{Store: svc.store, Admin: svc.queue.Admin(), Now: time.Now}
 
 	// Channel accounts.
+	s.ChannelAccounts = &app.ChannelAccounts{
+		Store: svc.store, Accounts: svc.accounts, Queue: svc.queue, Now: time.Now,
+		CheckWebhookURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
+	}
 
 	// Templates.
 	s.Templates = svc.templates

@@ -45,6 +45,7 @@ type Tx interface {
 	QueueStore
 
 	// Channel accounts.
+	ChannelStore
 
 	// Templates.
 	TemplateConsoleStore

@@ -74,6 +74,18 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/", app.PermDashboard, s.handleDashboard)
 
 	// Channel accounts.
+	t.get("/channels", app.PermChannels, s.handleChannelList)
+	t.get("/channels/new", app.PermChannels, s.handleChannelNew)
+	t.post("/channels", app.PermChannels, s.handleChannelCreate)
+	t.get("/channels/:id", app.PermChannels, s.handleChannelDetail)
+	t.post("/channels/:id", app.PermChannels, s.handleChannelUpdate)
+	t.get("/channels/:id/edit", app.PermChannels, s.handleChannelEdit)
+	t.post("/channels/:id/activate", app.PermChannels, s.handleChannelActivate)
+	t.post("/channels/:id/suspend", app.PermChannels, s.handleChannelSuspend)
+	t.post("/channels/:id/rotate", app.PermChannels, s.handleChannelRotate)
+	t.get("/channels/:id/test", app.PermChannels, s.handleChannelTestForm)
+	t.post("/channels/:id/test", app.PermChannels, s.handleChannelTest)
+	t.get("/channels/:id/test/:message", app.PermChannels, s.handleChannelTestResult)
 
 	// Templates.
 	t.get("/templates", app.PermTemplates, s.handleTemplateList)

@@ -40,6 +40,7 @@ type Server struct {
 	Queues     *app.Queues
 
 	// Channel accounts.
+	ChannelAccounts *app.ChannelAccounts
 
 	// Templates.
 	Templates *app.Templates

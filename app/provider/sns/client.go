@@ -15,6 +15,8 @@ const (
 	ConfigRegion            = awsclient.ConfigRegion
 	ConfigSenderID          = "sender_id"
 	ConfigOriginationNumber = "origination_number"
+	// ConfigSMSType is Transactional (the default) or Promotional.
+	ConfigSMSType = "sms_type"
 
 	SecretAccessKeyID     = awsclient.SecretAccessKeyID
 	SecretSecretAccessKey = awsclient.SecretSecretAccessKey

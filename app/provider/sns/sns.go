@@ -104,13 +104,17 @@ func (p *Provider) Send(ctx context.Context, m provider.Outbound) (string, error
 	return *out.MessageId, nil
 }
 
-// input builds the Publish request. Messages are always transactional:
-// Herald sends booking notifications, which SNS then routes for
-// reliability rather than cost.
+// input builds the Publish request. Messages are transactional unless the
+// account says promotional: Herald sends booking notifications, which SNS
+// then routes for reliability rather than cost.
 func input(m provider.Outbound) (*sns.PublishInput, error) {
 	cfg := m.Account.Config
+	smsType := "Transactional"
+	if strings.TrimSpace(cfg[ConfigSMSType]) == "Promotional" {
+		smsType = "Promotional"
+	}
 	attrs := map[string]types.MessageAttributeValue{
-		AttrSMSType: stringAttr("Transactional"),
+		AttrSMSType: stringAttr(smsType),
 	}
 	if id := strings.TrimSpace(cfg[ConfigSenderID]); id != "" {
 		if len(id) > 11 || !senderID.MatchString(id) {

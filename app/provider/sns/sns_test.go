@@ -184,6 +184,15 @@ func TestProvider_Send(t *testing.T) {
 		}, attributes(b.fake.Requests()[0].Form))
 	})
 
+	t.Run("Promotional", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.account.Config["sms_type"] = "Promotional"
+		_, err := b.provider.Send(context.Background(), b.outbound())
+		require.NoError(t, err)
+		require.Equal(t, map[string]string{"AWS.SNS.SMS.SMSType": "String:Promotional"}, attributes(b.fake.Requests()[0].Form))
+	})
+
 	t.Run("MissingMessageID", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
