@@ -51,6 +51,9 @@ type Tx interface {
 	// Scheduled notifications, approvals and the audit log.
 
 	// Tenants, settings, users and API keys.
+	TenantAdminStore
+	UserAdminStore
+	APIKeyAdminStore
 }
 
 // TenantStore reads and writes tenants.
