@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -41,10 +43,38 @@ func BaseURL() string {
 }
 
 var (
-	templateOnce sync.Once
+	templateMu   sync.Mutex
 	templateName string
-	templateErr  error
 )
+
+// keepTemplates is how many templates of other migration sets survive a
+// build: checkouts on different branches share one server and each needs
+// its own.
+const keepTemplates = 10
+
+// currentTemplate returns the template of this migration set, building it
+// when this process has not yet.
+func currentTemplate() (string, error) {
+	templateMu.Lock()
+	defer templateMu.Unlock()
+	if templateName != "" {
+		return templateName, nil
+	}
+	name, err := ensureTemplate(context.Background())
+	if err == nil {
+		templateName = name
+	}
+	return name, err
+}
+
+// forgetTemplate makes the next currentTemplate check the template again.
+func forgetTemplate(name string) {
+	templateMu.Lock()
+	defer templateMu.Unlock()
+	if templateName == name {
+		templateName = ""
+	}
+}
 
 // NewDB returns a fresh, migrated database for t, dropped when t ends.
 func NewDB(t testing.TB) *db.DB {
@@ -63,11 +93,25 @@ func NewDB(t testing.TB) *db.DB {
 // connections.
 func CreateDatabase(t testing.TB) string {
 	t.Helper()
-	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(context.Background()) })
-	if templateErr != nil {
-		t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", templateErr)
+	for attempt := 1; ; attempt++ {
+		tpl, err := currentTemplate()
+		if err != nil {
+			t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", err)
+		}
+		name, err := tryCreateDatabase(t, "TEMPLATE "+tpl)
+		var pgErr *pgconn.PgError
+		if err != nil && attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "3D000" || pgErr.Code == "55006") {
+			// A test run of another migration set on the same server
+			// dropped the template, or is dropping it: build it again.
+			forgetTemplate(tpl)
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("dbtest: create database: %v", err)
+		}
+		return name
 	}
-	return createDatabase(t, "TEMPLATE "+templateName)
 }
 
 // CreateEmptyDatabase creates a database with no schema at all, for tests of
@@ -79,11 +123,20 @@ func CreateEmptyDatabase(t testing.TB) string {
 
 func createDatabase(t testing.TB, options string) string {
 	t.Helper()
+	name, err := tryCreateDatabase(t, options)
+	if err != nil {
+		t.Fatalf("dbtest: create database: %v", err)
+	}
+	return name
+}
+
+func tryCreateDatabase(t testing.TB, options string) (string, error) {
+	t.Helper()
 	name := "herald_test_" + strings.ToLower(rand.Text()[:16])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := adminExec(ctx, fmt.Sprintf(`CREATE DATABASE %s %s`, name, options)); err != nil {
-		t.Fatalf("dbtest: create database: %v", err)
+		return "", err
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -92,7 +145,7 @@ func createDatabase(t testing.TB, options string) string {
 			t.Logf("dbtest: drop database %s: %v", name, err)
 		}
 	})
-	return name
+	return name, nil
 }
 
 // URL returns the connection URL of the named database on the test server.
@@ -147,8 +200,13 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	if exists {
 		return name, nil
 	}
-	// Templates of older migration sets are of no further use.
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'herald\_test\_tpl\_%'`)
+	// Templates of older migration sets are of no further use, but those
+	// of the newest few may belong to checkouts of other branches testing
+	// on the same server right now, as may builds in progress.
+	rows, err := conn.Query(ctx, `
+		SELECT datname FROM pg_database
+		WHERE datname LIKE 'herald\_test\_tpl\_%' AND datname NOT LIKE '%\_build'
+		ORDER BY oid DESC OFFSET $1`, keepTemplates)
 	if err != nil {
 		return "", err
 	}
