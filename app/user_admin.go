@@ -198,7 +198,7 @@ func (s *Users) ChangeRole(ctx context.Context, actor *User, tenantID, id uuid.U
 		case role == u.Role:
 			return nil, nil
 		case u.ID == actor.ID:
-			return nil, FieldErrorf("role", "You cannot change your own role; ask another manager.")
+			return nil, Errorf(ECONFLICT, "You cannot change your own role; ask another manager.")
 		}
 		if role != RoleManager {
 			if err := lastManager(ctx, tx, u, "made "+role); err != nil {
