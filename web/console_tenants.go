@@ -2,6 +2,8 @@ package web
 
 import (
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -15,7 +17,7 @@ import (
 func suspendedBanner(t *app.Tenant) string {
 	msg := "This tenant is suspended: Herald refuses requests from its API keys, so no new notifications are accepted."
 	if t.SuspendedReason != "" {
-		msg += " Reason: " + t.SuspendedReason + "."
+		msg += " Reason: " + strings.TrimRight(t.SuspendedReason, ".") + "."
 	}
 	return msg + " Contact your Herald operator to reactivate it."
 }
@@ -104,7 +106,12 @@ func (s *Server) tenantDetail(c *fiber.Ctx, v views.TenantDetail) error {
 	if v.Plan == "" {
 		v.Plan = v.Tenant.Plan
 	}
-	return s.render(c, views.TenantPage(s.page(c, v.Tenant.Name), v))
+	p := s.page(c, v.Tenant.Name)
+	// The tenant's own times read in its time zone, as its users see them.
+	if loc, err := time.LoadLocation(v.Tenant.Timezone); err == nil {
+		p.Location = loc
+	}
+	return s.render(c, views.TenantPage(p, v))
 }
 
 // tenantParam loads the tenant an operator page names.
