@@ -34,6 +34,9 @@ type APIKey struct {
 	LastUsedAt *time.Time `db:"last_used_at"`
 	RevokedAt  *time.Time `db:"revoked_at"`
 	CreatedAt  time.Time  `db:"created_at"`
+	// TenantStatus is the status of the key's tenant, filled in by the
+	// lookup that authenticates a request.
+	TenantStatus string `db:"tenant_status"`
 }
 
 // HashAPIKey returns the stored form of an API key secret.
@@ -104,7 +107,7 @@ func (s *APIKeys) Authenticate(ctx context.Context, secret string) (*APIKey, err
 		return nil, denied
 	}
 	k, err := s.Lookup.APIKeyByHash(ctx, HashAPIKey(secret))
-	if err == nil && k.RevokedAt == nil {
+	if err == nil && k.RevokedAt == nil && k.TenantStatus != TenantSuspended {
 		if now := s.Now(); k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > apiKeyTouchEvery {
 			err = s.Store.InTenant(ctx, k.TenantID, func(tx Tx) error { return tx.TouchAPIKey(ctx, k.TenantID, k.ID, now) })
 		}
@@ -118,7 +121,17 @@ func (s *APIKeys) Authenticate(ctx context.Context, secret string) (*APIKey, err
 	if k.RevokedAt != nil {
 		return nil, denied
 	}
+	if k.TenantStatus == TenantSuspended {
+		return nil, ErrTenantSuspended
+	}
 	return k, nil
+}
+
+// ErrTenantSuspended refuses the API keys of a suspended tenant: the key is
+// valid, so the answer says why it is refused, and nothing is accepted.
+var ErrTenantSuspended = &Error{
+	Code: EFORBIDDEN, Reason: "tenant_suspended",
+	Message: "This tenant is suspended: Herald accepts no requests from its API keys. Contact your Herald operator.",
 }
 
 // Revoke makes the key unusable from now on. Revoking twice is harmless.

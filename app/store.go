@@ -57,6 +57,9 @@ type Tx interface {
 	AuditLogStore
 
 	// Tenants, settings, users and API keys.
+	TenantAdminStore
+	UserAdminStore
+	APIKeyAdminStore
 }
 
 // TenantStore reads and writes tenants.

@@ -38,8 +38,12 @@ type Tenant struct {
 	Timezone      string    `db:"timezone"`
 	RetentionDays *int      `db:"retention_days"`
 	Status        string    `db:"status"`
-	CreatedAt     time.Time `db:"created_at"`
-	UpdatedAt     time.Time `db:"updated_at"`
+	// SuspendedAt and SuspendedReason say when and why an operator
+	// suspended the tenant; both are empty while it is active.
+	SuspendedAt     *time.Time `db:"suspended_at"`
+	SuspendedReason string     `db:"suspended_reason"`
+	CreatedAt       time.Time  `db:"created_at"`
+	UpdatedAt       time.Time  `db:"updated_at"`
 }
 
 // Retention returns the number of days the tenant's finished messages are kept.
@@ -51,13 +55,17 @@ func (t *Tenant) Retention() int {
 }
 
 // TenantInput is what creating a tenant takes. Empty optional fields get
-// defaults: plan FREE, locale de-DE, timezone Europe/Berlin.
+// defaults: plan FREE, locale de-DE, timezone Europe/Berlin, retention
+// DefaultRetentionDays.
 type TenantInput struct {
 	Slug          string
 	Name          string
 	Plan          string
 	DefaultLocale string
 	Timezone      string
+	// RetentionDays, when set, must lie within MinRetentionDays and
+	// MaxRetentionDays.
+	RetentionDays *int
 }
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$`)
@@ -106,7 +114,7 @@ func (in *TenantInput) Normalize() error {
 	if err := ValidateTimezone(in.Timezone); err != nil {
 		return err
 	}
-	return nil
+	return ValidateRetention(in.RetentionDays)
 }
 
 // ValidatePlan checks that plan is one of FREE, PRO, ENTERPRISE.
@@ -162,6 +170,7 @@ func (s *Tenants) Create(ctx context.Context, actor Actor, in TenantInput) (*Ten
 		Plan:          in.Plan,
 		DefaultLocale: in.DefaultLocale,
 		Timezone:      in.Timezone,
+		RetentionDays: in.RetentionDays,
 		Status:        TenantActive,
 		CreatedAt:     now,
 		UpdatedAt:     now,

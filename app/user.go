@@ -32,8 +32,11 @@ type User struct {
 	SessionVersion int        `db:"session_version"`
 	DisabledAt     *time.Time `db:"disabled_at"`
 	LastLoginAt    *time.Time `db:"last_login_at"`
-	CreatedAt      time.Time  `db:"created_at"`
-	UpdatedAt      time.Time  `db:"updated_at"`
+	// MustChangePassword is set while the user signs in with a temporary
+	// password a manager handed out; the console asks for a new one first.
+	MustChangePassword bool      `db:"must_change_password"`
+	CreatedAt          time.Time `db:"created_at"`
+	UpdatedAt          time.Time `db:"updated_at"`
 }
 
 // UserInput is what creating a user takes. TenantSlug is required for

@@ -40,11 +40,12 @@ func (t *Tx) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.T
 	return nil
 }
 
-// APIKeyByHash looks an API key up in one round trip, outside any
-// transaction, through the platform-scoped herald_api_key_by_hash function.
+// APIKeyByHash looks an API key and its tenant's status up in one round
+// trip, outside any transaction, through the platform-scoped
+// herald_api_key_auth function.
 func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (*app.APIKey, error) {
 	var k app.APIKey
-	err := s.db.GetContext(ctx, &k, `SELECT `+apiKeyColumns+` FROM herald_api_key_by_hash($1)`, hash)
+	err := s.db.GetContext(ctx, &k, `SELECT `+apiKeyColumns+`, tenant_status FROM herald_api_key_auth($1)`, hash)
 	if err != nil {
 		return nil, notFound(err, "API key not found.")
 	}

@@ -58,7 +58,7 @@ func (t *Tx) BumpSessionVersion(ctx context.Context, userID uuid.UUID, at time.T
 func (t *Tx) SetPassword(ctx context.Context, userID uuid.UUID, hash []byte, at time.Time) (int, error) {
 	var v int
 	err := t.tx.GetContext(ctx, &v, `
-		UPDATE users SET password_hash = $2, session_version = session_version + 1, updated_at = $3
+		UPDATE users SET password_hash = $2, session_version = session_version + 1, must_change_password = false, updated_at = $3
 		WHERE id = $1 RETURNING session_version`, userID, hash, at)
 	if err != nil {
 		return 0, notFound(err, "User %s not found.", userID)

@@ -8,13 +8,13 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-const tenantColumns = `id, slug, name, plan, default_locale, timezone, retention_days, status, created_at, updated_at`
+const tenantColumns = `id, slug, name, plan, default_locale, timezone, retention_days, status, suspended_at, suspended_reason, created_at, updated_at`
 
 // CreateTenant implements app.TenantStore.
 func (t *Tx) CreateTenant(ctx context.Context, tn *app.Tenant) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO tenants (`+tenantColumns+`)
-		VALUES (:id, :slug, :name, :plan, :default_locale, :timezone, :retention_days, :status, :created_at, :updated_at)`, tn)
+		VALUES (:id, :slug, :name, :plan, :default_locale, :timezone, :retention_days, :status, :suspended_at, :suspended_reason, :created_at, :updated_at)`, tn)
 	return mapErr(err)
 }
 

@@ -8,13 +8,13 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-const userColumns = `id, tenant_id, email, name, password_hash, role, session_version, disabled_at, last_login_at, created_at, updated_at`
+const userColumns = `id, tenant_id, email, name, password_hash, role, session_version, disabled_at, last_login_at, must_change_password, created_at, updated_at`
 
 // CreateUser implements app.UserStore.
 func (t *Tx) CreateUser(ctx context.Context, u *app.User) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO users (`+userColumns+`)
-		VALUES (:id, :tenant_id, :email, :name, :password_hash, :role, :session_version, :disabled_at, :last_login_at, :created_at, :updated_at)`, u)
+		VALUES (:id, :tenant_id, :email, :name, :password_hash, :role, :session_version, :disabled_at, :last_login_at, :must_change_password, :created_at, :updated_at)`, u)
 	return mapErr(err)
 }
 

@@ -86,6 +86,12 @@ func (s *Server) requireUser(c *fiber.Ctx) error {
 	}
 	c.Locals(localUser, u)
 	c.Locals(localClaims, claims)
+	if u.MustChangePassword && c.Path() != "/account/password" && c.Path() != "/logout" {
+		// A temporary password handed out by a manager: the user chooses
+		// their own before anything else.
+		s.flash(c, "warning", "You signed in with a temporary password. Choose your own password to continue.")
+		return c.Redirect("/account/password", fiber.StatusSeeOther)
+	}
 
 	switch c.Method() {
 	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
@@ -261,6 +267,9 @@ func (s *Server) page(c *fiber.Ctx, title string) views.Page {
 		p.TenantSlug = t.Slug
 		if loc, err := time.LoadLocation(t.Timezone); err == nil {
 			p.Location = loc
+		}
+		if t.Status == app.TenantSuspended {
+			p.Flash = append(append([]views.Flash(nil), p.Flash...), views.Flash{Kind: "warning", Message: suspendedBanner(t)})
 		}
 	}
 	p.Operator = u.Role == app.RoleOperator

@@ -54,6 +54,12 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	// Operator pages: every tenant, River's queues, the platform audit log.
 	op := consoleGroup{s: s, r: a, mw: []fiber.Handler{s.requireUser}}
 	op.get("/tenants", app.PermPlatform, s.handleTenants)
+	op.post("/tenants", app.PermPlatform, s.handleTenantCreate)
+	op.get("/tenants/new", app.PermPlatform, s.handleTenantNew)
+	op.get("/tenants/:id", app.PermPlatform, s.handleTenantShow)
+	op.post("/tenants/:id", app.PermPlatform, s.handleTenantUpdate)
+	op.post("/tenants/:id/suspend", app.PermPlatform, s.handleTenantSuspend)
+	op.post("/tenants/:id/reactivate", app.PermPlatform, s.handleTenantReactivate)
 
 	// Queues.
 	op.get("/queues", app.PermQueues, s.handleQueues)
@@ -114,5 +120,18 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/audit", app.PermAudit, s.handleTenantAudit)
 
 	// Settings, users and API keys.
+	t.get("/settings", app.PermSettings, s.handleSettings)
+	t.post("/settings", app.PermSettings, s.handleSettingsUpdate)
+	t.get("/users", app.PermUsers, s.handleUsers)
+	t.post("/users", app.PermUsers, s.handleUserCreate)
+	t.get("/users/new", app.PermUsers, s.handleUserNew)
+	t.get("/users/:id", app.PermUsers, s.handleUserShow)
+	t.post("/users/:id/role", app.PermUsers, s.handleUserRole)
+	t.post("/users/:id/disable", app.PermUsers, s.handleUserDisable)
+	t.post("/users/:id/enable", app.PermUsers, s.handleUserEnable)
+	t.post("/users/:id/reset-password", app.PermUsers, s.handleUserResetPassword)
+	t.get("/api-keys", app.PermAPIKeys, s.handleAPIKeys)
+	t.post("/api-keys", app.PermAPIKeys, s.handleAPIKeyCreate)
+	t.post("/api-keys/:id/revoke", app.PermAPIKeys, s.handleAPIKeyRevoke)
 
 }

@@ -1,0 +1,284 @@
+package app
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Retention bounds: a tenant keeps its finished messages at least a day and
+// at most ten years. Unset means DefaultRetentionDays.
+const (
+	MinRetentionDays = 1
+	MaxRetentionDays = 3650
+)
+
+// MaxSuspendReason is the longest suspension reason Herald stores.
+const MaxSuspendReason = 500
+
+// TenantSummary is one row of the operators' tenant list.
+type TenantSummary struct {
+	Tenant
+	// Users counts the tenant's console users who are not disabled.
+	Users int `db:"users"`
+	// MessagesThisMonth counts the messages sent this calendar month (UTC),
+	// as the plan quotas count them.
+	MessagesThisMonth int `db:"messages_this_month"`
+}
+
+// TenantAdminStore reads and changes tenants for the console.
+type TenantAdminStore interface {
+	// ListTenantSummaries returns tenants whose name or slug contains
+	// search, newest first, with their user and monthly message counts.
+	ListTenantSummaries(ctx context.Context, search string, month time.Time, page PageRequest) ([]*TenantSummary, error)
+	// LockTenant reads the tenant and locks its row until the transaction ends.
+	LockTenant(ctx context.Context, id uuid.UUID) (*Tenant, error)
+	// UpdateTenant stores plan, locale, timezone, retention, status and
+	// suspension of t.
+	UpdateTenant(ctx context.Context, t *Tenant) error
+}
+
+// ValidateRetention checks a retention period; nil means the default.
+func ValidateRetention(days *int) error {
+	if days != nil && (*days < MinRetentionDays || *days > MaxRetentionDays) {
+		return FieldErrorf("retention", "Retention must be from %d to %d days (leave it empty for the default of %d days).",
+			MinRetentionDays, MaxRetentionDays, DefaultRetentionDays)
+	}
+	return nil
+}
+
+// ParseRetention reads a retention period typed into a form: empty means
+// the default, anything else must be a whole number of days within bounds.
+func ParseRetention(s string) (*int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return nil, FieldErrorf("retention", "Retention must be a whole number of days, such as %d.", DefaultRetentionDays)
+	}
+	return &n, ValidateRetention(&n)
+}
+
+// requireTenantAccess checks that u holds perm and may act in the tenant:
+// operators in any tenant, everyone else only in their own (another
+// tenant answers ENOTFOUND, as if it did not exist).
+func requireTenantAccess(u *User, perm Permission, tenantID uuid.UUID) error {
+	if err := RequirePermission(u, perm); err != nil {
+		return err
+	}
+	if u.Role != RoleOperator && (u.TenantID == nil || *u.TenantID != tenantID) {
+		return Errorf(ENOTFOUND, "Tenant not found.")
+	}
+	return nil
+}
+
+// List returns one page of tenants for an operator, newest first, and
+// whether more follow. search matches names and slugs.
+func (s *Tenants) List(ctx context.Context, u *User, search string, page PageRequest) ([]*TenantSummary, bool, error) {
+	if err := RequirePermission(u, PermPlatform); err != nil {
+		return nil, false, err
+	}
+	var rows []*TenantSummary
+	err := s.Store.InPlatform(ctx, func(tx Tx) (err error) {
+		rows, err = tx.ListTenantSummaries(ctx, strings.TrimSpace(search), monthStart(s.Now()), page)
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	rows, more := Page(rows, page)
+	return rows, more, nil
+}
+
+// CreateAs creates and provisions a tenant on behalf of an operator, as
+// `herald admin create-tenant` does.
+func (s *Tenants) CreateAs(ctx context.Context, u *User, in TenantInput) (*Tenant, error) {
+	if err := RequirePermission(u, PermPlatform); err != nil {
+		return nil, err
+	}
+	return s.Create(ctx, u.Actor(), in)
+}
+
+// Get returns the tenant for an operator's tenant page.
+func (s *Tenants) Get(ctx context.Context, u *User, id uuid.UUID) (*Tenant, error) {
+	if err := RequirePermission(u, PermPlatform); err != nil {
+		return nil, err
+	}
+	return s.ByID(ctx, id)
+}
+
+// TenantChanges lists what an update changed, field by field, as the audit
+// log records it: {"plan": {"from": "FREE", "to": "PRO"}}.
+type TenantChanges map[string]map[string]any
+
+func (c TenantChanges) note(field string, from, to any) {
+	c[field] = map[string]any{"from": from, "to": to}
+}
+
+// update locks the tenant, lets change edit it, and stores it with an audit
+// entry of action when anything changed.
+func (s *Tenants) update(ctx context.Context, u *User, id uuid.UUID, action string, change func(t *Tenant, c TenantChanges) error) (*Tenant, TenantChanges, error) {
+	var t *Tenant
+	changes := TenantChanges{}
+	err := s.Store.InTenant(ctx, id, func(tx Tx) (err error) {
+		if t, err = tx.LockTenant(ctx, id); err != nil {
+			return err
+		}
+		if err := change(t, changes); err != nil {
+			return err
+		}
+		if len(changes) == 0 {
+			return nil
+		}
+		t.UpdatedAt = s.Now()
+		if err := tx.UpdateTenant(ctx, t); err != nil {
+			return err
+		}
+		meta := map[string]any{}
+		for k, v := range changes {
+			meta[k] = v
+		}
+		return tx.InsertAudit(ctx, u.Actor().Entry(&t.ID, action, "tenant", t.ID.String(), meta))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, changes, nil
+}
+
+func retentionValue(days *int) any {
+	if days == nil {
+		return nil
+	}
+	return *days
+}
+
+func sameRetention(a, b *int) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// ChangePlan sets the tenant's plan and retention (operators). An empty
+// retention means the default.
+func (s *Tenants) ChangePlan(ctx context.Context, u *User, id uuid.UUID, plan, retention string) (*Tenant, TenantChanges, error) {
+	if err := RequirePermission(u, PermPlatform); err != nil {
+		return nil, nil, err
+	}
+	plan = strings.ToUpper(strings.TrimSpace(plan))
+	days, retErr := ParseRetention(retention)
+	return s.update(ctx, u, id, "tenant.update", func(t *Tenant, c TenantChanges) error {
+		// Validated inside the transaction so that an unknown tenant is
+		// ENOTFOUND whatever the form holds.
+		if err := ValidatePlan(plan); err != nil {
+			return err
+		}
+		if retErr != nil {
+			return retErr
+		}
+		if plan != t.Plan {
+			c.note("plan", t.Plan, plan)
+			t.Plan = plan
+		}
+		if !sameRetention(days, t.RetentionDays) {
+			c.note("retention_days", retentionValue(t.RetentionDays), retentionValue(days))
+			t.RetentionDays = days
+		}
+		return nil
+	})
+}
+
+// Suspend stops the tenant (operators): the API refuses its keys from now
+// on and its console users see why. The reason is required.
+func (s *Tenants) Suspend(ctx context.Context, u *User, id uuid.UUID, reason string) (*Tenant, error) {
+	if err := RequirePermission(u, PermPlatform); err != nil {
+		return nil, err
+	}
+	reason = strings.TrimSpace(reason)
+	t, _, err := s.update(ctx, u, id, "tenant.suspend", func(t *Tenant, c TenantChanges) error {
+		switch {
+		case t.Status == TenantSuspended:
+			return Errorf(ECONFLICT, "%s is suspended already.", t.Name)
+		case reason == "":
+			return FieldErrorf("reason", "Say why the tenant is suspended; its users see the reason.")
+		case len(reason) > MaxSuspendReason:
+			return FieldErrorf("reason", "The reason must be at most %d characters.", MaxSuspendReason)
+		}
+		now := s.Now()
+		c.note("status", t.Status, TenantSuspended)
+		c["reason"] = map[string]any{"to": reason}
+		t.Status, t.SuspendedAt, t.SuspendedReason = TenantSuspended, &now, reason
+		return nil
+	})
+	return t, err
+}
+
+// Reactivate lifts a suspension (operators).
+func (s *Tenants) Reactivate(ctx context.Context, u *User, id uuid.UUID) (*Tenant, error) {
+	if err := RequirePermission(u, PermPlatform); err != nil {
+		return nil, err
+	}
+	t, _, err := s.update(ctx, u, id, "tenant.reactivate", func(t *Tenant, c TenantChanges) error {
+		if t.Status != TenantSuspended {
+			return Errorf(ECONFLICT, "%s is not suspended.", t.Name)
+		}
+		c.note("status", t.Status, TenantActive)
+		c["reason"] = map[string]any{"from": t.SuspendedReason}
+		t.Status, t.SuspendedAt, t.SuspendedReason = TenantActive, nil, ""
+		return nil
+	})
+	return t, err
+}
+
+// TenantSettings is what a tenant's managers may change about it.
+type TenantSettings struct {
+	DefaultLocale string
+	Timezone      string
+	// Retention is the number of days as typed; empty means the default.
+	Retention string
+}
+
+// UpdateSettings changes the tenant's default locale, timezone and
+// retention (managers of the tenant, operators).
+func (s *Tenants) UpdateSettings(ctx context.Context, u *User, id uuid.UUID, in TenantSettings) (*Tenant, TenantChanges, error) {
+	if err := requireTenantAccess(u, PermSettings, id); err != nil {
+		return nil, nil, err
+	}
+	locale, err := NormalizeLocale(strings.TrimSpace(in.DefaultLocale))
+	if err != nil {
+		return nil, nil, FieldErrorf("locale", "%s", err.Error())
+	}
+	tz := strings.TrimSpace(in.Timezone)
+	if err := ValidateTimezone(tz); err != nil {
+		return nil, nil, err
+	}
+	days, err := ParseRetention(in.Retention)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.update(ctx, u, id, "tenant.settings", func(t *Tenant, c TenantChanges) error {
+		if locale != t.DefaultLocale {
+			c.note("default_locale", t.DefaultLocale, locale)
+			t.DefaultLocale = locale
+		}
+		if tz != t.Timezone {
+			c.note("timezone", t.Timezone, tz)
+			t.Timezone = tz
+		}
+		if !sameRetention(days, t.RetentionDays) {
+			c.note("retention_days", retentionValue(t.RetentionDays), retentionValue(days))
+			t.RetentionDays = days
+		}
+		return nil
+	})
+}
+
+// monthStart is the first instant of t's month in UTC, the month usage is
+// counted in.
+func monthStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// userIDByEmail reads a user's id from the database.
+func (c *console) userIDByEmail(email string) uuid.UUID {
+	c.t.Helper()
+	var id uuid.UUID
+	require.NoError(c.t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
+		u, err := tx.UserByEmail(c.ctx, email)
+		if err == nil {
+			id = u.ID
+		}
+		return err
+	}))
+	return id
+}
+
+// temporaryPassword reads the password a temporary-password page shows.
+func temporaryPassword(t *testing.T, doc *goquery.Document) string {
+	t.Helper()
+	pw := doc.Find("input.secret-value").AttrOr("value", "")
+	require.Len(t, pw, 24, "five groups of four characters: %q", pw)
+	return pw
+}
+
+// addUser adds a user through the console and returns the temporary password.
+func addUser(t *testing.T, s *session, name, email, role string) string {
+	t.Helper()
+	s.page("/t/acme/users/new")
+	doc, resp := s.postPage("/t/acme/users", url.Values{"name": {name}, "email": {email}, "role": {role}})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return temporaryPassword(t, doc)
+}
+
+func TestConsoleUsers_List(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{noWorkers: true})
+	manager := c.signIn(asManager)
+
+	doc := manager.page("/t/acme/users")
+	emails := doc.Find("table.user-list td.email").Map(func(_ int, s *goquery.Selection) string { return s.Text() })
+	require.ElementsMatch(t, []string{"manager@acme.test", "support@acme.test"}, emails, "only acme's users: no operator, no globex user")
+	me := doc.Find(`tr[data-user="` + c.users[asManager].ID.String() + `"]`)
+	require.Contains(t, text(me), "(you)")
+	require.Equal(t, "manager", text(me.Find("td.role")))
+	require.Equal(t, "ACTIVE", text(me.Find(".badge")))
+	require.NotEqual(t, "–", text(me.Find("td").Eq(4)), "the last sign-in is shown")
+	require.Equal(t, 1, doc.Find(`.page-head a[href="/t/acme/users/new"]`).Length())
+
+	_, resp := c.signIn(asSupport).get("/t/acme/users")
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	_, resp = c.signIn(asOtherManager).get("/t/acme/users")
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	// Operators manage users inside any tenant.
+	doc = c.signIn(asOperator).page("/t/globex/users")
+	require.Equal(t, "manager@globex.test", text(doc.Find("td.email")))
+}
+
+func TestConsoleUsers_Create(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{noWorkers: true})
+	manager := c.signIn(asManager)
+
+	t.Run("Form", func(t *testing.T) {
+		doc := manager.page("/t/acme/users/new")
+		require.Contains(t, text(doc.Find(".page-head")), "Herald sends no invitation e-mail")
+		roles := doc.Find(`select[name=role] option`).Map(func(_ int, s *goquery.Selection) string { return s.AttrOr("value", "") })
+		require.Equal(t, []string{"manager", "support"}, roles, "no operators inside a tenant")
+	})
+
+	t.Run("BadInputStoresNothing", func(t *testing.T) {
+		users := c.count(`SELECT count(*) FROM users`)
+		for _, tc := range []struct {
+			field, value, control, want string
+			status                      int
+		}{
+			{"email", "manager@acme.test", "input[name=email]", "A user with this e-mail address already exists.", 409},
+			{"email", "MANAGER@globex.test", "input[name=email]", "already exists", 409},
+			{"email", "not an address", "input[name=email]", "is not a valid e-mail address", 422},
+			{"email", "anna@localhost", "input[name=email]", "is not a valid e-mail address", 422},
+			{"email", "", "input[name=email]", "E-mail address is required.", 422},
+			{"role", "operator", "select[name=role]", "Operators run the platform and belong to no tenant", 422},
+			{"role", "admin", "select[name=role]", `Role "admin" is not one of manager, support.`, 422},
+			{"role", "", "select[name=role]", "Choose a role", 422},
+			{"name", " ", "input[name=name]", "Name is required", 422},
+			{"name", strings.Repeat("n", 201), "input[name=name]", "at most 200 characters", 422},
+		} {
+			form := url.Values{"name": {"Anna Berg"}, "email": {"anna@acme.test"}, "role": {"support"}}
+			form.Set(tc.field, tc.value)
+			manager.page("/t/acme/users/new")
+			doc, resp := manager.postPage("/t/acme/users", form)
+			require.Equal(t, tc.status, resp.StatusCode, "%s=%q", tc.field, tc.value)
+			require.Contains(t, fieldError(doc, tc.control), tc.want, "%s=%q", tc.field, tc.value)
+			require.Equal(t, 0, doc.Find("input.secret-value").Length())
+			if tc.field != "role" {
+				require.Equal(t, tc.value, doc.Find(`input[name=`+tc.field+`]`).AttrOr("value", "x"), "the form keeps what was typed")
+			}
+		}
+		require.Equal(t, users, c.count(`SELECT count(*) FROM users`))
+		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.create' AND actor_type = 'user'`))
+	})
+
+	t.Run("WithoutCSRFRefused", func(t *testing.T) {
+		manager.page("/t/acme/users/new")
+		resp := manager.post("/t/acme/users", url.Values{"csrf": {"forged"}, "name": {"Eve"}, "email": {"eve@acme.test"}, "role": {"manager"}})
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		require.Zero(t, c.count(`SELECT count(*) FROM users WHERE email = 'eve@acme.test'`))
+	})
+
+	t.Run("TemporaryPasswordShownOnce", func(t *testing.T) {
+		manager.page("/t/acme/users/new")
+		resp := manager.post("/t/acme/users", url.Values{"name": {"Anna Berg"}, "email": {"Anna.Berg@Acme.test"}, "role": {"support"}})
+		require.Equal(t, http.StatusOK, resp.StatusCode, "shown in the answer itself, not behind a redirect")
+		require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+		for _, ck := range resp.Cookies() {
+			require.NotEqual(t, "herald_flash", ck.Name)
+		}
+		doc, err := goquery.NewDocumentFromReader(resp.Body)
+		require.NoError(t, err)
+		password := temporaryPassword(t, doc)
+		require.Contains(t, text(doc.Find(".one-time-secret")), "Herald sends no e-mail")
+		require.Contains(t, text(doc.Find(".secret-note")), "only time it is shown")
+
+		id := c.userIDByEmail("anna.berg@acme.test")
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND tenant_id = $2 AND role = 'support' AND name = 'Anna Berg' AND must_change_password`, id, c.tenant.ID))
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'user.create' AND target_id = $2 AND actor_id = $3`, c.tenant.ID, id.String(), c.users[asManager].ID))
+		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, password))
+
+		list := manager.page("/t/acme/users")
+		require.NotContains(t, list.Text(), password)
+		require.Contains(t, text(list.Find(`tr[data-user="`+id.String()+`"]`)), "temporary password")
+		require.NotContains(t, manager.page("/t/acme/users/"+id.String()).Text(), password)
+
+		// The temporary password signs in once, and only to choose a
+		// password of one's own.
+		anna := c.anonymous()
+		resp = anna.login("anna.berg@acme.test", password)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		_, resp = anna.get(resp.Header.Get("Location"))
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, "/account/password", resp.Header.Get("Location"))
+		doc = anna.follow(resp)
+		require.Contains(t, text(doc.Find(".flash-warning")), "temporary password")
+		for _, path := range []string{"/t/acme/", "/t/acme/users", "/"} {
+			_, resp = anna.get(path)
+			require.Equal(t, "/account/password", resp.Header.Get("Location"), "nothing else until the password is changed: %s", path)
+		}
+
+		anna.page("/account/password")
+		resp = anna.post("/account/password", url.Values{"current": {password}, "new": {"annas own secret"}, "confirm": {"annas own secret"}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		anna.follow(resp)
+		anna.page("/t/acme/")
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND NOT must_change_password`, id))
+		require.Equal(t, http.StatusUnauthorized, c.anonymous().login("anna.berg@acme.test", password).StatusCode, "the temporary password is spent")
+		require.Equal(t, http.StatusSeeOther, c.anonymous().login("anna.berg@acme.test", "annas own secret").StatusCode)
+	})
+
+	t.Run("OperatorAddsManager", func(t *testing.T) {
+		ops := c.signIn(asOperator)
+		ops.page("/t/globex/users/new")
+		doc, resp := ops.postPage("/t/globex/users", url.Values{"name": {"Gina"}, "email": {"gina@globex.test"}, "role": {"manager"}})
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		temporaryPassword(t, doc)
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE email = 'gina@globex.test' AND tenant_id = $1 AND role = 'manager'`, c.other.ID))
+	})
+}
+
+func TestConsoleUsers_Role(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{noWorkers: true})
+	manager, ops := c.signIn(asManager), c.signIn(asOperator)
+	support := c.users[asSupport].ID.String()
+	boss := c.users[asManager].ID.String()
+
+	t.Run("OwnRoleFixed", func(t *testing.T) {
+		doc := manager.page("/t/acme/users/" + boss)
+		require.Equal(t, 0, doc.Find(`select[name=role]`).Length(), "no role form for oneself")
+		require.Equal(t, 0, doc.Find(`form[action$="/disable"]`).Length())
+		doc, resp := manager.postPage("/t/acme/users/"+boss+"/role", url.Values{"role": {"support"}})
+		require.Equal(t, http.StatusConflict, resp.StatusCode)
+		require.Contains(t, text(doc.Find(".flash-error")), "You cannot change your own role")
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager'`, boss))
+	})
+
+	t.Run("LastManagerStays", func(t *testing.T) {
+		// The operator is no tenant user, so only the last-manager rule
+		// stands in the way.
+		ops.page("/t/acme/users/" + boss)
+		doc, resp := ops.postPage("/t/acme/users/"+boss+"/role", url.Values{"role": {"support"}})
+		require.Equal(t, http.StatusConflict, resp.StatusCode)
+		require.Contains(t, fieldError(doc, "select[name=role]"), "last active manager")
+		doc, resp = ops.postPage("/t/acme/users/"+boss+"/disable", nil)
+		require.Equal(t, http.StatusConflict, resp.StatusCode)
+		require.Contains(t, text(doc.Find(".flash-error")), "last active manager")
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager' AND disabled_at IS NULL`, boss))
+	})
+
+	t.Run("BadRole", func(t *testing.T) {
+		manager.page("/t/acme/users/" + support)
+		for _, role := range []string{"operator", "owner", ""} {
+			doc, resp := manager.postPage("/t/acme/users/"+support+"/role", url.Values{"role": {role}})
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, role)
+			require.NotEmpty(t, fieldError(doc, "select[name=role]"), role)
+		}
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'support'`, support))
+	})
+
+	t.Run("Promote", func(t *testing.T) {
+		manager.page("/t/acme/users/" + support)
+		resp := manager.post("/t/acme/users/"+support+"/role", url.Values{"role": {"manager"}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		doc := manager.follow(resp)
+		require.Contains(t, text(doc.Find(".flash-success")), "support@acme.test is now manager")
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager'`, support))
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.role_change' AND target_id = $1
+			AND metadata->>'from' = 'support' AND metadata->>'to' = 'manager' AND actor_id = $2`, support, boss))
+
+		// The promoted user holds the new permissions at their next request.
+		promoted := c.signIn(asSupport)
+		promoted.page("/t/acme/users")
+
+		// Now there are two managers, the first may be made support.
+		ops.page("/t/acme/users/" + boss)
+		require.Equal(t, http.StatusSeeOther, ops.post("/t/acme/users/"+boss+"/role", url.Values{"role": {"support"}}).StatusCode)
+		_, resp = manager.get("/t/acme/users")
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, "a demoted manager loses the page at once")
+	})
+}
+
+func TestConsoleUsers_DisableAndReset(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{noWorkers: true})
+	manager := c.signIn(asManager)
+	support := c.users[asSupport].ID.String()
+
+	t.Run("CannotDisableSelf", func(t *testing.T) {
+		manager.page("/t/acme/users")
+		doc, resp := manager.postPage("/t/acme/users/"+c.users[asManager].ID.String()+"/disable", nil)
+		require.Equal(t, http.StatusConflict, resp.StatusCode)
+		require.Contains(t, text(doc.Find(".flash-error")), "You cannot disable your own account")
+		doc, resp = manager.postPage("/t/acme/users/"+c.users[asManager].ID.String()+"/reset-password", nil)
+		require.Equal(t, http.StatusConflict, resp.StatusCode)
+		require.Equal(t, 0, doc.Find("input.secret-value").Length())
+	})
+
+	t.Run("DisableEndsSessions", func(t *testing.T) {
+		staff := c.signIn(asSupport)
+		staff.page("/t/acme/")
+
+		doc := manager.page("/t/acme/users/" + support)
+		form := doc.Find(`form[action="/t/acme/users/` + support + `/disable"]`)
+		require.Contains(t, form.AttrOr("data-confirm", ""), "signed out at once", "disabling asks first")
+		resp := manager.post("/t/acme/users/"+support+"/disable", nil)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		doc = manager.follow(resp)
+		require.Contains(t, text(doc.Find(".flash-success")), "disabled and signed out")
+		require.Equal(t, "DISABLED", text(doc.Find("dl.facts .badge")))
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.disable' AND target_id = $1`, support))
+
+		_, resp = staff.get("/t/acme/")
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "the live session ended")
+		require.True(t, strings.HasPrefix(resp.Header.Get("Location"), "/login"))
+		require.Equal(t, http.StatusUnauthorized, c.anonymous().login("support@acme.test", consolePassword).StatusCode)
+
+		manager.page("/t/acme/users/" + support)
+		resp = manager.post("/t/acme/users/"+support+"/enable", nil)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, "ACTIVE", text(manager.follow(resp).Find("dl.facts .badge")))
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.enable' AND target_id = $1`, support))
+		c.signIn(asSupport).page("/t/acme/")
+	})
+
+	t.Run("ResetPassword", func(t *testing.T) {
+		staff := c.signIn(asSupport)
+		staff.page("/t/acme/")
+
+		manager.page("/t/acme/users/" + support)
+		resp := manager.post("/t/acme/users/"+support+"/reset-password", nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+		doc, err := goquery.NewDocumentFromReader(resp.Body)
+		require.NoError(t, err)
+		password := temporaryPassword(t, doc)
+		require.Contains(t, text(doc.Find(".page-head")), "every session they had has ended")
+		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, password))
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.password_reset' AND target_id = $1`, support))
+
+		_, resp = staff.get("/t/acme/")
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "the live session ended")
+		require.True(t, strings.HasPrefix(resp.Header.Get("Location"), "/login"))
+		require.Equal(t, http.StatusUnauthorized, c.anonymous().login("support@acme.test", consolePassword).StatusCode, "the old password no longer works")
+
+		s := c.anonymous()
+		resp = s.login("support@acme.test", password)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		_, resp = s.get("/t/acme/")
+		require.Equal(t, "/account/password", resp.Header.Get("Location"))
+	})
+
+	t.Run("AnotherTenantsUser", func(t *testing.T) {
+		globex := c.users[asOtherManager].ID.String()
+		_, resp := manager.get("/t/acme/users/" + globex)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+		_, resp = manager.get("/t/acme/users/" + uuid.NewString())
+		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+		_, resp = manager.get("/t/acme/users/not-a-uuid")
+		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+		manager.page("/t/acme/users")
+		for _, action := range []string{"disable", "reset-password", "role", "enable"} {
+			resp = manager.post("/t/acme/users/"+globex+"/"+action, url.Values{"role": {"support"}})
+			require.Equal(t, http.StatusNotFound, resp.StatusCode, action)
+		}
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager' AND disabled_at IS NULL AND NOT must_change_password`, globex))
+		// The operator's own account is not a tenant user either.
+		_, resp = manager.get("/t/acme/users/" + c.users[asOperator].ID.String())
+		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+		c.signIn(asOtherManager).page("/t/globex/")
+	})
+}

@@ -1,0 +1,59 @@
+package db
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// ListTenantUsers implements app.UserAdminStore.
+func (t *Tx) ListTenantUsers(ctx context.Context, tenantID uuid.UUID, page app.PageRequest) ([]*app.User, error) {
+	rows := []*app.User{}
+	err := t.tx.SelectContext(ctx, &rows, `
+		SELECT `+userColumns+` FROM users
+		WHERE tenant_id = $1
+		ORDER BY created_at DESC, id DESC
+		LIMIT $2 OFFSET $3`, tenantID, page.Limit, page.Offset)
+	return rows, mapErr(err)
+}
+
+// TenantUser implements app.UserAdminStore.
+func (t *Tx) TenantUser(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.User, error) {
+	q := `SELECT ` + userColumns + ` FROM users WHERE tenant_id = $1 AND id = $2`
+	if forUpdate {
+		q += ` FOR UPDATE`
+	}
+	var u app.User
+	if err := t.tx.GetContext(ctx, &u, q, tenantID, id); err != nil {
+		return nil, notFound(err, "User %s not found.", id)
+	}
+	return &u, nil
+}
+
+// LockActiveManagers implements app.UserAdminStore.
+func (t *Tx) LockActiveManagers(ctx context.Context, tenantID uuid.UUID) ([]uuid.UUID, error) {
+	ids := []uuid.UUID{}
+	err := t.tx.SelectContext(ctx, &ids, `
+		SELECT id FROM users
+		WHERE tenant_id = $1 AND role = 'manager' AND disabled_at IS NULL
+		ORDER BY id
+		FOR UPDATE`, tenantID)
+	return ids, mapErr(err)
+}
+
+// UpdateTenantUser implements app.UserAdminStore.
+func (t *Tx) UpdateTenantUser(ctx context.Context, u *app.User) error {
+	res, err := t.tx.NamedExecContext(ctx, `
+		UPDATE users SET role = :role, disabled_at = :disabled_at, session_version = :session_version,
+		       password_hash = :password_hash, must_change_password = :must_change_password, updated_at = :updated_at
+		WHERE tenant_id = :tenant_id AND id = :id`, u)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return app.Errorf(app.ENOTFOUND, "User %s not found.", u.ID)
+	}
+	return nil
+}
