@@ -381,6 +381,7 @@ func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
 	// Templates.
 
 	// Booking panel and messages.
+	s.MessageConsole = &app.MessageConsole{Store: svc.store, Queue: svc.queue, Router: svc.router, Messages: svc.messages, Now: time.Now}
 
 	// Scheduled notifications, approvals and the audit log.
 

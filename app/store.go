@@ -47,6 +47,7 @@ type Tx interface {
 	// Templates.
 
 	// Booking panel and messages.
+	ConsoleMessageStore
 
 	// Scheduled notifications, approvals and the audit log.
 

@@ -42,6 +42,7 @@ type Server struct {
 	// Templates.
 
 	// Booking panel and messages.
+	MessageConsole *app.MessageConsole
 
 	// Scheduled notifications, approvals and the audit log.
 
