@@ -97,7 +97,11 @@ func msgTimelineOf(p Page, m *app.MessageTrail) []msgTimelineItem {
 			if v == "" {
 				continue
 			}
-			it.Detail = append(it.Detail, msgDetailPair{Key: strings.ReplaceAll(k, "_", " "), Value: msgMask(p, v, m.ToAddress)})
+			if k != "by" {
+				// "by" names a console user or API key, not a passenger.
+				v = msgMask(p, v, m.ToAddress)
+			}
+			it.Detail = append(it.Detail, msgDetailPair{Key: strings.ReplaceAll(k, "_", " "), Value: v})
 		}
 		out = append(out, it)
 	}

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -41,10 +43,26 @@ func BaseURL() string {
 }
 
 var (
-	templateOnce sync.Once
+	templateMu   sync.Mutex
 	templateName string
-	templateErr  error
 )
+
+// template returns the template database of the current migrations,
+// building it when there is none yet or when rebuild says the one known
+// has gone: a test binary of another migration set (a sibling branch on the
+// same server) drops templates that are not its own.
+func template(rebuild bool) (string, error) {
+	templateMu.Lock()
+	defer templateMu.Unlock()
+	if templateName == "" || rebuild {
+		name, err := ensureTemplate(context.Background())
+		if err != nil {
+			return "", err
+		}
+		templateName = name
+	}
+	return templateName, nil
+}
 
 // NewDB returns a fresh, migrated database for t, dropped when t ends.
 func NewDB(t testing.TB) *db.DB {
@@ -63,11 +81,23 @@ func NewDB(t testing.TB) *db.DB {
 // connections.
 func CreateDatabase(t testing.TB) string {
 	t.Helper()
-	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(context.Background()) })
-	if templateErr != nil {
-		t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", templateErr)
+	for attempt := 1; ; attempt++ {
+		tpl, err := template(attempt > 1)
+		if err != nil {
+			t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", err)
+		}
+		name, err := tryCreateDatabase(t, "TEMPLATE "+tpl)
+		var pgErr *pgconn.PgError
+		if err == nil {
+			return name
+		}
+		// 3D000: the template was dropped meanwhile; 55006: it is being
+		// copied or dropped by someone else right now.
+		if attempt == 5 || !errors.As(err, &pgErr) || (pgErr.Code != "3D000" && pgErr.Code != "55006") {
+			t.Fatalf("dbtest: create database: %v", err)
+		}
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 	}
-	return createDatabase(t, "TEMPLATE "+templateName)
 }
 
 // CreateEmptyDatabase creates a database with no schema at all, for tests of
@@ -79,11 +109,21 @@ func CreateEmptyDatabase(t testing.TB) string {
 
 func createDatabase(t testing.TB, options string) string {
 	t.Helper()
+	name, err := tryCreateDatabase(t, options)
+	if err != nil {
+		t.Fatalf("dbtest: create database: %v", err)
+	}
+	return name
+}
+
+// tryCreateDatabase creates a database dropped when t ends.
+func tryCreateDatabase(t testing.TB, options string) (string, error) {
+	t.Helper()
 	name := "herald_test_" + strings.ToLower(rand.Text()[:16])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := adminExec(ctx, fmt.Sprintf(`CREATE DATABASE %s %s`, name, options)); err != nil {
-		t.Fatalf("dbtest: create database: %v", err)
+		return "", err
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -92,7 +132,7 @@ func createDatabase(t testing.TB, options string) string {
 			t.Logf("dbtest: drop database %s: %v", name, err)
 		}
 	})
-	return name
+	return name, nil
 }
 
 // URL returns the connection URL of the named database on the test server.
