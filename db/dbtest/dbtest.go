@@ -93,7 +93,7 @@ func CreateDatabase(t testing.TB) string {
 		}
 		// 3D000: the template was dropped meanwhile; 55006: it is being
 		// copied or dropped by someone else right now.
-		if attempt == 5 || !errors.As(err, &pgErr) || (pgErr.Code != "3D000" && pgErr.Code != "55006") {
+		if attempt == 10 || !errors.As(err, &pgErr) || (pgErr.Code != "3D000" && pgErr.Code != "55006") {
 			t.Fatalf("dbtest: create database: %v", err)
 		}
 		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
