@@ -576,6 +576,8 @@ func TestConsoleMessages_Retry(t *testing.T) {
 		require.Contains(t, text(doc.Find(".timeline")), retryID.String())
 		panel := support.page("/t/acme/bookings/booking/BK-R")
 		require.Equal(t, 3, panel.Find(`tr[id^="message-"]`).Length())
+		require.Zero(t, panel.Find("#message-"+failed.ID.String()+` form[action$="/retry"]`).Length(), "retried already")
+		require.Equal(t, 1, panel.Find("#message-"+retryID.String()+` form[action$="/retry"]`).Length(), "the failed retry may be retried")
 		require.Contains(t, text(panel.Find("#message-"+retryID.String())), "support@acme.test")
 	})
 
@@ -617,6 +619,11 @@ func TestConsoleMessages_Cancel(t *testing.T) {
 
 	t.Run("SupportCannot", func(t *testing.T) {
 		s := c.signIn(asSupport)
+		panel := s.page("/t/acme/bookings/booking/BK-Q")
+		require.Equal(t, 2, panel.Find(`tr[id^="message-"]`).Length())
+		require.Zero(t, panel.Find(`form[action$="/cancel"]`).Length(), "support sees no cancel button on the panel")
+		require.Equal(t, 2, c.signIn(asManager).page("/t/acme/bookings/booking/BK-Q").Find(`tr[id^="message-"] form[action$="/cancel"]`).Length(),
+			"managers cancel queued messages from the panel")
 		doc := s.page(path)
 		require.Zero(t, doc.Find(`form[action$="/cancel"]`).Length(), "support sees no cancel button")
 		require.Zero(t, doc.Find(`form[action$="/retry"]`).Length(), "a queued message cannot be retried")

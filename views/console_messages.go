@@ -288,3 +288,14 @@ func msgEntityLabel(m *app.Message) string {
 	}
 	return *m.EntityType + " " + *m.EntityID
 }
+
+// msgRetried reports whether one of the panel's messages retries the
+// message id: a failed message is retried once, then its retry carries on.
+func msgRetried(p *app.BookingPanel, id uuid.UUID) bool {
+	for _, m := range p.Messages {
+		if of, ok := app.RetriedMessageID(m.IdempotencyKey); ok && of == id {
+			return true
+		}
+	}
+	return false
+}
