@@ -388,6 +388,7 @@ func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
 	s.Templates = svc.templates
 
 	// Booking panel and messages.
+	s.MessageConsole = &app.MessageConsole{Store: svc.store, Queue: svc.queue, Router: svc.router, Messages: svc.messages, Now: time.Now}
 
 	// Scheduled notifications, approvals and the audit log.
 	s.Schedules = &app.Schedules{Store: svc.store, Intake: svc.intake, Router: svc.router, Now: time.Now}

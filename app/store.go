@@ -51,6 +51,7 @@ type Tx interface {
 	TemplateConsoleStore
 
 	// Booking panel and messages.
+	ConsoleMessageStore
 
 	// Scheduled notifications, approvals and the audit log.
 	ScheduleStore

@@ -107,6 +107,13 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.post("/templates/:id/reactivate", app.PermTemplates, s.handleTemplateReactivate)
 
 	// Booking panel and messages.
+	t.get("/bookings", app.PermMessages, s.handleBookingSearch)
+	t.get("/bookings/:type/:id", app.PermMessages, s.handleBookingPanel)
+	t.post("/bookings/:type/:id/resend", app.PermResend, s.handleBookingResend)
+	t.get("/messages", app.PermMessages, s.handleMessageList)
+	t.get("/messages/:id", app.PermMessages, s.handleMessageShow)
+	t.post("/messages/:id/retry", app.PermResend, s.handleMessageRetry)
+	t.post("/messages/:id/cancel", app.PermCancelMessage, s.handleMessageCancel)
 
 	// Scheduled notifications, approvals and the tenant's audit log.
 	t.get("/scheduled", app.PermSchedules, s.handleScheduledList)

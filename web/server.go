@@ -46,6 +46,7 @@ type Server struct {
 	Templates *app.Templates
 
 	// Booking panel and messages.
+	MessageConsole *app.MessageConsole
 
 	// Scheduled notifications, approvals and the audit log.
 	Schedules *app.Schedules

@@ -1,0 +1,146 @@
+package app
+
+import (
+	"context"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Resend is the booking panel's manual resend: the user's permission is
+// checked, then Messages.Resend queues the new messages (their own
+// idempotency keys, triggered_by the user, audited; the originals stay as
+// they are).
+func (s *MessageConsole) Resend(ctx context.Context, u *User, tenantID uuid.UUID, in ResendInput) ([]*Message, error) {
+	if err := RequirePermission(u, PermResend); err != nil {
+		return nil, err
+	}
+	if !IsEntityType(in.EntityType) {
+		return nil, Errorf(ENOTFOUND, "There are no %q records.", in.EntityType)
+	}
+	return s.Messages.Resend(ctx, u.Actor(), tenantID, in)
+}
+
+// Retry sends a FAILED message again as a new message. A message's status
+// only moves forward (FAILED is final, and QUEUED belongs to routing and
+// resend), so the failed message is not re-queued: the retry is a new
+// QUEUED message planned like a resend (the same template if it is still
+// active, else the one routing would pick now, and the channel's current
+// ACTIVE account, so a fixed account or template takes effect), with the
+// idempotency key retry:{failed message id}, triggered_by the user, and a
+// dispatch job. The failed message keeps its status and gets a timeline
+// note naming its retry; an audit entry records both.
+func (s *MessageConsole) Retry(ctx context.Context, u *User, tenantID, id uuid.UUID) (*Message, error) {
+	if err := RequirePermission(u, PermResend); err != nil {
+		return nil, err
+	}
+	actor := u.Actor()
+	var retry *Message
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+		m, err := tx.MessageByID(ctx, tenantID, id, true)
+		if err != nil {
+			return err
+		}
+		if m.Status != MessageFailed {
+			return Errorf(ECONFLICT, "Only failed messages can be retried; this one is %s.", m.Status)
+		}
+		if prior, err := tx.MessageByIdempotencyKey(ctx, tenantID, retryKey(m.ID)); err == nil {
+			return Errorf(ECONFLICT, "This message was retried already (message %s); retry that one if it failed too.", prior.ID)
+		} else if ErrorCode(err) != ENOTFOUND {
+			return err
+		}
+		if m.EventID == nil || m.ContactID == nil {
+			return Errorf(ECONFLICT, "The notification this message came from is no longer stored, so it cannot be retried; resend it from the booking panel instead.")
+		}
+		e, err := tx.EventByID(ctx, tenantID, *m.EventID, false)
+		if err != nil {
+			return err
+		}
+		def, err := e.Def()
+		if err != nil {
+			return err
+		}
+		tenant, err := tx.TenantByID(ctx, tenantID)
+		if err != nil {
+			return err
+		}
+		contact, err := tx.ContactByID(ctx, tenantID, *m.ContactID)
+		if err != nil {
+			return err
+		}
+		var tmpl *Template
+		if m.TemplateID != nil {
+			t, err := tx.TemplateByID(ctx, tenantID, *m.TemplateID)
+			switch {
+			case err == nil && t.IsActive && t.Channel == m.Channel:
+				tmpl = t
+			case err != nil && ErrorCode(err) != ENOTFOUND:
+				return err
+			}
+		}
+		next, skip, err := s.Router.plan(ctx, tx, tenant, e, def, contact, m.ConversationID, m.Channel, tmpl)
+		if err != nil {
+			return err
+		}
+		if skip != "" {
+			return Errorf(ECONFLICT, "Cannot retry on %s: %s. Fix that first (channel account, template or the passenger's address).",
+				m.Channel, strings.ReplaceAll(skip, "_", " "))
+		}
+		next.IdempotencyKey = retryKey(m.ID)
+		next.TriggeredBy = actor.ID
+		inserted, err := s.Router.insert(ctx, tx, next, SourceConsole, map[string]any{"retry_of": m.ID.String(), "by": actor.Label})
+		if err != nil {
+			return err
+		}
+		if !inserted {
+			return Errorf(ECONFLICT, "This message was retried already.")
+		}
+		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: tenantID, MessageID: m.ID, Source: SourceConsole, At: s.Now(),
+			Detail: map[string]any{"retried_as": next.ID.String(), "by": actor.Label}}); err != nil {
+			return err
+		}
+		if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, "message.retry", "message", m.ID.String(),
+			map[string]any{"retry_id": next.ID.String(), "channel": m.Channel, "failed_reason": m.FailedReason})); err != nil {
+			return err
+		}
+		retry = next
+		return s.Queue.EnqueueDispatch(ctx, tx, DispatchJob{TenantID: tenantID, MessageID: next.ID, Channel: next.Channel})
+	})
+	return retry, err
+}
+
+// Cancel stops a QUEUED message: it becomes CANCELLED with a timeline entry
+// and an audit entry. Its dispatch job then finds it no longer QUEUED and
+// does nothing.
+func (s *MessageConsole) Cancel(ctx context.Context, u *User, tenantID, id uuid.UUID) (*Message, error) {
+	if err := RequirePermission(u, PermCancelMessage); err != nil {
+		return nil, err
+	}
+	actor := u.Actor()
+	var m *Message
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		if m, err = tx.MessageByID(ctx, tenantID, id, true); err != nil {
+			return err
+		}
+		if m.Status != MessageQueued {
+			return Errorf(ECONFLICT, "Only queued messages can be cancelled; this one is %s already.", m.Status)
+		}
+		now := s.Now()
+		ok, err := tx.CancelQueuedMessage(ctx, tenantID, id, now)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return Errorf(ECONFLICT, "The message left the queue while you were cancelling it.")
+		}
+		from, to := MessageQueued, MessageCancelled
+		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: tenantID, MessageID: id, FromStatus: &from, ToStatus: &to,
+			Source: SourceConsole, At: now, Detail: map[string]any{"by": actor.Label}}); err != nil {
+			return err
+		}
+		m.Status, m.UpdatedAt = MessageCancelled, now
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "message.cancel", "message", id.String(),
+			map[string]any{"channel": m.Channel, "trigger_event": m.TriggerEvent}))
+	})
+	return m, err
+}

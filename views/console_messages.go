@@ -1,0 +1,301 @@
+package views
+
+import (
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// BookingSearch is the booking panel's search form as typed.
+type BookingSearch struct {
+	Type string
+	ID   string
+	Errs FormErrors
+}
+
+// ResendForm is the panel's resend form as submitted.
+type ResendForm struct {
+	Channel    string
+	TemplateID string
+}
+
+// BookingPanelView is what the booking communications panel shows.
+type BookingPanelView struct {
+	Panel *app.BookingPanel
+	// Base is the tenant's path prefix (/t/acme); Path the panel's own URL.
+	Base      string
+	Path      string
+	CanResend bool
+	CanCancel bool
+	Form      ResendForm
+	Errs      FormErrors
+}
+
+// MessageListView is the messages explorer: the filters as typed, what
+// was wrong with them, and one page of messages.
+type MessageListView struct {
+	Base     string
+	Messages []*app.Message
+	Pager    Pager
+	Input    app.MessageFilterInput
+	Errs     map[string]string
+	// Filtered is true when any filter narrowed the list.
+	Filtered bool
+}
+
+// MessageDetailView is one message's page.
+type MessageDetailView struct {
+	View      *app.MessageView
+	Base      string
+	CanResend bool
+	CanCancel bool
+}
+
+// msgTimelineItem is one line of a message's timeline: a status change or
+// note, or a reply from the passenger.
+type msgTimelineItem struct {
+	At     time.Time
+	Source string
+	From   string
+	To     string
+	Detail []msgDetailPair
+	Reply  *app.InboundMessage
+}
+
+type msgDetailPair struct{ Key, Value string }
+
+// msgTimelineOf merges a message's timeline and the replies that answer it,
+// oldest first, masking addresses in the details for roles that see them
+// only masked.
+func msgTimelineOf(p Page, m *app.MessageTrail) []msgTimelineItem {
+	out := make([]msgTimelineItem, 0, len(m.Timeline)+len(m.Replies))
+	for _, e := range m.Timeline {
+		it := msgTimelineItem{At: e.At, Source: e.Source}
+		if e.FromStatus != nil {
+			it.From = *e.FromStatus
+		}
+		if e.ToStatus != nil {
+			it.To = *e.ToStatus
+		}
+		keys := make([]string, 0, len(e.Detail))
+		for k := range e.Detail {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			v := msgDetailString(e.Detail[k])
+			if v == "" {
+				continue
+			}
+			if k != "by" {
+				// "by" names a console user or API key, not a passenger.
+				v = msgMask(p, v, m.ToAddress)
+			}
+			it.Detail = append(it.Detail, msgDetailPair{Key: strings.ReplaceAll(k, "_", " "), Value: v})
+		}
+		out = append(out, it)
+	}
+	for _, r := range m.Replies {
+		out = append(out, msgTimelineItem{At: r.ReceivedAt, Source: "reply", Reply: r})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+func msgDetailString(v any) string {
+	switch t := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return t
+	case float64:
+		return strconv.FormatFloat(t, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(t)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// msgMask returns free text as the page's role may see it: unchanged for
+// roles that see addresses, with every address masked for the others.
+func msgMask(p Page, s string, known ...string) string {
+	if p.ShowAddresses {
+		return s
+	}
+	return app.MaskText(s, known...)
+}
+
+var (
+	msgBreakTags = regexp.MustCompile(`(?i)<\s*(br|/p|/div|/tr|/h[1-6]|/li|/table)\b[^>]*>`)
+	msgAnyTag    = regexp.MustCompile(`(?s)<[^>]*>`)
+	msgStyleBody = regexp.MustCompile(`(?is)<(style|script|head)\b.*?</(style|script|head)\s*>`)
+	msgBlankRuns = regexp.MustCompile(`\n[ \t]*(\n[ \t]*)+`)
+)
+
+// msgEmailText renders an HTML e-mail body as the plain text a reader sees,
+// for the preview: the console never injects a message's HTML into a page.
+func msgEmailText(body string) string {
+	s := msgStyleBody.ReplaceAllString(body, "")
+	s = msgBreakTags.ReplaceAllString(s, "\n")
+	s = msgAnyTag.ReplaceAllString(s, "")
+	s = html.UnescapeString(s)
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	s = strings.Join(lines, "\n")
+	return strings.TrimSpace(msgBlankRuns.ReplaceAllString(s, "\n\n"))
+}
+
+// msgPanelPath links to an entity's communications panel.
+func msgPanelPath(base string, entityType, entityID *string) string {
+	if entityType == nil || entityID == nil {
+		return ""
+	}
+	return base + "/bookings/" + *entityType + "/" + url.PathEscape(*entityID)
+}
+
+func msgPath(base string, id uuid.UUID) string {
+	return base + "/messages/" + id.String()
+}
+
+// msgEventPath links to an event: its place in the entity's panel, else the
+// explorer filtered to its messages.
+func msgEventPath(base string, e *app.Event) string {
+	if p := msgPanelPath(base, e.EntityType, e.EntityID); p != "" {
+		return p + "#event-" + e.ID.String()
+	}
+	return base + "/messages?event_id=" + e.ID.String()
+}
+
+func msgEventIDPath(base string, m *app.Message) string {
+	if m.EventID == nil {
+		return ""
+	}
+	if p := msgPanelPath(base, m.EntityType, m.EntityID); p != "" {
+		return p + "#event-" + m.EventID.String()
+	}
+	return base + "/messages?event_id=" + m.EventID.String()
+}
+
+func msgStr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func msgShortID(id uuid.UUID) string { return id.String()[:8] }
+
+func msgTitle(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// msgRecipients lists an event's recipients (names and addresses).
+func msgRecipients(e *app.Event) []app.Recipient {
+	rs, err := e.DecodeRecipients()
+	if err != nil {
+		return nil
+	}
+	return rs
+}
+
+// msgApproval describes where an event stands on approval.
+func msgApproval(e *app.Event) string {
+	switch {
+	case e.Status == app.EventAwaitingApproval:
+		return "Awaiting approval"
+	case e.Status == app.EventRejected:
+		return "Rejected: " + msgStr(e.DecisionReason)
+	case e.DecidedAt != nil:
+		return "Approved"
+	}
+	return ""
+}
+
+// msgTemplateGroups groups resend templates by channel, in channel order.
+func msgTemplateGroups(ts []*app.Template) []msgTemplateGroup {
+	var out []msgTemplateGroup
+	for _, ch := range app.Channels {
+		g := msgTemplateGroup{Channel: string(ch)}
+		for _, t := range ts {
+			if t.Channel == ch {
+				g.Templates = append(g.Templates, t)
+			}
+		}
+		if len(g.Templates) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+type msgTemplateGroup struct {
+	Channel   string
+	Templates []*app.Template
+}
+
+// msgStatusOptions are the explorer's status choices.
+func msgStatusOptions() []string { return app.MessageStatuses }
+
+func msgEventNames() []string {
+	var out []string
+	for _, e := range app.Events() {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+func msgChannelNames() []string {
+	out := make([]string, len(app.Channels))
+	for i, c := range app.Channels {
+		out[i] = string(c)
+	}
+	return out
+}
+
+// msgFilterErrors lists the explorer's filter problems in the form's order.
+func msgFilterErrors(errs map[string]string) []string {
+	var out []string
+	for _, f := range []string{"status", "channel", "event", "event_id", "from", "to", "address", "stale"} {
+		if msg, ok := errs[f]; ok {
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+func msgEntityLabel(m *app.Message) string {
+	if m.EntityType == nil || m.EntityID == nil {
+		return ""
+	}
+	return *m.EntityType + " " + *m.EntityID
+}
+
+// msgRetried reports whether one of the panel's messages retries the
+// message id: a failed message is retried once, then its retry carries on.
+func msgRetried(p *app.BookingPanel, id uuid.UUID) bool {
+	for _, m := range p.Messages {
+		if of, ok := app.RetriedMessageID(m.IdempotencyKey); ok && of == id {
+			return true
+		}
+	}
+	return false
+}

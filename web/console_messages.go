@@ -1,0 +1,187 @@
+package web
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/views"
+)
+
+// maxEntityID is the longest booking, trip or invoice id events may carry.
+const maxEntityID = 200
+
+// bookingPath is the stable URL of an entity's communications panel.
+func bookingPath(c *fiber.Ctx, entityType, entityID string) string {
+	return tenantPath(c, "/bookings/"+entityType+"/"+url.PathEscape(entityID))
+}
+
+// handleBookingSearch shows the panel's search form; a filled-in form goes
+// to the entity's own page, so every panel has a URL to share.
+func (s *Server) handleBookingSearch(c *fiber.Ctx) error {
+	form := views.BookingSearch{Type: strings.TrimSpace(c.Query("type")), ID: strings.TrimSpace(c.Query("id"))}
+	if form.Type == "" {
+		form.Type = app.EntityBooking
+	}
+	if args := c.Context().QueryArgs(); args.Has("id") || args.Has("type") {
+		form.Errs = views.FormErrors{}
+		switch {
+		case !app.IsEntityType(form.Type):
+			form.Errs["type"] = "Choose booking, trip or invoice."
+		case form.ID == "":
+			form.Errs["id"] = "Type the " + form.Type + " id your booking system uses, such as BK-2027-0412."
+		case len(form.ID) > maxEntityID:
+			form.Errs["id"] = fmt.Sprintf("Ids are at most %d characters.", maxEntityID)
+		default:
+			return c.Redirect(bookingPath(c, form.Type, form.ID), fiber.StatusSeeOther)
+		}
+		c.Status(fiber.StatusUnprocessableEntity)
+	}
+	return s.render(c, views.BookingSearchPage(s.page(c, "Bookings"), form))
+}
+
+// entityOf reads the entity of a panel URL; an unknown type is not found.
+func entityOf(c *fiber.Ctx) (string, string, error) {
+	kind := c.Params("type")
+	id, err := url.PathUnescape(c.Params("id"))
+	if !app.IsEntityType(kind) || err != nil || id == "" || len(id) > maxEntityID {
+		return "", "", fiber.ErrNotFound
+	}
+	return kind, id, nil
+}
+
+// handleBookingPanel shows everything Herald did for one booking, trip or
+// invoice.
+func (s *Server) handleBookingPanel(c *fiber.Ctx) error {
+	kind, id, err := entityOf(c)
+	if err != nil {
+		return err
+	}
+	return s.renderPanel(c, kind, id, views.ResendForm{}, nil)
+}
+
+func (s *Server) renderPanel(c *fiber.Ctx, kind, id string, form views.ResendForm, errs views.FormErrors) error {
+	panel, err := s.MessageConsole.Panel(c.UserContext(), tenantOf(c).ID, kind, id)
+	if err != nil {
+		return err
+	}
+	u := userOf(c)
+	title := strings.ToUpper(kind[:1]) + kind[1:] + " " + id
+	return s.render(c, views.BookingPanelPage(s.page(c, title), views.BookingPanelView{
+		Panel: panel, Base: tenantPath(c, ""), Path: bookingPath(c, kind, id),
+		CanResend: u.Can(app.PermResend), CanCancel: u.Can(app.PermCancelMessage),
+		Form: form, Errs: errs,
+	}))
+}
+
+// handleBookingResend sends the entity's latest notification again on a
+// channel, as new messages; the originals stay as they were.
+func (s *Server) handleBookingResend(c *fiber.Ctx) error {
+	kind, id, err := entityOf(c)
+	if err != nil {
+		return err
+	}
+	form := views.ResendForm{Channel: c.FormValue("channel"), TemplateID: strings.TrimSpace(c.FormValue("template_id"))}
+	in := app.ResendInput{EntityType: kind, EntityID: id, Channel: form.Channel}
+	if form.TemplateID != "" {
+		tid, err := uuid.Parse(form.TemplateID)
+		if err != nil {
+			c.Status(fiber.StatusUnprocessableEntity)
+			return s.renderPanel(c, kind, id, form, views.FormErrors{"template_id": "Choose a template from the list."})
+		}
+		in.TemplateID = &tid
+	}
+	ms, err := s.MessageConsole.Resend(c.UserContext(), userOf(c), tenantOf(c).ID, in)
+	switch code := app.ErrorCode(err); code {
+	case "":
+	case app.EINVALID, app.ECONFLICT, app.ENOTFOUND:
+		// The panel exists whatever was wrong with the form: show the
+		// reason next to the form, keeping what was chosen.
+		errs := views.FormErrorsOf(err)
+		if msg, ok := errs["id"]; ok {
+			errs = views.FormErrors{"": msg}
+		}
+		c.Status(statusOf[code])
+		return s.renderPanel(c, kind, id, form, errs)
+	default:
+		return err
+	}
+	s.flash(c, "success", fmt.Sprintf("Resent on %s: %d new message(s) queued. The original messages are unchanged.", strings.ToUpper(form.Channel), len(ms)))
+	return c.Redirect(bookingPath(c, kind, id)+"#messages", fiber.StatusSeeOther)
+}
+
+// handleMessageList is the messages explorer.
+func (s *Server) handleMessageList(c *fiber.Ctx) error {
+	p := s.page(c, "Messages")
+	in := app.MessageFilterInput{
+		Status: c.Query("status"), Channel: c.Query("channel"), Event: c.Query("event"), EventID: c.Query("event_id"),
+		From: c.Query("from"), To: c.Query("to"), Address: c.Query("address"), Stale: c.Query("stale"),
+	}
+	filter, errs := app.ParseMessageFilter(in, p.Location)
+	page, req := pageOf(c)
+	ms, more, err := s.MessageConsole.List(c.UserContext(), tenantOf(c).ID, filter, req)
+	if err != nil {
+		return err
+	}
+	return s.render(c, views.MessageListPage(p, views.MessageListView{
+		Base: tenantPath(c, ""), Messages: ms, Pager: pagerOf(c, page, len(ms), more),
+		Input: in, Errs: errs, Filtered: filter != (app.MessageFilter{}),
+	}))
+}
+
+// handleMessageShow shows one message with its content and timeline.
+func (s *Server) handleMessageShow(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	v, err := s.MessageConsole.Detail(c.UserContext(), tenantOf(c).ID, id)
+	if err != nil {
+		return err
+	}
+	u := userOf(c)
+	return s.render(c, views.MessagePage(s.page(c, "Message"), views.MessageDetailView{
+		View: v, Base: tenantPath(c, ""), CanResend: u.Can(app.PermResend), CanCancel: u.Can(app.PermCancelMessage),
+	}))
+}
+
+// handleMessageRetry sends a failed message again as a new message and
+// opens it.
+func (s *Server) handleMessageRetry(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	m, err := s.MessageConsole.Retry(c.UserContext(), userOf(c), tenantOf(c).ID, id)
+	if app.ErrorCode(err) == app.ECONFLICT {
+		s.flash(c, "error", app.ErrorMessage(err))
+		return c.Redirect(tenantPath(c, "/messages/"+id.String()), fiber.StatusSeeOther)
+	}
+	if err != nil {
+		return err
+	}
+	s.flash(c, "success", "Retry queued as this new message; the failed one stays as it was.")
+	return c.Redirect(tenantPath(c, "/messages/"+m.ID.String()), fiber.StatusSeeOther)
+}
+
+// handleMessageCancel stops a queued message.
+func (s *Server) handleMessageCancel(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	_, err = s.MessageConsole.Cancel(c.UserContext(), userOf(c), tenantOf(c).ID, id)
+	switch app.ErrorCode(err) {
+	case "":
+		s.flash(c, "success", "Message cancelled: it will not be sent.")
+	case app.ECONFLICT:
+		s.flash(c, "error", app.ErrorMessage(err))
+	default:
+		return err
+	}
+	return c.Redirect(tenantPath(c, "/messages/"+id.String()), fiber.StatusSeeOther)
+}
