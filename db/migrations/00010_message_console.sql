@@ -7,9 +7,9 @@
 -- +goose Up
 CREATE INDEX messages_address_idx ON messages (tenant_id, to_address, created_at DESC);
 CREATE INDEX messages_failed_idx ON messages (tenant_id, created_at DESC) WHERE status = 'FAILED';
-CREATE INDEX messages_stale_idx ON messages (tenant_id, created_at DESC) WHERE status = 'SENT' AND stale_at IS NOT NULL;
+CREATE INDEX messages_stale_list_idx ON messages (tenant_id, created_at DESC) WHERE status = 'SENT' AND stale_at IS NOT NULL;
 
 -- +goose Down
-DROP INDEX messages_stale_idx;
+DROP INDEX messages_stale_list_idx;
 DROP INDEX messages_failed_idx;
 DROP INDEX messages_address_idx;
