@@ -76,14 +76,29 @@ echo "browser tests: installing Debian's chromium package (once; a minute or two
 log="$(mktemp "${TMPDIR:-/tmp}/herald-chromium-install.XXXXXX")"
 trap 'rm -f "$log"' EXIT
 start=$SECONDS
-# A second apt run on the machine (another checkout's test task, unattended
-# upgrades) holds dpkg's lock: wait for it rather than fail.
-apt=("${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y -o DPkg::Lock::Timeout=300)
-if ! "${apt[@]}" update >"$log" 2>&1; then
+
+# apt_get runs apt-get quietly into $log. Another apt on the machine (db/devdb.sh
+# installing Postgres, another checkout's test task, unattended upgrades)
+# may hold a lock: dpkg's lock is waited for by apt itself, the package
+# lists' lock is not, so that case is retried for up to five minutes.
+apt_get() {
+	local tries=0
+	while :; do
+		if "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+			apt-get -q -y -o DPkg::Lock::Timeout=300 "$@" >"$log" 2>&1; then
+			return 0
+		fi
+		if ! grep -q "Could not get lock" "$log" || ((++tries > 60)); then
+			return 1
+		fi
+		sleep 5
+	done
+}
+if ! apt_get update; then
 	tail -n 20 "$log" >&2
 	give_up "apt-get update failed (output above)"
 fi
-if ! "${apt[@]}" install chromium >>"$log" 2>&1; then
+if ! apt_get install chromium; then
 	tail -n 20 "$log" >&2
 	give_up "apt-get install chromium failed (output above)"
 fi
