@@ -9,8 +9,8 @@ import (
 
 func TestBrowser_LoginPage(t *testing.T) {
 	t.Parallel()
-	ctx := newBrowser(t)
 	c := newConsole(t)
+	ctx := newBrowser(t)
 
 	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(c.base+"/login"))
 	require.NoError(t, err)

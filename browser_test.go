@@ -67,6 +67,10 @@ func chromiumPath(t *testing.T) string {
 //
 // Without Chromium the test is skipped with a loud message, or fails when
 // HERALD_REQUIRE_BROWSER=1.
+//
+// Call it after newConsole: the deadline then measures the browser's work
+// alone, not the database set-up, and at cleanup the browser is gone before
+// the server shuts down, so no keep-alive connection holds that up.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	exe := chromiumPath(t)
