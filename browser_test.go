@@ -1,0 +1,408 @@
+package main
+
+// The console's browser tests: headless Chromium (Debian's package, which
+// `go tool task test` installs through web/browser.sh) driven with chromedp
+// against Herald served for real on a loopback port, with real workers and
+// its own database. Every test fails on a JavaScript exception or a console
+// error in the pages it opens, and can save screenshots for people to look
+// at under .test-output/screenshots/<TestName>/.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+// browserTimeout bounds a browser's whole life: a test whose Chromium hangs
+// fails with a deadline error after this instead of holding up the suite
+// until go test's own timeout.
+const browserTimeout = 60 * time.Second
+
+// The window the tests browse in, and the two sizes screenshots are taken at.
+const (
+	desktopWidth, desktopHeight = 1280, 800
+	phoneWidth, phoneHeight     = 390, 844
+)
+
+// chromiumPath returns the browser to drive: HERALD_CHROMIUM when set, else
+// Debian's chromium (or Ubuntu's chromium-browser) from PATH, else "".
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if name := os.Getenv("HERALD_CHROMIUM"); name != "" {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			// A browser named on purpose that is not there is a mistake to
+			// fix, not a reason to skip.
+			t.Fatalf("HERALD_CHROMIUM=%s: %v", name, err)
+		}
+		return path
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	return ""
+}
+
+// newBrowser starts a headless Chromium of its own for t and returns the
+// context of its one tab, for chromedp.Run and chromedp.Do. The browser is
+// closed, and its profile removed, when t ends; page errors still unread
+// then fail t (see requireNoPageErrors).
+//
+// Without Chromium the test is skipped with a loud message, or fails when
+// HERALD_REQUIRE_BROWSER=1.
+//
+// Call it after newConsole: the deadline then measures the browser's work
+// alone, not the database set-up, and at cleanup the browser is gone before
+// the server shuts down, so no keep-alive connection holds that up.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	exe := chromiumPath(t)
+	if exe == "" {
+		why := "neither chromium nor chromium-browser is on PATH. " +
+			"`go tool task test` installs Debian's chromium package when it runs as root (web/browser.sh); " +
+			"or install it yourself (apt-get install chromium), or set HERALD_CHROMIUM to a Chromium or Chrome binary."
+		if os.Getenv("HERALD_REQUIRE_BROWSER") == "1" {
+			t.Fatal("NO CHROMIUM, AND HERALD_REQUIRE_BROWSER=1 FORBIDS SKIPPING THIS BROWSER TEST: " + why)
+		}
+		t.Skip("NO CHROMIUM: SKIPPING THIS BROWSER TEST: " + why)
+	}
+
+	// Made first so that it is removed last, after the browser has exited.
+	profile := t.TempDir()
+	clearScreenshots(t)
+
+	out := &lockedBuffer{}
+	// chromedp's defaults already have --headless, --no-first-run,
+	// --disable-background-networking and --disable-sync.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.UserDataDir(profile),
+		// Root in a container has no usable sandbox, and there is no GPU.
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		// Nothing but the server under test is reachable, so fetches of
+		// Chromium's own only cost time and log errors.
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(desktopWidth, desktopHeight),
+		chromedp.CombinedOutput(out),
+	)
+	timeoutCtx, cancelTimeout := context.WithTimeout(context.Background(), browserTimeout)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(timeoutCtx, opts...)
+	errs := &pageErrors{}
+	tabCtx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithListener(errs.record))
+	ctx := context.WithValue(tabCtx, pageErrorsKey{}, errs)
+	started := false
+	t.Cleanup(func() {
+		defer func() {
+			cancelTab()
+			// Waits for the browser process to exit, so the profile can go.
+			cancelAlloc()
+			cancelTimeout()
+			if t.Failed() {
+				if tail := out.tail(40); tail != "" {
+					t.Logf("chromium's output, last lines:\n%s", tail)
+				}
+			}
+		}()
+		if !started || ctx.Err() != nil {
+			return
+		}
+		// Whatever the pages reported that the test did not check for fails
+		// the test now, while the browser can still be asked. A page stuck
+		// in an alert would not answer, hence the short wait.
+		checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		left, err := errs.take(checkCtx)
+		if err != nil {
+			t.Errorf("ask the browser for its last errors: %v", err)
+		}
+		if len(left) > 0 {
+			t.Errorf("the browser reported errors the test did not check:\n  %s", strings.Join(left, "\n  "))
+		}
+	})
+
+	start := time.Now()
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(desktopWidth, desktopHeight)), "start %s", exe)
+	started = true
+	t.Logf("chromium (%s) started in %s", exe, time.Since(start).Round(time.Millisecond))
+	return ctx
+}
+
+// pageErrorsKey keys the test's pageErrors in the browser context.
+type pageErrorsKey struct{}
+
+// pageErrors collects what the browser reports as an error: uncaught
+// exceptions and rejections, console.error and console.assert calls, and
+// error entries of the browser log (failed loads, content security policy
+// violations).
+type pageErrors struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+// record is a chromedp listener. It runs in the loop that reads the tab's
+// messages, so it only appends; that loop also makes every event the browser
+// sent before a command's reply arrive here before the command returns.
+func (p *pageErrors) record(ev any) {
+	var msg string
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		d := ev.ExceptionDetails
+		msg = "exception: " + d.Text
+		if d.Exception != nil && d.Exception.Description != "" {
+			msg = "exception: " + d.Exception.Description
+		}
+		if d.URL != "" {
+			msg += fmt.Sprintf(" (%s:%d)", d.URL, d.LineNumber+1)
+		}
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeAssert {
+			return
+		}
+		args := make([]string, 0, len(ev.Args))
+		for _, a := range ev.Args {
+			args = append(args, remoteText(a))
+		}
+		msg = fmt.Sprintf("console.%s: %s", ev.Type, strings.Join(args, " "))
+	case *log.EventEntryAdded:
+		e := ev.Entry
+		if e == nil || e.Level != log.EntryLevelError {
+			return
+		}
+		msg = fmt.Sprintf("%s error: %s", e.Source, e.Text)
+		if e.URL != "" {
+			msg += " (" + e.URL + ")"
+		}
+	default:
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.errs = append(p.errs, msg)
+}
+
+// remoteText is how DevTools would print a console argument.
+func remoteText(o *runtime.RemoteObject) string {
+	if o == nil {
+		return ""
+	}
+	var s string
+	if len(o.Value) > 0 && json.Unmarshal(o.Value, &s) == nil {
+		return s
+	}
+	if o.Description != "" {
+		return o.Description
+	}
+	if len(o.Value) > 0 {
+		return string(o.Value)
+	}
+	return string(o.UnserializableValue)
+}
+
+// take returns the errors recorded since the last call, and forgets them.
+func (p *pageErrors) take(ctx context.Context) ([]string, error) {
+	// A round trip to the page: events are handled in order, so every error
+	// the browser sent before the reply is recorded when it returns.
+	err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`0`))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	taken := p.errs
+	p.errs = nil
+	return taken, err
+}
+
+// takePageErrors returns the errors the browser has reported since the last
+// call, and forgets them: a test that expects one (an error page) takes and
+// checks it, so that it does not fail the test at cleanup.
+func takePageErrors(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	errs, ok := ctx.Value(pageErrorsKey{}).(*pageErrors)
+	require.True(t, ok, "not a context from newBrowser")
+	taken, err := errs.take(ctx)
+	require.NoError(t, err)
+	return taken
+}
+
+// requireNoPageErrors fails t at once if the browser has reported any error
+// since the last check.
+func requireNoPageErrors(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if errs := takePageErrors(t, ctx); len(errs) > 0 {
+		t.Fatalf("the browser reported errors:\n  %s", strings.Join(errs, "\n  "))
+	}
+}
+
+// console is Herald served over a real TCP listener, for the browser: the
+// pipeline (database, services, workers) with the HTTP app on 127.0.0.1.
+type console struct {
+	*pipeline
+	// base is the console's URL, e.g. http://127.0.0.1:41234, without a
+	// trailing slash.
+	base string
+}
+
+// newConsole starts Herald for t on a free loopback port and stops it when t
+// ends.
+func newConsole(t *testing.T) *console {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	base := "http://" + ln.Addr().String()
+	// The base URL must be known before the config is loaded: it is the
+	// origin of the links and redirects Herald builds.
+	p := newPipeline(t, pipelineOpts{env: map[string]string{"HERALD_BASE_URL": base}})
+	served := make(chan error, 1)
+	go func() { served <- p.http.Listener(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.http.ShutdownWithContext(ctx); err != nil {
+			t.Logf("console shutdown: %v", err)
+		}
+		// A test that ends at once (a skip) can shut down before the
+		// goroutine above has handed ln to the server, which would then
+		// serve it for ever; closing ln ends that server too.
+		_ = ln.Close()
+		select {
+		case err := <-served:
+			if err != nil && !errors.Is(err, net.ErrClosed) {
+				t.Errorf("console server: %v", err)
+			}
+		case <-ctx.Done():
+			t.Errorf("console server did not stop: %v", ctx.Err())
+		}
+	})
+	return &console{pipeline: p, base: base}
+}
+
+// login signs in through the console's form and waits for the page that
+// follows it, failing t when sign-in does not get past the form.
+//
+// It is here ahead of POST /login; the tests of signed-in pages start with it.
+func login(t *testing.T, ctx context.Context, base, email, password string) {
+	t.Helper()
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(base+"/login"),
+		chromedp.WaitVisible(chromedp.CSS(`input[name=email]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), email),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), password),
+	))
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`button[type=submit]`)))
+	require.NoError(t, err, "sign in as %s", email)
+	require.Less(t, resp.Status, int64(400), "sign in as %s: %s answered %d", email, resp.URL, resp.Status)
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	if u, err := url.Parse(loc); err == nil && u.Path == "/login" {
+		alert, _ := chromedp.Run(ctx, chromedp.Evaluate[string](
+			`document.querySelector('[role=alert]')?.textContent?.trim() ?? ''`))
+		t.Fatalf("sign in as %s: still on the sign-in page (%q)", email, alert)
+	}
+}
+
+// screenshot saves full-page PNGs of the current page at desktop and phone
+// width, as <name>-desktop.png and <name>-phone.png in the test's screenshot
+// directory, and leaves the tab at desktop size.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := screenshotDir(t)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	sizes := []struct {
+		suffix string
+		view   chromedp.Action[chromedp.Void]
+	}{
+		{"desktop", chromedp.EmulateViewport(desktopWidth, desktopHeight)},
+		// A phone at twice the pixels, as a person sees it.
+		{"phone", chromedp.EmulateViewport(phoneWidth, phoneHeight, chromedp.EmulateScale(2), chromedp.EmulateMobile)},
+	}
+	for _, s := range sizes {
+		require.NoError(t, chromedp.Do(ctx, s.view))
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: PNG
+		require.NoError(t, err, "screenshot %s at %s size", name, s.suffix)
+		path := filepath.Join(dir, fileName(name)+"-"+s.suffix+".png")
+		require.NoError(t, os.WriteFile(path, png, 0o644))
+		t.Logf("screenshot: %s", path)
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(desktopWidth, desktopHeight)))
+}
+
+// screenshotDir is where t's screenshots go: HERALD_TEST_OUTPUT (default
+// .test-output in the repository root, where go test runs this package)
+// /screenshots/<TestName>, as an absolute path so the log can be followed.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	root := os.Getenv("HERALD_TEST_OUTPUT")
+	if root == "" {
+		root = ".test-output"
+	}
+	parts := strings.Split(t.Name(), "/")
+	for i, p := range parts {
+		parts[i] = fileName(p)
+	}
+	dir, err := filepath.Abs(filepath.Join(append([]string{root, "screenshots"}, parts...)...))
+	require.NoError(t, err)
+	return dir
+}
+
+// clearScreenshots removes t's screenshots of an earlier run, so that the
+// directory shows this run only.
+func clearScreenshots(t *testing.T) {
+	t.Helper()
+	require.NoError(t, os.RemoveAll(screenshotDir(t)))
+}
+
+// fileName keeps letters, digits, '-', '_' and '.', and turns anything else
+// (a subtest's spaces, slashes, quotes) into '_'.
+func fileName(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// lockedBuffer collects the browser's output, which chromedp writes from
+// another goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// tail returns the last n lines of the output, less the complaints about
+// D-Bus that Chromium makes on every machine without a session bus.
+func (l *lockedBuffer) tail(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var lines []string
+	for line := range strings.Lines(l.b.String()) {
+		if !strings.Contains(line, ":ERROR:dbus/") {
+			lines = append(lines, line)
+		}
+	}
+	return strings.Join(lines[max(0, len(lines)-n):], "")
+}
