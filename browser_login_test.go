@@ -9,7 +9,7 @@ import (
 
 func TestBrowser_LoginPage(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t)
+	c := serveConsole(t)
 	ctx := newBrowser(t)
 
 	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(c.base+"/login"))

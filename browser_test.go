@@ -68,7 +68,7 @@ func chromiumPath(t *testing.T) string {
 // Without Chromium the test is skipped with a loud message, or fails when
 // HERALD_REQUIRE_BROWSER=1.
 //
-// Call it after newConsole: the deadline then measures the browser's work
+// Call it after serveConsole: the deadline then measures the browser's work
 // alone, not the database set-up, and at cleanup the browser is gone before
 // the server shuts down, so no keep-alive connection holds that up.
 func newBrowser(t *testing.T) context.Context {
@@ -250,25 +250,27 @@ func requireNoPageErrors(t *testing.T, ctx context.Context) {
 	}
 }
 
-// console is Herald served over a real TCP listener, for the browser: the
-// pipeline (database, services, workers) with the HTTP app on 127.0.0.1.
-type console struct {
-	*pipeline
+// liveConsole is Herald served over a real TCP listener, for the browser:
+// the console's cast (newConsole: tenants, users, workers) with the HTTP app
+// on 127.0.0.1.
+type liveConsole struct {
+	*console
 	// base is the console's URL, e.g. http://127.0.0.1:41234, without a
 	// trailing slash.
 	base string
 }
 
-// newConsole starts Herald for t on a free loopback port and stops it when t
-// ends.
-func newConsole(t *testing.T) *console {
+// serveConsole starts Herald for t on a free loopback port and stops it when
+// t ends.
+func serveConsole(t *testing.T) *liveConsole {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	base := "http://" + ln.Addr().String()
 	// The base URL must be known before the config is loaded: it is the
 	// origin of the links and redirects Herald builds.
-	p := newPipeline(t, pipelineOpts{env: map[string]string{"HERALD_BASE_URL": base}})
+	c := newConsole(t, pipelineOpts{env: map[string]string{"HERALD_BASE_URL": base}})
+	p := c.pipeline
 	served := make(chan error, 1)
 	go func() { served <- p.http.Listener(ln) }()
 	t.Cleanup(func() {
@@ -290,13 +292,11 @@ func newConsole(t *testing.T) *console {
 			t.Errorf("console server did not stop: %v", ctx.Err())
 		}
 	})
-	return &console{pipeline: p, base: base}
+	return &liveConsole{console: c, base: base}
 }
 
 // login signs in through the console's form and waits for the page that
 // follows it, failing t when sign-in does not get past the form.
-//
-// It is here ahead of POST /login; the tests of signed-in pages start with it.
 func login(t *testing.T, ctx context.Context, base, email, password string) {
 	t.Helper()
 	require.NoError(t, chromedp.Do(ctx,
