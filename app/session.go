@@ -13,7 +13,8 @@ import (
 // Sign-in throttling (defaults): an account is locked for the rest of the
 // window after AccountFailures failed attempts, an address after
 // AddressFailures, whichever comes first. Counts live in Postgres, so every
-// web process shares them.
+// web process shares them. An attempt is counted before its password is
+// checked, so parallel attempts cannot all slip under the limit.
 const (
 	LoginWindow          = 15 * time.Minute
 	LoginAccountFailures = 5
@@ -24,14 +25,19 @@ const (
 // layer renews it while the user works.
 const SessionTTL = 12 * time.Hour
 
+// SessionMaxAge is how long a console session lasts at most, however busy:
+// renewals keep the time of sign-in, and a session signed in longer ago
+// ends, so a stolen cookie does not live forever.
+const SessionMaxAge = 7 * 24 * time.Hour
+
 // SessionStore is what sign-in needs beyond reading users.
 type SessionStore interface {
-	// LoginFailures returns the highest count of failures recorded since
-	// since under any of keys.
-	LoginFailures(ctx context.Context, keys []string, since time.Time) (int, error)
-	// RecordLoginFailure counts one failure under each key; a count whose
-	// window started before since starts again at one.
-	RecordLoginFailure(ctx context.Context, keys []string, since, at time.Time) error
+	// CountLoginAttempt counts one attempt under each key in a single
+	// atomic step and returns every key's count; a count whose window
+	// started before since starts again at one.
+	CountLoginAttempt(ctx context.Context, keys []string, since, at time.Time) (map[string]int, error)
+	// ReleaseLoginAttempt takes back one attempt counted under key.
+	ReleaseLoginAttempt(ctx context.Context, key string) error
 	ClearLoginFailures(ctx context.Context, key string) error
 	// RecordLogin stamps the user's last sign-in.
 	RecordLogin(ctx context.Context, userID uuid.UUID, at time.Time) error
@@ -85,28 +91,48 @@ var ErrSessionEnded = Errorf(EUNAUTHORIZED, "Your session has ended. Sign in aga
 func accountKey(email string) string { return "account:" + strings.ToLower(strings.TrimSpace(email)) }
 func addressKey(ip string) string    { return "address:" + ip }
 
-// Login checks an e-mail address and password coming from the network
-// address ip. Throttled attempts are refused before the password is looked
-// at; failures and successes are audited.
-func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*User, error) {
+// errThrottled answers a sign-in or password check refused because too
+// many attempts failed within the window.
+func errThrottled(window time.Duration) error {
+	return Errorf(ETOOMANY, "Too many failed sign-ins. Wait %d minutes and try again.", int(window.Minutes()))
+}
+
+// countAttempt counts one attempt under the account key of email and, when
+// ip is known, under the address key of ip, before any password is looked
+// at. It reports whether either count is now over its limit.
+func (s *Sessions) countAttempt(ctx context.Context, email, ip string) (throttled bool, err error) {
 	accountLimit, addressLimit, window := s.limits()
 	now := s.Now()
-	keys := []string{accountKey(email), addressKey(ip)}
-
-	var failures, addressFailures int
-	err := s.Store.InPlatform(ctx, func(tx Tx) (err error) {
-		if failures, err = tx.LoginFailures(ctx, keys[:1], now.Add(-window)); err != nil {
-			return err
-		}
-		addressFailures, err = tx.LoginFailures(ctx, keys[1:], now.Add(-window))
+	keys := []string{accountKey(email)}
+	if ip != "" {
+		keys = append(keys, addressKey(ip))
+	}
+	var counts map[string]int
+	err = s.Store.InPlatform(ctx, func(tx Tx) (err error) {
+		counts, err = tx.CountLoginAttempt(ctx, keys, now.Add(-window), now)
 		return err
 	})
 	if err != nil {
+		return false, err
+	}
+	return counts[keys[0]] > accountLimit || ip != "" && counts[addressKey(ip)] > addressLimit, nil
+}
+
+// Login checks an e-mail address and password coming from the network
+// address ip (empty when unknown: then only the account is throttled).
+// Every attempt is counted first, atomically; throttled attempts are refused
+// before the password is looked at. Failures and successes are audited.
+func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*User, error) {
+	_, _, window := s.limits()
+	now := s.Now()
+
+	throttled, err := s.countAttempt(ctx, email, ip)
+	if err != nil {
 		return nil, err
 	}
-	if failures >= accountLimit || addressFailures >= addressLimit {
+	if throttled {
 		_ = s.audit(ctx, nil, Actor{Type: ActorSystem, Label: ip}, "session.login_throttled", map[string]any{"email": email, "ip": ip})
-		return nil, Errorf(ETOOMANY, "Too many failed sign-ins. Wait %d minutes and try again.", int(window.Minutes()))
+		return nil, errThrottled(window)
 	}
 
 	var u *User
@@ -129,16 +155,14 @@ func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*User
 		_ = bcrypt.CompareHashAndPassword(s.dummyHash(), []byte(password))
 	}
 	if u == nil || !u.CheckPassword(password) || u.DisabledAt != nil {
+		// The attempt stays counted as a failure.
+		var tenantID *uuid.UUID
+		meta := map[string]any{"email": email, "ip": ip}
+		if u != nil {
+			tenantID = u.TenantID
+			meta["user_id"] = u.ID.String()
+		}
 		err := s.Store.InPlatform(ctx, func(tx Tx) error {
-			if err := tx.RecordLoginFailure(ctx, keys, now.Add(-window), now); err != nil {
-				return err
-			}
-			var tenantID *uuid.UUID
-			meta := map[string]any{"email": email, "ip": ip}
-			if u != nil {
-				tenantID = u.TenantID
-				meta["user_id"] = u.ID.String()
-			}
 			return tx.InsertAudit(ctx, Actor{Type: ActorSystem, Label: ip}.Entry(tenantID, "session.login_failed", "user", email, meta))
 		})
 		if err != nil {
@@ -148,8 +172,16 @@ func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*User
 	}
 
 	err = s.Store.InPlatform(ctx, func(tx Tx) error {
-		if err := tx.ClearLoginFailures(ctx, keys[0]); err != nil {
+		// A success clears the account's count and takes back the attempt
+		// counted under the address, so that many people signing in from
+		// one office do not lock it.
+		if err := tx.ClearLoginFailures(ctx, accountKey(email)); err != nil {
 			return err
+		}
+		if ip != "" {
+			if err := tx.ReleaseLoginAttempt(ctx, addressKey(ip)); err != nil {
+				return err
+			}
 		}
 		if err := tx.RecordLogin(ctx, u.ID, now); err != nil {
 			return err
@@ -205,9 +237,25 @@ func (s *Sessions) Logout(ctx context.Context, u *User) error {
 // ChangePassword replaces the user's password after checking the current
 // one. Every session ends, the caller's too: it signs in again with the new
 // password, or the web layer issues it a fresh session at the new version.
+// Checks of the current password count under the account like sign-ins do,
+// so a stolen session cannot be used to guess the password.
 func (s *Sessions) ChangePassword(ctx context.Context, u *User, current, next, confirm string) error {
+	_, _, window := s.limits()
+	throttled, err := s.countAttempt(ctx, u.Email, "")
+	if err != nil {
+		return err
+	}
+	if throttled {
+		_ = s.audit(ctx, u.TenantID, u.Actor(), "user.password_change_throttled", nil)
+		return errThrottled(window)
+	}
 	if !u.CheckPassword(current) {
 		return FieldErrorf("current", "The current password is wrong.")
+	}
+	if err := s.Store.InPlatform(ctx, func(tx Tx) error {
+		return tx.ClearLoginFailures(ctx, accountKey(u.Email))
+	}); err != nil {
+		return err
 	}
 	if err := ValidatePassword(next); err != nil {
 		err.(*Error).Field = "new"

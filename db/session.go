@@ -9,24 +9,37 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-// LoginFailures implements app.SessionStore.
-func (t *Tx) LoginFailures(ctx context.Context, keys []string, since time.Time) (int, error) {
-	var n int
-	err := t.tx.GetContext(ctx, &n, `
-		SELECT coalesce(max(failures), 0) FROM login_failures
-		WHERE key = ANY($1) AND window_start > $2`, app.StringList(keys), since)
-	return n, mapErr(err)
-}
-
-// RecordLoginFailure implements app.SessionStore.
-func (t *Tx) RecordLoginFailure(ctx context.Context, keys []string, since, at time.Time) error {
-	_, err := t.tx.ExecContext(ctx, `
+// CountLoginAttempt implements app.SessionStore: one statement counts the
+// attempt under every key and returns each key's count, so parallel
+// attempts each see the ones before them.
+func (t *Tx) CountLoginAttempt(ctx context.Context, keys []string, since, at time.Time) (map[string]int, error) {
+	var rows []struct {
+		Key      string `db:"key"`
+		Failures int    `db:"failures"`
+	}
+	err := t.tx.SelectContext(ctx, &rows, `
 		INSERT INTO login_failures (key, failures, window_start, last_at)
-		SELECT k, 1, $3, $3 FROM unnest($1::text[]) AS k
+		SELECT DISTINCT k, 1, $3::timestamptz, $3::timestamptz FROM unnest($1::text[]) AS k
 		ON CONFLICT (key) DO UPDATE SET
 			failures = CASE WHEN login_failures.window_start > $2 THEN login_failures.failures + 1 ELSE 1 END,
 			window_start = CASE WHEN login_failures.window_start > $2 THEN login_failures.window_start ELSE $3 END,
-			last_at = $3`, app.StringList(keys), since, at)
+			last_at = $3
+		RETURNING key, failures`, app.StringList(keys), since, at)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.Key] = r.Failures
+	}
+	return out, nil
+}
+
+// ReleaseLoginAttempt implements app.SessionStore.
+func (t *Tx) ReleaseLoginAttempt(ctx context.Context, key string) error {
+	_, err := t.tx.ExecContext(ctx, `
+		WITH gone AS (DELETE FROM login_failures WHERE key = $1 AND failures <= 1)
+		UPDATE login_failures SET failures = failures - 1 WHERE key = $1 AND failures > 1`, key)
 	return mapErr(err)
 }
 

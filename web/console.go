@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -71,6 +72,9 @@ func (g consoleGroup) post(path string, perm app.Permission, h fiber.Handler) {
 func (s *Server) requireUser(c *fiber.Ctx) error {
 	claims, err := s.parseSession(c.Cookies(cookieSession))
 	if err != nil {
+		if c.Cookies(cookieSession) != "" {
+			s.clearCookie(c, cookieSession)
+		}
 		return s.toLogin(c)
 	}
 	u, err := s.Sessions.User(c.UserContext(), uuid.MustParse(claims.Subject), claims.Version)
@@ -81,8 +85,10 @@ func (s *Server) requireUser(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if time.Until(claims.ExpiresAt.Time) < app.SessionTTL/2 {
-		s.issueSession(c, u, claims.ID)
+	if time.Until(claims.ExpiresAt.Time) < app.SessionTTL/2 && time.Until(claims.AuthTime.Add(app.SessionMaxAge)) > time.Until(claims.ExpiresAt.Time) {
+		// Renewal keeps the time of sign-in, so the session still ends
+		// app.SessionMaxAge after it however busy it is.
+		s.issueSession(c, u, claims.ID, claims.AuthTime.Time)
 	}
 	c.Locals(localUser, u)
 	c.Locals(localClaims, claims)
@@ -172,9 +178,22 @@ func tenantPath(c *fiber.Ctx, path string) string {
 }
 
 // safeNext returns next when it is a path on this site, else fallback, so
-// the sign-in form cannot send anyone elsewhere.
+// the sign-in form cannot send anyone elsewhere. Browsers drop tabs and
+// line breaks from a Location and read a backslash as a slash, which would
+// turn "/\t/evil.example" into "//evil.example": any control character or
+// backslash, raw or percent-encoded, is refused outright.
 func safeNext(next, fallback string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	unsafe := func(s string) bool {
+		return strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) || r == '\\' }) >= 0
+	}
+	// "///x" parses as an empty host and the path /x, but browsers skip
+	// every slash and take x for the host.
+	if next == "" || unsafe(next) || strings.HasPrefix(next, "//") {
+		return fallback
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") || unsafe(u.Path) {
 		return fallback
 	}
 	return next

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"time"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
@@ -57,7 +59,7 @@ func (s *Server) handleLogin(c *fiber.Ctx) error {
 	default:
 		return err
 	}
-	s.issueSession(c, u, "")
+	s.issueSession(c, u, "", time.Time{})
 	s.clearCookie(c, cookieLogin)
 	home, err := s.homeOf(c, u)
 	if err != nil {
@@ -86,14 +88,20 @@ func (s *Server) handlePasswordPage(c *fiber.Ctx) error {
 func (s *Server) handlePassword(c *fiber.Ctx) error {
 	u := userOf(c)
 	err := s.Sessions.ChangePassword(c.UserContext(), u, c.FormValue("current"), c.FormValue("new"), c.FormValue("confirm"))
-	if app.ErrorCode(err) == app.EINVALID {
+	switch app.ErrorCode(err) {
+	case "":
+	case app.EINVALID:
 		c.Status(fiber.StatusUnprocessableEntity)
 		return s.render(c, views.PasswordPage(s.page(c, "Change password"), views.FormErrorsOf(err)))
-	}
-	if err != nil {
+	case app.ETOOMANY:
+		c.Status(fiber.StatusTooManyRequests)
+		return s.render(c, views.PasswordPage(s.page(c, "Change password"), views.FormErrorsOf(err)))
+	default:
 		return err
 	}
-	s.issueSession(c, u, "")
+	// The user just proved the password: the new session starts a new
+	// lifetime.
+	s.issueSession(c, u, "", time.Time{})
 	s.flash(c, "success", "Password changed. Every other session has been signed out.")
 	home, err := s.homeOf(c, u)
 	if err != nil {

@@ -75,8 +75,11 @@ func (s *Server) App() *fiber.App {
 		DisableStartupMessage: true,
 		ErrorHandler:          s.handleError,
 		// Behind a proxy, the client's address comes from its header (sign-in
-		// throttling counts by it).
-		ProxyHeader: s.Config.ClientIPHeader,
+		// throttling counts by it). Only a valid IP address from the header
+		// counts; anything else falls back to the peer address, so a
+		// malformed header cannot make up a throttling key of its own.
+		ProxyHeader:        s.Config.ClientIPHeader,
+		EnableIPValidation: true,
 	})
 	s.metrics = newHTTPMetrics(s.Registry)
 	s.routes(a)

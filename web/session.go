@@ -28,18 +28,29 @@ const (
 )
 
 // sessionClaims is what the session cookie holds: the user (sub), the
-// user's session version when it was issued (sv), and a random session id
-// (jti) that the CSRF token derives from and that survives renewals.
+// user's session version when it was issued (sv), a random session id (jti)
+// that the CSRF token derives from, and the time of sign-in (auth_time);
+// jti and auth_time survive renewals.
 type sessionClaims struct {
 	jwt.RegisteredClaims
-	Version int `json:"sv"`
+	Version  int              `json:"sv"`
+	AuthTime *jwt.NumericDate `json:"auth_time,omitempty"`
 }
 
-// issueSession sets a fresh session cookie for u.
-func (s *Server) issueSession(c *fiber.Ctx, u *app.User, jti string) {
+// issueSession sets a session cookie for u: a new session when jti is empty
+// and authTime zero, else the renewal of the session jti signed in at
+// authTime. No session outlives app.SessionMaxAge from its sign-in.
+func (s *Server) issueSession(c *fiber.Ctx, u *app.User, jti string, authTime time.Time) {
 	now := time.Now()
 	if jti == "" {
 		jti = rand.Text()
+	}
+	if authTime.IsZero() {
+		authTime = now
+	}
+	expires := now.Add(app.SessionTTL)
+	if end := authTime.Add(app.SessionMaxAge); end.Before(expires) {
+		expires = end
 	}
 	claims := sessionClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
@@ -47,19 +58,21 @@ func (s *Server) issueSession(c *fiber.Ctx, u *app.User, jti string) {
 			Subject:   u.ID.String(),
 			ID:        jti,
 			IssuedAt:  jwt.NewNumericDate(now),
-			ExpiresAt: jwt.NewNumericDate(now.Add(app.SessionTTL)),
+			ExpiresAt: jwt.NewNumericDate(expires),
 		},
-		Version: u.SessionVersion,
+		Version:  u.SessionVersion,
+		AuthTime: jwt.NewNumericDate(authTime),
 	}
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.Config.SessionKey)
 	if err != nil {
 		// HS256 over a byte key cannot fail.
 		panic(err)
 	}
-	s.setCookie(c, cookieSession, token, now.Add(app.SessionTTL))
+	s.setCookie(c, cookieSession, token, expires)
 }
 
-// parseSession returns the claims of a valid, unexpired session cookie.
+// parseSession returns the claims of a valid, unexpired session cookie
+// signed in less than app.SessionMaxAge ago.
 func (s *Server) parseSession(token string) (*sessionClaims, error) {
 	var claims sessionClaims
 	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return s.Config.SessionKey, nil },
@@ -70,6 +83,9 @@ func (s *Server) parseSession(token string) (*sessionClaims, error) {
 	}
 	if _, err := uuid.Parse(claims.Subject); err != nil || claims.ID == "" {
 		return nil, errors.New("session without subject or id")
+	}
+	if claims.AuthTime == nil || time.Since(claims.AuthTime.Time) > app.SessionMaxAge {
+		return nil, errors.New("session signed in too long ago")
 	}
 	return &claims, nil
 }
