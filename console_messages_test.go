@@ -704,3 +704,47 @@ func TestConsoleMessages_Scheduled(t *testing.T) {
 	require.Contains(t, text(doc.Find("#event-"+id.String())), "04 May 2031 08:30 CEST")
 	require.Contains(t, text(doc.Find("#messages ~ p")), "No message was created yet")
 }
+
+// A provider's failure reason (an SES bounce's DiagnosticCode) and an
+// event's error quote addresses: support sees them masked like every other
+// address, managers in full.
+func TestConsoleMessages_FailureReasonsMasked(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{noWorkers: true})
+	id := c.submit(notification("evt-bounce", "BK-F"))
+	email := byChannel(c.routeNow(c.tenant.ID, id), app.Email)
+	const bounce = "550 5.1.1 <" + annaEmail + "> user unknown"
+	c.exec(`UPDATE messages SET status = 'FAILED', failed_reason = $2, error_code = 'bounce', failed_at = now() WHERE id = $1`, email.ID, bounce)
+	c.exec(`UPDATE events SET error = $2 WHERE id = $1`, id, "WhatsApp refused "+annaPhone+" and ben.o@example.org")
+
+	support, manager := c.signIn(asSupport), c.signIn(asManager)
+	pages := map[string]string{
+		"panel":    "/t/acme/bookings/booking/BK-F",
+		"detail":   "/t/acme/messages/" + email.ID.String(),
+		"explorer": "/t/acme/messages?status=FAILED",
+	}
+	for name, path := range pages {
+		t.Run(name, func(t *testing.T) {
+			doc := support.page(path)
+			html, err := doc.Html()
+			require.NoError(t, err)
+			require.NotContains(t, html, annaEmail, "the bounce's address is masked for support")
+			require.Contains(t, text(doc.Find("main")), "550 5.1.1 <a•••@example.com> user unknown", "the rest of the reason stays readable")
+
+			full := text(manager.page(path).Find("main"))
+			require.Contains(t, full, bounce, "managers see the reason as the provider sent it")
+		})
+	}
+
+	t.Run("EventError", func(t *testing.T) {
+		doc := support.page(pages["panel"])
+		errText := text(doc.Find(`#event-` + id.String() + ` .field-error`))
+		require.Contains(t, errText, "WhatsApp refused +49 ••• ••• 6789 and b•••@example.org")
+		html, err := doc.Html()
+		require.NoError(t, err)
+		for _, secret := range []string{annaPhone, "ben.o@example.org"} {
+			require.NotContains(t, html, secret)
+		}
+		require.Contains(t, text(manager.page(pages["panel"]).Find(`#event-`+id.String()+` .field-error`)), "WhatsApp refused "+annaPhone+" and ben.o@example.org")
+	})
+}

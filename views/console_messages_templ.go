@@ -583,9 +583,9 @@ func msgPanelEvents(p Page, v BookingPanelView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var22 string
-					templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(*e.Error)
+					templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(msgMask(p, *e.Error))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console_messages.templ`, Line: 120, Col: 50}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console_messages.templ`, Line: 120, Col: 62}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
 					if templ_7745c5c3_Err != nil {
@@ -890,7 +890,7 @@ func msgPanelMessages(p Page, v BookingPanelView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = msgBadges(m.Message).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = msgBadges(p, m.Message).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1344,7 +1344,7 @@ func msgPanelResend(p Page, v BookingPanelView) templ.Component {
 
 // msgBadges shows a message's status, and STALE when the provider
 // never reported on a SENT message.
-func msgBadges(m *app.Message) templ.Component {
+func msgBadges(p Page, m *app.Message) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1381,9 +1381,9 @@ func msgBadges(m *app.Message) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var54 string
-			templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs(*m.FailedReason)
+			templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs(msgMask(p, *m.FailedReason, m.ToAddress))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console_messages.templ`, Line: 313, Col: 44}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console_messages.templ`, Line: 313, Col: 69}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var54))
 			if templ_7745c5c3_Err != nil {
