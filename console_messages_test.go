@@ -704,3 +704,115 @@ func TestConsoleMessages_Scheduled(t *testing.T) {
 	require.Contains(t, text(doc.Find("#event-"+id.String())), "04 May 2031 08:30 CEST")
 	require.Contains(t, text(doc.Find("#messages ~ p")), "No message was created yet")
 }
+
+// A provider's failure reason (an SES bounce's DiagnosticCode) and an
+// event's error quote addresses: support sees them masked like every other
+// address, managers in full.
+func TestConsoleMessages_FailureReasonsMasked(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{noWorkers: true})
+	id := c.submit(notification("evt-bounce", "BK-F"))
+	email := byChannel(c.routeNow(c.tenant.ID, id), app.Email)
+	const bounce = "550 5.1.1 <" + annaEmail + "> user unknown"
+	c.exec(`UPDATE messages SET status = 'FAILED', failed_reason = $2, error_code = 'bounce', failed_at = now() WHERE id = $1`, email.ID, bounce)
+	c.exec(`UPDATE events SET error = $2 WHERE id = $1`, id, "WhatsApp refused "+annaPhone+" and ben.o@example.org")
+
+	support, manager := c.signIn(asSupport), c.signIn(asManager)
+	pages := map[string]string{
+		"panel":    "/t/acme/bookings/booking/BK-F",
+		"detail":   "/t/acme/messages/" + email.ID.String(),
+		"explorer": "/t/acme/messages?status=FAILED",
+	}
+	for name, path := range pages {
+		t.Run(name, func(t *testing.T) {
+			doc := support.page(path)
+			html, err := doc.Html()
+			require.NoError(t, err)
+			require.NotContains(t, html, annaEmail, "the bounce's address is masked for support")
+			require.Contains(t, text(doc.Find("main")), "550 5.1.1 <a•••@example.com> user unknown", "the rest of the reason stays readable")
+
+			full := text(manager.page(path).Find("main"))
+			require.Contains(t, full, bounce, "managers see the reason as the provider sent it")
+		})
+	}
+
+	t.Run("EventError", func(t *testing.T) {
+		doc := support.page(pages["panel"])
+		errText := text(doc.Find(`#event-` + id.String() + ` .field-error`))
+		require.Contains(t, errText, "WhatsApp refused +49 ••• ••• 6789 and b•••@example.org")
+		html, err := doc.Html()
+		require.NoError(t, err)
+		for _, secret := range []string{annaPhone, "ben.o@example.org"} {
+			require.NotContains(t, html, secret)
+		}
+		require.Contains(t, text(manager.page(pages["panel"]).Find(`#event-`+id.String()+` .field-error`)), "WhatsApp refused "+annaPhone+" and ben.o@example.org")
+	})
+}
+
+// The booking panel pages its messages, newest first, 25 a page; the
+// notifications and what is scheduled stay on every page.
+func TestConsoleMessages_PanelPaginated(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{noWorkers: true})
+	id := c.submit(notification("evt-many", "BK-MANY"))
+	email := byChannel(c.routeNow(c.tenant.ID, id), app.Email)
+	// 29 older copies of the e-mail, one a minute back: 31 messages in all.
+	c.exec(`INSERT INTO messages SELECT (jsonb_populate_record(NULL::messages, to_jsonb(m) || jsonb_build_object(
+			'id', gen_random_uuid(), 'idempotency_key', m.idempotency_key || ':copy-' || g, 'conversation_id', NULL,
+			'created_at', m.created_at - make_interval(mins => g), 'queued_at', m.queued_at - make_interval(mins => g)))).*
+		FROM messages m, generate_series(1, 29) g WHERE m.id = $1`, email.ID)
+	var all []*app.Message
+	require.NoError(t, c.svc.store.InTenant(c.ctx, c.tenant.ID, func(tx app.Tx) (err error) {
+		all, err = tx.MessagesByEntity(c.ctx, c.tenant.ID, "booking", "BK-MANY")
+		return err
+	}))
+	require.Len(t, all, 31)
+	// The oldest failed and was retried by the newest: its Retry button is
+	// gone on page 2 too.
+	oldest := all[30]
+	c.exec(`UPDATE messages SET status = 'FAILED', failed_at = now() WHERE id = $1`, oldest.ID)
+	c.exec(`UPDATE messages SET idempotency_key = $2 WHERE id = $1`, all[0].ID, "retry:"+oldest.ID.String())
+	unretried := all[29]
+	c.exec(`UPDATE messages SET status = 'FAILED', failed_at = now() WHERE id = $1`, unretried.ID)
+
+	ids := func(doc *goquery.Document) []string {
+		return doc.Find(`tr[id^="message-"]`).Map(func(_ int, s *goquery.Selection) string {
+			return strings.TrimPrefix(s.AttrOr("id", ""), "message-")
+		})
+	}
+	want := make([]string, len(all))
+	for i, m := range all {
+		want[i] = m.ID.String()
+	}
+
+	s := c.signIn(asManager)
+	doc := s.page("/t/acme/bookings/booking/BK-MANY")
+	require.Equal(t, "Messages (31)", text(doc.Find("#messages")), "the heading counts every message")
+	require.Equal(t, want[:25], ids(doc), "the 25 newest first")
+	require.Zero(t, doc.Find(`tr[id^="message-"] details[open]`).Length(), "timelines stay collapsed")
+	require.Equal(t, 25, doc.Find(`tr[id^="message-"] td.msg-timeline-cell details`).Length(), "each row keeps its timeline behind a summary")
+	require.Equal(t, 1, doc.Find(`tr#event-`+id.String()).Length())
+	next, ok := doc.Find(`.pager a[rel=next]`).Attr("href")
+	require.True(t, ok)
+	require.Equal(t, "/t/acme/bookings/booking/BK-MANY?page=2", next)
+
+	doc = s.page(next)
+	require.Equal(t, want[25:], ids(doc), "page 2 shows the older messages")
+	for _, m := range all[25:] {
+		for _, newer := range all[:25] {
+			require.False(t, m.CreatedAt.After(newer.CreatedAt))
+		}
+	}
+	require.Equal(t, "Messages (31)", text(doc.Find("#messages")))
+	require.Equal(t, 1, doc.Find(`tr#event-`+id.String()).Length(), "the notifications show on every page")
+	require.Zero(t, doc.Find(`.pager a[rel=next]`).Length())
+	prev, _ := doc.Find(`.pager a[rel=prev]`).Attr("href")
+	require.Equal(t, "/t/acme/bookings/booking/BK-MANY", prev)
+	require.Zero(t, doc.Find(`#message-`+oldest.ID.String()+` form[action$="/retry"]`).Length(), "retried from page 1")
+	require.Equal(t, 1, doc.Find(`#message-`+unretried.ID.String()+` form[action$="/retry"]`).Length())
+
+	doc = s.page("/t/acme/bookings/booking/BK-MANY?page=9")
+	require.Empty(t, ids(doc))
+	require.Contains(t, text(doc.Find("#messages ~ p")), "No messages on this page")
+	require.Equal(t, 1, doc.Find(`tr#event-`+id.String()).Length(), "past the last page the booking is still found")
+}

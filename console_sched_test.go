@@ -1,17 +1,23 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db"
 )
 
 // scheduled is a BOOKING_CONFIRMED request for booking, sent at at.
@@ -422,4 +428,179 @@ func TestConsoleApprovals(t *testing.T) {
 		require.Contains(t, text(manager.follow(resp).Find(".flash-success")), "it goes out at")
 		require.Equal(t, app.EventScheduled, c.event(id).Status)
 	})
+}
+
+// queryCounter counts the statements sent to Postgres through one pool.
+type queryCounter struct{ n atomic.Int64 }
+
+func (q *queryCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	q.n.Add(1)
+	return ctx
+}
+
+func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// countingSchedules is the console's Schedules service over a pool of its
+// own that counts every statement (BEGIN, the tenant scope and COMMIT too).
+func (c *console) countingSchedules() (*app.Schedules, *queryCounter) {
+	c.t.Helper()
+	counter := &queryCounter{}
+	cfg := c.svc.db.Pool.Config()
+	cfg.ConnConfig.Tracer = counter
+	pool, err := pgxpool.NewWithConfig(c.ctx, cfg)
+	require.NoError(c.t, err)
+	d := db.New(pool)
+	c.t.Cleanup(d.Close)
+	return &app.Schedules{Store: d.Store(), Intake: c.svc.intake, Router: c.svc.router, Now: time.Now}, counter
+}
+
+// incidentFor is an INCIDENT_BROADCAST to three people.
+func incidentFor(eventID string, n int) map[string]any {
+	b := incident(eventID)
+	b["recipients"] = []map[string]any{
+		{"name": "Anna Schmidt", "phone": "+4915123456789", "email": "anna@example.com", "locale": "en"},
+		{"name": "Ben Ode", "phone": "+4917612345" + fmt.Sprintf("%03d", n), "email": fmt.Sprintf("ben%d@example.com", n), "locale": "de-DE"},
+		{"name": "Cleo Park", "phone": "+4917698765" + fmt.Sprintf("%03d", n), "email": fmt.Sprintf("cleo%d@example.com", n)},
+	}
+	return b
+}
+
+// The approvals list previews up to ten events × three recipients × every
+// channel of the chain; its queries must not grow with that product.
+func TestConsoleApprovals_QueryCount(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{noWorkers: true})
+	for i := range 10 {
+		c.submit(incidentFor("inc-q-"+strconv.Itoa(i), i))
+	}
+	schedules, counter := c.countingSchedules()
+	manager := c.users[asManager]
+
+	counter.n.Store(0)
+	previews, more, err := schedules.Pending(c.ctx, manager, c.tenant.ID, app.PageRequest{Limit: 11}, 3)
+	require.NoError(t, err)
+	require.False(t, more)
+	require.Len(t, previews, 10)
+	for _, p := range previews {
+		require.Len(t, p.Recipients, 3)
+		for _, rp := range p.Recipients {
+			require.Len(t, rp.Messages, 3, "WhatsApp, SMS and e-mail planned")
+		}
+	}
+	list := counter.n.Load()
+	t.Logf("approvals list, 10 events × 3 recipients × 3 channels: %d statements", list)
+
+	// One event to a hundred people, on its own page.
+	big := incident("inc-q-big")
+	var people []map[string]any
+	for i := range 100 {
+		people = append(people, map[string]any{"name": "P" + strconv.Itoa(i), "phone": fmt.Sprintf("+49170100%05d", i), "email": fmt.Sprintf("p%d@example.com", i), "locale": "en"})
+	}
+	big["recipients"] = people
+	bigID := c.submit(big)
+	counter.n.Store(0)
+	p, err := schedules.Preview(c.ctx, manager, c.tenant.ID, bigID, 100)
+	require.NoError(t, err)
+	require.Len(t, p.Recipients, 100)
+	one := counter.n.Load()
+	t.Logf("one event's approval page, 100 recipients × 3 channels: %d statements", one)
+
+	// BEGIN, the tenant scope, the page, the tenant, the active accounts,
+	// the templates per (channel, locale chain), the contacts, one batch of
+	// idempotency keys, COMMIT: independent of events × recipients × channels.
+	require.LessOrEqual(t, list, int64(20), "the list's queries must not grow with events × recipients × channels (254 before)")
+	require.LessOrEqual(t, one, int64(20), "nor the event page's with its recipients (805 before)")
+}
+
+// Support sees every phone number and e-mail address in a preview masked,
+// not only the recipient's own: templates print others from the context.
+func TestConsoleApprovals_MasksEveryAddress(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{})
+	b := incident("inc-mask")
+	b["context"].(map[string]any)["incident_message"] = "Questions? Write to ops.desk@example.org or call the driver on +4930987654321."
+	b["context"].(map[string]any)["operator_phone"] = "+4989123456789"
+	id := c.submit(b)
+	manager, support := c.signIn(asManager), c.signIn(asSupport)
+	others := []string{"ops.desk@example.org", "+4930987654321", "4930987654321", "+4989123456789", "4989123456789", "+4915123456789", "anna@example.com"}
+
+	check := func(t *testing.T, stored bool) {
+		t.Helper()
+		pages := []string{"/t/acme/approvals/" + id.String()}
+		if !stored {
+			pages = append(pages, "/t/acme/approvals")
+		}
+		for _, path := range pages {
+			doc := support.page(path)
+			planned := doc.Find(".planned")
+			require.NotZero(t, planned.Length(), path)
+			for _, addr := range others {
+				require.NotContains(t, doc.Text(), addr, "%s shows %s to support", path, addr)
+			}
+			body := text(doc.Find(`.planned[data-channel=WHATSAPP] .body`))
+			require.Contains(t, body, "o•••@example.org", path)
+			require.Contains(t, body, "+49 ••• ••• 4321", path)
+			require.Contains(t, body, "+49 ••• ••• 6789", path)
+
+			doc = manager.page(path)
+			body = text(doc.Find(`.planned[data-channel=WHATSAPP] .body`))
+			require.Contains(t, body, "ops.desk@example.org", path)
+			require.Contains(t, body, "+4930987654321", path)
+			require.Contains(t, body, "+4989123456789", path)
+		}
+		if !stored {
+			email := support.page("/t/acme/approvals/" + id.String()).Find(`.planned[data-channel=EMAIL]`)
+			require.Contains(t, text(email.Find("details pre")), "o•••@example.org", "the e-mail's HTML too")
+			require.NotContains(t, text(email), "ops.desk@")
+		}
+	}
+
+	t.Run("Preview", func(t *testing.T) { check(t, false) })
+
+	t.Run("Stored", func(t *testing.T) {
+		manager.page("/t/acme/approvals/" + id.String())
+		resp := manager.post("/t/acme/approvals/"+id.String()+"/approve", nil)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		c.waitMessages(id, "the WhatsApp message read", allStatus(app.MessageRead))
+		require.NotZero(t, support.page("/t/acme/approvals/"+id.String()).Find(`.planned[data-role=stored]`).Length())
+		check(t, true)
+	})
+}
+
+// Events whose time has passed but are not routed yet (the scheduler lags)
+// and events awaiting approval without a time can still be cancelled, so
+// the scheduled list shows them: due ones first, labelled, those without a
+// time last.
+func TestConsoleScheduled_DueAndUntimed(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{noWorkers: true})
+	now := time.Now().Truncate(time.Minute)
+	later := c.submit(scheduled("sch-later", "BK-L", now.Add(2*time.Hour)))
+	soon := c.submit(scheduled("sch-soon", "BK-S", now.Add(time.Hour)))
+	due := c.submit(scheduled("sch-due", "BK-D", now.Add(3*time.Hour)))
+	c.exec(`UPDATE events SET send_at = now() - interval '5 minutes' WHERE id = $1`, due)
+	untimed := c.submit(incident("inc-untimed"))
+	require.Equal(t, app.EventAwaitingApproval, c.event(untimed).Status)
+
+	manager := c.signIn(asManager)
+	doc := manager.page("/t/acme/scheduled")
+	require.Equal(t, []string{due.String(), soon.String(), later.String(), untimed.String()}, rowIDs(doc),
+		"soonest first: the due one, then by time, then the one without a time")
+	dueRow := doc.Find(`tr[data-event-id="` + due.String() + `"]`)
+	require.Equal(t, "due", text(dueRow.Find("td.send-at .due")))
+	require.Zero(t, doc.Find(`tr[data-event-id="`+soon.String()+`"] .due`).Length(), "a future time is not due")
+	untimedRow := doc.Find(`tr[data-event-id="` + untimed.String() + `"]`)
+	require.Equal(t, "when approved", text(untimedRow.Find("td.send-at")))
+	require.Contains(t, text(untimedRow), "AWAITING APPROVAL")
+	require.Equal(t, 1, untimedRow.Find(`form[action$="/cancel"]`).Length(), "still cancellable")
+
+	// Both can be cancelled from the list.
+	for _, id := range []uuid.UUID{due, untimed} {
+		resp := manager.post("/t/acme/scheduled/"+id.String()+"/cancel", nil)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		doc = manager.follow(resp)
+		require.NotContains(t, rowIDs(doc), id.String())
+		require.Equal(t, app.EventCancelled, c.event(id).Status)
+	}
+	require.Equal(t, []string{soon.String(), later.String()}, rowIDs(doc))
 }

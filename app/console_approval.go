@@ -84,14 +84,8 @@ func (s *Schedules) Pending(ctx context.Context, u *User, tenantID uuid.UUID, pa
 			return err
 		}
 		rows, more = Page(rows, page)
-		for _, e := range rows {
-			p, err := s.preview(ctx, tx, u, e, maxRecipients)
-			if err != nil {
-				return err
-			}
-			out = append(out, p)
-		}
-		return nil
+		out, err = s.previews(ctx, newPreviewTx(tx), u, rows, maxRecipients)
+		return err
 	})
 	if err != nil {
 		return nil, false, err
@@ -115,56 +109,152 @@ func (s *Schedules) Preview(ctx context.Context, u *User, tenantID, eventID uuid
 		if err != nil {
 			return err
 		}
-		out, err = s.preview(ctx, tx, u, &ScheduledEvent{Event: *e, RecipientCount: len(rs)}, maxRecipients)
-		return err
+		ps, err := s.previews(ctx, newPreviewTx(tx), u, []*ScheduledEvent{{Event: *e, RecipientCount: len(rs)}}, maxRecipients)
+		if err != nil {
+			return err
+		}
+		out = ps[0]
+		return nil
 	})
 	return out, err
 }
 
-// preview plans an event's messages without writing anything. An event
-// awaiting approval has no messages yet (routing creates them only after
-// approval), so they are rendered here with the router's own planning:
-// the same channels and fallback chain, contact lookup, template over the
-// locale chain, active-account and address checks, and variables.
-func (s *Schedules) preview(ctx context.Context, tx Tx, u *User, se *ScheduledEvent, maxRecipients int) (*ApprovalPreview, error) {
-	e := &se.Event
-	p := &ApprovalPreview{Event: se}
-	if e.Status == EventRouted {
-		return s.stored(ctx, tx, u, p, maxRecipients)
-	}
-	def, err := e.Def()
-	if err != nil {
-		return nil, err
-	}
-	tenant, err := tx.TenantByID(ctx, e.TenantID)
-	if err != nil {
-		return nil, err
-	}
-	recipients, err := e.DecodeRecipients()
-	if err != nil {
-		return nil, err
-	}
-	if maxRecipients > 0 && len(recipients) > maxRecipients {
-		p.Hidden = len(recipients) - maxRecipients
-		recipients = recipients[:maxRecipients]
-	}
-	channels, chain := routeChannels(e, def)
-	p.Chain = chain
-	showAddresses := u.Can(PermAddresses)
-	for _, rc := range recipients {
-		contact, known, err := previewContact(ctx, tx, tenant.ID, rc)
+// previews plans the events' messages without writing anything, reading
+// what the plans share once: the tenant, its active accounts, its templates
+// per channel and locale chain, the recipients' contacts, and the
+// idempotency keys of all planned messages in one query.
+func (s *Schedules) previews(ctx context.Context, tx *previewTx, u *User, events []*ScheduledEvent, maxRecipients int) ([]*ApprovalPreview, error) {
+	out := make([]*ApprovalPreview, len(events))
+	planned := make([]*plannedEvent, len(events))
+	var recipients []Recipient
+	for i, se := range events {
+		p := &ApprovalPreview{Event: se}
+		out[i] = p
+		if se.Status == EventRouted {
+			if err := s.stored(ctx, tx, u, p, maxRecipients); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		rs, err := se.DecodeRecipients()
 		if err != nil {
 			return nil, err
 		}
+		if maxRecipients > 0 && len(rs) > maxRecipients {
+			p.Hidden = len(rs) - maxRecipients
+			rs = rs[:maxRecipients]
+		}
+		planned[i] = &plannedEvent{recipients: rs}
+		recipients = append(recipients, rs...)
+	}
+	if len(recipients) == 0 {
+		return out, nil
+	}
+	tenantID := events[0].TenantID
+	if err := tx.loadContacts(ctx, tenantID, recipients); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for i, pe := range planned {
+		if pe == nil {
+			continue
+		}
+		if err := s.plan(ctx, tx, out[i], pe); err != nil {
+			return nil, err
+		}
+		for _, rk := range pe.keys {
+			for _, k := range rk {
+				if k != "" {
+					keys = append(keys, k)
+				}
+			}
+		}
+	}
+	existing, err := tx.ExistingMessageKeys(ctx, tenantID, keys)
+	if err != nil {
+		return nil, err
+	}
+	sent := make(map[string]bool, len(existing))
+	for _, k := range existing {
+		sent[k] = true
+	}
+	showAddresses := u.Can(PermAddresses)
+	for i, pe := range planned {
+		if pe == nil {
+			continue
+		}
+		p := out[i]
+		for r := range p.Recipients {
+			rp := &p.Recipients[r]
+			sending := false
+			for j := range rp.Messages {
+				pm := &rp.Messages[j]
+				if pm.Role == PlanSkipped {
+					continue
+				}
+				switch {
+				case p.Chain && sending:
+					pm.Role = PlanFallback
+				case sent[pe.keys[r][j]]:
+					pm.Role = PlanDuplicate
+				default:
+					pm.Role = PlanSend
+				}
+				sending = sending || pm.Role == PlanSend
+				if !showAddresses {
+					known := pe.recipients[r]
+					pm.To = MaskAddress(pm.To)
+					pm.Subject = MaskText(pm.Subject, known.Phone, known.Email)
+					pm.Body = MaskText(pm.Body, known.Phone, known.Email)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// plannedEvent is an event being previewed: its recipients and the
+// idempotency key of each planned message (per recipient, per channel; ""
+// where the channel is skipped).
+type plannedEvent struct {
+	recipients []Recipient
+	keys       [][]string
+}
+
+// plan renders an event awaiting approval as routing would: the same
+// channels and fallback chain, contact lookup, template over the locale
+// chain, active-account and address checks, and variables. An event
+// awaiting approval has no messages yet (routing creates them only after
+// approval). Roles beyond skipped are settled by previews, once the
+// idempotency keys are checked.
+func (s *Schedules) plan(ctx context.Context, tx *previewTx, p *ApprovalPreview, pe *plannedEvent) error {
+	e := &p.Event.Event
+	def, err := e.Def()
+	if err != nil {
+		return err
+	}
+	tenant, err := tx.TenantByID(ctx, e.TenantID)
+	if err != nil {
+		return err
+	}
+	channels, chain := routeChannels(e, def)
+	p.Chain = chain
+	for _, rc := range pe.recipients {
+		contact, known, err := previewContact(ctx, tx, tenant.ID, rc)
+		if err != nil {
+			return err
+		}
 		rp := RecipientPlan{Name: rc.Name, Known: known}
-		sending, skipped := false, []string{}
+		keys := make([]string, 0, len(channels))
+		skipped := []string{}
 		for _, ch := range channels {
 			m, skip, err := s.Router.plan(ctx, tx, tenant, e, def, contact, nil, ch, nil)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if skip != "" {
 				rp.Messages = append(rp.Messages, PlannedMessage{Channel: ch, Role: PlanSkipped, Skip: skip})
+				keys = append(keys, "")
 				skipped = append(skipped, skip)
 				continue
 			}
@@ -172,20 +262,8 @@ func (s *Schedules) preview(ctx context.Context, tx Tx, u *User, se *ScheduledEv
 			if m.Locale != nil {
 				pm.Locale = *m.Locale
 			}
-			if chain && sending {
-				pm.Role = PlanFallback
-			} else if dup, err := tx.MessageKeyExists(ctx, tenant.ID, m.IdempotencyKey); err != nil {
-				return nil, err
-			} else if dup {
-				pm.Role = PlanDuplicate
-			}
-			sending = sending || pm.Role == PlanSend
-			if !showAddresses {
-				pm.To = MaskAddress(pm.To)
-				pm.Subject = maskAddressesIn(pm.Subject, rc)
-				pm.Body = maskAddressesIn(pm.Body, rc)
-			}
 			rp.Messages = append(rp.Messages, pm)
+			keys = append(keys, m.IdempotencyKey)
 		}
 		if len(skipped) == len(channels) {
 			// As routing does: the most telling reason wins.
@@ -197,18 +275,42 @@ func (s *Schedules) preview(ctx context.Context, tx Tx, u *User, se *ScheduledEv
 			}
 		}
 		p.Recipients = append(p.Recipients, rp)
+		pe.keys = append(pe.keys, keys)
 	}
-	return p, nil
+	return nil
 }
+
+// storedMessagesPerRecipient bounds the stored messages read per recipient
+// previewed (its channels, fallbacks and retries).
+const storedMessagesPerRecipient = 20
 
 // stored fills the preview of a routed event from its stored messages, one
 // recipient per contact, in the order the messages were created.
-func (s *Schedules) stored(ctx context.Context, tx Tx, u *User, p *ApprovalPreview, maxRecipients int) (*ApprovalPreview, error) {
+func (s *Schedules) stored(ctx context.Context, tx Tx, u *User, p *ApprovalPreview, maxRecipients int) error {
 	e := &p.Event.Event
 	p.Stored = true
-	ms, err := tx.MessagesByEvent(ctx, e.TenantID, e.ID)
+	if maxRecipients <= 0 || maxRecipients > MaxRecipients {
+		maxRecipients = MaxRecipients
+	}
+	ms, total, err := tx.EventMessagesByContact(ctx, e.TenantID, e.ID, maxRecipients, maxRecipients*storedMessagesPerRecipient)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	var ids []uuid.UUID
+	seen := map[uuid.UUID]bool{}
+	for _, m := range ms {
+		if m.ContactID != nil && !seen[*m.ContactID] {
+			seen[*m.ContactID] = true
+			ids = append(ids, *m.ContactID)
+		}
+	}
+	cs, err := tx.ContactsByIDs(ctx, e.TenantID, ids)
+	if err != nil {
+		return err
+	}
+	contacts := make(map[uuid.UUID]*Contact, len(cs))
+	for _, c := range cs {
+		contacts[c.ID] = c
 	}
 	showAddresses := u.Can(PermAddresses)
 	index := map[uuid.UUID]int{}
@@ -221,27 +323,14 @@ func (s *Schedules) stored(ctx context.Context, tx Tx, u *User, p *ApprovalPrevi
 		}
 		i, ok := index[key]
 		if !ok {
-			if maxRecipients > 0 && len(p.Recipients) >= maxRecipients {
-				p.Hidden++
-				index[key] = -1
-				continue
-			}
 			rp, rc := RecipientPlan{Known: true}, Recipient{}
-			if m.ContactID != nil {
-				c, err := tx.ContactByID(ctx, e.TenantID, *m.ContactID)
-				if err != nil && ErrorCode(err) != ENOTFOUND {
-					return nil, err
-				} else if err == nil {
-					rp.Name, rc = c.Name, c.Recipient()
-				}
+			if c := contacts[key]; m.ContactID != nil && c != nil {
+				rp.Name, rc = c.Name, c.Recipient()
 			}
 			p.Recipients = append(p.Recipients, rp)
 			who = append(who, rc)
 			i = len(p.Recipients) - 1
 			index[key] = i
-		}
-		if i < 0 {
-			continue
 		}
 		pm := PlannedMessage{Channel: m.Channel, Role: PlanStored, Status: m.Status, To: m.ToAddress, Subject: m.Subject, Body: m.Body, HTML: m.Channel == Email}
 		if m.Locale != nil {
@@ -249,20 +338,162 @@ func (s *Schedules) stored(ctx context.Context, tx Tx, u *User, p *ApprovalPrevi
 		}
 		if !showAddresses {
 			rc := who[i]
-			if m.ToAddress == "" || m.Channel == Webhook {
-				// Nothing more to mask: no address, or a tenant's endpoint.
-			} else if m.Channel == Email {
-				rc.Email = m.ToAddress
-			} else {
-				rc.Phone = m.ToAddress
-			}
 			pm.To = MaskAddress(pm.To)
-			pm.Subject = maskAddressesIn(pm.Subject, rc)
-			pm.Body = maskAddressesIn(pm.Body, rc)
+			pm.Subject = MaskText(pm.Subject, rc.Phone, rc.Email, m.ToAddress)
+			pm.Body = MaskText(pm.Body, rc.Phone, rc.Email, m.ToAddress)
 		}
 		p.Recipients[i].Messages = append(p.Recipients[i].Messages, pm)
 	}
-	return p, nil
+	p.Hidden = max(total-len(p.Recipients), 0)
+	return nil
+}
+
+// previewTx reads, for the previews of one request, what many plans share
+// only once: the tenant, the active account per channel, the template per
+// event, channel and locale chain, and the recipients' contacts (loaded in
+// one query by loadContacts). Everything else goes to the transaction.
+type previewTx struct {
+	Tx
+	tenants   map[uuid.UUID]*Tenant
+	accounts  map[Channel]cached[*ChannelAccount]
+	templates map[string]cached[*Template]
+	contacts  map[Recipient]cached[*Contact]
+}
+
+type cached[T any] struct {
+	v   T
+	err error
+}
+
+func newPreviewTx(tx Tx) *previewTx {
+	return &previewTx{
+		Tx: tx, tenants: map[uuid.UUID]*Tenant{}, accounts: map[Channel]cached[*ChannelAccount]{},
+		templates: map[string]cached[*Template]{}, contacts: map[Recipient]cached[*Contact]{},
+	}
+}
+
+// TenantByID reads each tenant once.
+func (t *previewTx) TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error) {
+	if tn, ok := t.tenants[id]; ok {
+		return tn, nil
+	}
+	tn, err := t.Tx.TenantByID(ctx, id)
+	if err == nil {
+		t.tenants[id] = tn
+	}
+	return tn, err
+}
+
+// ActiveAccount reads each channel's active account (or its absence) once;
+// previews are of one tenant.
+func (t *previewTx) ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch Channel) (*ChannelAccount, error) {
+	if c, ok := t.accounts[ch]; ok {
+		return c.v, c.err
+	}
+	a, err := t.Tx.ActiveAccount(ctx, tenantID, ch)
+	if err != nil && ErrorCode(err) != ENOTFOUND {
+		return nil, err
+	}
+	t.accounts[ch] = cached[*ChannelAccount]{a, err}
+	return a, err
+}
+
+// FindTemplate reads each event, channel and locale chain's template (or
+// its absence) once.
+func (t *previewTx) FindTemplate(ctx context.Context, tenantID uuid.UUID, event string, ch Channel, locales []string) (*Template, error) {
+	key := event + "\x00" + string(ch) + "\x00" + strings.Join(locales, "\x00")
+	if c, ok := t.templates[key]; ok {
+		return c.v, c.err
+	}
+	tp, err := t.Tx.FindTemplate(ctx, tenantID, event, ch, locales)
+	if err != nil && ErrorCode(err) != ENOTFOUND {
+		return nil, err
+	}
+	t.templates[key] = cached[*Template]{tp, err}
+	return tp, err
+}
+
+// FindContact answers from the contacts loadContacts read; a recipient it
+// did not see is looked up as routing does.
+func (t *previewTx) FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*Contact, error) {
+	c, ok := t.contacts[Recipient{PassengerProfileID: profileID, Phone: phone, Email: email}]
+	if !ok {
+		return t.Tx.FindContact(ctx, tenantID, profileID, phone, email)
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	// previewContact changes the contact it gets: hand out a copy.
+	cp := *c.v
+	return &cp, nil
+}
+
+// loadContacts reads in one query every contact FindContact could pick for
+// the recipients and picks each one's as FindContact does: the contact with
+// the profile id, else one with the phone number or e-mail address (and no
+// profile id of its own when the recipient has one), the phone number's
+// match first, then the oldest.
+func (t *previewTx) loadContacts(ctx context.Context, tenantID uuid.UUID, rs []Recipient) error {
+	var profiles, phones, emails []string
+	for _, rc := range rs {
+		if rc.PassengerProfileID != "" {
+			profiles = append(profiles, rc.PassengerProfileID)
+		}
+		if rc.Phone != "" {
+			phones = append(phones, rc.Phone)
+		}
+		if rc.Email != "" {
+			emails = append(emails, rc.Email)
+		}
+	}
+	cs, err := t.Tx.ContactCandidates(ctx, tenantID, profiles, phones, emails)
+	if err != nil {
+		return err
+	}
+	for _, rc := range rs {
+		key := Recipient{PassengerProfileID: rc.PassengerProfileID, Phone: rc.Phone, Email: rc.Email}
+		if c := pickContact(cs, key); c != nil {
+			t.contacts[key] = cached[*Contact]{v: c}
+		} else {
+			t.contacts[key] = cached[*Contact]{err: Errorf(ENOTFOUND, "Contact not found.")}
+		}
+	}
+	return nil
+}
+
+// pickContact is FindContact's choice among candidates ordered oldest first.
+func pickContact(cs []*Contact, rc Recipient) *Contact {
+	is := func(p *string, v string) bool { return v != "" && p != nil && *p == v }
+	if rc.PassengerProfileID != "" {
+		for _, c := range cs {
+			if is(c.PassengerProfileID, rc.PassengerProfileID) {
+				return c
+			}
+		}
+	}
+	var best *Contact
+	bestRank := 3
+	for _, c := range cs {
+		if !is(c.Phone, rc.Phone) && !is(c.Email, rc.Email) {
+			continue
+		}
+		if rc.PassengerProfileID != "" && c.PassengerProfileID != nil {
+			continue
+		}
+		// ORDER BY (phone = $2) DESC NULLS LAST: a match, then another
+		// number, then none.
+		rank := 1
+		switch {
+		case c.Phone == nil:
+			rank = 2
+		case *c.Phone == rc.Phone:
+			rank = 0
+		}
+		if rank < bestRank {
+			best, bestRank = c, rank
+		}
+	}
+	return best
 }
 
 // previewContact is the contact routing would use for a recipient, without
@@ -293,17 +524,6 @@ func previewContact(ctx context.Context, tx Tx, tenantID uuid.UUID, rc Recipient
 		set(&c.PassengerProfileID, rc.PassengerProfileID)
 	}
 	return c, known, nil
-}
-
-// maskAddressesIn masks the recipient's own phone number and e-mail address
-// where a text quotes them ({{recipient_phone}}, {{recipient_email}}).
-func maskAddressesIn(text string, rc Recipient) string {
-	for _, addr := range []string{rc.Phone, rc.Email} {
-		if addr != "" {
-			text = strings.ReplaceAll(text, addr, MaskAddress(addr))
-		}
-	}
-	return text
 }
 
 // SkipReasonText explains a routing skip reason to a person.

@@ -168,8 +168,15 @@ type BookingPanel struct {
 	EntityType string
 	EntityID   string
 	Events     []*Event
-	Messages   []*MessageTrail
-	Replies    []*InboundMessage
+	// Messages is one page of the entity's messages, newest first, with
+	// their timelines; MessageCount counts them all and More says whether
+	// older ones follow.
+	Messages     []*MessageTrail
+	MessageCount int
+	More         bool
+	Replies      []*InboundMessage
+	// Retried holds the failed messages a retry was sent for, on any page.
+	Retried map[uuid.UUID]bool
 	// Actors names whoever triggered manual sends, by id.
 	Actors map[uuid.UUID]string
 	// Templates are the active templates of the entity's events: what a
@@ -178,7 +185,7 @@ type BookingPanel struct {
 }
 
 // Found reports whether Herald knows anything about the entity.
-func (p *BookingPanel) Found() bool { return len(p.Events) > 0 || len(p.Messages) > 0 }
+func (p *BookingPanel) Found() bool { return len(p.Events) > 0 || p.MessageCount > 0 }
 
 // Pending returns the events still waiting to be sent: scheduled or
 // awaiting approval.
@@ -240,7 +247,7 @@ func (s *MessageConsole) List(ctx context.Context, tenantID uuid.UUID, f Message
 // Panel gathers the booking panel of an entity. An entity Herald never heard
 // of is an empty panel, not an error: the person searching learns that
 // nothing was sent.
-func (s *MessageConsole) Panel(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) (*BookingPanel, error) {
+func (s *MessageConsole) Panel(ctx context.Context, tenantID uuid.UUID, entityType, entityID string, page PageRequest) (*BookingPanel, error) {
 	if !IsEntityType(entityType) {
 		return nil, Errorf(ENOTFOUND, "There are no %q records; look up a booking, trip or invoice.", entityType)
 	}
@@ -250,11 +257,23 @@ func (s *MessageConsole) Panel(ctx context.Context, tenantID uuid.UUID, entityTy
 		if p.Events, err = tx.PanelEvents(ctx, tenantID, entityType, entityID, panelEventLimit); err != nil {
 			return err
 		}
-		ms, err := tx.MessagesByEntity(ctx, tenantID, entityType, entityID)
+		all, err := tx.MessagesByEntity(ctx, tenantID, entityType, entityID)
 		if err != nil {
 			return err
 		}
-		if p.Messages, p.Replies, err = s.trails(ctx, tx, tenantID, ms); err != nil {
+		p.MessageCount = len(all)
+		p.Retried = map[uuid.UUID]bool{}
+		for _, m := range all {
+			if of, ok := RetriedMessageID(m.IdempotencyKey); ok {
+				p.Retried[of] = true
+			}
+		}
+		// Timelines only for the page shown; replies are the entity's and
+		// answer the messages of every page.
+		lo := min(page.Offset, len(all))
+		ms, more := Page(all[lo:min(lo+page.Limit, len(all))], page)
+		p.More = more
+		if p.Messages, p.Replies, err = s.pageTrails(ctx, tx, tenantID, all, ms); err != nil {
 			return err
 		}
 		if p.Actors, err = s.actors(ctx, tx, tenantID, ms); err != nil {
@@ -278,11 +297,20 @@ func (s *MessageConsole) Panel(ctx context.Context, tenantID uuid.UUID, entityTy
 // trails loads the timelines of messages and the replies on their
 // conversations, and gives each reply to the message it answers.
 func (s *MessageConsole) trails(ctx context.Context, tx Tx, tenantID uuid.UUID, ms []*Message) ([]*MessageTrail, []*InboundMessage, error) {
+	return s.pageTrails(ctx, tx, tenantID, ms, ms)
+}
+
+// pageTrails is trails for the page shown of a longer list: timelines for
+// the page's messages, replies on the conversations of all, each given to
+// the message it answers among all.
+func (s *MessageConsole) pageTrails(ctx context.Context, tx Tx, tenantID uuid.UUID, all, ms []*Message) ([]*MessageTrail, []*InboundMessage, error) {
 	ids := make([]uuid.UUID, len(ms))
-	var conversations []uuid.UUID
-	seen := map[uuid.UUID]bool{}
 	for i, m := range ms {
 		ids[i] = m.ID
+	}
+	var conversations []uuid.UUID
+	seen := map[uuid.UUID]bool{}
+	for _, m := range all {
 		if m.ConversationID != nil && !seen[*m.ConversationID] {
 			seen[*m.ConversationID] = true
 			conversations = append(conversations, *m.ConversationID)
@@ -298,7 +326,7 @@ func (s *MessageConsole) trails(ctx context.Context, tx Tx, tenantID uuid.UUID, 
 			return nil, nil, err
 		}
 	}
-	answered := AttributeReplies(ms, replies)
+	answered := AttributeReplies(all, replies)
 	trails := make([]*MessageTrail, len(ms))
 	for i, m := range ms {
 		trails[i] = &MessageTrail{Message: m, Timeline: timelines[m.ID], Replies: answered[m.ID]}

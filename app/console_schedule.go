@@ -13,6 +13,10 @@ import (
 type ScheduledEvent struct {
 	Event
 	RecipientCount int `db:"recipient_count"`
+	// Due is set by the scheduled list when send_at has passed but the
+	// event was not routed yet (the scheduler is catching up, or it waits
+	// for approval).
+	Due bool `db:"due"`
 }
 
 // ScheduleFilter narrows the list of scheduled notifications.
@@ -26,16 +30,29 @@ type ScheduleFilter struct {
 // ScheduleStore reads what the scheduled-notifications and approvals pages
 // show. Changes go through Intake, as they do for the API.
 type ScheduleStore interface {
-	// UpcomingEvents returns the tenant's events that wait for a send_at
-	// after now (SCHEDULED, or AWAITING_APPROVAL with a time set), soonest
-	// first.
+	// UpcomingEvents returns the tenant's events that are not sent yet and
+	// can still be cancelled (SCHEDULED, or AWAITING_APPROVAL with or
+	// without a time), soonest first, those without a time last; Due marks
+	// those whose send_at is not after now.
 	UpcomingEvents(ctx context.Context, tenantID uuid.UUID, f ScheduleFilter, now time.Time, page PageRequest) ([]*ScheduledEvent, error)
 	// EventsAwaitingApproval returns the tenant's events held for a
 	// manager's decision, newest first.
 	EventsAwaitingApproval(ctx context.Context, tenantID uuid.UUID, page PageRequest) ([]*ScheduledEvent, error)
-	// MessageKeyExists reports whether the tenant has a message with the
-	// idempotency key (routing would not send it again).
-	MessageKeyExists(ctx context.Context, tenantID uuid.UUID, key string) (bool, error)
+	// ExistingMessageKeys returns those of the idempotency keys the tenant
+	// has a message with (routing would not send them again).
+	ExistingMessageKeys(ctx context.Context, tenantID uuid.UUID, keys []string) ([]string, error)
+	// ContactCandidates returns the tenant's contacts with one of the
+	// profile ids, phone numbers or e-mail addresses, oldest first: every
+	// contact FindContact could pick for recipients with those details.
+	ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileIDs, phones, emails []string) ([]*Contact, error)
+	// ContactsByIDs returns the tenant's contacts with the ids (unknown ids
+	// are left out).
+	ContactsByIDs(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) ([]*Contact, error)
+	// EventMessagesByContact returns the messages of an event's first
+	// maxContacts recipients (by their first message; messages without a
+	// contact are one recipient), oldest first and at most maxMessages,
+	// and how many recipients the event's messages have in all.
+	EventMessagesByContact(ctx context.Context, tenantID, eventID uuid.UUID, maxContacts, maxMessages int) ([]*Message, int, error)
 }
 
 // DateTimeLocalLayout is the value format of an HTML datetime-local input.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"net/url"
 	"strings"
 	"unicode/utf8"
 )
@@ -53,14 +54,27 @@ func MaskEmail(email string) string {
 	return email[:size] + "•••" + email[at:]
 }
 
-// MaskAddress masks a phone number or an e-mail address, whichever it is.
+// MaskAddress masks a phone number, an e-mail address or a webhook URL,
+// whichever it is.
 func MaskAddress(addr string) string {
 	switch {
 	case strings.HasPrefix(addr, "https://") || strings.HasPrefix(addr, "http://"):
-		// A tenant's webhook endpoint, not a person's address.
-		return addr
+		return MaskURL(addr)
 	case strings.Contains(addr, "@"):
 		return MaskEmail(addr)
 	}
 	return MaskPhone(addr)
+}
+
+// MaskURL keeps only the scheme and host of a webhook endpoint:
+// https://user:pw@hooks.example.com/in/abc?token=s3cret becomes
+// "https://hooks.example.com/…". Paths, queries and user info often carry
+// the tokens that authorise calls to the endpoint, so roles that see
+// addresses masked never see them.
+func MaskURL(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "•••"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
 }

@@ -11,11 +11,15 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-// UpcomingEvents implements app.ScheduleStore. The status list matches the
-// partial index events_pending_idx (tenant_id, send_at), which serves both
-// the filter and the order.
+// UpcomingEvents implements app.ScheduleStore. Every event that can still
+// be rescheduled or cancelled is listed, whether its send_at has passed
+// (due: the scheduler has not routed it yet) or it has none (awaiting
+// approval without a time). The status list matches the partial index
+// events_pending_idx (tenant_id, send_at), which serves both the filter and
+// the order; events without a send_at come last (NULLS LAST is the index's
+// own order).
 func (t *Tx) UpcomingEvents(ctx context.Context, tenantID uuid.UUID, f app.ScheduleFilter, now time.Time, page app.PageRequest) ([]*app.ScheduledEvent, error) {
-	where := []string{"tenant_id = $1", "status IN ('SCHEDULED', 'AWAITING_APPROVAL')", "send_at > $2"}
+	where := []string{"tenant_id = $1", "status IN ('SCHEDULED', 'AWAITING_APPROVAL')"}
 	args := []any{tenantID, now}
 	if f.TriggerEvent != "" {
 		args = append(args, f.TriggerEvent)
@@ -28,9 +32,10 @@ func (t *Tx) UpcomingEvents(ctx context.Context, tenantID uuid.UUID, f app.Sched
 	args = append(args, page.Limit, page.Offset)
 	// Soonest first, unlike the console's other lists: what goes out next
 	// is what a planner needs to see (and is the order of the index).
-	q := `SELECT ` + eventColumns + `, jsonb_array_length(recipients) AS recipient_count FROM events
+	q := `SELECT ` + eventColumns + `, jsonb_array_length(recipients) AS recipient_count,
+		COALESCE(send_at <= $2, false) AS due FROM events
 		WHERE ` + strings.Join(where, " AND ") + fmt.Sprintf(`
-		ORDER BY send_at, id LIMIT $%d OFFSET $%d`, len(args)-1, len(args))
+		ORDER BY send_at, created_at, id LIMIT $%d OFFSET $%d`, len(args)-1, len(args))
 	rows := []*app.ScheduledEvent{}
 	err := t.tx.SelectContext(ctx, &rows, q, args...)
 	return rows, mapErr(err)
@@ -46,9 +51,59 @@ func (t *Tx) EventsAwaitingApproval(ctx context.Context, tenantID uuid.UUID, pag
 	return rows, mapErr(err)
 }
 
-// MessageKeyExists implements app.ScheduleStore.
-func (t *Tx) MessageKeyExists(ctx context.Context, tenantID uuid.UUID, key string) (bool, error) {
-	var ok bool
-	err := t.tx.GetContext(ctx, &ok, `SELECT EXISTS (SELECT 1 FROM messages WHERE tenant_id = $1 AND idempotency_key = $2)`, tenantID, key)
-	return ok, mapErr(err)
+// ExistingMessageKeys implements app.ScheduleStore.
+func (t *Tx) ExistingMessageKeys(ctx context.Context, tenantID uuid.UUID, keys []string) ([]string, error) {
+	out := []string{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	err := t.tx.SelectContext(ctx, &out, `
+		SELECT idempotency_key FROM messages WHERE tenant_id = $1 AND idempotency_key = ANY($2)`, tenantID, app.StringList(keys))
+	return out, mapErr(err)
+}
+
+// ContactCandidates implements app.ScheduleStore.
+func (t *Tx) ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileIDs, phones, emails []string) ([]*app.Contact, error) {
+	out := []*app.Contact{}
+	if len(profileIDs)+len(phones)+len(emails) == 0 {
+		return out, nil
+	}
+	err := t.tx.SelectContext(ctx, &out, `
+		SELECT `+contactColumns+` FROM contacts
+		WHERE tenant_id = $1 AND (passenger_profile_id = ANY($2) OR phone = ANY($3) OR email = ANY($4))
+		ORDER BY created_at, id`, tenantID, app.StringList(profileIDs), app.StringList(phones), app.StringList(emails))
+	return out, mapErr(err)
+}
+
+// ContactsByIDs implements app.ScheduleStore.
+func (t *Tx) ContactsByIDs(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) ([]*app.Contact, error) {
+	out := []*app.Contact{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := t.tx.SelectContext(ctx, &out, `
+		SELECT `+contactColumns+` FROM contacts WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, tenantID, uuidArray(ids))
+	return out, mapErr(err)
+}
+
+// EventMessagesByContact implements app.ScheduleStore. The recipients are
+// ordered by their first message; messages without a contact count as one
+// recipient, as DISTINCT counts NULLs.
+func (t *Tx) EventMessagesByContact(ctx context.Context, tenantID, eventID uuid.UUID, maxContacts, maxMessages int) ([]*app.Message, int, error) {
+	var total int
+	if err := t.tx.GetContext(ctx, &total, `
+		SELECT count(*) FROM (SELECT DISTINCT contact_id FROM messages WHERE tenant_id = $1 AND event_id = $2) c`, tenantID, eventID); err != nil {
+		return nil, 0, mapErr(err)
+	}
+	ms := []*app.Message{}
+	err := t.tx.SelectContext(ctx, &ms, `
+		WITH shown AS (
+			SELECT contact_id FROM messages WHERE tenant_id = $1 AND event_id = $2
+			GROUP BY contact_id ORDER BY min(created_at), min(id::text) LIMIT $3)
+		SELECT `+messageColumns+` FROM messages
+		WHERE tenant_id = $1 AND event_id = $2
+		  AND (contact_id IN (SELECT contact_id FROM shown WHERE contact_id IS NOT NULL)
+		    OR (contact_id IS NULL AND EXISTS (SELECT 1 FROM shown WHERE contact_id IS NULL)))
+		ORDER BY created_at, id LIMIT $4`, tenantID, eventID, maxContacts, maxMessages)
+	return ms, total, mapErr(err)
 }

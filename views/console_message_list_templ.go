@@ -503,7 +503,7 @@ func MessageListPage(p Page, v MessageListView) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = msgBadges(m).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = msgBadges(p, m).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -822,7 +822,7 @@ func msgFacts(p Page, v MessageDetailView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = msgBadges(m).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = msgBadges(p, m).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1130,9 +1130,9 @@ func msgFacts(p Page, v MessageDetailView) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var51 string
-		templ_7745c5c3_Var51, templ_7745c5c3_Err = templ.JoinStringErrs(msgStr(m.FailedReason))
+		templ_7745c5c3_Var51, templ_7745c5c3_Err = templ.JoinStringErrs(msgMask(p, msgStr(m.FailedReason), m.ToAddress))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console_message_list.templ`, Line: 252, Col: 30}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/console_message_list.templ`, Line: 252, Col: 55}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var51))
 		if templ_7745c5c3_Err != nil {

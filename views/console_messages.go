@@ -39,6 +39,8 @@ type BookingPanelView struct {
 	CanCancel bool
 	Form      ResendForm
 	Errs      FormErrors
+	// Pager pages the messages section (newest first).
+	Pager Pager
 }
 
 // MessageListView is the messages explorer: the filters as typed, what
@@ -292,10 +294,5 @@ func msgEntityLabel(m *app.Message) string {
 // msgRetried reports whether one of the panel's messages retries the
 // message id: a failed message is retried once, then its retry carries on.
 func msgRetried(p *app.BookingPanel, id uuid.UUID) bool {
-	for _, m := range p.Messages {
-		if of, ok := app.RetriedMessageID(m.IdempotencyKey); ok && of == id {
-			return true
-		}
-	}
-	return false
+	return p.Retried[id]
 }

@@ -65,16 +65,26 @@ func (s *Server) handleBookingPanel(c *fiber.Ctx) error {
 }
 
 func (s *Server) renderPanel(c *fiber.Ctx, kind, id string, form views.ResendForm, errs views.FormErrors) error {
-	panel, err := s.MessageConsole.Panel(c.UserContext(), tenantOf(c).ID, kind, id)
+	n, req := pageOf(c)
+	if c.Method() != fiber.MethodGet {
+		// A refused resend shows the newest messages again.
+		n, req = 1, app.PageRequest{Limit: req.Limit}
+	}
+	panel, err := s.MessageConsole.Panel(c.UserContext(), tenantOf(c).ID, kind, id, req)
 	if err != nil {
 		return err
 	}
 	u := userOf(c)
 	title := strings.ToUpper(kind[:1]) + kind[1:] + " " + id
+	path := bookingPath(c, kind, id)
+	pager := pagerOf(c, n, len(panel.Messages), panel.More)
+	if c.Method() != fiber.MethodGet && pager.NextHref != "" {
+		pager.NextHref = path + "?page=2#messages"
+	}
 	return s.render(c, views.BookingPanelPage(s.page(c, title), views.BookingPanelView{
-		Panel: panel, Base: tenantPath(c, ""), Path: bookingPath(c, kind, id),
+		Panel: panel, Base: tenantPath(c, ""), Path: path,
 		CanResend: u.Can(app.PermResend), CanCancel: u.Can(app.PermCancelMessage),
-		Form: form, Errs: errs,
+		Form: form, Errs: errs, Pager: pager,
 	}))
 }
 
