@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/heraldhq/herald/app"
@@ -66,7 +65,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 // New wraps an open pool without checking it, for callers that want to start
 // even while the database is down (health checks report it).
 func New(pool *pgxpool.Pool) *DB {
-	return &DB{Pool: pool, SQL: sqlx.NewDb(stdlib.OpenDBFromPool(pool), "pgx")}
+	return &DB{Pool: pool, SQL: sqlx.NewDb(openSQL(pool), "pgx")}
 }
 
 // Close closes both handles and the pool.
@@ -102,7 +101,10 @@ func (s *Store) InPlatform(ctx context.Context, fn func(app.Tx) error) error {
 }
 
 func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(app.Tx) error) (err error) {
-	tx, err := s.db.BeginTxx(ctx, nil)
+	// The scope is set in the BEGIN message itself (see beginScoped), with
+	// set_config's is_local: both settings end with the transaction, so a
+	// pooled connection never carries one tenant's scope into the next use.
+	tx, err := s.db.BeginTxx(context.WithValue(ctx, beginKey{}, beginScoped(tenantID)), nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -115,18 +117,6 @@ func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(app.Tx) err
 			_ = tx.Rollback()
 		}
 	}()
-
-	// SET LOCAL through set_config: both settings end with the transaction, so
-	// a pooled connection never carries one tenant's scope into the next use.
-	scope, tenant := "platform", ""
-	if tenantID != uuid.Nil {
-		scope, tenant = "tenant", tenantID.String()
-	}
-	if _, err = tx.ExecContext(ctx,
-		`SELECT set_config('herald.scope', $1, true), set_config('herald.tenant_id', $2, true)`,
-		scope, tenant); err != nil {
-		return fmt.Errorf("set transaction scope: %w", err)
-	}
 	if err = fn(&Tx{tx: tx, tenantID: tenantID}); err != nil {
 		return err
 	}
