@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
@@ -67,7 +69,31 @@ func CreateDatabase(t testing.TB) string {
 	if templateErr != nil {
 		t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", templateErr)
 	}
-	return createDatabase(t, "TEMPLATE "+templateName)
+	// Checkouts with other migration sets share the server and drop
+	// templates that are not theirs; a vanished template is rebuilt.
+	for try := 0; ; try++ {
+		name, err := tryCreateDatabase(t, "TEMPLATE "+templateName)
+		var pgErr *pgconn.PgError
+		if err == nil || try == 5 || !errors.As(err, &pgErr) || pgErr.Code != "3D000" {
+			if err != nil {
+				t.Fatalf("dbtest: create database: %v", err)
+			}
+			return name
+		}
+		if _, err := rebuildTemplate(); err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
+	}
+}
+
+var rebuildMu sync.Mutex
+
+// rebuildTemplate builds the template again after it vanished.
+func rebuildTemplate() (string, error) {
+	rebuildMu.Lock()
+	defer rebuildMu.Unlock()
+	name, err := ensureTemplate(context.Background())
+	return name, err
 }
 
 // CreateEmptyDatabase creates a database with no schema at all, for tests of
@@ -79,11 +105,21 @@ func CreateEmptyDatabase(t testing.TB) string {
 
 func createDatabase(t testing.TB, options string) string {
 	t.Helper()
+	name, err := tryCreateDatabase(t, options)
+	if err != nil {
+		t.Fatalf("dbtest: create database: %v", err)
+	}
+	return name
+}
+
+// tryCreateDatabase creates a database that is dropped when t ends.
+func tryCreateDatabase(t testing.TB, options string) (string, error) {
+	t.Helper()
 	name := "herald_test_" + strings.ToLower(rand.Text()[:16])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := adminExec(ctx, fmt.Sprintf(`CREATE DATABASE %s %s`, name, options)); err != nil {
-		t.Fatalf("dbtest: create database: %v", err)
+		return "", err
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -92,7 +128,7 @@ func createDatabase(t testing.TB, options string) string {
 			t.Logf("dbtest: drop database %s: %v", name, err)
 		}
 	})
-	return name
+	return name, nil
 }
 
 // URL returns the connection URL of the named database on the test server.
@@ -147,19 +183,9 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	if exists {
 		return name, nil
 	}
-	// Templates of older migration sets are of no further use.
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'herald\_test\_tpl\_%'`)
-	if err != nil {
-		return "", err
-	}
-	old, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return "", err
-	}
-	for _, o := range old {
-		_, _ = conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, o))
-	}
-
+	// Templates of other migration sets are left alone: other checkouts
+	// (branches with other migrations) may be using them on this server.
+	// `go tool task db:reset` drops them all.
 	building := name + "_build"
 	_, _ = conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, building))
 	if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s`, building)); err != nil {
