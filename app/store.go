@@ -96,6 +96,9 @@ type EventStore interface {
 	// id before; it reports whether it stored it.
 	InsertEvent(ctx context.Context, e *Event) (bool, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
+	// EventForRouting locks the event for the routing transaction and
+	// returns it with its tenant (whose row it does not lock).
+	EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*Event, *Tenant, error)
 	EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*Event, error)
 	// LatestEventForEntity returns the newest event about the entity, of
 	// the trigger event when one is named.
@@ -132,9 +135,9 @@ type ContactStore interface {
 
 // MessageStore reads and writes messages, their timelines, receipts and usage.
 type MessageStore interface {
-	// InsertMessage stores m unless its idempotency key exists; it reports
-	// whether it stored it.
-	InsertMessage(ctx context.Context, m *Message) (bool, error)
+	// InsertMessage stores m with its first timeline entry unless its
+	// idempotency key exists; it reports whether it stored them.
+	InsertMessage(ctx context.Context, m *Message, first *MessageEvent) (bool, error)
 	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Message, error)
 	MessagesByEvent(ctx context.Context, tenantID, eventID uuid.UUID) ([]*Message, error)
 	MessagesByEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*Message, error)

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -150,3 +151,15 @@ func notFound(err error, format string, args ...any) error {
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// prefixed turns a column list into "alias.col AS "alias.col", ..." so that
+// one row can fill several structs (sqlx maps "alias.col" into the field
+// tagged db:"alias").
+func prefixed(alias, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		c = strings.TrimSpace(c)
+		cols[i] = alias + "." + c + ` AS "` + alias + "." + c + `"`
+	}
+	return strings.Join(cols, ", ")
+}

@@ -5,25 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
 )
-
-// prefixed turns a column list into "alias.col AS "alias.col", ..." so that
-// one row can fill several structs (sqlx maps "alias.col" into the field
-// tagged db:"alias").
-func prefixed(alias, columns string) string {
-	cols := strings.Split(columns, ",")
-	for i, c := range cols {
-		c = strings.TrimSpace(c)
-		cols[i] = alias + "." + c + ` AS "` + alias + "." + c + `"`
-	}
-	return strings.Join(cols, ", ")
-}
 
 var dispatchQuery = `
 	SELECT ` + prefixed("m", messageColumns) + `, ` + prefixed("t", tenantColumns) + `, ` + prefixed("a", accountColumns) + `,

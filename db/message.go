@@ -18,20 +18,46 @@ const messageColumns = `id, tenant_id, event_id, correlation_id, idempotency_key
 	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
 	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at`
 
-// InsertMessage implements app.MessageStore.
-func (t *Tx) InsertMessage(ctx context.Context, m *app.Message) (bool, error) {
-	res, err := t.tx.NamedExecContext(ctx, `
-		INSERT INTO messages (`+messageColumns+`)
-		VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
-			:template_id, :template_version, :locale, :contact_id, :conversation_id, :to_address, :subject, :body, :status, :failed_reason,
-			:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
-			:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at)
-		ON CONFLICT (tenant_id, idempotency_key) DO NOTHING`, m)
+// InsertMessage implements app.MessageStore: the message and its first
+// timeline entry in one statement, the entry only when the message is new.
+func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.MessageEvent) (bool, error) {
+	detail := []byte("{}")
+	if len(first.Detail) > 0 {
+		var err error
+		if detail, err = json.Marshal(first.Detail); err != nil {
+			return false, fmt.Errorf("encode timeline detail: %w", err)
+		}
+	}
+	arg := struct {
+		*app.Message
+		EntryFrom   *string   `db:"entry_from_status"`
+		EntryTo     *string   `db:"entry_to_status"`
+		EntrySource string    `db:"entry_source"`
+		EntryDetail string    `db:"entry_detail"`
+		EntryAt     time.Time `db:"entry_at"`
+	}{m, first.FromStatus, first.ToStatus, first.Source, string(detail), first.At}
+	q, args, err := t.tx.BindNamed(`
+		WITH inserted AS (
+			INSERT INTO messages (`+messageColumns+`)
+			VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
+				:template_id, :template_version, :locale, :contact_id, :conversation_id, :to_address, :subject, :body, :status, :failed_reason,
+				:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
+				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at)
+			ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+			RETURNING tenant_id, id
+		), entry AS (
+			INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
+			SELECT tenant_id, id, :entry_from_status, :entry_to_status, :entry_source, :entry_detail, :entry_at FROM inserted
+		)
+		SELECT count(*) FROM inserted`, arg)
 	if err != nil {
+		return false, err
+	}
+	var n int
+	if err := t.tx.GetContext(ctx, &n, q, args...); err != nil {
 		return false, mapErr(err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return n == 1, nil
 }
 
 // MessageByID implements app.MessageStore.
