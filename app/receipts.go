@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strings"
 
-
 	"github.com/heraldhq/herald/app/provider"
 )
 
