@@ -16,15 +16,23 @@ import (
 type beginKey struct{}
 
 // beginScoped returns the statement that opens a transaction already scoped
-// to the tenant (or to the platform for uuid.Nil): BEGIN and both
-// set_config calls travel in one simple-protocol message, so a scoped
-// transaction costs no extra round trip for its scope. The values are a
-// constant and a formatted UUID (hex and hyphens), so inlining them is safe.
+// to the tenant (or to the platform for uuid.Nil): BEGIN and the set_config
+// calls travel in one simple-protocol message, so a scoped transaction costs
+// no extra round trip for its scope. The values are constants and a
+// formatted UUID (hex and hyphens), so inlining them is safe.
+//
+// The transaction also plans its prepared statements generically
+// (plan_cache_mode, local to it): Herald's statements are short index
+// lookups and writes whose best plan does not depend on the values, and
+// Postgres would otherwise re-plan some of them on every execution (River's
+// job completion, with its array parameters, took longer to plan than to
+// run).
 func beginScoped(tenantID uuid.UUID) string {
+	const generic = `, set_config('plan_cache_mode', 'force_generic_plan', true)`
 	if tenantID == uuid.Nil {
-		return `BEGIN; SELECT set_config('herald.scope', 'platform', true), set_config('herald.tenant_id', '', true)`
+		return `BEGIN; SELECT set_config('herald.scope', 'platform', true), set_config('herald.tenant_id', '', true)` + generic
 	}
-	return `BEGIN; SELECT set_config('herald.scope', 'tenant', true), set_config('herald.tenant_id', '` + tenantID.String() + `', true)`
+	return `BEGIN; SELECT set_config('herald.scope', 'tenant', true), set_config('herald.tenant_id', '` + tenantID.String() + `', true)` + generic
 }
 
 // openSQL returns a database/sql handle over the pgx pool whose connections

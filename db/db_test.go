@@ -151,6 +151,13 @@ func TestStore_RowLevelSecurity(t *testing.T) {
 		s, tenant = settings(b.store.InPlatform)
 		require.Equal(t, "platform", s)
 		require.Empty(t, tenant)
+		var mode string
+		require.NoError(t, b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
+			return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&mode)
+		}))
+		require.Equal(t, "force_generic_plan", mode, "scoped transactions plan generically")
+		require.NoError(t, b.db.SQL.GetContext(b.ctx, &mode, `SELECT current_setting('plan_cache_mode')`))
+		require.Equal(t, "auto", mode, "and only they")
 
 		// A failed transaction leaves nothing behind, its scope included.
 		err := b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
