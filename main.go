@@ -241,7 +241,7 @@ func connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 	provisioner := &app.Provisioner{Accounts: s.accounts, Now: now}
 	s.tenants = &app.Tenants{Store: store, Now: now, Provision: provisioner.Provision}
 	s.users = &app.Users{Store: store, Now: now}
-	s.apiKeys = &app.APIKeys{Store: store, Lookup: store, Now: now}
+	s.apiKeys = &app.APIKeys{Store: store, Lookup: store, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
 	s.templates = &app.Templates{Store: store, Now: now}
 	s.intake = &app.Intake{Store: store, Queue: queue, Now: now}
 	s.router = &app.Router{Store: store, Queue: queue, Now: now, Log: log}

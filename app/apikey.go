@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,11 +58,31 @@ type APIKeyLookup interface {
 	APIKeyByHash(ctx context.Context, hash []byte) (*APIKey, error)
 }
 
+// apiKeyCacheMax bounds the authentication cache; past it the cache starts
+// over, so that a flood of distinct valid keys cannot grow it without end.
+const apiKeyCacheMax = 10000
+
 // APIKeys creates, authenticates and revokes API keys.
 type APIKeys struct {
 	Store  Store
 	Lookup APIKeyLookup
 	Now    Clock
+	// CacheTTL is how long an authenticated key is trusted without asking
+	// the database again; 0 asks on every request. Revoke drops the key from
+	// this process's cache at once; other processes stop accepting it within
+	// CacheTTL.
+	CacheTTL time.Duration
+
+	mu    sync.Mutex
+	cache map[string]cachedAPIKey // by hash of the secret, never the secret
+	// revocations counts Revoke calls, so that a lookup that started before
+	// a revocation does not put the key back into the cache after it.
+	revocations uint64
+}
+
+type cachedAPIKey struct {
+	key     APIKey
+	expires time.Time
 }
 
 // Create makes a key named name for the tenant and returns it with its
@@ -100,29 +121,42 @@ func (s *APIKeys) Create(ctx context.Context, actor Actor, tenantID uuid.UUID, n
 
 // Authenticate resolves a secret to its key. Unknown, malformed and revoked
 // secrets are all EUNAUTHORIZED with the same message, so a caller learns
-// nothing about which keys exist.
+// nothing about which keys exist. A key that authenticated within CacheTTL
+// is answered from memory; only valid keys are cached.
 func (s *APIKeys) Authenticate(ctx context.Context, secret string) (*APIKey, error) {
 	denied := Errorf(EUNAUTHORIZED, "The API key is missing, unknown or revoked.")
 	if !strings.HasPrefix(secret, apiKeyPrefix) || len(secret) < apiKeyVisible+16 || len(secret) > 200 {
 		return nil, denied
 	}
-	k, err := s.Lookup.APIKeyByHash(ctx, HashAPIKey(secret))
-	if err == nil && k.RevokedAt == nil && k.TenantStatus != TenantSuspended {
-		if now := s.Now(); k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > apiKeyTouchEvery {
-			err = s.Store.InTenant(ctx, k.TenantID, func(tx Tx) error { return tx.TouchAPIKey(ctx, k.TenantID, k.ID, now) })
+	hash := HashAPIKey(secret)
+	now := s.Now()
+	k, gen, cached := s.cached(hash, now)
+	if !cached {
+		var err error
+		if k, err = s.Lookup.APIKeyByHash(ctx, hash); ErrorCode(err) == ENOTFOUND {
+			return nil, denied
+		} else if err != nil {
+			return nil, err
 		}
-	}
-	if ErrorCode(err) == ENOTFOUND {
-		return nil, denied
-	}
-	if err != nil {
-		return nil, err
 	}
 	if k.RevokedAt != nil {
 		return nil, denied
 	}
 	if k.TenantStatus == TenantSuspended {
 		return nil, ErrTenantSuspended
+	}
+	touched := false
+	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > apiKeyTouchEvery {
+		err := s.Store.InTenant(ctx, k.TenantID, func(tx Tx) error { return tx.TouchAPIKey(ctx, k.TenantID, k.ID, now) })
+		if ErrorCode(err) == ENOTFOUND {
+			return nil, denied
+		} else if err != nil {
+			return nil, err
+		}
+		k.LastUsedAt, touched = &now, true
+	}
+	if !cached || touched {
+		s.remember(hash, k, gen, now)
 	}
 	return k, nil
 }
@@ -134,12 +168,80 @@ var ErrTenantSuspended = &Error{
 	Message: "This tenant is suspended: Herald accepts no requests from its API keys. Contact your Herald operator.",
 }
 
+// cached returns a copy of the cached key of hash while it is fresh, and
+// the revocation count to pass to remember.
+func (s *APIKeys) cached(hash []byte, now time.Time) (*APIKey, uint64, bool) {
+	if s.CacheTTL <= 0 {
+		return nil, 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.cache[string(hash)]
+	if !ok || !now.Before(c.expires) {
+		return nil, s.revocations, false
+	}
+	k := c.key
+	return &k, s.revocations, true
+}
+
+// remember caches a copy of k, unless a key was revoked since the lookup
+// began (gen). A refresh keeps the entry's expiry, so that a busy key is
+// still re-read from the database every CacheTTL.
+func (s *APIKeys) remember(hash []byte, k *APIKey, gen uint64, now time.Time) {
+	if s.CacheTTL <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gen != s.revocations {
+		return
+	}
+	if s.cache == nil || len(s.cache) >= apiKeyCacheMax {
+		s.cache = make(map[string]cachedAPIKey)
+	}
+	expires := now.Add(s.CacheTTL)
+	if c, ok := s.cache[string(hash)]; ok && now.Before(c.expires) {
+		expires = c.expires
+	}
+	s.cache[string(hash)] = cachedAPIKey{key: *k, expires: expires}
+}
+
+// forget drops a key from the cache and keeps lookups that are under way
+// from caching it again.
+func (s *APIKeys) forget(keyID uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revocations++
+	for h, c := range s.cache {
+		if c.key.ID == keyID {
+			delete(s.cache, h)
+		}
+	}
+}
+
+// ForgetTenant drops the tenant's keys from the cache, after a change to
+// the tenant that decides whether its keys are accepted (suspension).
+func (s *APIKeys) ForgetTenant(tenantID uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revocations++
+	for h, c := range s.cache {
+		if c.key.TenantID == tenantID {
+			delete(s.cache, h)
+		}
+	}
+}
+
 // Revoke makes the key unusable from now on. Revoking twice is harmless.
 func (s *APIKeys) Revoke(ctx context.Context, actor Actor, tenantID, keyID uuid.UUID) error {
-	return s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
 		if err := tx.RevokeAPIKey(ctx, tenantID, keyID, s.Now()); err != nil {
 			return err
 		}
 		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "api_key.revoke", "api_key", keyID.String(), nil))
 	})
+	// After the commit, so that no lookup can cache the key from the row
+	// as it was before the revocation.
+	s.forget(keyID)
+	return err
 }

@@ -82,6 +82,8 @@ func (s *APIKeys) RevokeAs(ctx context.Context, actor *User, tenantID, keyID uui
 			"name": k.Name, "prefix": k.Prefix,
 		}))
 	})
+	// After the commit, so that no lookup can cache the key as it was.
+	s.forget(keyID)
 	if err != nil {
 		return nil, err
 	}

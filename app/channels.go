@@ -675,10 +675,7 @@ func (s *ChannelAccounts) SendTest(ctx context.Context, u *User, tenantID, id uu
 			Status: MessageQueued, Provider: &a.Provider, FallbackChain: StringList{}, TriggeredBy: actor.ID,
 			QueuedAt: now, CreatedAt: now, UpdatedAt: now,
 		}
-		if _, err := tx.InsertMessage(ctx, m); err != nil {
-			return err
-		}
-		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: tenantID, MessageID: m.ID, ToStatus: &m.Status,
+		if _, err := tx.InsertMessage(ctx, m, &MessageEvent{TenantID: tenantID, MessageID: m.ID, ToStatus: &m.Status,
 			Source: SourceConsole, At: now, Detail: map[string]any{"test_send": true, "by": actor.Label, "channel_account": a.Name}}); err != nil {
 			return err
 		}

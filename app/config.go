@@ -71,6 +71,10 @@ type Config struct {
 	Quotas map[string]map[Channel]int
 	// SandboxDelay is how long the sandbox waits before each receipt.
 	SandboxDelay time.Duration
+	// APIKeyCacheTTL is how long a process trusts an API key it has
+	// authenticated before reading it again (APIKeys.CacheTTL); it bounds
+	// how long another process may still accept a revoked key.
+	APIKeyCacheTTL time.Duration
 	// BreakerThreshold transient failures within BreakerWindow open a
 	// channel account's breaker for BreakerOpenFor.
 	BreakerThreshold int
@@ -273,6 +277,15 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("HERALD_SANDBOX_DELAY must be a duration such as 2s or 0s, got %q", v)
 		}
 		c.SandboxDelay = d
+	}
+
+	c.APIKeyCacheTTL = 5 * time.Second
+	if v := getenv("HERALD_API_KEY_CACHE_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > time.Minute {
+			return c, fmt.Errorf("HERALD_API_KEY_CACHE_TTL must be a duration from 0s (no cache) to 1m, got %q", v)
+		}
+		c.APIKeyCacheTTL = d
 	}
 
 	c.BreakerThreshold, c.BreakerWindow, c.BreakerOpenFor = 10, 5*time.Minute, time.Minute

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,6 +29,14 @@ func TestLoadConfig(t *testing.T) {
 		require.Equal(t, app.DefaultWorkers[app.QueueRoute], c.Workers[app.QueueRoute])
 		require.Equal(t, 100, c.Quotas[app.PlanFree][app.Email])
 		require.Equal(t, app.Unlimited, c.Quotas[app.PlanEnterprise][app.Email])
+		require.Equal(t, 5*time.Second, c.APIKeyCacheTTL)
+	})
+
+	t.Run("APIKeyCacheOff", func(t *testing.T) {
+		t.Parallel()
+		c, err := app.LoadConfig(env(map[string]string{"HERALD_API_KEY_CACHE_TTL": "0s"}))
+		require.NoError(t, err)
+		require.Zero(t, c.APIKeyCacheTTL)
 	})
 
 	t.Run("QuotaOverrides", func(t *testing.T) {
@@ -97,6 +106,7 @@ func TestLoadConfig(t *testing.T) {
 		"ProdWithoutBaseURL": {with("HERALD_BASE_URL", ""), "HERALD_BASE_URL"},
 		"ProdWithPlainHTTP":  {with("HERALD_BASE_URL", "http://herald.example.com"), "HERALD_BASE_URL"},
 		"BadSecretKeyID":     {map[string]string{"HERALD_SECRET_KEY_ID": "has space"}, "HERALD_SECRET_KEY_ID"},
+		"LongAPIKeyCache":    {map[string]string{"HERALD_API_KEY_CACHE_TTL": "1h"}, "HERALD_API_KEY_CACHE_TTL"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

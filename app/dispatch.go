@@ -69,22 +69,16 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	var tenant *Tenant
 	var used int
 	var waTemplate *provider.WhatsAppTemplate
-	err := d.Store.InTenant(ctx, job.TenantID, func(tx Tx) (err error) {
-		if m, err = tx.MessageByID(ctx, job.TenantID, job.MessageID, false); err != nil {
+	err := d.Store.InTenant(ctx, job.TenantID, func(tx Tx) error {
+		st, err := tx.MessageForDispatch(ctx, job.TenantID, job.MessageID, monthOf(d.Now()))
+		if err != nil {
 			return err
 		}
-		if m.Status != MessageQueued || m.ChannelAccountID == nil {
+		m = st.Message
+		if m.Status != MessageQueued || st.Account == nil {
 			return nil
 		}
-		if tenant, err = tx.TenantByID(ctx, job.TenantID); err != nil {
-			return err
-		}
-		if acct, err = tx.AccountByID(ctx, job.TenantID, *m.ChannelAccountID); err != nil {
-			return err
-		}
-		if used, err = tx.Usage(ctx, job.TenantID, m.Channel, monthOf(d.Now())); err != nil {
-			return err
-		}
+		tenant, acct, used = st.Tenant, st.Account, st.Used
 		if m.Channel == WhatsApp && acct.Provider == "meta" {
 			waTemplate, err = whatsAppTemplate(ctx, tx, m)
 		}
@@ -202,25 +196,25 @@ func monthOf(t time.Time) time.Time {
 }
 
 // sent records a provider's acceptance: status, external id, timeline,
-// usage and the job's completion, in one transaction.
+// usage and the job's completion, in one transaction. The job is completed
+// first so that the usage counter row, which concurrent sends of the tenant
+// share, stays locked for as short a time as possible.
 func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount, externalID string, attempt int, took time.Duration, complete CompleteFunc) (DispatchOutcome, error) {
 	now := d.Now()
 	err := d.Store.InTenant(ctx, m.TenantID, func(tx Tx) error {
-		ok, err := tx.MarkSent(ctx, m.TenantID, m.ID, acct.Provider, externalID, attempt, now)
-		if err != nil || !ok {
+		if err := complete(ctx, tx); err != nil {
 			return err
 		}
-		from, to := MessageQueued, MessageSent
-		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, FromStatus: &from, ToStatus: &to,
-			Source: SourceDispatch, At: now, Detail: map[string]any{
+		// A message that left QUEUED meanwhile (cancelled) stays as it is;
+		// its job is done either way.
+		_, err := tx.RecordSent(ctx, SentRecord{
+			TenantID: m.TenantID, MessageID: m.ID, Provider: acct.Provider, ExternalID: externalID,
+			Attempt: attempt, At: now, Channel: m.Channel, UsageMonth: monthOf(now),
+			Detail: map[string]any{
 				"provider": acct.Provider, "external_id": externalID, "attempt": attempt, "provider_ms": took.Milliseconds(),
-			}}); err != nil {
-			return err
-		}
-		if err := tx.AddUsage(ctx, m.TenantID, m.Channel, monthOf(now), 1); err != nil {
-			return err
-		}
-		return complete(ctx, tx)
+			},
+		})
+		return err
 	})
 	if err != nil {
 		return DispatchOutcome{}, err

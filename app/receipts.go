@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/heraldhq/herald/app/provider"
 )
 
@@ -55,22 +53,16 @@ func (s *Receipts) Apply(ctx context.Context, r provider.Receipt) (string, error
 	// every write below is for that message's tenant.
 	err := s.Store.InPlatform(ctx, func(tx Tx) error {
 		m, err := tx.MessageByExternalID(ctx, r.Provider, r.ExternalID)
-		var tenantID, messageID *uuid.UUID
-		if err == nil {
-			tenantID, messageID = &m.TenantID, &m.ID
-		} else if ErrorCode(err) != ENOTFOUND {
+		if ErrorCode(err) == ENOTFOUND {
+			// Kept, so that it is applied if it comes again once the
+			// message is known.
+			fresh, err := tx.StoreReceipt(ctx, nil, nil, r)
+			if err == nil && !fresh {
+				outcome = ReceiptDuplicate
+			}
 			return err
-		}
-		fresh, err := tx.StoreReceipt(ctx, tenantID, messageID, r)
-		if err != nil {
+		} else if err != nil {
 			return err
-		}
-		switch {
-		case !fresh:
-			outcome = ReceiptDuplicate
-			return nil
-		case m == nil:
-			return nil
 		}
 
 		detail := map[string]any{"provider": r.Provider, "receipt": r.Status, "receipt_id": r.ReceiptID}
@@ -83,31 +75,35 @@ func (s *Receipts) Apply(ctx context.Context, r provider.Receipt) (string, error
 		if r.Raw != "" {
 			detail["raw"] = truncate(r.Raw, 500)
 		}
-		from := m.Status
-		ev := &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, FromStatus: &from, Source: SourceWebhook, Detail: detail, At: r.At}
-		outcome = ReceiptRecorded
-		if r.Complaint && m.ContactID != nil {
-			if err := tx.MarkEmailComplained(ctx, m.TenantID, *m.ContactID, r.At); err != nil {
-				return err
-			}
+		complaint := r.Complaint && m.ContactID != nil
+		if complaint {
 			detail["complaint"] = "the contact's e-mail address will not be used again"
 		}
+		rec := ReceiptRecord{Receipt: r, TenantID: m.TenantID, MessageID: m.ID, From: m.Status, Detail: detail}
 		switch {
 		case to == "":
 			// Information only: on the timeline, no status change.
 		case CanTransition(m.Status, to):
-			ok, err := tx.ApplyReceipt(ctx, m.TenantID, m.ID, m.Status, to, r.Code, r.Reason, r.At)
-			if err != nil {
-				return err
-			}
-			if ok {
-				outcome = ReceiptApplied
-				ev.ToStatus = &to
-			}
+			rec.To = to
 		default:
 			detail["note"] = "no status change: " + strings.ToLower(m.Status) + " does not move to " + strings.ToLower(to)
 		}
-		return tx.InsertMessageEvent(ctx, ev)
+		fresh, moved, err := tx.RecordReceipt(ctx, rec)
+		switch {
+		case err != nil:
+			return err
+		case !fresh:
+			outcome = ReceiptDuplicate
+			return nil
+		case moved:
+			outcome = ReceiptApplied
+		default:
+			outcome = ReceiptRecorded
+		}
+		if complaint {
+			return tx.MarkEmailComplained(ctx, m.TenantID, *m.ContactID, r.At)
+		}
+		return nil
 	})
 	if err != nil {
 		return "", err

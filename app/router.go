@@ -27,7 +27,7 @@ type Router struct {
 // approval made this job stale).
 func (r *Router) Route(ctx context.Context, job RouteJob) error {
 	return r.Store.InTenant(ctx, job.TenantID, func(tx Tx) error {
-		e, err := tx.EventByID(ctx, job.TenantID, job.EventID, true)
+		e, tenant, err := tx.EventForRouting(ctx, job.TenantID, job.EventID)
 		if err != nil {
 			return err
 		}
@@ -35,10 +35,6 @@ func (r *Router) Route(ctx context.Context, job RouteJob) error {
 			r.Log.InfoContext(ctx, "route job is stale; skipping", "event_id", e.ID, "job_version", job.Version,
 				"event_version", e.Version, "status", e.Status)
 			return nil
-		}
-		tenant, err := tx.TenantByID(ctx, job.TenantID)
-		if err != nil {
-			return err
 		}
 		recipients, err := e.DecodeRecipients()
 		if err != nil {
@@ -275,11 +271,7 @@ func (r *Router) plan(ctx context.Context, tx Tx, tenant *Tenant, e *Event, def 
 // insert stores a message unless its idempotency key exists, with the first
 // timeline entry. It reports whether the message is new.
 func (r *Router) insert(ctx context.Context, tx Tx, m *Message, source string, detail map[string]any) (bool, error) {
-	inserted, err := tx.InsertMessage(ctx, m)
-	if err != nil || !inserted {
-		return false, err
-	}
-	return true, tx.InsertMessageEvent(ctx, &MessageEvent{
+	return tx.InsertMessage(ctx, m, &MessageEvent{
 		TenantID: m.TenantID, MessageID: m.ID, ToStatus: &m.Status, Source: source, Detail: detail, At: m.CreatedAt,
 	})
 }

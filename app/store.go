@@ -121,6 +121,9 @@ type EventStore interface {
 	// id before; it reports whether it stored it.
 	InsertEvent(ctx context.Context, e *Event) (bool, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
+	// EventForRouting locks the event for the routing transaction and
+	// returns it with its tenant (whose row it does not lock).
+	EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*Event, *Tenant, error)
 	EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*Event, error)
 	// LatestEventForEntity returns the newest event about the entity, of
 	// the trigger event when one is named.
@@ -157,15 +160,21 @@ type ContactStore interface {
 
 // MessageStore reads and writes messages, their timelines, receipts and usage.
 type MessageStore interface {
-	// InsertMessage stores m unless its idempotency key exists; it reports
-	// whether it stored it.
-	InsertMessage(ctx context.Context, m *Message) (bool, error)
+	// InsertMessage stores m with its first timeline entry unless its
+	// idempotency key exists; it reports whether it stored them.
+	InsertMessage(ctx context.Context, m *Message, first *MessageEvent) (bool, error)
 	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Message, error)
 	MessagesByEvent(ctx context.Context, tenantID, eventID uuid.UUID) ([]*Message, error)
 	MessagesByEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*Message, error)
 	CancelQueuedMessages(ctx context.Context, tenantID, eventID uuid.UUID, at time.Time) (int, error)
-	// MarkSent moves a QUEUED message to SENT; false if it was not QUEUED.
-	MarkSent(ctx context.Context, tenantID, id uuid.UUID, provider, externalID string, attempt int, at time.Time) (bool, error)
+	// MessageForDispatch returns the message with its tenant, its channel
+	// account and the tenant's usage of its channel in the month, in one
+	// round trip; Tenant and Account are nil when it has no account.
+	MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID, month time.Time) (*DispatchState, error)
+	// RecordSent moves a QUEUED message to SENT and, only when it moved,
+	// writes the timeline entry and counts the send in the month's usage;
+	// false if it was not QUEUED.
+	RecordSent(ctx context.Context, s SentRecord) (bool, error)
 	// MarkFailed moves a message in one of the from statuses to FAILED.
 	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
@@ -173,11 +182,50 @@ type MessageStore interface {
 	MessageByExternalID(ctx context.Context, provider, externalID string) (*Message, error)
 	// StoreReceipt records a receipt once; false means it was seen before.
 	StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt) (bool, error)
-	// ApplyReceipt moves the message from one status to another if it is
-	// still in the first.
-	ApplyReceipt(ctx context.Context, tenantID, id uuid.UUID, from, to, code, reason string, at time.Time) (bool, error)
+	// RecordReceipt stores a receipt of a known message once and, the
+	// first time only, moves the message from r.From to r.To (when r.To is
+	// set and the message is still in r.From) and writes the timeline entry,
+	// in one statement. fresh is false for a receipt seen before; moved says
+	// whether the status changed.
+	RecordReceipt(ctx context.Context, r ReceiptRecord) (fresh, moved bool, err error)
 	Usage(ctx context.Context, tenantID uuid.UUID, ch Channel, month time.Time) (int, error)
 	AddUsage(ctx context.Context, tenantID uuid.UUID, ch Channel, month time.Time, n int) error
+}
+
+// DispatchState is a message with what sending it needs.
+type DispatchState struct {
+	Message *Message
+	// Tenant and Account are nil when the message has no channel account.
+	Tenant  *Tenant
+	Account *ChannelAccount
+	// Used is the tenant's count of messages on the message's channel in
+	// the month asked for.
+	Used int
+}
+
+// SentRecord is a provider's acceptance of a message: the message becomes
+// SENT with the provider's id, the timeline gets Detail, and the send counts
+// towards the tenant's usage of Channel in UsageMonth.
+type SentRecord struct {
+	TenantID, MessageID  uuid.UUID
+	Provider, ExternalID string
+	Attempt              int
+	At                   time.Time
+	Channel              Channel
+	UsageMonth           time.Time
+	Detail               map[string]any
+}
+
+// ReceiptRecord is a provider's receipt for a known message and what it
+// does to the message.
+type ReceiptRecord struct {
+	Receipt             provider.Receipt
+	TenantID, MessageID uuid.UUID
+	// From is the message's status as read; To, when set, is the status the
+	// receipt moves it to.
+	From, To string
+	// Detail is the timeline entry's detail.
+	Detail map[string]any
 }
 
 // MaintenanceStore serves the periodic housekeeping jobs.

@@ -86,21 +86,20 @@ func (t *Tx) OpenConversation(ctx context.Context, tenantID, contactID uuid.UUID
 		return nil, app.Errorf(app.EINVALID, "Unknown conversation type %q.", entityType)
 	}
 	const cols = `id, tenant_id, contact_id, booking_id, trip_id, invoice_id, status, created_at, updated_at`
+	// Found or opened in one statement: the insert runs only when the
+	// lookup found nothing.
 	var c app.Conversation
 	err := t.tx.GetContext(ctx, &c, `
-		SELECT `+cols+` FROM conversations
-		WHERE tenant_id = $1 AND contact_id = $2 AND `+col+` = $3 AND status <> 'RESOLVED'
-		ORDER BY created_at DESC LIMIT 1`, tenantID, contactID, entityID)
-	if err == nil {
-		return &c, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return nil, mapErr(err)
-	}
-	err = t.tx.GetContext(ctx, &c, `
-		INSERT INTO conversations (id, tenant_id, contact_id, `+col+`, status, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, 'OPEN', $5, $5)
-		RETURNING `+cols, uuid.New(), tenantID, contactID, entityID, at)
+		WITH found AS (
+			SELECT `+cols+` FROM conversations
+			WHERE tenant_id = $1 AND contact_id = $2 AND `+col+` = $3 AND status <> 'RESOLVED'
+			ORDER BY created_at DESC LIMIT 1
+		), opened AS (
+			INSERT INTO conversations (id, tenant_id, contact_id, `+col+`, status, created_at, updated_at)
+			SELECT $4, $1, $2, $3, 'OPEN', $5, $5 WHERE NOT EXISTS (SELECT FROM found)
+			RETURNING `+cols+`
+		)
+		SELECT `+cols+` FROM found UNION ALL SELECT `+cols+` FROM opened`, tenantID, contactID, entityID, uuid.New(), at)
 	return &c, mapErr(err)
 }
 

@@ -8,11 +8,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/jmoiron/sqlx"
 
 	"github.com/heraldhq/herald/app"
@@ -66,7 +66,7 @@ func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 // New wraps an open pool without checking it, for callers that want to start
 // even while the database is down (health checks report it).
 func New(pool *pgxpool.Pool) *DB {
-	return &DB{Pool: pool, SQL: sqlx.NewDb(stdlib.OpenDBFromPool(pool), "pgx")}
+	return &DB{Pool: pool, SQL: sqlx.NewDb(openSQL(pool), "pgx")}
 }
 
 // Close closes both handles and the pool.
@@ -102,7 +102,10 @@ func (s *Store) InPlatform(ctx context.Context, fn func(app.Tx) error) error {
 }
 
 func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(app.Tx) error) (err error) {
-	tx, err := s.db.BeginTxx(ctx, nil)
+	// The scope is set in the BEGIN message itself (see beginScoped), with
+	// set_config's is_local: both settings end with the transaction, so a
+	// pooled connection never carries one tenant's scope into the next use.
+	tx, err := s.db.BeginTxx(context.WithValue(ctx, beginKey{}, beginScoped(tenantID)), nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -115,18 +118,6 @@ func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(app.Tx) err
 			_ = tx.Rollback()
 		}
 	}()
-
-	// SET LOCAL through set_config: both settings end with the transaction, so
-	// a pooled connection never carries one tenant's scope into the next use.
-	scope, tenant := "platform", ""
-	if tenantID != uuid.Nil {
-		scope, tenant = "tenant", tenantID.String()
-	}
-	if _, err = tx.ExecContext(ctx,
-		`SELECT set_config('herald.scope', $1, true), set_config('herald.tenant_id', $2, true)`,
-		scope, tenant); err != nil {
-		return fmt.Errorf("set transaction scope: %w", err)
-	}
 	if err = fn(&Tx{tx: tx, tenantID: tenantID}); err != nil {
 		return err
 	}
@@ -160,3 +151,15 @@ func notFound(err error, format string, args ...any) error {
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// prefixed turns a column list into "alias.col AS "alias.col", ..." so that
+// one row can fill several structs (sqlx maps "alias.col" into the field
+// tagged db:"alias").
+func prefixed(alias, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		c = strings.TrimSpace(c)
+		cols[i] = alias + "." + c + ` AS "` + alias + "." + c + `"`
+	}
+	return strings.Join(cols, ", ")
+}

@@ -134,6 +134,45 @@ func TestStore_RowLevelSecurity(t *testing.T) {
 		require.Equal(t, 1, count(b.store.InPlatform, "api_keys WHERE tenant_id = '"+other.ID.String()+"'"))
 	})
 
+	t.Run("TransactionStartsScoped", func(t *testing.T) {
+		// The scope travels with BEGIN: the first statement of the
+		// transaction already sees it, and the transaction is a real one.
+		settings := func(scope func(context.Context, func(app.Tx) error) error) (s, tenant string) {
+			t.Helper()
+			require.NoError(t, scope(b.ctx, func(tx app.Tx) error {
+				return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, `
+					SELECT current_setting('herald.scope', true), current_setting('herald.tenant_id', true)`).Scan(&s, &tenant)
+			}))
+			return s, tenant
+		}
+		s, tenant := settings(inA)
+		require.Equal(t, "tenant", s)
+		require.Equal(t, a.ID.String(), tenant)
+		s, tenant = settings(b.store.InPlatform)
+		require.Equal(t, "platform", s)
+		require.Empty(t, tenant)
+		var mode string
+		require.NoError(t, b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
+			return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&mode)
+		}))
+		require.Equal(t, "force_generic_plan", mode, "scoped transactions plan generically")
+		require.NoError(t, b.db.SQL.GetContext(b.ctx, &mode, `SELECT current_setting('plan_cache_mode')`))
+		require.Equal(t, "auto", mode, "and only they")
+
+		// A failed transaction leaves nothing behind, its scope included.
+		err := b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
+			_, err := tx.(*db.Tx).SQL().ExecContext(b.ctx, `UPDATE tenants SET name = 'renamed' WHERE id = $1`, a.ID)
+			require.NoError(t, err)
+			return app.Errorf(app.ECONFLICT, "roll back")
+		})
+		require.Error(t, err)
+		var name string
+		require.NoError(t, b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
+			return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, `SELECT name FROM tenants WHERE id = $1`, a.ID).Scan(&name)
+		}))
+		require.Equal(t, a.Name, name, "the update rolled back")
+	})
+
 	t.Run("ScopeEndsWithTransaction", func(t *testing.T) {
 		// Run many scoped transactions, then check that a pooled connection
 		// carries no scope into unscoped use.

@@ -41,6 +41,24 @@ func (t *Tx) EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bo
 	return &e, nil
 }
 
+// EventForRouting implements app.EventStore. FOR UPDATE OF e: the tenant
+// row, which every routing transaction of the tenant reads, is not locked.
+func (t *Tx) EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*app.Event, *app.Tenant, error) {
+	var row struct {
+		Event  app.Event  `db:"e"`
+		Tenant app.Tenant `db:"t"`
+	}
+	err := t.tx.GetContext(ctx, &row, `
+		SELECT `+prefixed("e", eventColumns)+`, `+prefixed("t", tenantColumns)+`
+		FROM events e JOIN tenants t ON t.id = e.tenant_id
+		WHERE e.tenant_id = $1 AND e.id = $2
+		FOR UPDATE OF e`, tenantID, id)
+	if err != nil {
+		return nil, nil, notFound(err, "Notification %s not found.", id)
+	}
+	return &row.Event, &row.Tenant, nil
+}
+
 // EventBySourceID implements app.EventStore.
 func (t *Tx) EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*app.Event, error) {
 	var e app.Event

@@ -18,20 +18,46 @@ const messageColumns = `id, tenant_id, event_id, correlation_id, idempotency_key
 	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
 	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at`
 
-// InsertMessage implements app.MessageStore.
-func (t *Tx) InsertMessage(ctx context.Context, m *app.Message) (bool, error) {
-	res, err := t.tx.NamedExecContext(ctx, `
-		INSERT INTO messages (`+messageColumns+`)
-		VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
-			:template_id, :template_version, :locale, :contact_id, :conversation_id, :to_address, :subject, :body, :status, :failed_reason,
-			:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
-			:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at)
-		ON CONFLICT (tenant_id, idempotency_key) DO NOTHING`, m)
+// InsertMessage implements app.MessageStore: the message and its first
+// timeline entry in one statement, the entry only when the message is new.
+func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.MessageEvent) (bool, error) {
+	detail := []byte("{}")
+	if len(first.Detail) > 0 {
+		var err error
+		if detail, err = json.Marshal(first.Detail); err != nil {
+			return false, fmt.Errorf("encode timeline detail: %w", err)
+		}
+	}
+	arg := struct {
+		*app.Message
+		EntryFrom   *string   `db:"entry_from_status"`
+		EntryTo     *string   `db:"entry_to_status"`
+		EntrySource string    `db:"entry_source"`
+		EntryDetail string    `db:"entry_detail"`
+		EntryAt     time.Time `db:"entry_at"`
+	}{m, first.FromStatus, first.ToStatus, first.Source, string(detail), first.At}
+	q, args, err := t.tx.BindNamed(`
+		WITH inserted AS (
+			INSERT INTO messages (`+messageColumns+`)
+			VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
+				:template_id, :template_version, :locale, :contact_id, :conversation_id, :to_address, :subject, :body, :status, :failed_reason,
+				:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
+				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at)
+			ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+			RETURNING tenant_id, id
+		), entry AS (
+			INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
+			SELECT tenant_id, id, :entry_from_status, :entry_to_status, :entry_source, :entry_detail, :entry_at FROM inserted
+		)
+		SELECT count(*) FROM inserted`, arg)
 	if err != nil {
+		return false, err
+	}
+	var n int
+	if err := t.tx.GetContext(ctx, &n, q, args...); err != nil {
 		return false, mapErr(err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return n == 1, nil
 }
 
 // MessageByID implements app.MessageStore.
@@ -81,19 +107,6 @@ func (t *Tx) CancelQueuedMessages(ctx context.Context, tenantID, eventID uuid.UU
 			tenantID, uuidArray(ids), at)
 	}
 	return len(ids), mapErr(err)
-}
-
-// MarkSent implements app.MessageStore.
-func (t *Tx) MarkSent(ctx context.Context, tenantID, id uuid.UUID, providerName, externalID string, attempt int, at time.Time) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `
-		UPDATE messages SET status = 'SENT', provider = $3, external_message_id = $4, attempts = $5, sent_at = $6,
-			failed_reason = NULL, error_code = NULL, updated_at = $6
-		WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'`, tenantID, id, providerName, externalID, attempt, at)
-	if err != nil {
-		return false, mapErr(err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
 }
 
 // MarkFailed implements app.MessageStore.
@@ -185,22 +198,52 @@ func (t *Tx) StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r
 	return true, nil
 }
 
-// ApplyReceipt implements app.MessageStore.
-func (t *Tx) ApplyReceipt(ctx context.Context, tenantID, id uuid.UUID, from, to, code, reason string, at time.Time) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `
-		UPDATE messages SET status = $4,
-			delivered_at = CASE WHEN $4 IN ('DELIVERED', 'READ') THEN coalesce(delivered_at, $7) ELSE delivered_at END,
-			read_at = CASE WHEN $4 = 'READ' THEN $7 ELSE read_at END,
-			failed_at = CASE WHEN $4 = 'FAILED' THEN $7 ELSE failed_at END,
-			failed_reason = CASE WHEN $4 = 'FAILED' THEN coalesce(nullif($6, ''), 'provider_failed') ELSE failed_reason END,
-			error_code = CASE WHEN $4 = 'FAILED' THEN nullif($5, '') ELSE error_code END,
-			stale_at = NULL, updated_at = now()
-		WHERE tenant_id = $1 AND id = $2 AND status = $3`, tenantID, id, from, to, code, reason, at)
+// RecordReceipt implements app.MessageStore. The receipt row decides
+// freshness as StoreReceipt does; the status change and the timeline entry
+// run only when it was stored, and the entry names the new status only when
+// the change happened.
+func (t *Tx) RecordReceipt(ctx context.Context, rec app.ReceiptRecord) (fresh, moved bool, err error) {
+	r := rec.Receipt
+	body, _ := json.Marshal(map[string]string{"status": r.Status, "code": r.Code, "reason": r.Reason, "external_id": r.ExternalID, "raw": r.Raw})
+	detail, err := json.Marshal(rec.Detail)
 	if err != nil {
-		return false, mapErr(err)
+		return false, false, fmt.Errorf("encode timeline detail: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	var to *string
+	if rec.To != "" {
+		to = &rec.To
+	}
+	err = t.tx.QueryRowxContext(ctx, `
+		WITH receipt AS (
+			INSERT INTO webhook_receipts (tenant_id, provider, receipt_id, message_id, status, body, outcome, received_at)
+			VALUES ($1, $3, $4, $2, $5, $6, 'matched', now())
+			ON CONFLICT (provider, receipt_id) DO UPDATE
+				SET tenant_id = excluded.tenant_id, message_id = excluded.message_id, outcome = excluded.outcome, received_at = excluded.received_at
+				WHERE webhook_receipts.outcome = 'unknown'
+			RETURNING id
+		), moved AS (
+			UPDATE messages SET status = $8::text,
+				delivered_at = CASE WHEN $8::text IN ('DELIVERED', 'READ') THEN coalesce(delivered_at, $11) ELSE delivered_at END,
+				read_at = CASE WHEN $8::text = 'READ' THEN $11 ELSE read_at END,
+				failed_at = CASE WHEN $8::text = 'FAILED' THEN $11 ELSE failed_at END,
+				failed_reason = CASE WHEN $8::text = 'FAILED' THEN coalesce(nullif($10, ''), 'provider_failed') ELSE failed_reason END,
+				error_code = CASE WHEN $8::text = 'FAILED' THEN nullif($9, '') ELSE error_code END,
+				stale_at = NULL, updated_at = now()
+			WHERE tenant_id = $1 AND id = $2 AND status = $7 AND $8::text IS NOT NULL AND EXISTS (SELECT FROM receipt)
+			RETURNING id
+		), timeline AS (
+			INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
+			SELECT $1, $2, $7, (SELECT $8::text FROM moved), $12, $13, $11
+			WHERE EXISTS (SELECT FROM receipt)
+		)
+		SELECT EXISTS (SELECT FROM receipt), EXISTS (SELECT FROM moved)`,
+		rec.TenantID, rec.MessageID, r.Provider, r.ReceiptID, r.Status, string(body),
+		rec.From, to, r.Code, r.Reason, r.At, app.SourceWebhook, string(detail),
+	).Scan(&fresh, &moved)
+	if err != nil {
+		return false, false, mapErr(err)
+	}
+	return fresh, moved, nil
 }
 
 // Usage implements app.MessageStore.

@@ -181,6 +181,9 @@ func (s *Server) handleTenantSuspend(c *fiber.Ctx) error {
 			return s.tenantDetail(c, views.TenantDetail{Tenant: t, Retention: retentionField(t), Reason: reason, Errs: errs})
 		})
 	}
+	// This process refuses the keys at once; others within the key cache's
+	// few seconds.
+	s.APIKeys.ForgetTenant(t.ID)
 	s.flash(c, "success", t.Name+" is suspended: its API keys are refused from now on.")
 	return c.Redirect("/tenants/"+t.ID.String(), fiber.StatusSeeOther)
 }

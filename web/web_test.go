@@ -48,7 +48,7 @@ func newServer(t *testing.T, d *db.DB) *web.Server {
 		Config:   testConfig(t),
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Health:   &app.Health{Probe: d, Now: time.Now},
-		APIKeys:  &app.APIKeys{Store: store, Lookup: store, Now: time.Now},
+		APIKeys:  &app.APIKeys{Store: store, Lookup: store, Now: time.Now, CacheTTL: time.Minute},
 		Tenants:  &app.Tenants{Store: store, Now: time.Now},
 		Registry: prometheus.NewRegistry(),
 		Version:  "test",

@@ -335,6 +335,8 @@ func (b *bench) intake(ctx context.Context) error {
 	}
 	wait := b.profile("web", 3*time.Second)
 	defer wait()
+	cpuBefore := b.sampleCPU(ctx, b.web, "web")
+	b.logf("   load average %s", loadAverage())
 	start := time.Now()
 	for w := range b.cfg.Concurrency {
 		wg.Add(1)
@@ -362,6 +364,9 @@ func (b *bench) intake(ctx context.Context) error {
 	b.logf("   %d requests, concurrency %d, %s: %.0f req/s, p50 %s, p99 %s, errors %d",
 		b.cfg.Requests, b.cfg.Concurrency, elapsed.Round(time.Millisecond), b.res.IntakeRPS,
 		b.res.IntakeP50.Round(10*time.Microsecond), b.res.IntakeP99.Round(10*time.Microsecond), b.res.IntakeErrors)
+	web, sessions := b.sampleCPU(ctx, b.web, "web").since(cpuBefore)
+	b.logf("   CPU per request: web %s, its Postgres sessions %s (load average %s)",
+		perUnit(web, b.cfg.Requests), perUnit(sessions, b.cfg.Requests), loadAverage())
 	return nil
 }
 
@@ -378,6 +383,7 @@ func (b *bench) endToEnd(ctx context.Context) error {
 		return err
 	}
 	var err error
+	b.logf("   load average %s", loadAverage())
 	start := time.Now()
 	if b.worker, err = b.start("worker"); err != nil {
 		return err
@@ -399,7 +405,15 @@ func (b *bench) endToEnd(ctx context.Context) error {
 			b.res.EndToEndMPS = float64(n) / elapsed.Seconds()
 			b.logf("   %d messages routed and sent in %s (worker start included): %.0f messages/s",
 				n, elapsed.Round(time.Millisecond), b.res.EndToEndMPS)
-			return b.settle(ctx)
+			if err := b.settle(ctx); err != nil {
+				return err
+			}
+			// The worker and its sessions started with this phase, so their
+			// whole CPU time is the backlog's: routing, dispatch, receipts.
+			worker, sessions := b.sampleCPU(ctx, b.worker, "worker").since(cpuSample{})
+			b.logf("   CPU per message (route, dispatch, 2 receipts): worker %s, its Postgres sessions %s (load average %s)",
+				perUnit(worker, n), perUnit(sessions, n), loadAverage())
+			return nil
 		}
 	}
 	return errors.New("the workers did not send the backlog within 10 minutes; see " + filepath.Join(b.dataDir, "worker.log"))

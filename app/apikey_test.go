@@ -1,0 +1,189 @@
+package app_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+)
+
+// keyDB is an in-memory stand-in for the API-key rows: the lookup, the
+// touch and the revocation, counting the lookups.
+type keyDB struct {
+	mu      sync.Mutex
+	keys    map[string]*app.APIKey // by hash
+	lookups int
+	touches int
+}
+
+func (d *keyDB) APIKeyByHash(_ context.Context, hash []byte) (*app.APIKey, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lookups++
+	k, ok := d.keys[string(hash)]
+	if !ok {
+		return nil, app.Errorf(app.ENOTFOUND, "API key not found.")
+	}
+	c := *k
+	return &c, nil
+}
+
+// revokeElsewhere revokes a key behind the cache's back, as another
+// process would.
+func (d *keyDB) revokeElsewhere(id uuid.UUID, at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, k := range d.keys {
+		if k.ID == id {
+			k.RevokedAt = &at
+		}
+	}
+}
+
+// keyStore runs every transaction on a keyTx.
+type keyStore struct{ d *keyDB }
+
+func (s keyStore) InTenant(_ context.Context, _ uuid.UUID, fn func(app.Tx) error) error {
+	return fn(keyTx{d: s.d})
+}
+
+func (s keyStore) InPlatform(_ context.Context, fn func(app.Tx) error) error {
+	return fn(keyTx{d: s.d})
+}
+
+// keyTx implements the Tx methods API keys use; any other call panics on
+// the nil embedded interface.
+type keyTx struct {
+	app.Tx
+	d *keyDB
+}
+
+func (t keyTx) TouchAPIKey(_ context.Context, _, id uuid.UUID, at time.Time) error {
+	t.d.mu.Lock()
+	defer t.d.mu.Unlock()
+	t.d.touches++
+	for _, k := range t.d.keys {
+		if k.ID == id {
+			k.LastUsedAt = &at
+		}
+	}
+	return nil
+}
+
+func (t keyTx) RevokeAPIKey(_ context.Context, _, id uuid.UUID, at time.Time) error {
+	t.d.revokeElsewhere(id, at)
+	return nil
+}
+
+func (t keyTx) CreateAPIKey(_ context.Context, k *app.APIKey) error {
+	t.d.mu.Lock()
+	defer t.d.mu.Unlock()
+	c := *k
+	t.d.keys[string(k.Hash)] = &c
+	return nil
+}
+
+func (t keyTx) InsertAudit(context.Context, *app.AuditEntry) error { return nil }
+
+type apiKeyBundle struct {
+	keys   *app.APIKeys
+	db     *keyDB
+	now    time.Time
+	key    *app.APIKey
+	secret string
+	ctx    context.Context
+}
+
+func setupAPIKeys(t *testing.T, ttl time.Duration) *apiKeyBundle {
+	t.Helper()
+	b := &apiKeyBundle{db: &keyDB{keys: map[string]*app.APIKey{}}, now: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), ctx: context.Background()}
+	b.keys = &app.APIKeys{Store: keyStore{b.db}, Lookup: b.db, Now: func() time.Time { return b.now }, CacheTTL: ttl}
+	var err error
+	b.key, b.secret, err = b.keys.Create(b.ctx, app.CLIActor, uuid.New(), "booking system")
+	require.NoError(t, err)
+	return b
+}
+
+func TestAPIKeys_Authenticate(t *testing.T) {
+	t.Parallel()
+
+	t.Run("CachedWithinTTL", func(t *testing.T) {
+		t.Parallel()
+		b := setupAPIKeys(t, 5*time.Second)
+		for range 10 {
+			k, err := b.keys.Authenticate(b.ctx, b.secret)
+			require.NoError(t, err)
+			require.Equal(t, b.key.ID, k.ID)
+			require.Equal(t, b.key.TenantID, k.TenantID)
+			b.now = b.now.Add(400 * time.Millisecond)
+		}
+		require.Equal(t, 1, b.db.lookups, "one lookup serves the TTL")
+		require.Equal(t, 1, b.db.touches, "last_used_at is written once")
+
+		b.now = b.now.Add(2 * time.Second)
+		_, err := b.keys.Authenticate(b.ctx, b.secret)
+		require.NoError(t, err)
+		require.Equal(t, 2, b.db.lookups, "an expired entry is read again")
+	})
+
+	t.Run("RevokeTakesEffectAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupAPIKeys(t, time.Minute)
+		_, err := b.keys.Authenticate(b.ctx, b.secret)
+		require.NoError(t, err)
+		require.NoError(t, b.keys.Revoke(b.ctx, app.CLIActor, b.key.TenantID, b.key.ID))
+		_, err = b.keys.Authenticate(b.ctx, b.secret)
+		require.Equal(t, app.EUNAUTHORIZED, app.ErrorCode(err), "the revoking process never answers from its cache")
+	})
+
+	t.Run("RevokedElsewhereRefusedAfterTTL", func(t *testing.T) {
+		t.Parallel()
+		b := setupAPIKeys(t, 5*time.Second)
+		_, err := b.keys.Authenticate(b.ctx, b.secret)
+		require.NoError(t, err)
+		b.db.revokeElsewhere(b.key.ID, b.now)
+		b.now = b.now.Add(5 * time.Second)
+		_, err = b.keys.Authenticate(b.ctx, b.secret)
+		require.Equal(t, app.EUNAUTHORIZED, app.ErrorCode(err), "another process's revocation holds once the entry expires")
+		_, err = b.keys.Authenticate(b.ctx, b.secret)
+		require.Equal(t, app.EUNAUTHORIZED, app.ErrorCode(err), "a revoked key is not cached")
+	})
+
+	t.Run("UnknownIsNeverCached", func(t *testing.T) {
+		t.Parallel()
+		b := setupAPIKeys(t, time.Minute)
+		wrong := b.secret[:len(b.secret)-1] + "X"
+		for range 3 {
+			_, err := b.keys.Authenticate(b.ctx, wrong)
+			require.Equal(t, app.EUNAUTHORIZED, app.ErrorCode(err))
+		}
+		require.Equal(t, 3, b.db.lookups)
+	})
+
+	t.Run("BusyKeyTouchedOncePerMinute", func(t *testing.T) {
+		t.Parallel()
+		b := setupAPIKeys(t, 5*time.Second)
+		for range 300 { // five minutes, a request a second
+			_, err := b.keys.Authenticate(b.ctx, b.secret)
+			require.NoError(t, err)
+			b.now = b.now.Add(time.Second)
+		}
+		require.InDelta(t, 5, b.db.touches, 1)
+		require.InDelta(t, 60, b.db.lookups, 1, "re-read every TTL")
+	})
+
+	t.Run("NoCacheReadsEveryTime", func(t *testing.T) {
+		t.Parallel()
+		b := setupAPIKeys(t, 0)
+		for range 3 {
+			_, err := b.keys.Authenticate(b.ctx, b.secret)
+			require.NoError(t, err)
+		}
+		require.Equal(t, 3, b.db.lookups)
+	})
+}
