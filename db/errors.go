@@ -18,7 +18,8 @@ var constraintErrors = map[string]*app.Error{
 
 // mapErr translates Postgres errors into app errors: known constraints get
 // their own message, other unique violations are ECONFLICT and check
-// violations EINVALID. Everything else passes through as internal.
+// violations EINVALID, deadlocks and serialization failures ECONFLICT.
+// Everything else passes through as internal.
 func mapErr(err error) error {
 	var pgErr *pgconn.PgError
 	if err == nil || !errors.As(err, &pgErr) {
@@ -34,6 +35,11 @@ func mapErr(err error) error {
 		return app.Errorf(app.EINVALID, "A value is out of range (%s).", pgErr.ConstraintName)
 	case "23503":
 		return app.Errorf(app.ENOTFOUND, "A referenced record does not exist.")
+	case "40P01", "40001":
+		// Deadlock or serialization failure: Postgres rolled the
+		// transaction back, nothing was stored, and the same request
+		// again will most likely go through.
+		return app.Errorf(app.ECONFLICT, "Someone changed this at the same time; try again.")
 	}
 	return err
 }
