@@ -14,7 +14,11 @@ var constraintErrors = map[string]*app.Error{
 	"tenants_slug_key":  {Code: app.ECONFLICT, Message: "A tenant with this slug already exists.", Field: "slug"},
 	"users_email_key":   {Code: app.ECONFLICT, Message: "A user with this e-mail address already exists.", Field: "email"},
 	"api_keys_hash_key": {Code: app.ECONFLICT, Message: "An API key with this secret already exists; try again."},
+	// Two saves of one template both writing the version they replace.
+	"template_versions_pkey": {Code: app.ECONFLICT, Message: templateChanged},
 }
+
+const templateChanged = "This template was changed by someone else at the same time. Copy your changes, reload the page and apply them again."
 
 // mapErr translates Postgres errors into app errors: known constraints get
 // their own message, other unique violations are ECONFLICT and check
