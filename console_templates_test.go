@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
@@ -444,7 +447,7 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 		require.Equal(t, 1, rows.Eq(0).Find("time").Length())
 		require.Equal(t, 0, rows.Eq(0).Find("form").Length(), "the current version cannot be restored")
 		action, _ := rows.Eq(2).Find("form").Attr("action")
-		require.Equal(t, path+"/versions/1/restore", action)
+		require.Equal(t, path+"/versions/1/restore?current=3", action, "the restore says which version the page showed as current")
 		require.NotEmpty(t, rows.Eq(2).Find("form").AttrOr("data-confirm", ""))
 		require.Equal(t, path+"/versions/1", rows.Eq(2).Find("a").AttrOr("href", ""))
 	})
@@ -480,9 +483,22 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 		}
 	})
 
+	t.Run("RestoreOverAnUnseenSave", func(t *testing.T) {
+		s.page(path + "/versions")
+		doc, resp := s.postPage(path+"/versions/1/restore?current=2", nil)
+		require.Equal(t, http.StatusConflict, resp.StatusCode)
+		require.Contains(t, text(doc.Selection), "saved as version 3 by someone else")
+		doc, resp = s.postPage(path+"/versions/1/restore", nil)
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+		require.Contains(t, text(doc.Selection), "did not say which version of the template you started from")
+		version, _, _ := c.templateText(id)
+		require.Equal(t, 3, version, "nothing restored")
+		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE action = 'template.restore' AND target_id = $1`, id.String()))
+	})
+
 	t.Run("Restore", func(t *testing.T) {
 		s.page(path + "/versions")
-		resp := s.post(path+"/versions/1/restore", nil)
+		resp := s.post(path+"/versions/1/restore?current=3", nil)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		doc := s.follow(resp)
 		require.Contains(t, text(doc.Find(".flash-success")), "Version 1 restored as version 4")
@@ -495,9 +511,9 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 		doc = s.page(path + "/versions/1")
 		require.Contains(t, text(doc.Find(".flash-info")), "same text as the current version")
 
-		resp = s.post(path+"/versions/4/restore", nil)
+		resp = s.post(path+"/versions/4/restore?current=4", nil)
 		require.Equal(t, http.StatusNotFound, resp.StatusCode, "the current version is not an earlier one")
-		resp = s.post(path+"/versions/1/restore", url.Values{"csrf": {"forged"}})
+		resp = s.post(path+"/versions/1/restore?current=4", url.Values{"csrf": {"forged"}})
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 		version, _, _ = c.templateText(id)
 		require.Equal(t, 4, version)
@@ -639,5 +655,142 @@ func TestConsoleTemplates_Access(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, resp.StatusCode)
 		_, resp = m.get("/t/acme/templates/not-a-uuid")
 		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	})
+}
+
+// TestConsoleTemplates_ConcurrentSaves has two editors save the same
+// template from the same version at the same moment, round after round:
+// exactly one save lands, the other editor is told to reload (409, their
+// text kept to copy) and nothing is overwritten unseen. Restores race the
+// same way, and the pipeline's own Save serialises without a conflict.
+func TestConsoleTemplates_ConcurrentSaves(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{noWorkers: true})
+	id := c.templateID(c.tenant.ID, "BOOKING_CONFIRMED", app.SMS, "en")
+	path := "/t/acme/templates/" + id.String()
+	editors := []*session{c.signIn(asManager), c.signIn(asManager)}
+
+	type answer struct {
+		status int
+		doc    *goquery.Document
+	}
+	// race posts one request per editor at once and returns the answers
+	// in editor order.
+	race := func(post func(i int, s *session) *http.Response) []answer {
+		answers := make([]answer, len(editors))
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, s := range editors {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				resp := post(i, s)
+				defer resp.Body.Close()
+				doc, err := goquery.NewDocumentFromReader(resp.Body)
+				if err != nil {
+					panic(err)
+				}
+				answers[i] = answer{resp.StatusCode, doc}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		return answers
+	}
+
+	t.Run("Edit", func(t *testing.T) {
+		for round := range 10 {
+			base, _, _ := c.templateText(id)
+			for _, s := range editors {
+				s.page(path)
+			}
+			bodies := []string{fmt.Sprintf("Round %d by the first editor.", round), fmt.Sprintf("Round %d by the second editor.", round)}
+			answers := race(func(i int, s *session) *http.Response {
+				return s.post(path, url.Values{"version": {strconv.Itoa(base)}, "body": {bodies[i]}})
+			})
+			won := -1
+			for i, a := range answers {
+				switch a.status {
+				case http.StatusSeeOther:
+					require.Equal(t, -1, won, "round %d: both saves landed", round)
+					won = i
+				case http.StatusConflict:
+					require.Contains(t, text(a.doc.Find(".flash-error")), fmt.Sprintf("saved as version %d by someone else while you were working from version %d", base+1, base), "round %d", round)
+					require.Equal(t, bodies[i], a.doc.Find(`textarea[name=body]`).Text(), "round %d: the loser's text is kept to copy", round)
+					require.Equal(t, strconv.Itoa(base), a.doc.Find(`input[name=version]`).AttrOr("value", ""), "round %d: saving again still needs a reload", round)
+				default:
+					t.Fatalf("round %d: editor %d answered %d: %s", round, i, a.status, text(a.doc.Selection))
+				}
+			}
+			require.NotEqual(t, -1, won, "round %d: one save lands", round)
+			version, _, body := c.templateText(id)
+			require.Equal(t, base+1, version, "round %d", round)
+			require.Equal(t, bodies[won], body, "round %d: the winner's text is current", round)
+			require.Equal(t, 1, c.count(`SELECT count(*) FROM template_versions WHERE template_id = $1 AND version = $2`, id, base), "round %d: the replaced text is kept", round)
+		}
+		require.Equal(t, 10, c.count(`SELECT count(*) FROM audit_log WHERE action = 'template.update' AND target_id = $1`, id.String()))
+	})
+
+	t.Run("MissingVersion", func(t *testing.T) {
+		before, _, body := c.templateText(id)
+		editors[0].page(path)
+		for _, form := range []url.Values{{"body": {"No version said."}}, {"version": {""}, "body": {"No version said."}}, {"version": {"x"}, "body": {"No version said."}}} {
+			doc, resp := editors[0].postPage(path, form)
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, form)
+			require.Contains(t, text(doc.Find(".flash-error")), "did not say which version of the template you started from", form)
+			require.Equal(t, "No version said.", doc.Find(`textarea[name=body]`).Text(), "the typed text is kept to copy")
+		}
+		version, _, after := c.templateText(id)
+		require.Equal(t, before, version, "nothing stored")
+		require.Equal(t, body, after)
+	})
+
+	t.Run("Restore", func(t *testing.T) {
+		for round := range 5 {
+			base, _, _ := c.templateText(id)
+			for _, s := range editors {
+				s.page(path + "/versions")
+			}
+			answers := race(func(i int, s *session) *http.Response {
+				return s.post(fmt.Sprintf("%s/versions/%d/restore?current=%d", path, 1+i, base), nil)
+			})
+			won := 0
+			for i, a := range answers {
+				switch a.status {
+				case http.StatusSeeOther:
+					won++
+				case http.StatusConflict:
+					require.Contains(t, text(a.doc.Selection), fmt.Sprintf("saved as version %d by someone else", base+1), "round %d", round)
+				default:
+					t.Fatalf("round %d: editor %d answered %d: %s", round, i, a.status, text(a.doc.Selection))
+				}
+			}
+			require.Equal(t, 1, won, "round %d: one restore lands", round)
+			version, _, _ := c.templateText(id)
+			require.Equal(t, base+1, version, "round %d", round)
+		}
+	})
+
+	t.Run("PipelineSaves", func(t *testing.T) {
+		// Provisioning and the API save without a base version: saves at
+		// the same moment each land, one on top of the other.
+		base, _, _ := c.templateText(id)
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, errs[i] = c.svc.templates.Save(c.ctx, app.CLIActor, c.tenant.ID, id, app.TemplateInput{Body: fmt.Sprintf("Save %d.", i), IsActive: true})
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		version, _, _ := c.templateText(id)
+		require.Equal(t, base+len(errs), version)
+		require.Equal(t, base+len(errs)-1, c.count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, id))
 	})
 }

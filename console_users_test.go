@@ -1,9 +1,11 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
@@ -330,4 +332,86 @@ func TestConsoleUsers_DisableAndReset(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, resp.StatusCode)
 		c.signIn(asOtherManager).page("/t/globex/")
 	})
+}
+
+// TestConsoleUsers_OpposingManagers has the tenant's two managers each take
+// the other away at the same moment, round after round: the requests run
+// one after the other, so exactly one goes through, the other is refused
+// with a readable answer (never a 500 from a deadlock), and the tenant
+// always keeps an active manager.
+func TestConsoleUsers_OpposingManagers(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, pipelineOpts{noWorkers: true})
+	a, b := c.users[asManager].ID.String(), c.users[asSupport].ID.String()
+	c.exec(`UPDATE users SET role = 'manager' WHERE id = $1`, b)
+	sessions := map[string]*session{a: c.signIn(asManager), b: c.signIn(asSupport)}
+	who := map[string]string{a: asManager, b: asSupport}
+
+	for round := range 20 {
+		// Even rounds demote, odd rounds disable.
+		action := "role"
+		if round%2 == 1 {
+			action = "disable"
+		}
+		c.exec(`UPDATE users SET role = 'manager', disabled_at = NULL WHERE id IN ($1, $2)`, a, b)
+		for id, s := range sessions {
+			if _, resp := s.get("/t/acme/users"); resp.StatusCode != http.StatusOK {
+				sessions[id] = c.signIn(who[id]) // disabled in an earlier round
+			}
+			sessions[id].page("/t/acme/users")
+		}
+
+		type answer struct {
+			status   int
+			location string
+			body     string
+		}
+		answers := map[string]answer{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for actor, target := range map[string]string{a: b, b: a} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				resp := sessions[actor].post("/t/acme/users/"+target+"/"+action, url.Values{"role": {"support"}})
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				mu.Lock()
+				answers[actor] = answer{resp.StatusCode, resp.Header.Get("Location"), string(body)}
+				mu.Unlock()
+			}()
+		}
+		close(start)
+		wg.Wait()
+
+		won := 0
+		for actor, ans := range answers {
+			require.Less(t, ans.status, 500, "round %d (%s): %s answered %d", round, action, actor, ans.status)
+			switch ans.status {
+			case http.StatusSeeOther:
+				if strings.HasPrefix(ans.location, "/login") {
+					// Disabled by the winner before this request
+					// loaded its session, which has ended.
+					require.Equal(t, "disable", action, "round %d", round)
+					break
+				}
+				require.Equal(t, "/t/acme/users/"+map[string]string{a: b, b: a}[actor], ans.location, "round %d (%s)", round, action)
+				won++
+			case http.StatusConflict:
+				require.Contains(t, ans.body, "last active manager", "round %d (%s)", round, action)
+			case http.StatusForbidden:
+				// The winner's change landed before this request loaded
+				// its user: a support user may not manage users.
+			default:
+				t.Fatalf("round %d (%s): %s answered %d", round, action, actor, ans.status)
+			}
+		}
+		require.Equal(t, 1, won, "round %d (%s): exactly one of the two goes through: %v", round, action, answers)
+		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id IN ($1, $2) AND role = 'manager' AND disabled_at IS NULL`, a, b),
+			"round %d (%s): the tenant keeps one active manager", round, action)
+	}
+	require.Equal(t, 10, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.role_change'`))
+	require.Equal(t, 10, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.disable'`))
 }

@@ -208,13 +208,26 @@ func ValidateTemplate(event *EventDef, channel Channel, in TemplateInput) ([]str
 
 // Save updates a template: the version goes up by one and the previous
 // content is kept in its history. It returns the unknown placeholders.
+// Saves of one template run one after the other, each on top of the last.
 func (s *Templates) Save(ctx context.Context, actor Actor, tenantID, templateID uuid.UUID, in TemplateInput) (*Template, []string, error) {
+	return s.save(ctx, actor, tenantID, templateID, in, nil)
+}
+
+// save is Save with a check of the current template, made under the
+// template's row lock, that may refuse the save or adjust the input.
+func (s *Templates) save(ctx context.Context, actor Actor, tenantID, templateID uuid.UUID, in TemplateInput,
+	check func(cur *Template, in *TemplateInput) error) (*Template, []string, error) {
 	var t *Template
 	var warnings []string
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
-		t, err = tx.TemplateByID(ctx, tenantID, templateID)
+		t, err = tx.LockTemplate(ctx, tenantID, templateID)
 		if err != nil {
 			return err
+		}
+		if check != nil {
+			if err := check(t, &in); err != nil {
+				return err
+			}
 		}
 		event, ok := LookupEvent(t.TriggerEvent)
 		if !ok {

@@ -28,6 +28,10 @@ type TemplateConsoleStore interface {
 	TemplateVersions(ctx context.Context, tenantID, templateID uuid.UUID, page PageRequest) ([]*TemplateVersion, error)
 	// TemplateVersion returns one earlier version of a template.
 	TemplateVersion(ctx context.Context, tenantID, templateID uuid.UUID, version int) (*TemplateVersion, error)
+	// LockTemplate returns one of the tenant's templates and locks its row
+	// until the transaction ends, so that saves and restores of it run one
+	// after the other.
+	LockTemplate(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
 	// SetTemplateActive switches a template on or off for routing.
 	SetTemplateActive(ctx context.Context, tenantID, id uuid.UUID, active bool) error
 }
@@ -241,9 +245,9 @@ func channelList(chs []Channel) string {
 
 // Edit saves new content for a template (see Save: the version goes up and
 // the old content is kept). baseVersion is the version the editor started
-// from; when someone saved in between, nothing is stored and the editor is
-// told, so that one person's changes do not silently replace another's.
-// The template's active state is kept.
+// from, and it is required; when someone saved in between, nothing is
+// stored and the editor is told, so that one person's changes do not
+// silently replace another's. The template's active state is kept.
 func (s *Templates) Edit(ctx context.Context, u *User, tenantID, id uuid.UUID, baseVersion int, in TemplateInput) (*Template, []string, error) {
 	if err := RequirePermission(u, PermTemplates); err != nil {
 		return nil, nil, err
@@ -251,15 +255,25 @@ func (s *Templates) Edit(ctx context.Context, u *User, tenantID, id uuid.UUID, b
 	if err := validateMetaSpec(in.WhatsAppTemplate); err != nil {
 		return nil, nil, err
 	}
-	cur, err := s.Get(ctx, u, tenantID, id)
-	if err != nil {
-		return nil, nil, err
+	return s.save(ctx, u.Actor(), tenantID, id, in, func(cur *Template, in *TemplateInput) error {
+		if err := checkBaseVersion(cur, baseVersion); err != nil {
+			return err
+		}
+		in.IsActive = cur.IsActive
+		return nil
+	})
+}
+
+// checkBaseVersion refuses a change made from an older version than the
+// current one (someone saved in between) or from no known version.
+func checkBaseVersion(cur *Template, baseVersion int) error {
+	if baseVersion < 1 {
+		return Errorf(EINVALID, "The form did not say which version of the template you started from, so saving could replace someone else's changes. Copy your changes, reload the page and apply them again.")
 	}
-	if baseVersion != 0 && baseVersion != cur.Version {
-		return nil, nil, Errorf(ECONFLICT, "This template was saved as version %d by someone else while you were editing version %d. Copy your changes, reload the page and apply them again.", cur.Version, baseVersion)
+	if baseVersion != cur.Version {
+		return Errorf(ECONFLICT, "This template was saved as version %d by someone else while you were working from version %d. Copy your changes, reload the page and apply them again.", cur.Version, baseVersion)
 	}
-	in.IsActive = cur.IsActive
-	return s.Save(ctx, u.Actor(), tenantID, id, in)
+	return nil
 }
 
 // History returns one page of a template's versions, the current one first.
@@ -332,18 +346,23 @@ func specText(s *WhatsAppTemplateSpec) string {
 
 // Restore makes an earlier version's content current again, as a new
 // version: history only grows, so the restore itself can be undone.
-func (s *Templates) Restore(ctx context.Context, u *User, tenantID, id uuid.UUID, version int) (*Template, error) {
+// baseVersion is the current version the page showed (required): when
+// someone saved since, nothing is stored and the user is told.
+func (s *Templates) Restore(ctx context.Context, u *User, tenantID, id uuid.UUID, version, baseVersion int) (*Template, error) {
 	if err := RequirePermission(u, PermTemplates); err != nil {
 		return nil, err
 	}
 	actor := u.Actor()
 	var t *Template
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
-		if t, err = tx.TemplateByID(ctx, tenantID, id); err != nil {
+		if t, err = tx.LockTemplate(ctx, tenantID, id); err != nil {
 			return err
 		}
 		old, err := tx.TemplateVersion(ctx, tenantID, id, version)
 		if err != nil {
+			return err
+		}
+		if err := checkBaseVersion(t, baseVersion); err != nil {
 			return err
 		}
 		if err := tx.InsertTemplateVersion(ctx, t); err != nil {

@@ -18,6 +18,12 @@ type UserAdminStore interface {
 	// TenantUser returns one of the tenant's users, locking the row when
 	// forUpdate is set.
 	TenantUser(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*User, error)
+	// LockTenantUsers takes the tenant's lock for changes to its users,
+	// held until the transaction ends. Every change that may take a
+	// manager away takes it before any user row, so two such changes in
+	// one tenant run one after the other instead of deadlocking on each
+	// other's rows.
+	LockTenantUsers(ctx context.Context, tenantID uuid.UUID) error
 	// LockActiveManagers locks and returns the ids of the tenant's
 	// managers who are not disabled, so that two requests cannot each
 	// remove one of the last two.
@@ -150,6 +156,12 @@ func (s *Users) changeUser(ctx context.Context, actor *User, tenantID, id uuid.U
 	}
 	var u *User
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+		// The tenant first, then the user: manager A demoting B while B
+		// demotes A would otherwise each hold one row and wait for the
+		// other's in lastManager.
+		if err := tx.LockTenantUsers(ctx, tenantID); err != nil {
+			return err
+		}
 		if u, err = tx.TenantUser(ctx, tenantID, id, true); err != nil {
 			return err
 		}

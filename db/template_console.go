@@ -93,6 +93,16 @@ func (t *Tx) TemplateVersion(ctx context.Context, tenantID, templateID uuid.UUID
 	return &v, nil
 }
 
+// LockTemplate implements app.TemplateConsoleStore.
+func (t *Tx) LockTemplate(ctx context.Context, tenantID, id uuid.UUID) (*app.Template, error) {
+	var tp app.Template
+	err := t.tx.GetContext(ctx, &tp, `SELECT `+templateColumns+` FROM templates WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id)
+	if err != nil {
+		return nil, notFound(err, "Template %s not found.", id)
+	}
+	return &tp, nil
+}
+
 // SetTemplateActive implements app.TemplateConsoleStore.
 func (t *Tx) SetTemplateActive(ctx context.Context, tenantID, id uuid.UUID, active bool) error {
 	res, err := t.tx.ExecContext(ctx, `UPDATE templates SET is_active = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, id, active)

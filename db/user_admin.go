@@ -32,6 +32,16 @@ func (t *Tx) TenantUser(ctx context.Context, tenantID, id uuid.UUID, forUpdate b
 	return &u, nil
 }
 
+// LockTenantUsers implements app.UserAdminStore with a lock on the tenant's
+// row. FOR NO KEY UPDATE conflicts with itself but not with the key-share
+// locks that inserts referencing the tenant take, so the pipeline is not
+// held up.
+func (t *Tx) LockTenantUsers(ctx context.Context, tenantID uuid.UUID) error {
+	var one int
+	err := t.tx.GetContext(ctx, &one, `SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE`, tenantID)
+	return notFound(err, "Tenant %s not found.", tenantID)
+}
+
 // LockActiveManagers implements app.UserAdminStore.
 func (t *Tx) LockActiveManagers(ctx context.Context, tenantID uuid.UUID) ([]uuid.UUID, error) {
 	ids := []uuid.UUID{}

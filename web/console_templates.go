@@ -306,7 +306,10 @@ func (s *Server) handleTemplateRestore(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.Templates.Restore(c.UserContext(), userOf(c), tenantOf(c).ID, id, version)
+	// The current version the page showed, so that a restore does not
+	// land on top of a save the user has not seen.
+	current, _ := strconv.Atoi(c.Query("current"))
+	t, err := s.Templates.Restore(c.UserContext(), userOf(c), tenantOf(c).ID, id, version, current)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,18 @@
 
 ALTER TABLE tenants
     ADD COLUMN suspended_at     timestamptz,
-    ADD COLUMN suspended_reason text NOT NULL DEFAULT '' CHECK (length(suspended_reason) <= 500),
-    -- A suspended tenant says why; an active one carries no stale reason.
+    ADD COLUMN suspended_reason text NOT NULL DEFAULT '' CHECK (length(suspended_reason) <= 500);
+
+-- Tenants suspended before the console (the CLI could always suspend) get
+-- a suspension time and reason, so that the check below holds for them.
+-- The tenants table forces row-level security even on its owner: the
+-- update runs in the platform scope, for this migration's transaction only.
+SELECT set_config('herald.scope', 'platform', true);
+UPDATE tenants SET suspended_at = updated_at, suspended_reason = 'Suspended before the console'
+WHERE status = 'SUSPENDED' AND suspended_at IS NULL;
+
+-- A suspended tenant says why; an active one carries no stale reason.
+ALTER TABLE tenants
     ADD CONSTRAINT tenants_suspension CHECK ((status = 'SUSPENDED') = (suspended_at IS NOT NULL));
 
 -- Set when a manager or operator hands out a generated password: the user
