@@ -519,7 +519,7 @@ func textsOf(t *testing.T, ctx context.Context, sel string) []string {
 	t.Helper()
 	raw, err := json.Marshal(sel)
 	require.NoError(t, err)
-	texts, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(` + string(raw) + `)].map(e => e.innerText.replace(/\s+/g, ' ').trim())`))
+	texts, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll(`+string(raw)+`)].map(e => e.innerText.replace(/\s+/g, ' ').trim())`))
 	require.NoError(t, err)
 	return texts
 }
@@ -544,4 +544,3 @@ func containsAll(rows []string, parts ...string) bool {
 	}
 	return false
 }
-
