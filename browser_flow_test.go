@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
@@ -43,7 +44,7 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 	login(t, ctx, c.base, c.users[asManager].Email, consolePassword)
 	requireAt(t, ctx, "/t/acme/")
 	requireHeading(t, ctx, "Dashboard")
-	screenshot(t, ctx, "01-dashboard")
+	capture(t, ctx, "01-dashboard")
 
 	// Channels: a second sandbox account, added through the real form.
 	clickNav(t, ctx, "Channels")
@@ -56,22 +57,22 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`form input[name=name]`), "Sandbox SMS backup"),
 		chromedp.SetValue(chromedp.CSS(`form select[name=channel]`), string(app.SMS)),
 	))
-	screenshot(t, ctx, "02-channel-new")
+	capture(t, ctx, "02-channel-new")
 	follow(t, ctx, chromedp.Click(chromedp.CSS(`form button[type=submit].primary`)))
 	requireAt(t, ctx, "/t/acme/channels/")
 	requireHeading(t, ctx, "Sandbox SMS backup")
 	requireText(t, ctx, "SMS")
-	screenshot(t, ctx, "03-channel-detail")
+	capture(t, ctx, "03-channel-detail")
 	clickNav(t, ctx, "Channels")
 	rows := textsOf(t, ctx, `table.channel-accounts tbody tr`)
 	require.True(t, containsAll(rows, "Sandbox SMS backup", "SMS", "PENDING"), "the new account is listed: %q", rows)
-	screenshot(t, ctx, "04-channels")
+	capture(t, ctx, "04-channels")
 
 	// Templates: type into the body, the preview follows (htmx), saving
 	// makes a new version.
 	clickNav(t, ctx, "Templates")
 	requireHeading(t, ctx, "Templates")
-	screenshot(t, ctx, "05-templates")
+	capture(t, ctx, "05-templates")
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.SetValue(chromedp.CSS(`form.filters select[name=event]`), "BOOKING_CONFIRMED"),
 		chromedp.SetValue(chromedp.CSS(`form.filters select[name=channel]`), string(app.Email)),
@@ -98,12 +99,12 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 		`(() => { const p = document.querySelector('#template-preview pre.preview'); return p && p.textContent.includes('Browser check: see you on board, ') && !p.textContent.includes('{{passenger_name}}!') ? p.textContent : ''; })()`)
 	require.Contains(t, previewed, "Browser check: see you on board, ")
 	requireNoPageErrors(t, ctx)
-	screenshot(t, ctx, "06-template-edit-preview")
+	capture(t, ctx, "06-template-edit-preview")
 	follow(t, ctx, chromedp.Click(chromedp.CSS(`#template-form button[type=submit].primary`)))
 	requireText(t, ctx, "version 2")
 	body := evalString(t, ctx, `document.querySelector('#template-form textarea[name=body]').value`)
 	require.Contains(t, body, added, "the saved body is the edited one")
-	screenshot(t, ctx, "07-template-saved")
+	capture(t, ctx, "07-template-saved")
 
 	// An event through the JSON API, as the booking system sends it.
 	booking := "BK-BROWSER-" + uuid.NewString()[:8]
@@ -112,7 +113,7 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 	// The booking panel, found through the search form.
 	clickNav(t, ctx, "Bookings")
 	requireHeading(t, ctx, "Bookings")
-	screenshot(t, ctx, "08-bookings-search")
+	capture(t, ctx, "08-bookings-search")
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.SetValue(chromedp.CSS(`form.filters select[name=type]`), "booking"),
 		chromedp.SendKeys(chromedp.CSS(`form.filters input[name=id]`), booking),
@@ -127,7 +128,7 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 	for _, s := range statuses {
 		require.Equal(t, "automatic", s.By, "no one sent %v by hand", s)
 	}
-	screenshot(t, ctx, "09-booking-panel-delivered")
+	capture(t, ctx, "09-booking-panel-delivered")
 
 	// Resend by e-mail with the template just edited.
 	option := evalString(t, ctx, `[...document.querySelectorAll('.msg-resend select[name=template_id] option')].find(o => o.closest('optgroup')?.label.toUpperCase() === 'EMAIL' && o.textContent.includes('· en ·'))?.value ?? ''`)
@@ -154,20 +155,20 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 	require.Contains(t, manual[0].By, "manual")
 	require.Equal(t, string(app.Email), manual[0].Channel)
 	require.Contains(t, manual[0].Template, "v2", "the resend used the saved version")
-	screenshot(t, ctx, "10-booking-panel-resent")
+	capture(t, ctx, "10-booking-panel-resent")
 
 	// The message's own page, from the panel.
 	follow(t, ctx, chromedp.Click(chromedp.CSS(`table.msg-table tbody tr td:first-child a`)))
 	requireAt(t, ctx, "/t/acme/messages/")
 	requireText(t, ctx, "DELIVERED")
-	screenshot(t, ctx, "11-message-detail")
+	capture(t, ctx, "11-message-detail")
 
 	// The explorer lists both messages of the booking and more.
 	clickNav(t, ctx, "Messages")
 	requireHeading(t, ctx, "Messages")
 	rows = textsOf(t, ctx, `table.msg-table tbody tr`)
 	require.GreaterOrEqual(t, len(rows), automatic+1, "the explorer lists the booking's messages: %q", rows)
-	screenshot(t, ctx, "12-messages")
+	capture(t, ctx, "12-messages")
 
 	for i, pg := range []struct{ nav, heading string }{
 		{"Scheduled", "Scheduled"},
@@ -179,7 +180,7 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 	} {
 		clickNav(t, ctx, pg.nav)
 		requireHeading(t, ctx, pg.heading)
-		screenshot(t, ctx, fmt.Sprintf("%02d-", 13+i)+strings.ToLower(strings.ReplaceAll(pg.nav, " ", "-")))
+		capture(t, ctx, fmt.Sprintf("%02d-", 13+i)+strings.ToLower(strings.ReplaceAll(pg.nav, " ", "-")))
 	}
 	// The audit log holds what this manager did in the console.
 	clickNav(t, ctx, "Audit")
@@ -216,7 +217,7 @@ func TestBrowser_SupportMasking(t *testing.T) {
 	for _, hidden := range []string{"Channels", "Templates", "API keys", "Users", "Settings"} {
 		require.NotContains(t, nav, hidden, "support has no %s page", hidden)
 	}
-	screenshot(t, ctx, "01-dashboard")
+	capture(t, ctx, "01-dashboard")
 
 	// The full addresses as the booking system sent them and as Herald
 	// stores them (E.164), and their masked forms.
@@ -235,17 +236,17 @@ func TestBrowser_SupportMasking(t *testing.T) {
 		return len(ss) == len(msgs) && allDelivered(ss)
 	})
 	requireMasked(t, ctx, full, maskedOf(rows, masked))
-	screenshot(t, ctx, "02-booking-panel")
+	capture(t, ctx, "02-booking-panel")
 
 	follow(t, ctx, chromedp.Click(chromedp.CSS(`table.msg-table tbody tr td:first-child a`)))
 	requireAt(t, ctx, "/t/acme/messages/")
 	requireText(t, ctx, "DELIVERED")
 	requireMasked(t, ctx, full, maskedOf(rows[:1], masked))
-	screenshot(t, ctx, "03-message-detail")
+	capture(t, ctx, "03-message-detail")
 
 	clickNav(t, ctx, "Messages")
 	requireMasked(t, ctx, full, maskedOf(rows, masked))
-	screenshot(t, ctx, "04-messages")
+	capture(t, ctx, "04-messages")
 
 	// Support cannot open the manager's pages by URL either.
 	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(c.base+"/t/acme/channels"))
@@ -265,19 +266,55 @@ func TestBrowser_OperatorPages(t *testing.T) {
 	rows := textsOf(t, ctx, `table tbody tr`)
 	require.True(t, containsAll(rows, "Acme Tours"), "tenants: %q", rows)
 	require.True(t, containsAll(rows, "Globex Travel"), "tenants: %q", rows)
-	screenshot(t, ctx, "01-tenants")
+	capture(t, ctx, "01-tenants")
 
 	follow(t, ctx, chromedp.Click(chromedp.CSS(`table tbody tr a[href^="/tenants/"]`)))
 	requireAt(t, ctx, "/tenants/")
-	screenshot(t, ctx, "02-tenant")
+	capture(t, ctx, "02-tenant")
 
 	clickNav(t, ctx, "Queues")
 	requireHeading(t, ctx, "Queues")
-	screenshot(t, ctx, "03-queues")
+	capture(t, ctx, "03-queues")
 
 	clickNav(t, ctx, "Audit")
 	requireHeading(t, ctx, "Audit")
-	screenshot(t, ctx, "04-platform-audit")
+	capture(t, ctx, "04-platform-audit")
+}
+
+// capture saves the page's screenshots (see screenshot) and checks that
+// the page fits the width of a phone and of the desktop window: content
+// wider than the screen makes the whole page scroll sideways. (A wide table
+// scrolls inside its own box, which is fine.)
+func capture(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	screenshot(t, ctx, name)
+	for _, size := range []struct {
+		name string
+		view chromedp.Action[chromedp.Void]
+	}{
+		{"phone", chromedp.EmulateViewport(phoneWidth, phoneHeight, chromedp.EmulateScale(2), chromedp.EmulateMobile)},
+		{"desktop", chromedp.EmulateViewport(desktopWidth, desktopHeight)},
+	} {
+		require.NoError(t, chromedp.Do(ctx, size.view))
+		wide := evalString(t, ctx, `(() => {
+			const over = document.documentElement.scrollWidth - document.documentElement.clientWidth;
+			if (over <= 0) return '';
+			// Likely culprits: elements past the edge that no scrolling box
+			// clips, or that are positioned out of one.
+			const clipped = e => {
+				for (let p = e.parentElement; p && p !== document.body; p = p.parentElement) {
+					if (getComputedStyle(p).overflowX !== 'visible') return true;
+				}
+				return false;
+			};
+			const culprits = [...document.querySelectorAll('body *')]
+				.filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+				.filter(e => getComputedStyle(e).position === 'absolute' || !clipped(e))
+				.slice(0, 3).map(e => e.tagName.toLowerCase() + (e.className ? '.' + String(e.className).replace(/ +/g, '.') : ''));
+			return over + 'px, e.g. ' + culprits.join(', ');
+		})()`)
+		assert.Empty(t, wide, "%s: the page is wider than a %s screen", name, size.name)
+	}
 }
 
 // submitEvent posts a notification to the JSON API as a booking system
