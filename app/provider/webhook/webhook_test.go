@@ -367,8 +367,13 @@ func TestProvider_Send_AccountErrors(t *testing.T) {
 func TestProvider_Send_UntrustedCertificate(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(w http.ResponseWriter, r *http.Request) {})
-	// A client with the system roots only does not trust httptest's CA.
-	p := &webhook.Provider{Client: webhook.NewClient(webhook.Options{AllowPrivate: true, AnyPort: true}), AllowPrivate: true}
+	// A client with the system roots only does not trust httptest's CA. The
+	// generous timeout keeps a busy machine (the whole suite runs beside
+	// Chromium and Postgres) from turning the refused certificate into a
+	// handshake timeout.
+	client := webhook.NewClient(webhook.Options{AllowPrivate: true, AnyPort: true, Timeout: time.Minute})
+	client.Transport.(*http.Transport).TLSHandshakeTimeout = time.Minute
+	p := &webhook.Provider{Client: client, AllowPrivate: true}
 	_, err := p.Send(context.Background(), outbound(b.srv.URL))
 	pe := requireProviderError(t, err)
 	require.Equal(t, provider.Transient, pe.Class)
