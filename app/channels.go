@@ -65,10 +65,11 @@ type FieldOption struct {
 // console form shows it.
 type ProviderField struct {
 	// Key is the Config key, or the Secrets key of a secret field.
-	Key         string
-	Label       string
-	Hint        string
-	Placeholder string
+	Key   string
+	Label string
+	Hint  string
+	// Example is a sample value, shown greyed in the empty input.
+	Example string
 	// Secret fields are write-only: stored sealed, never shown again.
 	Secret   bool
 	Required bool
@@ -122,11 +123,11 @@ const (
 	KeyWebhookSigningSecret = "signing_secret"
 )
 
-var awsRegionField = ProviderField{Key: KeyAWSRegion, Label: "AWS region", Required: true, Placeholder: "eu-central-1",
+var awsRegionField = ProviderField{Key: KeyAWSRegion, Label: "AWS region", Required: true, Example: "eu-central-1",
 	Hint: "The region the account's identities live in, such as eu-central-1."}
 
 var awsKeyFields = []ProviderField{
-	{Key: KeyAWSAccessKeyID, Label: "Access key ID", Secret: true, AWSKey: true, Placeholder: "AKIA…",
+	{Key: KeyAWSAccessKeyID, Label: "Access key ID", Secret: true, AWSKey: true, Example: "AKIA…",
 		Hint: "An IAM user's access key, allowed to send and nothing else."},
 	{Key: KeyAWSSecretAccessKey, Label: "Secret access key", Secret: true, AWSKey: true},
 	{Key: KeyAWSSessionToken, Label: "Session token", Secret: true, AWSKey: true,
@@ -139,9 +140,9 @@ var ProviderSpecs = []ProviderSpec{
 		Name: "meta", Label: "WhatsApp (Meta Cloud API)", Channels: []Channel{WhatsApp},
 		Description: "Send WhatsApp messages from your business number through Meta's WhatsApp Cloud API.",
 		Fields: []ProviderField{
-			{Key: KeyMetaPhoneNumberID, Label: "Phone number ID", Required: true, Placeholder: "106540352242922",
+			{Key: KeyMetaPhoneNumberID, Label: "Phone number ID", Required: true, Example: "106540352242922",
 				Hint: "The number's ID in WhatsApp Manager (API Setup), not the phone number itself."},
-			{Key: KeyMetaWABAID, Label: "WhatsApp Business Account ID", Required: true, Placeholder: "102290129340398"},
+			{Key: KeyMetaWABAID, Label: "WhatsApp Business Account ID", Required: true, Example: "102290129340398"},
 			{Key: KeyMetaTier, Label: "Messaging tier", Hint: "Business-initiated conversations Meta allows per 24 hours.",
 				Options: []FieldOption{{"", "Not set"}, {"TIER_1", "Tier 1: 250"}, {"TIER_2", "Tier 2: 2,000"},
 					{"TIER_3", "Tier 3: 10,000"}, {"TIER_4", "Tier 4: 100,000"}, {"UNLIMITED", "Unlimited"}}},
@@ -158,12 +159,12 @@ var ProviderSpecs = []ProviderSpec{
 		Description: "Send e-mail through your Amazon SES account.",
 		Fields: append([]ProviderField{
 			awsRegionField,
-			{Key: KeySESSenderEmail, Label: "From address", Required: true, Placeholder: "bookings@example.com",
+			{Key: KeySESSenderEmail, Label: "From address", Required: true, Example: "bookings@example.com",
 				Hint: "A verified identity (address or domain) of the SES account."},
-			{Key: KeySESSenderName, Label: "From name", Placeholder: "Acme Tours"},
+			{Key: KeySESSenderName, Label: "From name", Example: "Acme Tours"},
 			{Key: KeySESConfigurationSet, Label: "Configuration set",
 				Hint: "Needed for delivery, bounce and complaint events; see the account page for the SNS steps."},
-			{Key: KeySESReplyTo, Label: "Reply-to", Placeholder: "service@example.com",
+			{Key: KeySESReplyTo, Label: "Reply-to", Example: "service@example.com",
 				Hint: "One or more addresses, separated by commas."},
 		}, awsKeyFields...),
 	},
@@ -172,9 +173,9 @@ var ProviderSpecs = []ProviderSpec{
 		Description: "Send SMS through your Amazon SNS account.",
 		Fields: append([]ProviderField{
 			awsRegionField,
-			{Key: KeySNSSenderID, Label: "Sender ID", Placeholder: "ACMETOURS",
+			{Key: KeySNSSenderID, Label: "Sender ID", Example: "ACMETOURS",
 				Hint: "1 to 11 letters and digits, at least one letter; where countries allow alphanumeric senders."},
-			{Key: KeySNSOriginationNumber, Label: "Origination number", Placeholder: "+4915112345678",
+			{Key: KeySNSOriginationNumber, Label: "Origination number", Example: "+4915112345678",
 				Hint: "A number (E.164) or short code of the account, where countries require one."},
 			{Key: KeySNSSMSType, Label: "SMS type", Required: true,
 				Hint:    "Transactional messages are routed for reliability; promotional ones for cost.",
@@ -185,7 +186,7 @@ var ProviderSpecs = []ProviderSpec{
 		Name: "webhook", Label: "Webhook (your own system)", Channels: []Channel{Webhook}, SigningSecret: true,
 		Description: "Post every message as signed JSON to an HTTPS endpoint of your own.",
 		Fields: []ProviderField{
-			{Key: KeyWebhookURL, Label: "Endpoint URL", Required: true, Placeholder: "https://hooks.example.com/herald",
+			{Key: KeyWebhookURL, Label: "Endpoint URL", Required: true, Example: "https://hooks.example.com/herald",
 				Hint: "A public HTTPS URL on port 443. Herald generates the signing secret and shows it once."},
 		},
 	},
