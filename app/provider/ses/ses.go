@@ -25,7 +25,7 @@ import (
 const Name = "ses"
 
 // DefaultTimeout bounds a send when Provider.Timeout is zero.
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = awsclient.DefaultTimeout
 
 // charset is the charset of every part Herald sends.
 const charset = "UTF-8"
@@ -59,32 +59,18 @@ var _ provider.Provider = (*Provider)(nil)
 // Send implements provider.Provider: one SendEmail call, whose MessageId
 // is the external id that SES's delivery events refer to.
 func (p *Provider) Send(ctx context.Context, m provider.Outbound) (string, error) {
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	c, static, err := p.client(ctx, m.Account)
-	if err != nil {
-		return "", err
-	}
-	in, err := input(m)
-	if err != nil {
-		return "", err
-	}
-	out, err := c.SendEmail(ctx, in)
-	if err != nil {
-		pe, known := classify(err, static)
-		if !known && p.Log != nil {
-			p.Log.Warn("unclassified SES error", "code", pe.Code, "reason", pe.Reason, "account_id", m.Account.ID, "message_id", m.MessageID)
-		}
-		return "", pe
-	}
-	if out.MessageId == nil || *out.MessageId == "" {
-		return "", &provider.Error{Code: "missing_message_id", Class: provider.Transient, Reason: "SES accepted the message without returning a MessageId."}
-	}
-	return *out.MessageId, nil
+	return awsclient.Send(ctx, m, "SES", p.Timeout, p.Log, p.client, classify,
+		func(ctx context.Context, c *sesv2.Client) (*string, error) {
+			in, err := input(m)
+			if err != nil {
+				return nil, err
+			}
+			out, err := c.SendEmail(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			return out.MessageId, nil
+		})
 }
 
 // input builds the SendEmail request: the HTML body with a plain-text

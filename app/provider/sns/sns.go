@@ -24,7 +24,7 @@ import (
 const Name = "sns"
 
 // DefaultTimeout bounds a send when Provider.Timeout is zero.
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = awsclient.DefaultTimeout
 
 // SMS message attributes (PROVIDERS.md, "Amazon SNS SMS").
 const (
@@ -76,32 +76,18 @@ var _ provider.Provider = (*Provider)(nil)
 // Send implements provider.Provider: one Publish call, whose MessageId is
 // the id SNS's SMS delivery status records carry.
 func (p *Provider) Send(ctx context.Context, m provider.Outbound) (string, error) {
-	timeout := p.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	c, static, err := p.client(ctx, m.Account)
-	if err != nil {
-		return "", err
-	}
-	in, err := input(m)
-	if err != nil {
-		return "", err
-	}
-	out, err := c.Publish(ctx, in)
-	if err != nil {
-		pe, known := classify(err, static)
-		if !known && p.Log != nil {
-			p.Log.Warn("unclassified SNS error", "code", pe.Code, "reason", pe.Reason, "account_id", m.Account.ID, "message_id", m.MessageID)
-		}
-		return "", pe
-	}
-	if out.MessageId == nil || *out.MessageId == "" {
-		return "", &provider.Error{Code: "missing_message_id", Class: provider.Transient, Reason: "SNS accepted the message without returning a MessageId."}
-	}
-	return *out.MessageId, nil
+	return awsclient.Send(ctx, m, "SNS", p.Timeout, p.Log, p.client, classify,
+		func(ctx context.Context, c *sns.Client) (*string, error) {
+			in, err := input(m)
+			if err != nil {
+				return nil, err
+			}
+			out, err := c.Publish(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			return out.MessageId, nil
+		})
 }
 
 // input builds the Publish request. Messages are transactional unless the
