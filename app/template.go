@@ -137,7 +137,7 @@ func Render(text string, vars map[string]string, escapeHTML bool) (string, []str
 func TemplateVars(context map[string]any, r Recipient) map[string]string {
 	vars := make(map[string]string, len(context)+3)
 	for k, v := range context {
-		vars[strings.ToLower(k)] = stringify(v)
+		vars[strings.ToLower(k)] = Stringify(v)
 	}
 	vars["recipient_name"] = r.Name
 	vars["recipient_phone"] = r.Phone
@@ -145,7 +145,9 @@ func TemplateVars(context map[string]any, r Recipient) map[string]string {
 	return vars
 }
 
-func stringify(v any) string {
+// Stringify renders a decoded JSON value as text: strings as they are,
+// numbers without exponent, anything else as compact JSON.
+func Stringify(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return ""

@@ -1,13 +1,10 @@
 package views
 
 import (
-	"encoding/json"
-	"fmt"
 	"html"
 	"net/url"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -95,7 +92,7 @@ func msgTimelineOf(p Page, m *app.MessageTrail) []msgTimelineItem {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			v := msgDetailString(e.Detail[k])
+			v := app.Stringify(e.Detail[k])
 			if v == "" {
 				continue
 			}
@@ -112,24 +109,6 @@ func msgTimelineOf(p Page, m *app.MessageTrail) []msgTimelineItem {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
-}
-
-func msgDetailString(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return t
-	case float64:
-		return strconv.FormatFloat(t, 'f', -1, 64)
-	case bool:
-		return strconv.FormatBool(t)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
 
 // msgMask returns free text as the page's role may see it: unchanged for
