@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	appconsole "github.com/heraldhq/herald/app/console"
 )
 
 // stepTimeout bounds one navigation or wait in the flows, so that a page
@@ -225,7 +226,7 @@ func TestBrowser_SupportMasking(t *testing.T) {
 	masked := []string{"+49 ••• ••• 4567", "l•••@example.org"}
 	for _, m := range msgs {
 		require.NotEmpty(t, m.ToAddress)
-		require.Contains(t, masked, app.MaskAddress(m.ToAddress), "masked form of %s", m.ToAddress)
+		require.Contains(t, masked, appconsole.MaskAddress(m.ToAddress), "masked form of %s", m.ToAddress)
 	}
 
 	clickNav(t, ctx, "Bookings")

@@ -14,10 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	appconsole "github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/app/provider/meta"
 	"github.com/heraldhq/herald/app/provider/ses"
 	"github.com/heraldhq/herald/app/provider/sns"
 	"github.com/heraldhq/herald/app/provider/webhook"
+	"github.com/heraldhq/herald/db"
 )
 
 // Secrets typed into the forms of these tests; no HTML page may contain them.
@@ -69,8 +71,8 @@ func requireNoSecrets(t *testing.T, where, body string, secrets ...string) {
 func (c *console) accountsNamed(tenantID uuid.UUID, name string) []*app.ChannelAccount {
 	c.t.Helper()
 	var out []*app.ChannelAccount
-	require.NoError(c.t, c.svc.store.InTenant(c.ctx, tenantID, func(tx app.Tx) error {
-		as, err := tx.ListAccounts(c.ctx, tenantID, app.AccountFilter{}, app.PageRequest{Limit: 1000})
+	require.NoError(c.t, c.svc.Store.InTenant(c.ctx, tenantID, func(tx *db.Tx) error {
+		as, err := tx.ListAccounts(c.ctx, tenantID, appconsole.AccountFilter{}, appconsole.PageRequest{Limit: 1000})
 		for _, a := range as {
 			if a.Name == name {
 				out = append(out, a)
@@ -85,7 +87,7 @@ func (c *console) accountsNamed(tenantID uuid.UUID, name string) []*app.ChannelA
 func (c *console) account(tenantID, id uuid.UUID) *app.ChannelAccount {
 	c.t.Helper()
 	var a *app.ChannelAccount
-	require.NoError(c.t, c.svc.store.InTenant(c.ctx, tenantID, func(tx app.Tx) (err error) {
+	require.NoError(c.t, c.svc.Store.InTenant(c.ctx, tenantID, func(tx *db.Tx) (err error) {
 		a, err = tx.AccountByID(c.ctx, tenantID, id)
 		return err
 	}))
@@ -95,7 +97,7 @@ func (c *console) account(tenantID, id uuid.UUID) *app.ChannelAccount {
 // secretsOf decrypts an account's secrets.
 func (c *console) secretsOf(id uuid.UUID) map[string]string {
 	c.t.Helper()
-	m, err := c.svc.accounts.Open(c.account(c.tenant.ID, id))
+	m, err := c.svc.Accounts.Open(c.account(c.tenant.ID, id))
 	require.NoError(c.t, err)
 	return m
 }
@@ -145,21 +147,21 @@ func with(form url.Values, kv ...string) url.Values {
 
 func TestConsoleChannels_ProviderKeysMatchAdapters(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, meta.ConfigPhoneNumberID, app.KeyMetaPhoneNumberID)
-	require.Equal(t, meta.SecretAccessToken, app.KeyMetaAccessToken)
-	require.Equal(t, ses.ConfigRegion, app.KeyAWSRegion)
-	require.Equal(t, ses.ConfigSenderEmail, app.KeySESSenderEmail)
-	require.Equal(t, ses.ConfigSenderName, app.KeySESSenderName)
-	require.Equal(t, ses.ConfigReplyTo, app.KeySESReplyTo)
-	require.Equal(t, ses.ConfigConfigurationSet, app.KeySESConfigurationSet)
-	require.Equal(t, ses.SecretAccessKeyID, app.KeyAWSAccessKeyID)
-	require.Equal(t, ses.SecretSecretAccessKey, app.KeyAWSSecretAccessKey)
-	require.Equal(t, ses.SecretSessionToken, app.KeyAWSSessionToken)
-	require.Equal(t, sns.ConfigSenderID, app.KeySNSSenderID)
-	require.Equal(t, sns.ConfigOriginationNumber, app.KeySNSOriginationNumber)
-	require.Equal(t, sns.ConfigSMSType, app.KeySNSSMSType)
-	require.Equal(t, webhook.ConfigURL, app.KeyWebhookURL)
-	require.Equal(t, webhook.SecretSigningSecret, app.KeyWebhookSigningSecret)
+	require.Equal(t, meta.ConfigPhoneNumberID, appconsole.KeyMetaPhoneNumberID)
+	require.Equal(t, meta.SecretAccessToken, appconsole.KeyMetaAccessToken)
+	require.Equal(t, ses.ConfigRegion, appconsole.KeyAWSRegion)
+	require.Equal(t, ses.ConfigSenderEmail, appconsole.KeySESSenderEmail)
+	require.Equal(t, ses.ConfigSenderName, appconsole.KeySESSenderName)
+	require.Equal(t, ses.ConfigReplyTo, appconsole.KeySESReplyTo)
+	require.Equal(t, ses.ConfigConfigurationSet, appconsole.KeySESConfigurationSet)
+	require.Equal(t, ses.SecretAccessKeyID, appconsole.KeyAWSAccessKeyID)
+	require.Equal(t, ses.SecretSecretAccessKey, appconsole.KeyAWSSecretAccessKey)
+	require.Equal(t, ses.SecretSessionToken, appconsole.KeyAWSSessionToken)
+	require.Equal(t, sns.ConfigSenderID, appconsole.KeySNSSenderID)
+	require.Equal(t, sns.ConfigOriginationNumber, appconsole.KeySNSOriginationNumber)
+	require.Equal(t, sns.ConfigSMSType, appconsole.KeySNSSMSType)
+	require.Equal(t, webhook.ConfigURL, appconsole.KeyWebhookURL)
+	require.Equal(t, webhook.SecretSigningSecret, appconsole.KeyWebhookSigningSecret)
 }
 
 func TestConsoleChannels_List(t *testing.T) {
@@ -491,13 +493,13 @@ func TestConsoleChannels_DefaultCredentials(t *testing.T) {
 	})
 
 	t.Run("ServiceRefusesToo", func(t *testing.T) {
-		_, _, err := c.server.ChannelAccounts.Create(c.ctx, c.users[asManager], c.tenant.ID, app.AccountForm{
-			Provider: "sns", Name: "direct", Credentials: app.CredentialsDefault,
+		_, _, err := c.server.ChannelAccounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{
+			Provider: "sns", Name: "direct", Credentials: appconsole.CredentialsDefault,
 			Config: map[string]string{"region": "eu-west-1", "sms_type": "Transactional"},
 		})
 		require.Equal(t, app.EINVALID, app.ErrorCode(err))
 		require.Equal(t, "credentials", app.ErrorField(err))
-		_, _, err = c.server.ChannelAccounts.Create(c.ctx, c.users[asSupport], c.tenant.ID, app.AccountForm{Provider: "sandbox", Name: "x", Channel: "SMS"})
+		_, _, err = c.server.ChannelAccounts.Create(c.ctx, c.users[asSupport], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "x", Channel: "SMS"})
 		require.Equal(t, app.EFORBIDDEN, app.ErrorCode(err))
 	})
 }
@@ -587,7 +589,7 @@ func TestConsoleChannels_ActivateSuspend(t *testing.T) {
 	})
 
 	t.Run("IncompleteAccountNotActivated", func(t *testing.T) {
-		a, _, err := c.server.ChannelAccounts.Create(c.ctx, c.users[asManager], c.tenant.ID, app.AccountForm{Provider: "sandbox", Name: "Spare", Channel: "WEBHOOK"})
+		a, _, err := c.server.ChannelAccounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "Spare", Channel: "WEBHOOK"})
 		require.NoError(t, err)
 		require.NoError(t, c.server.ChannelAccounts.Activate(c.ctx, c.users[asManager], c.tenant.ID, a.ID, false))
 		// A webhook account whose secret went missing cannot go live.
@@ -710,7 +712,7 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 		t.Helper()
 		var m *app.Message
 		require.Eventually(t, func() bool {
-			d, err := c.svc.messages.Get(c.ctx, c.tenant.ID, id)
+			d, err := c.svc.Messages.Get(c.ctx, c.tenant.ID, id)
 			require.NoError(t, err)
 			m = d.Message
 			for _, w := range want {
@@ -745,7 +747,7 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 		m := waitStatus(id, app.MessageDelivered, app.MessageRead)
 		require.Equal(t, c.users[asManager].ID, *m.TriggeredBy)
 		require.Equal(t, email.ID, *m.ChannelAccountID)
-		require.Equal(t, app.TestTrigger, m.TriggerEvent)
+		require.Equal(t, appconsole.TestTrigger, m.TriggerEvent)
 		require.Equal(t, "anna@example.com", m.ToAddress)
 		tl := c.timeline(id)
 		require.GreaterOrEqual(t, len(tl), 3, "queued, sent, delivered")
@@ -797,7 +799,7 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 	})
 
 	t.Run("OnlyActiveAccounts", func(t *testing.T) {
-		a, _, err := c.server.ChannelAccounts.Create(c.ctx, c.users[asManager], c.tenant.ID, app.AccountForm{Provider: "sandbox", Name: "Spare e-mail", Channel: "EMAIL"})
+		a, _, err := c.server.ChannelAccounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "Spare e-mail", Channel: "EMAIL"})
 		require.NoError(t, err)
 		p := channelsPrefix + "/" + a.ID.String() + "/test"
 		doc := s.page(p)
@@ -810,7 +812,7 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 
 	t.Run("OtherAccountsMessage", func(t *testing.T) {
 		var id uuid.UUID
-		require.NoError(t, c.svc.store.InTenant(c.ctx, c.tenant.ID, func(tx app.Tx) error {
+		require.NoError(t, c.svc.Store.InTenant(c.ctx, c.tenant.ID, func(tx *db.Tx) error {
 			ms, err := tx.MessagesByAccount(c.ctx, c.tenant.ID, email.ID, 1)
 			id = ms[0].ID
 			return err

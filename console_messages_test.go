@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db"
 )
 
 // Anna's addresses as notification() sends them, and as messages store them.
@@ -39,9 +40,9 @@ func delivered(ms []*app.Message) bool {
 // workers: its messages are then QUEUED with their dispatch jobs waiting.
 func (c *console) routeNow(tenantID, eventID uuid.UUID) []*app.Message {
 	c.t.Helper()
-	require.NoError(c.t, c.svc.router.Route(c.ctx, app.RouteJob{TenantID: tenantID, EventID: eventID, Version: 1}))
+	require.NoError(c.t, c.svc.Router.Route(c.ctx, app.RouteJob{TenantID: tenantID, EventID: eventID, Version: 1}))
 	var ms []*app.Message
-	require.NoError(c.t, c.svc.store.InTenant(c.ctx, tenantID, func(tx app.Tx) (err error) {
+	require.NoError(c.t, c.svc.Store.InTenant(c.ctx, tenantID, func(tx *db.Tx) (err error) {
 		ms, err = tx.MessagesByEvent(c.ctx, tenantID, eventID)
 		return err
 	}))
@@ -52,7 +53,7 @@ func (c *console) routeNow(tenantID, eventID uuid.UUID) []*app.Message {
 // submitOther submits a notification for the other tenant, globex.
 func (c *console) submitOther(body map[string]any) uuid.UUID {
 	c.t.Helper()
-	_, key, err := c.svc.apiKeys.Create(c.ctx, app.CLIActor, c.other.ID, "globex system "+uuid.NewString()[:6])
+	_, key, err := c.svc.APIKeys.Create(c.ctx, app.CLIActor, c.other.ID, "globex system "+uuid.NewString()[:6])
 	require.NoError(c.t, err)
 	var res struct{ ID uuid.UUID }
 	require.Equal(c.t, http.StatusAccepted, c.requestWithKey(key, http.MethodPost, "/api/v1/notifications", body, &res))
@@ -211,7 +212,7 @@ func TestConsoleMessages_BookingPanel(t *testing.T) {
 		require.Contains(t, text(doc.Find(".flash-success")), "1 new message")
 
 		var resent app.Message
-		require.NoError(t, c.svc.store.InTenant(c.ctx, c.tenant.ID, func(tx app.Tx) error {
+		require.NoError(t, c.svc.Store.InTenant(c.ctx, c.tenant.ID, func(tx *db.Tx) error {
 			ms, err := tx.MessagesByEntity(c.ctx, c.tenant.ID, "booking", "BK-1")
 			for _, m := range ms {
 				if m.TriggeredBy != nil {
@@ -662,7 +663,7 @@ func TestConsoleMessages_Cancel(t *testing.T) {
 
 	t.Run("DispatchJobDoesNothing", func(t *testing.T) {
 		completed := false
-		out, err := c.svc.dispatcher.Dispatch(c.ctx, app.DispatchJob{TenantID: c.tenant.ID, MessageID: queued.ID, Channel: app.Email}, 1, 5,
+		out, err := c.svc.Dispatcher.Dispatch(c.ctx, app.DispatchJob{TenantID: c.tenant.ID, MessageID: queued.ID, Channel: app.Email}, 1, 5,
 			func(ctx context.Context, tx app.Tx) error { completed = true; return nil })
 		require.NoError(t, err)
 		require.True(t, out.Done)
@@ -762,7 +763,7 @@ func TestConsoleMessages_PanelPaginated(t *testing.T) {
 			'created_at', m.created_at - make_interval(mins => g), 'queued_at', m.queued_at - make_interval(mins => g)))).*
 		FROM messages m, generate_series(1, 29) g WHERE m.id = $1`, email.ID)
 	var all []*app.Message
-	require.NoError(t, c.svc.store.InTenant(c.ctx, c.tenant.ID, func(tx app.Tx) (err error) {
+	require.NoError(t, c.svc.Store.InTenant(c.ctx, c.tenant.ID, func(tx *db.Tx) (err error) {
 		all, err = tx.MessagesByEntity(c.ctx, c.tenant.ID, "booking", "BK-MANY")
 		return err
 	}))

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	appconsole "github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/db"
 )
 
@@ -27,10 +28,10 @@ func (c *console) riverJob(queue, kind, state string, args map[string]any, errs 
 	var finalized, attempted *time.Time
 	now := time.Now()
 	switch state {
-	case app.JobCompleted, app.JobCancelled, app.JobDiscarded:
+	case appconsole.JobCompleted, appconsole.JobCancelled, appconsole.JobDiscarded:
 		finalized = &now
 	}
-	if len(errs) > 0 || state == app.JobRunning || finalized != nil {
+	if len(errs) > 0 || state == appconsole.JobRunning || finalized != nil {
 		attempted = &now
 	}
 	var jsonErrs []string
@@ -48,16 +49,16 @@ func (c *console) riverJob(queue, kind, state string, args map[string]any, errs 
 		errArray = "{" + strings.Join(quoted, ",") + "}"
 	}
 	attempt := len(errs)
-	if state == app.JobRunning || state == app.JobCompleted {
+	if state == appconsole.JobRunning || state == appconsole.JobCompleted {
 		attempt++
 	}
 	scheduled := now
-	if state == app.JobScheduled {
+	if state == appconsole.JobScheduled {
 		scheduled = now.Add(time.Hour)
 	}
 	var id int64
-	require.NoError(c.t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
-		return tx.(*db.Tx).SQL().QueryRowContext(c.ctx, `
+	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(c.ctx, `
 			INSERT INTO river_job (args, kind, queue, state, attempt, max_attempts, errors, scheduled_at, attempted_at, finalized_at)
 			VALUES ($1, $2, $3, $4, $5, 5, $6::jsonb[], $7, $8, $9) RETURNING id`,
 			raw, kind, queue, state, attempt, errArray, scheduled, attempted, finalized).Scan(&id)
@@ -69,8 +70,8 @@ func (c *console) riverJob(queue, kind, state string, args map[string]any, errs 
 func (c *console) jobState(id int64) string {
 	c.t.Helper()
 	var st string
-	require.NoError(c.t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
-		return tx.(*db.Tx).SQL().QueryRowContext(c.ctx, `SELECT state::text FROM river_job WHERE id = $1`, id).Scan(&st)
+	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(c.ctx, `SELECT state::text FROM river_job WHERE id = $1`, id).Scan(&st)
 	}))
 	return st
 }
@@ -78,8 +79,8 @@ func (c *console) jobState(id int64) string {
 // riverPaused reports what River's own client says about a queue's pause.
 func (c *console) riverPaused(name string) (known, paused bool) {
 	c.t.Helper()
-	require.NoError(c.t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
-		qs, err := c.svc.queue.Admin().Queues(c.ctx, tx)
+	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
+		qs, err := c.svc.Queue.Admin().Queues(c.ctx, tx)
 		for _, q := range qs {
 			if q.Name == name {
 				known, paused = true, q.PausedAt != nil
@@ -103,13 +104,13 @@ func TestConsoleQueues(t *testing.T) {
 
 	msgID := uuid.New()
 	secretArgs := map[string]any{"tenant_id": c.tenant.ID, "message_id": msgID, "channel": "EMAIL", "to": "anna.secret@example.com", "body": "Your PIN is 4711"}
-	discarded := c.riverJob(app.QueueDispatchEmail, "dispatch", app.JobDiscarded, secretArgs,
+	discarded := c.riverJob(app.QueueDispatchEmail, "dispatch", appconsole.JobDiscarded, secretArgs,
 		"ses: throttled", "ses: throttled", "ses: throttled", "ses: throttled", "ses: 550 mailbox unavailable")
-	retryable := c.riverJob(app.QueueDispatchSMS, "dispatch", app.JobRetryable, map[string]any{"tenant_id": c.other.ID, "message_id": uuid.New()}, "sns: timeout after 10s")
-	completed := c.riverJob(app.QueueDispatchWhatsApp, "dispatch", app.JobCompleted, map[string]any{"tenant_id": c.tenant.ID, "message_id": uuid.New()})
-	c.riverJob(app.QueueDispatchWhatsApp, "dispatch", app.JobCompleted, map[string]any{"tenant_id": c.tenant.ID, "message_id": uuid.New()})
-	c.riverJob(app.QueueMaintenance, "retention", app.JobCancelled, map[string]any{})
-	running := c.riverJob(app.QueueDispatchWebhook, "dispatch", app.JobRunning, map[string]any{"tenant_id": c.tenant.ID, "message_id": uuid.New()})
+	retryable := c.riverJob(app.QueueDispatchSMS, "dispatch", appconsole.JobRetryable, map[string]any{"tenant_id": c.other.ID, "message_id": uuid.New()}, "sns: timeout after 10s")
+	completed := c.riverJob(app.QueueDispatchWhatsApp, "dispatch", appconsole.JobCompleted, map[string]any{"tenant_id": c.tenant.ID, "message_id": uuid.New()})
+	c.riverJob(app.QueueDispatchWhatsApp, "dispatch", appconsole.JobCompleted, map[string]any{"tenant_id": c.tenant.ID, "message_id": uuid.New()})
+	c.riverJob(app.QueueMaintenance, "retention", appconsole.JobCancelled, map[string]any{})
+	running := c.riverJob(app.QueueDispatchWebhook, "dispatch", appconsole.JobRunning, map[string]any{"tenant_id": c.tenant.ID, "message_id": uuid.New()})
 
 	ops := c.signIn(asOperator)
 	audits := func(action string) int {
@@ -118,10 +119,10 @@ func TestConsoleQueues(t *testing.T) {
 
 	t.Run("CountsMatchRiver", func(t *testing.T) {
 		doc := ops.page("/queues")
-		for _, q := range app.HeraldQueues {
+		for _, q := range appconsole.HeraldQueues {
 			row := doc.Find(fmt.Sprintf(`table.queues tr[data-queue=%q]`, q))
 			require.Equal(t, 1, row.Length(), q)
-			for _, st := range app.JobStates {
+			for _, st := range appconsole.JobStates {
 				want := c.count(`SELECT count(*) FROM river_job WHERE queue = $1 AND state = $2::river_job_state`, q, st)
 				require.Equal(t, strconv.Itoa(want), text(row.Find(fmt.Sprintf(`td[data-state=%q]`, st))), "%s %s", q, st)
 			}
@@ -205,7 +206,7 @@ func TestConsoleQueues(t *testing.T) {
 		require.Equal(t, "/queues/dispatch_email?state=discarded", resp.Header.Get("Location"))
 		doc = ops.follow(resp)
 		require.Contains(t, text(doc.Find(".flash-success")), fmt.Sprintf("Job %d (dispatch) will run again now.", discarded))
-		require.Equal(t, app.JobAvailable, c.jobState(discarded))
+		require.Equal(t, appconsole.JobAvailable, c.jobState(discarded))
 		require.Equal(t, 1, audits("job.retry"))
 		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'job.retry' AND target_id = $1
 			AND metadata->>'from_state' = 'discarded' AND metadata->>'to_state' = 'available'
@@ -216,8 +217,8 @@ func TestConsoleQueues(t *testing.T) {
 
 	t.Run("CancelScheduledJob", func(t *testing.T) {
 		var scheduled int64
-		require.NoError(t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
-			return tx.(*db.Tx).SQL().QueryRowContext(c.ctx, `SELECT id FROM river_job WHERE queue = 'route' AND state = 'scheduled'`).Scan(&scheduled)
+		require.NoError(t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(c.ctx, `SELECT id FROM river_job WHERE queue = 'route' AND state = 'scheduled'`).Scan(&scheduled)
 		}))
 		doc := ops.page("/queues/route?state=scheduled")
 		require.Equal(t, 1, doc.Find("table.jobs tbody tr").Length())
@@ -225,7 +226,7 @@ func TestConsoleQueues(t *testing.T) {
 		resp := ops.post(fmt.Sprintf("/queues/jobs/%d/cancel", scheduled), url.Values{"next": {"/queues/route?state=scheduled"}})
 		doc = ops.follow(resp)
 		require.Contains(t, text(doc.Find(".flash-success")), "is cancelled")
-		require.Equal(t, app.JobCancelled, c.jobState(scheduled))
+		require.Equal(t, appconsole.JobCancelled, c.jobState(scheduled))
 		require.Equal(t, "No scheduled jobs", text(doc.Find(".empty-title")))
 		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'job.cancel' AND target_id = $1 AND metadata->>'from_state' = 'scheduled' AND metadata->>'event_id' IS NOT NULL`,
 			strconv.FormatInt(scheduled, 10)))
@@ -235,7 +236,7 @@ func TestConsoleQueues(t *testing.T) {
 		ops.page("/queues/dispatch_webhook")
 		doc := ops.follow(ops.post(fmt.Sprintf("/queues/jobs/%d/cancel", running), url.Values{"next": {"/queues/dispatch_webhook"}}))
 		require.Contains(t, text(doc.Find(".flash-success")), "its worker was asked to stop")
-		require.Equal(t, app.JobRunning, c.jobState(running), "River cancels it when the worker stops")
+		require.Equal(t, appconsole.JobRunning, c.jobState(running), "River cancels it when the worker stops")
 	})
 
 	t.Run("RefusedActionsChangeNothing", func(t *testing.T) {
@@ -243,7 +244,7 @@ func TestConsoleQueues(t *testing.T) {
 		ops.page("/queues")
 		doc := ops.follow(ops.post(fmt.Sprintf("/queues/jobs/%d/cancel", completed), url.Values{"next": {"/queues"}}))
 		require.Contains(t, text(doc.Find(".flash-error")), fmt.Sprintf("Job %d is already completed; there is nothing to cancel.", completed))
-		require.Equal(t, app.JobCompleted, c.jobState(completed))
+		require.Equal(t, appconsole.JobCompleted, c.jobState(completed))
 
 		doc = ops.follow(ops.post(fmt.Sprintf("/queues/jobs/%d/retry", running), url.Values{"next": {"/queues"}}))
 		require.Contains(t, text(doc.Find(".flash-error")), "only jobs that are retryable, discarded, cancelled or completed can be retried")
@@ -310,7 +311,7 @@ func TestConsoleQueues(t *testing.T) {
 		}
 		_, paused := c.riverPaused(app.QueueRoute)
 		require.False(t, paused)
-		require.Equal(t, app.JobRetryable, c.jobState(retryable))
+		require.Equal(t, appconsole.JobRetryable, c.jobState(retryable))
 
 		doc := ops.page("/tenants")
 		require.Equal(t, "/queues", doc.Find(`.mainnav a:contains("Queues")`).AttrOr("href", ""))
@@ -332,9 +333,9 @@ func TestConsoleQueues_Pagination(t *testing.T) {
 	c := newConsole(t, pipelineOpts{noWorkers: true})
 	var ids []int64
 	for i := range 30 {
-		ids = append(ids, c.riverJob(app.QueueMaintenance, "retention", app.JobCompleted, map[string]any{"n": i}))
+		ids = append(ids, c.riverJob(app.QueueMaintenance, "retention", appconsole.JobCompleted, map[string]any{"n": i}))
 	}
-	c.riverJob(app.QueueMaintenance, "retention", app.JobDiscarded, map[string]any{}, "boom")
+	c.riverJob(app.QueueMaintenance, "retention", appconsole.JobDiscarded, map[string]any{}, "boom")
 	ops := c.signIn(asOperator)
 	shown := func(doc *goquery.Document) []int64 {
 		var out []int64

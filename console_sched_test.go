@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	appconsole "github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/db"
 )
 
@@ -45,7 +46,7 @@ type storedSchedule struct {
 func (c *console) schedule(id uuid.UUID) storedSchedule {
 	c.t.Helper()
 	var s storedSchedule
-	require.NoError(c.t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
+	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
 		e, err := tx.EventByID(c.ctx, c.tenant.ID, id, false)
 		if err != nil {
 			return err
@@ -59,7 +60,7 @@ func (c *console) schedule(id uuid.UUID) storedSchedule {
 // globexKey returns an API key of the other tenant.
 func (c *console) globexKey() string {
 	c.t.Helper()
-	_, key, err := c.svc.apiKeys.Create(c.ctx, app.CLIActor, c.other.ID, "globex system")
+	_, key, err := c.svc.APIKeys.Create(c.ctx, app.CLIActor, c.other.ID, "globex system")
 	require.NoError(c.t, err)
 	return key
 }
@@ -442,16 +443,16 @@ func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 
 // countingSchedules is the console's Schedules service over a pool of its
 // own that counts every statement (BEGIN, the tenant scope and COMMIT too).
-func (c *console) countingSchedules() (*app.Schedules, *queryCounter) {
+func (c *console) countingSchedules() (*appconsole.Schedules, *queryCounter) {
 	c.t.Helper()
 	counter := &queryCounter{}
-	cfg := c.svc.db.Pool.Config()
+	cfg := c.svc.DB.Pool.Config()
 	cfg.ConnConfig.Tracer = counter
 	pool, err := pgxpool.NewWithConfig(c.ctx, cfg)
 	require.NoError(c.t, err)
 	d := db.New(pool)
 	c.t.Cleanup(d.Close)
-	return &app.Schedules{Store: d.Store(), Intake: c.svc.intake, Router: c.svc.router, Now: time.Now}, counter
+	return &appconsole.Schedules{Store: db.Scope[appconsole.Tx](d.Store()), Intake: c.svc.Intake, Router: c.svc.Router, Now: time.Now}, counter
 }
 
 // incidentFor is an INCIDENT_BROADCAST to three people.
@@ -477,7 +478,7 @@ func TestConsoleApprovals_QueryCount(t *testing.T) {
 	manager := c.users[asManager]
 
 	counter.n.Store(0)
-	previews, more, err := schedules.Pending(c.ctx, manager, c.tenant.ID, app.PageRequest{Limit: 11}, 3)
+	previews, more, err := schedules.Pending(c.ctx, manager, c.tenant.ID, appconsole.PageRequest{Limit: 11}, 3)
 	require.NoError(t, err)
 	require.False(t, more)
 	require.Len(t, previews, 10)

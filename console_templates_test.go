@@ -21,8 +21,8 @@ import (
 func (c *console) templateID(tenantID uuid.UUID, event string, ch app.Channel, locale string) uuid.UUID {
 	c.t.Helper()
 	var id uuid.UUID
-	require.NoError(c.t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
-		return tx.(*db.Tx).SQL().QueryRowContext(c.ctx,
+	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(c.ctx,
 			`SELECT id FROM templates WHERE tenant_id = $1 AND trigger_event = $2 AND channel = $3 AND locale = $4`,
 			tenantID, event, ch, locale).Scan(&id)
 	}))
@@ -32,8 +32,8 @@ func (c *console) templateID(tenantID uuid.UUID, event string, ch app.Channel, l
 // templateText returns a template's version, subject and body as stored.
 func (c *console) templateText(id uuid.UUID) (version int, subject, body string) {
 	c.t.Helper()
-	require.NoError(c.t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
-		return tx.(*db.Tx).SQL().QueryRowContext(c.ctx, `SELECT version, subject, body FROM templates WHERE id = $1`, id).
+	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(c.ctx, `SELECT version, subject, body FROM templates WHERE id = $1`, id).
 			Scan(&version, &subject, &body)
 	}))
 	return version, subject, body
@@ -221,11 +221,11 @@ func TestConsoleTemplates_Create(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		id := c.templateID(c.tenant.ID, "SERVICE_LEG_STARTED", app.WhatsApp, "nl")
 		var spec string
-		require.NoError(t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
-			return tx.(*db.Tx).SQL().QueryRowContext(c.ctx, `SELECT whatsapp_template::text FROM templates WHERE id = $1`, id).Scan(&spec)
+		require.NoError(t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(c.ctx, `SELECT whatsapp_template::text FROM templates WHERE id = $1`, id).Scan(&spec)
 		}))
 		require.JSONEq(t, `{"name":"leg_started","language":"nl","parameters":["passenger_name","boarding_point_name"]}`, spec)
-		tp, err := c.svc.templates.Get(c.ctx, c.users[asManager], c.tenant.ID, id)
+		tp, err := c.svc.Console.Templates.Get(c.ctx, c.users[asManager], c.tenant.ID, id)
 		require.NoError(t, err)
 		got, err := tp.Spec()
 		require.NoError(t, err)
@@ -616,9 +616,9 @@ func TestConsoleTemplates_Access(t *testing.T) {
 		require.Equal(t, 1, c.count(`SELECT count(*) FROM templates WHERE id = $1 AND is_active`, acmeID))
 
 		// The service refuses too, whatever route calls it.
-		_, err := c.svc.templates.SetActive(c.ctx, c.users[asSupport], c.tenant.ID, acmeID, false)
+		_, err := c.svc.Console.Templates.SetActive(c.ctx, c.users[asSupport], c.tenant.ID, acmeID, false)
 		require.Equal(t, app.EFORBIDDEN, app.ErrorCode(err))
-		_, _, err = c.svc.templates.Edit(c.ctx, c.users[asSupport], c.tenant.ID, acmeID, 0, app.TemplateInput{Subject: "x", Body: "x"})
+		_, _, err = c.svc.Console.Templates.Edit(c.ctx, c.users[asSupport], c.tenant.ID, acmeID, 0, app.TemplateInput{Subject: "x", Body: "x"})
 		require.Equal(t, app.EFORBIDDEN, app.ErrorCode(err))
 	})
 
@@ -782,7 +782,7 @@ func TestConsoleTemplates_ConcurrentSaves(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _, errs[i] = c.svc.templates.Save(c.ctx, app.CLIActor, c.tenant.ID, id, app.TemplateInput{Body: fmt.Sprintf("Save %d.", i), IsActive: true})
+				_, _, errs[i] = c.svc.Templates.Save(c.ctx, app.CLIActor, c.tenant.ID, id, app.TemplateInput{Body: fmt.Sprintf("Save %d.", i), IsActive: true})
 			}()
 		}
 		wg.Wait()

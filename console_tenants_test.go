@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db"
 )
 
 // fieldError returns the error shown under the form control sel.
@@ -24,7 +25,7 @@ func fieldError(doc *goquery.Document, sel string) string {
 func (c *console) tenantIDBySlug(slug string) uuid.UUID {
 	c.t.Helper()
 	var id uuid.UUID
-	require.NoError(c.t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
+	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
 		t, err := tx.TenantBySlug(c.ctx, slug)
 		if err == nil {
 			id = t.ID
@@ -183,7 +184,7 @@ func TestConsoleTenants_Create(t *testing.T) {
 		require.Equal(t, "Initech Reisen", text(doc.Find("h1")))
 
 		var tn app.Tenant
-		require.NoError(t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
+		require.NoError(t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
 			got, err := tx.TenantByID(c.ctx, id)
 			if err == nil {
 				tn = *got
@@ -304,7 +305,7 @@ func TestConsoleTenants_PlanAndSuspension(t *testing.T) {
 		require.Equal(t, "tenant_suspended", apiErr.Error.Code)
 		require.Equal(t, events, c.count(`SELECT count(*) FROM events WHERE tenant_id = $1`, c.tenant.ID))
 		// Other tenants are not affected.
-		_, globexKey, err := c.svc.apiKeys.Create(c.ctx, app.CLIActor, c.other.ID, "globex system")
+		_, globexKey, err := c.svc.APIKeys.Create(c.ctx, app.CLIActor, c.other.ID, "globex system")
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, c.requestWithKey(globexKey, http.MethodGet, "/api/v1/tenant", nil, nil))
 
@@ -528,7 +529,7 @@ func TestConsoleTenants_APIKeys(t *testing.T) {
 	})
 
 	t.Run("AnotherTenantsKey", func(t *testing.T) {
-		k, globexSecret, err := c.svc.apiKeys.Create(c.ctx, app.CLIActor, c.other.ID, "globex system")
+		k, globexSecret, err := c.svc.APIKeys.Create(c.ctx, app.CLIActor, c.other.ID, "globex system")
 		require.NoError(t, err)
 		manager.page("/t/acme/api-keys")
 		resp := manager.post("/t/acme/api-keys/"+k.ID.String()+"/revoke", nil)

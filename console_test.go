@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	appconsole "github.com/heraldhq/herald/app/console"
 )
 
 // console is Herald with the console's cast: an operator, a manager and a
@@ -49,7 +50,7 @@ func newConsole(t *testing.T, opts pipelineOpts) *console {
 	p := newPipeline(t, opts)
 	c := &console{pipeline: p, users: map[string]*app.User{}}
 	var err error
-	c.other, err = p.svc.tenants.Create(p.ctx, app.CLIActor, app.TenantInput{Slug: "globex", Name: "Globex Travel"})
+	c.other, err = p.svc.Tenants.Create(p.ctx, app.CLIActor, app.TenantInput{Slug: "globex", Name: "Globex Travel"})
 	require.NoError(t, err)
 	for name, in := range map[string]app.UserInput{
 		asOperator:     {Email: "ops@herald.test", Role: app.RoleOperator},
@@ -58,7 +59,7 @@ func newConsole(t *testing.T, opts pipelineOpts) *console {
 		asOtherManager: {Email: "manager@globex.test", Role: app.RoleManager, TenantSlug: "globex"},
 	} {
 		in.Password, in.Name = consolePassword, name
-		c.users[name], err = p.svc.users.Create(p.ctx, app.CLIActor, in)
+		c.users[name], err = p.svc.Users.Create(p.ctx, app.CLIActor, in)
 		require.NoError(t, err)
 	}
 	return c
@@ -310,7 +311,7 @@ func TestConsole_SignIn(t *testing.T) {
 	})
 
 	t.Run("DisabledUserCannotSignIn", func(t *testing.T) {
-		u, err := c.svc.users.Create(c.ctx, app.CLIActor, app.UserInput{Email: "gone@acme.test", Password: consolePassword, Role: app.RoleSupport, TenantSlug: "acme"})
+		u, err := c.svc.Users.Create(c.ctx, app.CLIActor, app.UserInput{Email: "gone@acme.test", Password: consolePassword, Role: app.RoleSupport, TenantSlug: "acme"})
 		require.NoError(t, err)
 		c.exec(`UPDATE users SET disabled_at = now() WHERE id = $1`, u.ID)
 		require.Equal(t, http.StatusUnauthorized, c.anonymous().login("gone@acme.test", consolePassword).StatusCode)
@@ -566,7 +567,7 @@ func TestConsole_SessionRevocation(t *testing.T) {
 
 		// Within the lifetime the session works, and renewing it keeps the
 		// time of sign-in and never reaches past the lifetime.
-		authTime := time.Now().Add(-app.SessionMaxAge + 4*time.Hour).Truncate(time.Second)
+		authTime := time.Now().Add(-appconsole.SessionMaxAge + 4*time.Hour).Truncate(time.Second)
 		s = c.anonymous()
 		s.cookies["herald_session"] = sessionToken(authTime, time.Now().Add(time.Hour), true)
 		s.page("/t/acme/")
@@ -575,7 +576,7 @@ func TestConsole_SessionRevocation(t *testing.T) {
 		_, err := jwt.ParseWithClaims(renewed, &claims, func(*jwt.Token) (any, error) { return c.cfg.SessionKey, nil })
 		require.NoError(t, err)
 		require.EqualValues(t, authTime.Unix(), claims["auth_time"])
-		require.EqualValues(t, authTime.Add(app.SessionMaxAge).Unix(), claims["exp"])
+		require.EqualValues(t, authTime.Add(appconsole.SessionMaxAge).Unix(), claims["exp"])
 		require.Equal(t, "hand-made-session", claims["jti"])
 
 		// A fresh sign-in carries its time of sign-in.
@@ -602,7 +603,7 @@ func TestConsole_SessionRevocation(t *testing.T) {
 		doc, code := change(consolePassword, "another new secreT")
 		require.Equal(t, http.StatusUnprocessableEntity, code)
 		require.Equal(t, "The two new passwords differ.", text(doc.Find(`input[name=confirm] ~ .field-error`)))
-		for i := range app.LoginAccountFailures {
+		for i := range appconsole.LoginAccountFailures {
 			doc, code = change("guess again", "another new secret")
 			require.Equal(t, http.StatusUnprocessableEntity, code, "guess %d", i+1)
 			require.Equal(t, "The current password is wrong.", text(doc.Find(`input[name=current] ~ .field-error`)))

@@ -12,14 +12,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db"
 )
 
 // userIDByEmail reads a user's id from the database.
 func (c *console) userIDByEmail(email string) uuid.UUID {
 	c.t.Helper()
 	var id uuid.UUID
-	require.NoError(c.t, c.svc.store.InPlatform(c.ctx, func(tx app.Tx) error {
+	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
 		u, err := tx.UserByEmail(c.ctx, email)
 		if err == nil {
 			id = u.ID

@@ -20,8 +20,8 @@ import (
 // setAccountConfig merges settings into the tenant's ACTIVE account of a channel.
 func setAccountConfig(t *testing.T, p *pipeline, tenantID uuid.UUID, ch app.Channel, settings string) {
 	t.Helper()
-	require.NoError(t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
-		_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, `
+	require.NoError(t, p.svc.Store.InPlatform(p.ctx, func(tx *db.Tx) error {
+		_, err := tx.SQL().ExecContext(p.ctx, `
 			UPDATE channel_accounts SET config = config || $3::jsonb
 			WHERE tenant_id = $1 AND channel = $2 AND status = 'ACTIVE'`, tenantID, ch, settings)
 		return err
@@ -31,8 +31,8 @@ func setAccountConfig(t *testing.T, p *pipeline, tenantID uuid.UUID, ch app.Chan
 func (p *pipeline) sentTimes(tenantID uuid.UUID) []time.Time {
 	p.t.Helper()
 	var ts []time.Time
-	require.NoError(p.t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
-		rows, err := tx.(*db.Tx).SQL().QueryContext(p.ctx, `SELECT sent_at FROM messages WHERE tenant_id = $1 AND sent_at IS NOT NULL`, tenantID)
+	require.NoError(p.t, p.svc.Store.InPlatform(p.ctx, func(tx *db.Tx) error {
+		rows, err := tx.SQL().QueryContext(p.ctx, `SELECT sent_at FROM messages WHERE tenant_id = $1 AND sent_at IS NOT NULL`, tenantID)
 		if err != nil {
 			return err
 		}
@@ -93,9 +93,9 @@ func TestRateLimit_Fairness(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond) // the backlog is being worked and snoozed
 
-	other, err := p.svc.tenants.Create(p.ctx, app.CLIActor, app.TenantInput{Slug: "quiet", Name: "Quiet Tours", Plan: app.PlanPro})
+	other, err := p.svc.Tenants.Create(p.ctx, app.CLIActor, app.TenantInput{Slug: "quiet", Name: "Quiet Tours", Plan: app.PlanPro})
 	require.NoError(t, err)
-	_, key, err := p.svc.apiKeys.Create(p.ctx, app.CLIActor, other.ID, "k")
+	_, key, err := p.svc.APIKeys.Create(p.ctx, app.CLIActor, other.ID, "k")
 	require.NoError(t, err)
 	var res struct{ ID uuid.UUID }
 	start := time.Now()
@@ -131,8 +131,8 @@ func TestBreaker_OpensOnStormAndRecovers(t *testing.T) {
 		"HERALD_BREAKER_THRESHOLD": "3", "HERALD_BREAKER_OPEN_FOR": "500ms", "HERALD_META_BASE_URL": graph.URL,
 	}})
 	sb := activeAccount(t, p, app.WhatsApp)
-	require.NoError(t, p.svc.accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, sb.ID, app.AccountDisabled, ""))
-	acct, err := p.svc.accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
+	require.NoError(t, p.svc.Accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, sb.ID, app.AccountDisabled, ""))
+	acct, err := p.svc.Accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
 		Channel: app.WhatsApp, Provider: "meta", Name: "Acme WhatsApp", Activate: true,
 		Config: app.Attrs{"phone_number_id": "1234567890"}, Secrets: map[string]string{"access_token": "t", "app_secret": "s"},
 	})
@@ -144,7 +144,7 @@ func TestBreaker_OpensOnStormAndRecovers(t *testing.T) {
 		ids[i] = p.submit(withRecipient(fmt.Sprintf("storm-%d", i), fmt.Sprintf("BK-S%d", i),
 			map[string]any{"name": "A", "phone": fmt.Sprintf("+49151234560%02d", 10+i)}, "WHATSAPP"))
 	}
-	require.Eventually(t, func() bool { return p.svc.breakers.State(acct.ID) != app.BreakerClosed }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return p.svc.Breakers.State(acct.ID) != app.BreakerClosed }, 10*time.Second, 10*time.Millisecond,
 		"the breaker opens on the storm")
 	callsWhileOpen := calls.Load()
 	time.Sleep(2 * time.Second) // an outage of a few breaker periods
@@ -155,7 +155,7 @@ func TestBreaker_OpensOnStormAndRecovers(t *testing.T) {
 	for _, id := range ids {
 		p.waitMessages(id, "sent after recovery", allStatus(app.MessageSent))
 	}
-	require.Equal(t, app.BreakerClosed, p.svc.breakers.State(acct.ID))
+	require.Equal(t, app.BreakerClosed, p.svc.Breakers.State(acct.ID))
 	require.Zero(t, p.count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND state = 'discarded'`), "no job was discarded")
 	require.Eventually(t, func() bool {
 		return p.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.breaker' AND metadata->>'to' = 'open'`) >= 1 &&

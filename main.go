@@ -25,21 +25,12 @@ import (
 	_ "time/tzdata" // time zones must resolve in a static binary without /usr/share/zoneinfo
 
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/riverqueue/river"
 
 	"github.com/heraldhq/herald/app"
-	"github.com/heraldhq/herald/app/provider"
-	"github.com/heraldhq/herald/app/provider/awsnotify"
-	"github.com/heraldhq/herald/app/provider/meta"
-	"github.com/heraldhq/herald/app/provider/sandbox"
-	"github.com/heraldhq/herald/app/provider/ses"
-	"github.com/heraldhq/herald/app/provider/sns"
-	"github.com/heraldhq/herald/app/provider/webhook"
+	"github.com/heraldhq/herald/app/wire"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/jobs"
-	"github.com/heraldhq/herald/web"
 	"github.com/heraldhq/herald/web/bench"
 )
 
@@ -192,101 +183,22 @@ func newLogger(cfg app.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// services is every app service, wired to one database.
-type services struct {
-	db          *db.DB
-	store       app.Store
-	queue       *jobs.Queue
-	tenants     *app.Tenants
-	users       *app.Users
-	apiKeys     *app.APIKeys
-	accounts    *app.Accounts
-	templates   *app.Templates
-	intake      *app.Intake
-	router      *app.Router
-	dispatcher  *app.Dispatcher
-	receipts    *app.Receipts
-	messages    *app.Messages
-	maintenance *app.Maintenance
-	audit       *app.Audit
-	health      *app.Health
-	registry    *prometheus.Registry
-	breakers    *app.Breakers
-}
-
-func connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string) (*services, error) {
-	d, err := db.Open(ctx, cfg.DatabaseURL, db.Options{ApplicationName: role, MaxConns: cfg.DBMaxConns})
-	if err != nil {
-		if cfg.DatabaseURL == app.DefaultDatabaseURL {
-			err = fmt.Errorf("%w\n(DATABASE_URL is unset, so Herald uses the project's own cluster: start it with `go tool task db`)", err)
-		}
-		return nil, err
-	}
-	inserter, err := jobs.NewInserter(d.SQL.DB)
-	if err != nil {
-		d.Close()
-		return nil, err
-	}
-	sealer, err := app.NewSealer(cfg.SecretKeyID, cfg.SecretKey, cfg.OldSecretKeys)
-	if err != nil {
-		d.Close()
-		return nil, fmt.Errorf("HERALD_SECRET_KEY: %w", err)
-	}
-	store, queue, now := d.Store(), jobs.NewQueue(inserter), time.Now
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), db.NewPoolCollector(d))
-	metrics := jobs.NewMetrics(reg)
-	s := &services{db: d, store: store, queue: queue, registry: reg}
-	s.accounts = &app.Accounts{Store: store, Sealer: sealer, Now: now}
-	provisioner := &app.Provisioner{Accounts: s.accounts, Now: now}
-	s.tenants = &app.Tenants{Store: store, Now: now, Provision: provisioner.Provision}
-	s.users = &app.Users{Store: store, Now: now}
-	s.apiKeys = &app.APIKeys{Store: store, Lookup: store, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
-	s.templates = &app.Templates{Store: store, Now: now}
-	s.intake = &app.Intake{Store: store, Queue: queue, Now: now}
-	s.router = &app.Router{Store: store, Queue: queue, Now: now, Log: log}
-	s.receipts = &app.Receipts{Store: store, Metrics: metrics, Now: now, Log: log}
-	s.breakers = &app.Breakers{
-		Threshold: cfg.BreakerThreshold, Window: cfg.BreakerWindow, OpenFor: cfg.BreakerOpenFor,
-		Store: store, Metrics: metrics, Log: log, Now: now,
-	}
-	s.dispatcher = &app.Dispatcher{
-		Store: store, Queue: queue, Router: s.router, Accounts: s.accounts, Now: now, Log: log,
-		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.breakers, Metrics: metrics,
-		Providers: provider.Set{
-			"meta":    &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log},
-			"webhook": &webhook.Provider{AllowHTTP: cfg.Dev()},
-			"ses":     &ses.Provider{Log: log},
-			"sns":     &sns.Provider{Log: log},
-			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
-				_, err := s.receipts.Apply(ctx, r)
-				return err
-			}},
-		},
-	}
-	s.messages = &app.Messages{Store: store, Queue: queue, Router: s.router, Now: now}
-	s.maintenance = &app.Maintenance{Store: store, Queue: queue, Now: now, Log: log}
-	s.audit = &app.Audit{Store: store, Log: log}
-	s.health = &app.Health{Probe: d, Now: now}
-	return s, nil
-}
-
 // serve runs the web server, the workers, or both, until ctx ends; then it
 // stops taking requests, lets running jobs finish within the shutdown
 // timeout, and closes the pool.
 func serve(ctx context.Context, cfg app.Config, log *slog.Logger, role string) error {
-	svc, err := connect(ctx, cfg, log, role)
+	svc, err := wire.Connect(ctx, cfg, log, role)
 	if err != nil {
 		return err
 	}
-	defer svc.db.Close()
-	if pending, err := db.Pending(ctx, svc.db.SQL.DB); err != nil {
+	defer svc.Close()
+	if pending, err := db.Pending(ctx, svc.DB.SQL.DB); err != nil {
 		return fmt.Errorf("check migrations: %w", err)
 	} else if pending {
 		return errors.New("the database schema is not up to date: run `herald migrate` first")
 	}
 	if cfg.AdminEmail != "" {
-		if created, err := svc.users.EnsureOperator(ctx, app.SystemActor, cfg.AdminEmail, cfg.AdminPassword); err != nil {
+		if created, err := svc.Users.EnsureOperator(ctx, app.SystemActor, cfg.AdminEmail, cfg.AdminPassword); err != nil {
 			return fmt.Errorf("HERALD_ADMIN_EMAIL: create operator admin: %w", err)
 		} else if created {
 			log.Info("created operator admin", "email", cfg.AdminEmail)
@@ -308,7 +220,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, role string) e
 
 	var worker *river.Client[pgx.Tx]
 	if role != "web" {
-		if worker, err = startWorkers(ctx, svc, jobs.Config{Workers: cfg.Workers, Periodic: jobs.PeriodicJobs(), Logger: log}); err != nil {
+		if worker, err = svc.StartWorkers(ctx, jobs.Config{Workers: cfg.Workers, Periodic: jobs.PeriodicJobs(), Logger: log}); err != nil {
 			return err
 		}
 		log.Info("workers started", "queues", cfg.Workers)
@@ -317,8 +229,7 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, role string) e
 	errc := make(chan error, 1)
 	var srv interface{ ShutdownWithContext(context.Context) error }
 	if role != "worker" {
-		s := newWebServer(cfg, log, svc)
-		fa := s.App()
+		fa := svc.Web(version).App()
 		ln, err := net.Listen("tcp", cfg.Addr)
 		if err != nil {
 			return fmt.Errorf("HERALD_ADDR %s: %w", cfg.Addr, err)
@@ -346,57 +257,6 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, role string) e
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// startWorkers starts a River client working every Herald queue.
-func startWorkers(ctx context.Context, svc *services, jc jobs.Config) (*river.Client[pgx.Tx], error) {
-	workers := jobs.Workers(jobs.Deps{
-		Audit: svc.audit, Router: svc.router, Dispatcher: svc.dispatcher, Maintenance: svc.maintenance, SQL: svc.db.SQL.DB,
-	})
-	client, err := jobs.NewWorkerClient(svc.db.Pool, workers, jc)
-	if err != nil {
-		return nil, err
-	}
-	if err := client.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start workers: %w", err)
-	}
-	return client, nil
-}
-
-// newWebServer returns the HTTP server over the services.
-func newWebServer(cfg app.Config, log *slog.Logger, svc *services) *web.Server {
-	s := &web.Server{
-		Config: cfg, Log: log, Health: svc.health, APIKeys: svc.apiKeys, Tenants: svc.tenants,
-		Intake: svc.intake, Messages: svc.messages, Receipts: svc.receipts, SNSVerifier: &awsnotify.Verifier{},
-		Inbound: &app.Inbound{Store: svc.store, Now: time.Now}, Hooks: &app.Hooks{Store: svc.store, Accounts: svc.accounts},
-		Registry: svc.registry, Version: version,
-		Users:    svc.users,
-		Sessions: &app.Sessions{Store: svc.store, Users: svc.users, Now: time.Now},
-	}
-
-	// Dashboard and queues.
-	s.Dashboards = &app.Dashboards{Store: svc.store, Quotas: cfg.Quotas, Now: time.Now}
-	s.Queues = &app.Queues{Store: svc.store, Admin: svc.queue.Admin(), Now: time.Now}
-
-	// Channel accounts.
-	s.ChannelAccounts = &app.ChannelAccounts{
-		Store: svc.store, Accounts: svc.accounts, Queue: svc.queue, Now: time.Now,
-		CheckWebhookURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
-	}
-
-	// Templates.
-	s.Templates = svc.templates
-
-	// Booking panel and messages.
-	s.MessageConsole = &app.MessageConsole{Store: svc.store, Queue: svc.queue, Router: svc.router, Messages: svc.messages, Now: time.Now}
-
-	// Scheduled notifications, approvals and the audit log.
-	s.Schedules = &app.Schedules{Store: svc.store, Intake: svc.intake, Router: svc.router, Now: time.Now}
-	s.AuditLog = &app.AuditLog{Store: svc.store, Audit: svc.audit, Now: time.Now}
-
-	// Tenants, settings, users and API keys.
-
-	return s
 }
 
 func migrate(ctx context.Context, cfg app.Config, log *slog.Logger, stdout io.Writer) error {
@@ -448,7 +308,7 @@ func admin(ctx context.Context, cfg app.Config, log *slog.Logger, args []string,
 	sub, args := args[0], args[1:]
 	fs := newFlags("admin "+sub, stderr)
 	var parse func() error
-	var do func(*services) error
+	var do func(*wire.Services) error
 
 	switch sub {
 	case "create-tenant":
@@ -459,8 +319,8 @@ func admin(ctx context.Context, cfg app.Config, log *slog.Logger, args []string,
 		fs.StringVar(&in.DefaultLocale, "locale", "de-DE", "default locale of the tenant's passengers")
 		fs.StringVar(&in.Timezone, "timezone", "Europe/Berlin", "IANA time zone the console shows times in")
 		parse = func() error { return parseFlags(fs, args, "slug", "name") }
-		do = func(svc *services) error {
-			t, err := svc.tenants.Create(ctx, app.CLIActor, in)
+		do = func(svc *wire.Services) error {
+			t, err := svc.Tenants.Create(ctx, app.CLIActor, in)
 			if err != nil {
 				return err
 			}
@@ -475,8 +335,8 @@ func admin(ctx context.Context, cfg app.Config, log *slog.Logger, args []string,
 		fs.StringVar(&in.TenantSlug, "tenant", "", "tenant slug (managers and support staff)")
 		fs.StringVar(&in.Name, "name", "", "the person's name")
 		parse = func() error { return parseFlags(fs, args, "email", "password", "role") }
-		do = func(svc *services) error {
-			u, err := svc.users.Create(ctx, app.CLIActor, in)
+		do = func(svc *wire.Services) error {
+			u, err := svc.Users.Create(ctx, app.CLIActor, in)
 			if err != nil {
 				return err
 			}
@@ -488,12 +348,12 @@ func admin(ctx context.Context, cfg app.Config, log *slog.Logger, args []string,
 		fs.StringVar(&slug, "tenant", "", "tenant slug")
 		fs.StringVar(&name, "name", "", "what the key is for (e.g. booking-system)")
 		parse = func() error { return parseFlags(fs, args, "tenant", "name") }
-		do = func(svc *services) error {
-			t, err := svc.tenants.BySlug(ctx, slug)
+		do = func(svc *wire.Services) error {
+			t, err := svc.Tenants.BySlug(ctx, slug)
 			if err != nil {
 				return err
 			}
-			_, secret, err := svc.apiKeys.Create(ctx, app.CLIActor, t.ID, name)
+			_, secret, err := svc.APIKeys.Create(ctx, app.CLIActor, t.ID, name)
 			if err != nil {
 				return err
 			}
@@ -503,7 +363,7 @@ func admin(ctx context.Context, cfg app.Config, log *slog.Logger, args []string,
 		}
 	case "ensure-operator":
 		parse = func() error { return parseFlags(fs, args) }
-		do = func(svc *services) error { return ensureOperator(ctx, cfg, svc, getenv, stdout) }
+		do = func(svc *wire.Services) error { return ensureOperator(ctx, cfg, svc, getenv, stdout) }
 	default:
 		return usagef("admin: unknown subcommand %q (create-tenant, create-user, create-api-key, ensure-operator)", sub)
 	}
@@ -511,11 +371,11 @@ func admin(ctx context.Context, cfg app.Config, log *slog.Logger, args []string,
 	if err := parse(); err != nil {
 		return err
 	}
-	svc, err := connect(ctx, cfg, log, "admin")
+	svc, err := wire.Connect(ctx, cfg, log, "admin")
 	if err != nil {
 		return err
 	}
-	defer svc.db.Close()
+	defer svc.Close()
 	return describe(do(svc))
 }
 
@@ -534,9 +394,9 @@ func describe(err error) error {
 // ensureOperator creates the first operator admin: from HERALD_ADMIN_EMAIL
 // and HERALD_ADMIN_PASSWORD when set; in dev, when no operator exists, with
 // a generated password kept under the data directory and printed.
-func ensureOperator(ctx context.Context, cfg app.Config, svc *services, getenv func(string) string, stdout io.Writer) error {
+func ensureOperator(ctx context.Context, cfg app.Config, svc *wire.Services, getenv func(string) string, stdout io.Writer) error {
 	if cfg.AdminEmail != "" {
-		created, err := svc.users.EnsureOperator(ctx, app.CLIActor, cfg.AdminEmail, cfg.AdminPassword)
+		created, err := svc.Users.EnsureOperator(ctx, app.CLIActor, cfg.AdminEmail, cfg.AdminPassword)
 		if err != nil {
 			return err
 		}
@@ -548,7 +408,7 @@ func ensureOperator(ctx context.Context, cfg app.Config, svc *services, getenv f
 		return nil
 	}
 	credFile := filepath.Join(dataDir(getenv), "dev-admin.txt")
-	n, err := svc.users.CountOperators(ctx)
+	n, err := svc.Users.CountOperators(ctx)
 	if err != nil {
 		return err
 	}
@@ -564,7 +424,7 @@ func ensureOperator(ctx context.Context, cfg app.Config, svc *services, getenv f
 		return errors.New("no operator admin exists: set HERALD_ADMIN_EMAIL and HERALD_ADMIN_PASSWORD")
 	}
 	email, password := "admin@herald.local", strings.ToLower(rand.Text()[:16])
-	if _, err := svc.users.EnsureOperator(ctx, app.CLIActor, email, password); err != nil {
+	if _, err := svc.Users.EnsureOperator(ctx, app.CLIActor, email, password); err != nil {
 		return err
 	}
 	text := fmt.Sprintf("operator admin: %s  password: %s\n", email, password)
@@ -584,14 +444,14 @@ func demo(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	svc, err := connect(ctx, cfg, log, "demo")
+	svc, err := wire.Connect(ctx, cfg, log, "demo")
 	if err != nil {
 		return err
 	}
-	defer svc.db.Close()
+	defer svc.Close()
 
 	credFile := filepath.Join(dataDir(getenv), "demo.txt")
-	if _, err := svc.tenants.BySlug(ctx, "demo"); err == nil {
+	if _, err := svc.Tenants.BySlug(ctx, "demo"); err == nil {
 		if !*ifMissing {
 			return errors.New("the demo tenant exists already")
 		}
@@ -605,7 +465,7 @@ func demo(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, 
 		return err
 	}
 
-	t, err := svc.tenants.Create(ctx, app.CLIActor, app.TenantInput{Slug: "demo", Name: "Demo Tours", Plan: app.PlanPro})
+	t, err := svc.Tenants.Create(ctx, app.CLIActor, app.TenantInput{Slug: "demo", Name: "Demo Tours", Plan: app.PlanPro})
 	if err != nil {
 		return describe(err)
 	}
@@ -613,14 +473,14 @@ func demo(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, 
 	fmt.Fprintf(&b, "demo tenant: %s (%s)\n", t.Slug, t.ID)
 	for _, role := range []string{app.RoleManager, app.RoleSupport} {
 		email, password := role+"@demo.herald.local", strings.ToLower(rand.Text()[:16])
-		if _, err := svc.users.Create(ctx, app.CLIActor, app.UserInput{
+		if _, err := svc.Users.Create(ctx, app.CLIActor, app.UserInput{
 			Email: email, Name: "Demo " + role, Password: password, Role: role, TenantSlug: t.Slug,
 		}); err != nil {
 			return describe(err)
 		}
 		fmt.Fprintf(&b, "%s: %s  password: %s\n", role, email, password)
 	}
-	_, secret, err := svc.apiKeys.Create(ctx, app.CLIActor, t.ID, "demo")
+	_, secret, err := svc.APIKeys.Create(ctx, app.CLIActor, t.ID, "demo")
 	if err != nil {
 		return describe(err)
 	}

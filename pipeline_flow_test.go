@@ -61,14 +61,14 @@ func TestPipeline_Scheduling(t *testing.T) {
 		require.Equal(t, 2, e.Version)
 
 		// The job scheduled for the first time comes due: it must do nothing.
-		require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+		require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
 		after := p.event(id)
 		require.Equal(t, app.EventScheduled, after.Status)
 		require.Empty(t, after.Messages)
 		require.Equal(t, 2, p.count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1`, id.String()))
 
 		// The current version's job routes.
-		require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 2}))
+		require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 2}))
 		require.Equal(t, app.EventRouted, p.event(id).Status)
 
 		var res apiErr
@@ -86,7 +86,7 @@ func TestPipeline_Scheduling(t *testing.T) {
 		var e struct{ Status string }
 		require.Equal(t, http.StatusOK, p.request(http.MethodDelete, "/api/v1/notifications/"+id.String(), nil, &e))
 		require.Equal(t, app.EventCancelled, e.Status)
-		require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+		require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
 		require.Empty(t, p.event(id).Messages, "a cancelled event's job does nothing")
 		require.Equal(t, 1, p.count(`SELECT count(*) FROM audit_log WHERE action = 'notification.cancel' AND target_id = $1`, id.String()))
 	})
@@ -152,13 +152,13 @@ func TestPipeline_Routing(t *testing.T) {
 
 	t.Run("NoTemplatesFound", func(t *testing.T) {
 		// Deactivate every SMS template of the event, then ask for SMS only.
-		require.NoError(t, p.svc.store.InTenant(p.ctx, p.tenant.ID, func(tx app.Tx) error {
-			_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, `UPDATE templates SET is_active = false WHERE tenant_id = $1 AND trigger_event = 'BOOKING_CONFIRMED'`, p.tenant.ID)
+		require.NoError(t, p.svc.Store.InTenant(p.ctx, p.tenant.ID, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(p.ctx, `UPDATE templates SET is_active = false WHERE tenant_id = $1 AND trigger_event = 'BOOKING_CONFIRMED'`, p.tenant.ID)
 			return err
 		}))
 		t.Cleanup(func() {
-			_ = p.svc.store.InTenant(p.ctx, p.tenant.ID, func(tx app.Tx) error {
-				_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, `UPDATE templates SET is_active = true WHERE tenant_id = $1`, p.tenant.ID)
+			_ = p.svc.Store.InTenant(p.ctx, p.tenant.ID, func(tx *db.Tx) error {
+				_, err := tx.SQL().ExecContext(p.ctx, `UPDATE templates SET is_active = true WHERE tenant_id = $1`, p.tenant.ID)
 				return err
 			})
 		})
@@ -172,7 +172,7 @@ func TestPipeline_Routing(t *testing.T) {
 		other := newPipeline(t, pipelineOpts{})
 		for _, ch := range []app.Channel{app.Email, app.WhatsApp} {
 			acct := activeAccount(t, other, ch)
-			require.NoError(t, other.svc.accounts.SetStatus(other.ctx, app.CLIActor, other.tenant.ID, acct.ID, app.AccountDisabled, ""))
+			require.NoError(t, other.svc.Accounts.SetStatus(other.ctx, app.CLIActor, other.tenant.ID, acct.ID, app.AccountDisabled, ""))
 		}
 		id := other.submit(notification("noch-1", "BK-NC"))
 		m := onlyMessage(t, other.waitMessages(id, "one FAILED message", allStatus(app.MessageFailed)))
@@ -196,7 +196,7 @@ func TestPipeline_Routing(t *testing.T) {
 func activeAccount(t *testing.T, p *pipeline, ch app.Channel) *app.ChannelAccount {
 	t.Helper()
 	var a *app.ChannelAccount
-	require.NoError(t, p.svc.store.InTenant(p.ctx, p.tenant.ID, func(tx app.Tx) (err error) {
+	require.NoError(t, p.svc.Store.InTenant(p.ctx, p.tenant.ID, func(tx *db.Tx) (err error) {
 		a, err = tx.ActiveAccount(p.ctx, p.tenant.ID, ch)
 		return err
 	}))
@@ -279,17 +279,17 @@ func TestDispatcher_SuspendedAccount(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t, pipelineOpts{noWorkers: true})
 	id := p.submit(withRecipient("susp-1", "BK-SU", map[string]any{"name": "A", "email": "a@example.com"}, "EMAIL"))
-	require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+	require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
 	m := onlyMessage(t, p.event(id).Messages)
 	require.Equal(t, app.MessageQueued, m.Status)
 
 	acct := activeAccount(t, p, app.Email)
-	err := p.svc.accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, acct.ID, app.AccountSuspended, "")
+	err := p.svc.Accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, acct.ID, app.AccountSuspended, "")
 	require.Equal(t, "reason", app.ErrorField(err), "suspending needs a reason")
-	require.NoError(t, p.svc.accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, acct.ID, app.AccountSuspended, "Billing problem at the provider"))
+	require.NoError(t, p.svc.Accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, acct.ID, app.AccountSuspended, "Billing problem at the provider"))
 
 	completed := false
-	out, err := p.svc.dispatcher.Dispatch(p.ctx, app.DispatchJob{TenantID: p.tenant.ID, MessageID: m.ID, Channel: app.Email}, 1, 5,
+	out, err := p.svc.Dispatcher.Dispatch(p.ctx, app.DispatchJob{TenantID: p.tenant.ID, MessageID: m.ID, Channel: app.Email}, 1, 5,
 		func(context.Context, app.Tx) error { completed = true; return nil })
 	require.NoError(t, err)
 	require.True(t, out.Done)
@@ -308,7 +308,7 @@ func TestReceipts(t *testing.T) {
 	m := onlyMessage(t, p.waitMessages(id, "sent", allStatus(app.MessageSent)))
 	ext := *m.ExternalMessageID
 	apply := func(receiptID, status string) string {
-		outcome, _ := p.svc.receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: ext, ReceiptID: receiptID, Status: status})
+		outcome, _ := p.svc.Receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: ext, ReceiptID: receiptID, Status: status})
 		return outcome
 	}
 	status := func() string { return onlyMessage(t, p.event(id).Messages).Status }
@@ -329,7 +329,7 @@ func TestReceipts(t *testing.T) {
 	}
 	require.Equal(t, 3, receiptsOnTimeline, "every new receipt is on the timeline, replays are not")
 
-	outcome, err := p.svc.receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: "sbx_nobody", Status: provider.StatusDelivered})
+	outcome, err := p.svc.Receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: "sbx_nobody", Status: provider.StatusDelivered})
 	require.Equal(t, app.ReceiptUnknown, outcome)
 	require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
 
@@ -346,27 +346,27 @@ func TestMaintenance(t *testing.T) {
 	p := newPipeline(t, pipelineOpts{noWorkers: true})
 	exec := func(q string, args ...any) {
 		t.Helper()
-		require.NoError(t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
-			_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, q, args...)
+		require.NoError(t, p.svc.Store.InPlatform(p.ctx, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(p.ctx, q, args...)
 			return err
 		}))
 	}
 
 	t.Run("RequeueStuck", func(t *testing.T) {
 		id := p.submit(withRecipient("st-1", "BK-ST", map[string]any{"name": "A", "email": "a@example.com"}, "EMAIL"))
-		require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+		require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
 		m := onlyMessage(t, p.event(id).Messages)
 		// The job is lost (an operator deleted it) and the message has waited.
 		exec(`DELETE FROM river_job WHERE kind = 'dispatch'`)
-		n, err := p.svc.maintenance.RequeueStuck(p.ctx)
+		n, err := p.svc.Maintenance.RequeueStuck(p.ctx)
 		require.NoError(t, err)
 		require.Zero(t, n, "a message queued a moment ago is not stuck yet")
 		exec(`UPDATE messages SET queued_at = now() - interval '10 minutes' WHERE id = $1`, m.ID)
-		n, err = p.svc.maintenance.RequeueStuck(p.ctx)
+		n, err = p.svc.Maintenance.RequeueStuck(p.ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		require.Equal(t, 1, p.count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1`, m.ID.String()))
-		n, err = p.svc.maintenance.RequeueStuck(p.ctx)
+		n, err = p.svc.Maintenance.RequeueStuck(p.ctx)
 		require.NoError(t, err)
 		require.Zero(t, n, "a message with a live job is left alone")
 	})
@@ -376,14 +376,14 @@ func TestMaintenance(t *testing.T) {
 		ids := map[string]uuid.UUID{}
 		for _, name := range []string{"old-done", "old-queued", "new-done"} {
 			id := p.submit(withRecipient("ret-"+name, "BK-"+name, map[string]any{"name": "A", "email": name + "@example.com"}, "EMAIL"))
-			require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+			require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
 			ids[name] = id
 		}
 		exec(`UPDATE messages SET status = 'DELIVERED' WHERE event_id IN ($1, $2)`, ids["old-done"], ids["new-done"])
 		exec(`UPDATE messages SET created_at = now() - interval '40 days' WHERE event_id IN ($1, $2)`, ids["old-done"], ids["old-queued"])
 		exec(`UPDATE events SET created_at = now() - interval '40 days' WHERE id IN ($1, $2)`, ids["old-done"], ids["old-queued"])
 
-		res, err := p.svc.maintenance.Prune(p.ctx)
+		res, err := p.svc.Maintenance.Prune(p.ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Messages)
 		require.Equal(t, 1, res.Events)
@@ -398,7 +398,7 @@ func TestPipeline_CancelRoutedCancelsQueuedMessages(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t, pipelineOpts{noWorkers: true})
 	id := p.submit(notification("cq-1", "BK-CQ"))
-	require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+	require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
 	require.Len(t, p.event(id).Messages, 2)
 
 	var e struct{ Status string }
@@ -411,7 +411,7 @@ func TestPipeline_CancelRoutedCancelsQueuedMessages(t *testing.T) {
 	}
 	// A dispatch job that runs afterwards finds nothing to send.
 	m := p.event(id).Messages[0]
-	out, err := p.svc.dispatcher.Dispatch(p.ctx, app.DispatchJob{TenantID: p.tenant.ID, MessageID: m.ID, Channel: m.Channel}, 1, 5,
+	out, err := p.svc.Dispatcher.Dispatch(p.ctx, app.DispatchJob{TenantID: p.tenant.ID, MessageID: m.ID, Channel: m.Channel}, 1, 5,
 		func(context.Context, app.Tx) error { return nil })
 	require.NoError(t, err)
 	require.True(t, out.Done)
@@ -422,12 +422,12 @@ func TestPipeline_OtherTenantMessages404(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t, pipelineOpts{noWorkers: true})
 	id := p.submit(notification("ot-1", "BK-OT"))
-	require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+	require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
 	m := p.event(id).Messages[0]
 
-	other, err := p.svc.tenants.Create(p.ctx, app.CLIActor, app.TenantInput{Slug: "intruder", Name: "Intruder"})
+	other, err := p.svc.Tenants.Create(p.ctx, app.CLIActor, app.TenantInput{Slug: "intruder", Name: "Intruder"})
 	require.NoError(t, err)
-	_, key, err := p.svc.apiKeys.Create(p.ctx, app.CLIActor, other.ID, "k")
+	_, key, err := p.svc.APIKeys.Create(p.ctx, app.CLIActor, other.ID, "k")
 	require.NoError(t, err)
 
 	var res apiErr
@@ -443,13 +443,13 @@ func TestTemplates_SaveKeepsHistory(t *testing.T) {
 	t.Parallel()
 	p := newPipeline(t, pipelineOpts{noWorkers: true})
 	var tmpl *app.Template
-	require.NoError(t, p.svc.store.InTenant(p.ctx, p.tenant.ID, func(tx app.Tx) (err error) {
+	require.NoError(t, p.svc.Store.InTenant(p.ctx, p.tenant.ID, func(tx *db.Tx) (err error) {
 		tmpl, err = tx.FindTemplate(p.ctx, p.tenant.ID, "BOOKING_CONFIRMED", app.Email, []string{"en"})
 		return err
 	}))
 	original := tmpl.Body
 
-	saved, warnings, err := p.svc.templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{
+	saved, warnings, err := p.svc.Templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{
 		Subject: "Booked: {{tour_name}}", Body: "<p>Hi {{passenger_name}}, see {{seat_number}}.</p>", IsActive: true,
 	})
 	require.NoError(t, err)
@@ -457,12 +457,12 @@ func TestTemplates_SaveKeepsHistory(t *testing.T) {
 	require.Equal(t, []string{"seat_number"}, warnings, "unknown placeholders are warnings, not errors")
 	require.Equal(t, 1, p.count(`SELECT count(*) FROM template_versions WHERE template_id = $1 AND version = 1 AND body = $2`, tmpl.ID, original))
 
-	_, _, err = p.svc.templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{Body: "<p>x</p>", IsActive: true})
+	_, _, err = p.svc.Templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{Body: "<p>x</p>", IsActive: true})
 	require.Equal(t, "subject", app.ErrorField(err), "e-mail templates need a subject")
 	require.Equal(t, 1, p.count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, tmpl.ID), "a refused save stores nothing")
 
 	id := p.submit(withRecipient("tpl-1", "BK-TPL", map[string]any{"name": "A", "email": "a@example.com", "locale": "en"}, "EMAIL"))
-	require.NoError(t, p.svc.router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+	require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
 	m := onlyMessage(t, p.event(id).Messages)
 	require.Equal(t, "Booked: Gardasee", m.Subject)
 	require.Equal(t, "<p>Hi Anna Schmidt, see .</p>", m.Body, "a missing variable renders empty")
@@ -499,15 +499,15 @@ func TestMaintenance_MarkStale(t *testing.T) {
 	id := p.submit(withRecipient("stale-1", "BK-STL", map[string]any{"name": "A", "email": "silent@example.com"}, "EMAIL"))
 	m := onlyMessage(t, p.waitMessages(id, "sent", allStatus(app.MessageSent)))
 
-	n, err := p.svc.maintenance.MarkStale(p.ctx)
+	n, err := p.svc.Maintenance.MarkStale(p.ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "a message sent a moment ago is not stale")
 
-	require.NoError(t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
-		_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, `UPDATE messages SET sent_at = now() - interval '25 hours' WHERE id = $1`, m.ID)
+	require.NoError(t, p.svc.Store.InPlatform(p.ctx, func(tx *db.Tx) error {
+		_, err := tx.SQL().ExecContext(p.ctx, `UPDATE messages SET sent_at = now() - interval '25 hours' WHERE id = $1`, m.ID)
 		return err
 	}))
-	n, err = p.svc.maintenance.MarkStale(p.ctx)
+	n, err = p.svc.Maintenance.MarkStale(p.ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	var got struct {
@@ -520,12 +520,12 @@ func TestMaintenance_MarkStale(t *testing.T) {
 	tl := p.timeline(m.ID)
 	require.Equal(t, true, tl[len(tl)-1].Detail["stale"])
 
-	n, err = p.svc.maintenance.MarkStale(p.ctx)
+	n, err = p.svc.Maintenance.MarkStale(p.ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "a stale message is flagged once")
 
 	// A late receipt still counts, and clears the flag.
-	_, err = p.svc.receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, Status: provider.StatusDelivered})
+	_, err = p.svc.Receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, Status: provider.StatusDelivered})
 	require.NoError(t, err)
 	got.StaleAt = nil
 	require.Equal(t, http.StatusOK, p.request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &got))

@@ -24,6 +24,7 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
 	"github.com/heraldhq/herald/app/provider/awsnotify/awsnotifytest"
+	"github.com/heraldhq/herald/app/wire"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/jobs"
@@ -35,7 +36,7 @@ import (
 type pipeline struct {
 	t      *testing.T
 	ctx    context.Context
-	svc    *services
+	svc    *wire.Services
 	http   *fiber.App
 	server *web.Server
 	worker *river.Client[pgx.Tx]
@@ -75,26 +76,26 @@ func newPipeline(t *testing.T, opts pipelineOpts) *pipeline {
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx := context.Background()
-	svc, err := connect(ctx, cfg, log, "test")
+	svc, err := wire.Connect(ctx, cfg, log, "test")
 	require.NoError(t, err)
-	t.Cleanup(svc.db.Close)
+	t.Cleanup(svc.Close)
 
 	p := &pipeline{t: t, ctx: ctx, svc: svc, cfg: cfg, log: log}
 	// Console users sign in in many tests; bcrypt's lowest cost keeps that fast.
-	svc.users.PasswordCost = 4
-	server := newWebServer(cfg, log, svc)
+	svc.Users.PasswordCost = 4
+	server := svc.Web(version)
 	p.server = server
 	if opts.sns != nil {
 		server.SNSVerifier = opts.sns.Verifier
 	}
 	p.http = server.App()
-	p.tenant, err = svc.tenants.Create(ctx, app.CLIActor, app.TenantInput{Slug: "acme", Name: "Acme Tours", Plan: app.PlanPro})
+	p.tenant, err = svc.Tenants.Create(ctx, app.CLIActor, app.TenantInput{Slug: "acme", Name: "Acme Tours", Plan: app.PlanPro})
 	require.NoError(t, err)
-	_, p.key, err = svc.apiKeys.Create(ctx, app.CLIActor, p.tenant.ID, "booking system")
+	_, p.key, err = svc.APIKeys.Create(ctx, app.CLIActor, p.tenant.ID, "booking system")
 	require.NoError(t, err)
 
 	for name, prov := range opts.providers {
-		svc.dispatcher.Providers[name] = prov
+		svc.Dispatcher.Providers[name] = prov
 	}
 	if !opts.noWorkers {
 		p.worker = p.startWorkers()
@@ -107,7 +108,7 @@ func newPipeline(t *testing.T, opts pipelineOpts) *pipeline {
 func (p *pipeline) startWorkers() *river.Client[pgx.Tx] {
 	p.t.Helper()
 	cfg, log := p.cfg, p.log
-	worker, err := startWorkers(p.ctx, p.svc, jobs.Config{
+	worker, err := p.svc.StartWorkers(p.ctx, jobs.Config{
 		Workers: cfg.Workers, Logger: log, FetchPollInterval: 100 * time.Millisecond,
 		BackoffFunc: func(int) time.Duration { return 20 * time.Millisecond },
 	})
@@ -244,8 +245,8 @@ func allStatus(status string) func([]*app.Message) bool {
 func (p *pipeline) count(query string, args ...any) int {
 	p.t.Helper()
 	var n int
-	require.NoError(p.t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
-		return tx.(*db.Tx).SQL().QueryRowContext(p.ctx, query, args...).Scan(&n)
+	require.NoError(p.t, p.svc.Store.InPlatform(p.ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(p.ctx, query, args...).Scan(&n)
 	}))
 	return n
 }
@@ -254,8 +255,8 @@ func (p *pipeline) count(query string, args ...any) int {
 // no service offers to set.
 func (p *pipeline) exec(query string, args ...any) {
 	p.t.Helper()
-	require.NoError(p.t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
-		_, err := tx.(*db.Tx).SQL().ExecContext(p.ctx, query, args...)
+	require.NoError(p.t, p.svc.Store.InPlatform(p.ctx, func(tx *db.Tx) error {
+		_, err := tx.SQL().ExecContext(p.ctx, query, args...)
 		return err
 	}))
 }
@@ -397,8 +398,8 @@ func TestPipeline_Intake(t *testing.T) {
 		body["context"].(map[string]any)["meta"] = map[string]any{"Authorization": "Bearer x", "ok": "keep"}
 		id := p.submit(body)
 		var stored string
-		require.NoError(t, p.svc.store.InPlatform(p.ctx, func(tx app.Tx) error {
-			return tx.(*db.Tx).SQL().QueryRowContext(p.ctx, `SELECT context::text FROM events WHERE id = $1`, id).Scan(&stored)
+		require.NoError(t, p.svc.Store.InPlatform(p.ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(p.ctx, `SELECT context::text FROM events WHERE id = $1`, id).Scan(&stored)
 		}))
 		require.NotContains(t, stored, "tok_live_123")
 		require.NotContains(t, stored, "Bearer x")
@@ -450,9 +451,9 @@ func TestPipeline_Intake(t *testing.T) {
 
 	t.Run("OtherTenantGets404", func(t *testing.T) {
 		id := p.submit(notification("mine-1", "BK-M"))
-		other, err := p.svc.tenants.Create(p.ctx, app.CLIActor, app.TenantInput{Slug: "other", Name: "Other"})
+		other, err := p.svc.Tenants.Create(p.ctx, app.CLIActor, app.TenantInput{Slug: "other", Name: "Other"})
 		require.NoError(t, err)
-		_, otherKey, err := p.svc.apiKeys.Create(p.ctx, app.CLIActor, other.ID, "k")
+		_, otherKey, err := p.svc.APIKeys.Create(p.ctx, app.CLIActor, other.ID, "k")
 		require.NoError(t, err)
 		for _, c := range []struct{ method, path string }{
 			{http.MethodGet, "/api/v1/notifications/" + id.String()},

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db"
 )
 
 // fakeMeta speaks the Graph API's send endpoint.
@@ -66,9 +67,9 @@ func TestWebhook_Meta(t *testing.T) {
 	fake := newFakeMeta(t)
 	p := newPipeline(t, pipelineOpts{env: map[string]string{"HERALD_META_BASE_URL": fake.URL}})
 	sb := activeAccount(t, p, app.WhatsApp)
-	require.NoError(t, p.svc.accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, sb.ID, app.AccountDisabled, ""))
+	require.NoError(t, p.svc.Accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, sb.ID, app.AccountDisabled, ""))
 	const appSecret = "meta-app-secret"
-	acct, err := p.svc.accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
+	acct, err := p.svc.Accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
 		Channel: app.WhatsApp, Provider: "meta", Name: "Acme WhatsApp", Activate: true,
 		Config:  app.Attrs{"phone_number_id": "1234567890", "waba_id": "WABA"},
 		Secrets: map[string]string{"access_token": "EAAG-test-token", "app_secret": appSecret},
@@ -144,11 +145,11 @@ func TestWebhook_Meta(t *testing.T) {
 
 	t.Run("TemplateSend", func(t *testing.T) {
 		var tmpl *app.Template
-		require.NoError(t, p.svc.store.InTenant(p.ctx, p.tenant.ID, func(tx app.Tx) (err error) {
+		require.NoError(t, p.svc.Store.InTenant(p.ctx, p.tenant.ID, func(tx *db.Tx) (err error) {
 			tmpl, err = tx.FindTemplate(p.ctx, p.tenant.ID, "BOOKING_CONFIRMED", app.WhatsApp, []string{"de-DE"})
 			return err
 		}))
-		_, _, err := p.svc.templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{
+		_, _, err := p.svc.Templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{
 			Body: tmpl.Body, IsActive: true,
 			WhatsAppTemplate: &app.WhatsAppTemplateSpec{Name: "booking_confirmed_v2", Language: "de", Parameters: []string{"passenger_name", "tour_name"}},
 		})

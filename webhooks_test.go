@@ -53,8 +53,8 @@ func fakeAWS(t *testing.T) *httptest.Server {
 func useProvider(t *testing.T, p *pipeline, ch app.Channel, providerName string) {
 	t.Helper()
 	sb := activeAccount(t, p, ch)
-	require.NoError(t, p.svc.accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, sb.ID, app.AccountDisabled, ""))
-	_, err := p.svc.accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
+	require.NoError(t, p.svc.Accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, sb.ID, app.AccountDisabled, ""))
+	_, err := p.svc.Accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
 		Channel: ch, Provider: providerName, Name: providerName + " account", Activate: true,
 		Config:  app.Attrs{"region": "eu-central-1", "sender_email": "bookings@acme.example"},
 		Secrets: map[string]string{"access_key_id": "AKIAHERALDTEST000001", "secret_access_key": "not-a-real-secret"},
@@ -281,7 +281,7 @@ func TestChannel_Webhook(t *testing.T) {
 	}))
 	t.Cleanup(receiver.Close)
 	p := newPipeline(t, pipelineOpts{providers: provider.Set{"webhook": &webhook.Provider{AllowHTTP: true, AllowPrivate: true}}})
-	_, err := p.svc.accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
+	_, err := p.svc.Accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
 		Channel: app.Webhook, Provider: "webhook", Name: "Booking system", Activate: true,
 		Config: app.Attrs{"url": receiver.URL + "/herald"}, Secrets: map[string]string{"signing_secret": secret},
 	})

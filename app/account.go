@@ -78,13 +78,13 @@ func (in *AccountInput) Validate() error {
 
 // Accounts manages channel accounts.
 type Accounts struct {
-	Store  Store
+	Store  Store[PipelineTx]
 	Sealer *Sealer
 	Now    Clock
 }
 
-// newAccount builds an account with sealed secrets and a fresh verify token.
-func (s *Accounts) newAccount(tenantID uuid.UUID, in AccountInput) (*ChannelAccount, error) {
+// NewAccount builds an account with sealed secrets and a fresh verify token.
+func (s *Accounts) NewAccount(tenantID uuid.UUID, in AccountInput) (*ChannelAccount, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -112,11 +112,11 @@ func (s *Accounts) newAccount(tenantID uuid.UUID, in AccountInput) (*ChannelAcco
 
 // Create stores a new channel account for the tenant.
 func (s *Accounts) Create(ctx context.Context, actor Actor, tenantID uuid.UUID, in AccountInput) (*ChannelAccount, error) {
-	a, err := s.newAccount(tenantID, in)
+	a, err := s.NewAccount(tenantID, in)
 	if err != nil {
 		return nil, err
 	}
-	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
 		if err := tx.CreateAccount(ctx, a); err != nil {
 			return err
 		}
@@ -142,7 +142,7 @@ func (s *Accounts) SetStatus(ctx context.Context, actor Actor, tenantID, account
 	default:
 		return FieldErrorf("status", "Status %q is not one of ACTIVE, SUSPENDED, DISABLED, PENDING.", status)
 	}
-	return s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	return s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
 		if err := tx.SetAccountStatus(ctx, tenantID, accountID, status, reason, s.Now()); err != nil {
 			return err
 		}

@@ -64,7 +64,7 @@ const apiKeyCacheMax = 10000
 
 // APIKeys creates, authenticates and revokes API keys.
 type APIKeys struct {
-	Store  Store
+	Store  Store[PipelineTx]
 	Lookup APIKeyLookup
 	Now    Clock
 	// CacheTTL is how long an authenticated key is trusted without asking
@@ -105,7 +105,7 @@ func (s *APIKeys) Create(ctx context.Context, actor Actor, tenantID uuid.UUID, n
 		CreatedBy: actor.ID,
 		CreatedAt: s.Now(),
 	}
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
 		if err := tx.CreateAPIKey(ctx, k); err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func (s *APIKeys) Authenticate(ctx context.Context, secret string) (*APIKey, err
 	}
 	touched := false
 	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > apiKeyTouchEvery {
-		err := s.Store.InTenant(ctx, k.TenantID, func(tx Tx) error { return tx.TouchAPIKey(ctx, k.TenantID, k.ID, now) })
+		err := s.Store.InTenant(ctx, k.TenantID, func(tx PipelineTx) error { return tx.TouchAPIKey(ctx, k.TenantID, k.ID, now) })
 		if ErrorCode(err) == ENOTFOUND {
 			return nil, denied
 		} else if err != nil {
@@ -232,16 +232,25 @@ func (s *APIKeys) ForgetTenant(tenantID uuid.UUID) {
 	}
 }
 
-// Revoke makes the key unusable from now on. Revoking twice is harmless.
-func (s *APIKeys) Revoke(ctx context.Context, actor Actor, tenantID, keyID uuid.UUID) error {
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
-		if err := tx.RevokeAPIKey(ctx, tenantID, keyID, s.Now()); err != nil {
+// Revoke makes the key unusable from now on and returns it. Revoking twice
+// is harmless and audited once. A key of another tenant is ENOTFOUND.
+func (s *APIKeys) Revoke(ctx context.Context, actor Actor, tenantID, keyID uuid.UUID) (*APIKey, error) {
+	var k *APIKey
+	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
+		var revoked bool
+		var err error
+		if k, revoked, err = tx.RevokeAPIKey(ctx, tenantID, keyID, s.Now()); err != nil || !revoked {
 			return err
 		}
-		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "api_key.revoke", "api_key", keyID.String(), nil))
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "api_key.revoke", "api_key", keyID.String(), map[string]any{
+			"name": k.Name, "prefix": k.Prefix,
+		}))
 	})
 	// After the commit, so that no lookup can cache the key from the row
 	// as it was before the revocation.
 	s.forget(keyID)
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
 }

@@ -48,18 +48,18 @@ func (d *keyDB) revokeElsewhere(id uuid.UUID, at time.Time) {
 // keyStore runs every transaction on a keyTx.
 type keyStore struct{ d *keyDB }
 
-func (s keyStore) InTenant(_ context.Context, _ uuid.UUID, fn func(app.Tx) error) error {
+func (s keyStore) InTenant(_ context.Context, _ uuid.UUID, fn func(app.PipelineTx) error) error {
 	return fn(keyTx{d: s.d})
 }
 
-func (s keyStore) InPlatform(_ context.Context, fn func(app.Tx) error) error {
+func (s keyStore) InPlatform(_ context.Context, fn func(app.PipelineTx) error) error {
 	return fn(keyTx{d: s.d})
 }
 
 // keyTx implements the Tx methods API keys use; any other call panics on
 // the nil embedded interface.
 type keyTx struct {
-	app.Tx
+	app.PipelineTx
 	d *keyDB
 }
 
@@ -75,9 +75,9 @@ func (t keyTx) TouchAPIKey(_ context.Context, _, id uuid.UUID, at time.Time) err
 	return nil
 }
 
-func (t keyTx) RevokeAPIKey(_ context.Context, _, id uuid.UUID, at time.Time) error {
+func (t keyTx) RevokeAPIKey(_ context.Context, _, id uuid.UUID, at time.Time) (*app.APIKey, bool, error) {
 	t.d.revokeElsewhere(id, at)
-	return nil
+	return &app.APIKey{ID: id, RevokedAt: &at}, true, nil
 }
 
 func (t keyTx) CreateAPIKey(_ context.Context, k *app.APIKey) error {
@@ -136,7 +136,8 @@ func TestAPIKeys_Authenticate(t *testing.T) {
 		b := setupAPIKeys(t, time.Minute)
 		_, err := b.keys.Authenticate(b.ctx, b.secret)
 		require.NoError(t, err)
-		require.NoError(t, b.keys.Revoke(b.ctx, app.CLIActor, b.key.TenantID, b.key.ID))
+		_, err = b.keys.Revoke(b.ctx, app.CLIActor, b.key.TenantID, b.key.ID)
+		require.NoError(t, err)
 		_, err = b.keys.Authenticate(b.ctx, b.secret)
 		require.Equal(t, app.EUNAUTHORIZED, app.ErrorCode(err), "the revoking process never answers from its cache")
 	})

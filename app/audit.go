@@ -73,7 +73,7 @@ type AuditBreak struct {
 
 // Audit checks the audit log.
 type Audit struct {
-	Store Store
+	Store Store[PipelineTx]
 	Log   *slog.Logger
 }
 
@@ -82,7 +82,7 @@ type Audit struct {
 // does not count as a break.
 func (a *Audit) Verify(ctx context.Context) ([]AuditBreak, error) {
 	var breaks []AuditBreak
-	err := a.Store.InPlatform(ctx, func(tx Tx) (err error) {
+	err := a.Store.InPlatform(ctx, func(tx PipelineTx) (err error) {
 		breaks, err = tx.VerifyAuditChains(ctx)
 		return err
 	})

@@ -30,7 +30,7 @@ type Breakers struct {
 	Threshold int
 	Window    time.Duration
 	OpenFor   time.Duration
-	Store     Store
+	Store     Store[PipelineTx]
 	Metrics   Metrics
 	Log       *slog.Logger
 	Now       Clock
@@ -115,7 +115,7 @@ func (b *Breakers) changed(tenantID, accountID uuid.UUID, providerName string, f
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err := b.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+		err := b.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
 			return tx.InsertAudit(ctx, SystemActor.Entry(&tenantID, "channel_account.breaker", "channel_account", accountID.String(),
 				map[string]any{"from": from.String(), "to": to.String(), "provider": providerName}))
 		})

@@ -42,7 +42,7 @@ type DispatchOutcome struct {
 
 // Dispatcher sends one queued message through its channel account's provider.
 type Dispatcher struct {
-	Store     Store
+	Store     Store[PipelineTx]
 	Queue     Queue
 	Router    *Router
 	Accounts  *Accounts
@@ -69,8 +69,8 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	var tenant *Tenant
 	var used int
 	var waTemplate *provider.WhatsAppTemplate
-	err := d.Store.InTenant(ctx, job.TenantID, func(tx Tx) error {
-		st, err := tx.MessageForDispatch(ctx, job.TenantID, job.MessageID, monthOf(d.Now()))
+	err := d.Store.InTenant(ctx, job.TenantID, func(tx PipelineTx) error {
+		st, err := tx.MessageForDispatch(ctx, job.TenantID, job.MessageID, MonthOf(d.Now()))
 		if err != nil {
 			return err
 		}
@@ -179,8 +179,12 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	}
 }
 
-func (d *Dispatcher) quota(plan string, ch Channel) int {
-	q := d.Quotas
+func (d *Dispatcher) quota(plan string, ch Channel) int { return Quota(d.Quotas, plan, ch) }
+
+// Quota is a plan's monthly limit on a channel under quotas (DefaultQuotas
+// when nil), or Unlimited. The dispatcher and the dashboard both ask it, so
+// they never disagree about a limit.
+func Quota(q map[string]map[Channel]int, plan string, ch Channel) int {
 	if q == nil {
 		q = DefaultQuotas
 	}
@@ -190,7 +194,9 @@ func (d *Dispatcher) quota(plan string, ch Channel) int {
 	return Unlimited
 }
 
-func monthOf(t time.Time) time.Time {
+// MonthOf is the first instant of t's calendar month in UTC: quotas count
+// per UTC month.
+func MonthOf(t time.Time) time.Time {
 	t = t.UTC()
 	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
 }
@@ -201,7 +207,7 @@ func monthOf(t time.Time) time.Time {
 // share, stays locked for as short a time as possible.
 func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount, externalID string, attempt int, took time.Duration, complete CompleteFunc) (DispatchOutcome, error) {
 	now := d.Now()
-	err := d.Store.InTenant(ctx, m.TenantID, func(tx Tx) error {
+	err := d.Store.InTenant(ctx, m.TenantID, func(tx PipelineTx) error {
 		if err := complete(ctx, tx); err != nil {
 			return err
 		}
@@ -209,7 +215,7 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 		// its job is done either way.
 		_, err := tx.RecordSent(ctx, SentRecord{
 			TenantID: m.TenantID, MessageID: m.ID, Provider: acct.Provider, ExternalID: externalID,
-			Attempt: attempt, At: now, Channel: m.Channel, UsageMonth: monthOf(now),
+			Attempt: attempt, At: now, Channel: m.Channel, UsageMonth: MonthOf(now),
 			Detail: map[string]any{
 				"provider": acct.Provider, "external_id": externalID, "attempt": attempt, "provider_ms": took.Milliseconds(),
 			},
@@ -227,7 +233,7 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 func (d *Dispatcher) fail(ctx context.Context, m *Message, reason, code, detail string, complete CompleteFunc) (DispatchOutcome, error) {
 	d.Metrics.MessageOutcome(m.Channel, "failed")
 	now := d.Now()
-	err := d.Store.InTenant(ctx, m.TenantID, func(tx Tx) error {
+	err := d.Store.InTenant(ctx, m.TenantID, func(tx PipelineTx) error {
 		next, nextChannel, err := d.Router.fallback(ctx, tx, m)
 		if err != nil {
 			return err
@@ -264,7 +270,7 @@ func (d *Dispatcher) fail(ctx context.Context, m *Message, reason, code, detail 
 
 // note adds a timeline entry without changing the status (a retry, a snooze).
 func (d *Dispatcher) note(ctx context.Context, m *Message, detail map[string]any) {
-	err := d.Store.InTenant(ctx, m.TenantID, func(tx Tx) error {
+	err := d.Store.InTenant(ctx, m.TenantID, func(tx PipelineTx) error {
 		return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, Detail: detail, At: d.Now()})
 	})
 	if err != nil {
@@ -277,7 +283,7 @@ func (d *Dispatcher) note(ctx context.Context, m *Message, detail map[string]any
 // choosing it; queued messages fail over to their fallback channel.
 func (d *Dispatcher) suspend(ctx context.Context, a *ChannelAccount, pe *provider.Error) {
 	reason := "The provider refused the account: " + pe.Reason + " (" + pe.Code + ")"
-	err := d.Store.InTenant(ctx, a.TenantID, func(tx Tx) error {
+	err := d.Store.InTenant(ctx, a.TenantID, func(tx PipelineTx) error {
 		if err := tx.SetAccountStatus(ctx, a.TenantID, a.ID, AccountSuspended, reason, d.Now()); err != nil {
 			return err
 		}
@@ -295,7 +301,7 @@ func (d *Dispatcher) suspend(ctx context.Context, a *ChannelAccount, pe *provide
 // sent as, with its body parameters filled from the event's context in the
 // order the template names them, or nil when its template has none (a text
 // message, allowed inside the 24-hour window).
-func whatsAppTemplate(ctx context.Context, tx Tx, m *Message) (*provider.WhatsAppTemplate, error) {
+func whatsAppTemplate(ctx context.Context, tx PipelineTx, m *Message) (*provider.WhatsAppTemplate, error) {
 	if m.TemplateID == nil || m.EventID == nil || m.ContactID == nil {
 		return nil, nil
 	}

@@ -105,7 +105,7 @@ type SubmitResult struct {
 
 // Intake accepts notification requests and manages their events.
 type Intake struct {
-	Store Store
+	Store Store[PipelineTx]
 	Queue Queue
 	Now   Clock
 }
@@ -144,7 +144,7 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 	}
 
 	res := &SubmitResult{ID: e.ID, Status: e.Status}
-	err = s.Store.InTenant(ctx, key.TenantID, func(tx Tx) error {
+	err = s.Store.InTenant(ctx, key.TenantID, func(tx PipelineTx) error {
 		inserted, err := tx.InsertEvent(ctx, e)
 		if err != nil {
 			return err
@@ -188,7 +188,7 @@ type EventDetail struct {
 // Get returns the event with its messages.
 func (s *Intake) Get(ctx context.Context, tenantID, eventID uuid.UUID) (*EventDetail, error) {
 	var d EventDetail
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
 		if d.Event, err = tx.EventByID(ctx, tenantID, eventID, false); err != nil {
 			return err
 		}
@@ -209,7 +209,7 @@ func (s *Intake) Reschedule(ctx context.Context, actor Actor, tenantID, eventID 
 		return nil, Invalid("send_at_in_past", "send_at", "send_at must be in the future.")
 	}
 	var e *Event
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
 		if e, err = tx.EventByID(ctx, tenantID, eventID, true); err != nil {
 			return err
 		}
@@ -244,7 +244,7 @@ func (s *Intake) Reschedule(ctx context.Context, actor Actor, tenantID, eventID 
 // out for it.
 func (s *Intake) Cancel(ctx context.Context, actor Actor, tenantID, eventID uuid.UUID) (*Event, error) {
 	var e *Event
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
 		if e, err = tx.EventByID(ctx, tenantID, eventID, true); err != nil {
 			return err
 		}
@@ -279,7 +279,7 @@ func (s *Intake) Decide(ctx context.Context, actor Actor, tenantID, eventID uuid
 		return nil, Invalid("missing_reason", "reason", "Say why the notification is rejected.")
 	}
 	var e *Event
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
 		if e, err = tx.EventByID(ctx, tenantID, eventID, true); err != nil {
 			return err
 		}

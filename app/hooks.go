@@ -17,7 +17,7 @@ type MetaCredentials struct {
 
 // Hooks serves the provider webhooks' lookups.
 type Hooks struct {
-	Store    Store
+	Store    Store[PipelineTx]
 	Accounts *Accounts
 }
 
@@ -26,7 +26,7 @@ type Hooks struct {
 // An unknown tenant, or one without a Meta account, is ENOTFOUND.
 func (h *Hooks) MetaCredentials(ctx context.Context, tenantSlug string) (*MetaCredentials, error) {
 	var creds *MetaCredentials
-	err := h.Store.InPlatform(ctx, func(tx Tx) error {
+	err := h.Store.InPlatform(ctx, func(tx PipelineTx) error {
 		t, err := tx.TenantBySlug(ctx, strings.ToLower(tenantSlug))
 		if err != nil {
 			return err

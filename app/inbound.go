@@ -29,7 +29,7 @@ type InboundMessage struct {
 
 // Inbound records what people send back.
 type Inbound struct {
-	Store Store
+	Store Store[PipelineTx]
 	Now   Clock
 }
 
@@ -46,7 +46,7 @@ func (s *Inbound) Record(ctx context.Context, tenantID uuid.UUID, m InboundMessa
 		phone = m.From
 	}
 	var fresh bool
-	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
 		c, err := tx.FindContact(ctx, tenantID, "", phone, "")
 		if ErrorCode(err) == ENOTFOUND {
 			now := s.Now()

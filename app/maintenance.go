@@ -14,7 +14,7 @@ const PruneBatch = 2000
 
 // Maintenance is Herald's periodic housekeeping.
 type Maintenance struct {
-	Store Store
+	Store Store[PipelineTx]
 	Queue Queue
 	Now   Clock
 	Log   *slog.Logger
@@ -33,7 +33,7 @@ func (m *Maintenance) RequeueStuck(ctx context.Context) (int, error) {
 		after = 5 * time.Minute
 	}
 	var jobs []DispatchJob
-	err := m.Store.InPlatform(ctx, func(tx Tx) (err error) {
+	err := m.Store.InPlatform(ctx, func(tx PipelineTx) (err error) {
 		if jobs, err = tx.StuckMessages(ctx, m.Now().Add(-after), 1000); err != nil || len(jobs) == 0 {
 			return err
 		}
@@ -60,7 +60,7 @@ const StaleAfter = 24 * time.Hour
 // timeline entry each, and returns how many it flagged.
 func (m *Maintenance) MarkStale(ctx context.Context) (int, error) {
 	var n int
-	err := m.Store.InPlatform(ctx, func(tx Tx) (err error) {
+	err := m.Store.InPlatform(ctx, func(tx PipelineTx) (err error) {
 		n, err = tx.MarkStale(ctx, m.Now().Add(-StaleAfter), m.Now(), 5000)
 		return err
 	})
@@ -81,7 +81,7 @@ type PruneResult struct {
 func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
 	var total PruneResult
 	var tenants []*Tenant
-	err := m.Store.InPlatform(ctx, func(tx Tx) (err error) {
+	err := m.Store.InPlatform(ctx, func(tx PipelineTx) (err error) {
 		tenants, err = tx.ListTenants(ctx)
 		return err
 	})
@@ -93,16 +93,16 @@ func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
 		var res PruneResult
 		steps := []struct {
 			count *int
-			prune func(Tx) (int, error)
+			prune func(PipelineTx) (int, error)
 		}{
-			{&res.Messages, func(tx Tx) (int, error) { return tx.PruneMessages(ctx, t.ID, before, PruneBatch) }},
-			{&res.Events, func(tx Tx) (int, error) { return tx.PruneEvents(ctx, t.ID, before, PruneBatch) }},
-			{&res.Receipts, func(tx Tx) (int, error) { return tx.PruneReceipts(ctx, t.ID, before, PruneBatch) }},
+			{&res.Messages, func(tx PipelineTx) (int, error) { return tx.PruneMessages(ctx, t.ID, before, PruneBatch) }},
+			{&res.Events, func(tx PipelineTx) (int, error) { return tx.PruneEvents(ctx, t.ID, before, PruneBatch) }},
+			{&res.Receipts, func(tx PipelineTx) (int, error) { return tx.PruneReceipts(ctx, t.ID, before, PruneBatch) }},
 		}
 		for _, step := range steps {
 			for {
 				var n int
-				err := m.Store.InTenant(ctx, t.ID, func(tx Tx) (err error) {
+				err := m.Store.InTenant(ctx, t.ID, func(tx PipelineTx) (err error) {
 					n, err = step.prune(tx)
 					return err
 				})

@@ -10,7 +10,7 @@ import (
 
 // Messages answers questions about sent messages and resends them.
 type Messages struct {
-	Store  Store
+	Store  Store[PipelineTx]
 	Queue  Queue
 	Router *Router
 	Now    Clock
@@ -19,7 +19,7 @@ type Messages struct {
 // ByEntity returns the messages about a booking, trip or invoice, newest first.
 func (s *Messages) ByEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*Message, error) {
 	var ms []*Message
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
 		ms, err = tx.MessagesByEntity(ctx, tenantID, entityType, entityID)
 		return err
 	})
@@ -35,7 +35,7 @@ type MessageDetail struct {
 // Get returns a message with its timeline.
 func (s *Messages) Get(ctx context.Context, tenantID, id uuid.UUID) (*MessageDetail, error) {
 	var d MessageDetail
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
 		if d.Message, err = tx.MessageByID(ctx, tenantID, id, false); err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func (s *Messages) Resend(ctx context.Context, actor Actor, tenantID uuid.UUID, 
 	}
 	requestID := uuid.New()
 	var out []*Message
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
 		var tmpl *Template
 		trigger := ""
 		if in.TemplateID != nil {
@@ -106,7 +106,7 @@ func (s *Messages) Resend(ctx context.Context, actor Actor, tenantID uuid.UUID, 
 			if err != nil {
 				return err
 			}
-			m, skip, err := s.Router.plan(ctx, tx, tenant, e, def, contact, nil, ch, tmpl)
+			m, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, contact, nil, ch, tmpl)
 			if err != nil {
 				return err
 			}
@@ -119,7 +119,7 @@ func (s *Messages) Resend(ctx context.Context, actor Actor, tenantID uuid.UUID, 
 			if actor.Type == ActorUser {
 				source = SourceConsole
 			}
-			if _, err := s.Router.insert(ctx, tx, m, source, map[string]any{"manual_resend": true, "by": actor.Label, "request_id": requestID.String()}); err != nil {
+			if _, err := s.Router.Insert(ctx, tx, m, source, map[string]any{"manual_resend": true, "by": actor.Label, "request_id": requestID.String()}); err != nil {
 				return err
 			}
 			jobs = append(jobs, DispatchJob{TenantID: tenantID, MessageID: m.ID, Channel: ch})

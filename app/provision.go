@@ -16,12 +16,12 @@ type Provisioner struct {
 }
 
 // Provision runs inside the transaction that creates the tenant.
-func (p *Provisioner) Provision(ctx context.Context, tx Tx, t *Tenant) error {
+func (p *Provisioner) Provision(ctx context.Context, tx PipelineTx, t *Tenant) error {
 	if err := provisionTemplates(ctx, tx, t.ID, p.Now()); err != nil {
 		return fmt.Errorf("default templates: %w", err)
 	}
 	for _, ch := range []Channel{WhatsApp, Email, SMS} {
-		a, err := p.Accounts.newAccount(t.ID, AccountInput{
+		a, err := p.Accounts.NewAccount(t.ID, AccountInput{
 			Channel: ch, Provider: "sandbox", Name: "Sandbox " + string(ch), Activate: !p.SandboxInactive,
 		})
 		if err != nil {

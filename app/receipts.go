@@ -26,7 +26,7 @@ var receiptStatus = map[string]string{
 
 // Receipts applies providers' delivery reports to messages.
 type Receipts struct {
-	Store   Store
+	Store   Store[PipelineTx]
 	Metrics Metrics
 	Now     Clock
 	Log     *slog.Logger
@@ -51,7 +51,7 @@ func (s *Receipts) Apply(ctx context.Context, r provider.Receipt) (string, error
 	outcome := ReceiptUnknown
 	// The tenant is found from the message, so the lookup is platform-scoped;
 	// every write below is for that message's tenant.
-	err := s.Store.InPlatform(ctx, func(tx Tx) error {
+	err := s.Store.InPlatform(ctx, func(tx PipelineTx) error {
 		m, err := tx.MessageByExternalID(ctx, r.Provider, r.ExternalID)
 		if ErrorCode(err) == ENOTFOUND {
 			// Kept, so that it is applied if it comes again once the

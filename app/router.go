@@ -16,7 +16,7 @@ import (
 // on an ACTIVE channel account, renders, and stores the messages with their
 // dispatch jobs in one transaction.
 type Router struct {
-	Store Store
+	Store Store[PipelineTx]
 	Queue Queue
 	Now   Clock
 	Log   *slog.Logger
@@ -26,7 +26,7 @@ type Router struct {
 // waiting to be routed; otherwise it does nothing (a reschedule, cancel or
 // approval made this job stale).
 func (r *Router) Route(ctx context.Context, job RouteJob) error {
-	return r.Store.InTenant(ctx, job.TenantID, func(tx Tx) error {
+	return r.Store.InTenant(ctx, job.TenantID, func(tx PipelineTx) error {
 		e, tenant, err := tx.EventForRouting(ctx, job.TenantID, job.EventID)
 		if err != nil {
 			return err
@@ -74,7 +74,7 @@ func (r *Router) Route(ctx context.Context, job RouteJob) error {
 	})
 }
 
-func (r *Router) resolveContact(ctx context.Context, tx Tx, tenantID uuid.UUID, rc Recipient) (*Contact, error) {
+func (r *Router) resolveContact(ctx context.Context, tx PipelineTx, tenantID uuid.UUID, rc Recipient) (*Contact, error) {
 	c, err := tx.FindContact(ctx, tenantID, rc.PassengerProfileID, rc.Phone, rc.Email)
 	switch {
 	case err == nil:
@@ -115,12 +115,12 @@ func contactChanged(c *Contact, rc Recipient) bool {
 // routeRecipient creates the messages of one recipient: every usable channel
 // without a fallback chain, the first usable one with it. When nothing is
 // usable, one FAILED message records why.
-func (r *Router) routeRecipient(ctx context.Context, tx Tx, tenant *Tenant, e *Event, def *EventDef, contact *Contact, conversationID *uuid.UUID) ([]DispatchJob, error) {
-	channels, chain := routeChannels(e, def)
+func (r *Router) routeRecipient(ctx context.Context, tx PipelineTx, tenant *Tenant, e *Event, def *EventDef, contact *Contact, conversationID *uuid.UUID) ([]DispatchJob, error) {
+	channels, chain := RouteChannels(e, def)
 	var jobs []DispatchJob
 	var skipped []string
 	for i, ch := range channels {
-		m, skip, err := r.plan(ctx, tx, tenant, e, def, contact, conversationID, ch, nil)
+		m, skip, err := r.Plan(ctx, tx, tenant, e, def, contact, conversationID, ch, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -132,7 +132,7 @@ func (r *Router) routeRecipient(ctx context.Context, tx Tx, tenant *Tenant, e *E
 		if chain {
 			m.FallbackChain = channelStrings(channels[i+1:])
 		}
-		inserted, err := r.insert(ctx, tx, m, SourceRouting, nil)
+		inserted, err := r.Insert(ctx, tx, m, SourceRouting, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -162,13 +162,13 @@ func (r *Router) routeRecipient(ctx context.Context, tx Tx, tenant *Tenant, e *E
 		Status: MessageFailed, FailedReason: &reason, EntityType: e.EntityType, EntityID: e.EntityID,
 		FallbackChain: StringList{}, QueuedAt: now, FailedAt: &now, CreatedAt: now, UpdatedAt: now,
 	}
-	_, err := r.insert(ctx, tx, failed, SourceRouting, map[string]any{"reason": reason, "skipped": skipped})
+	_, err := r.Insert(ctx, tx, failed, SourceRouting, map[string]any{"reason": reason, "skipped": skipped})
 	return nil, err
 }
 
-// routeChannels returns the channels to try and whether they form a
+// RouteChannels returns the channels to try and whether they form a
 // fallback chain.
-func routeChannels(e *Event, def *EventDef) ([]Channel, bool) {
+func RouteChannels(e *Event, def *EventDef) ([]Channel, bool) {
 	if len(e.FallbackChain) > 0 {
 		return toChannels(e.FallbackChain), true
 	}
@@ -207,9 +207,9 @@ func scopeOf(e *Event, def *EventDef) string {
 	return "event/" + e.SourceEventID
 }
 
-// plan builds the QUEUED message of one channel, or says why it cannot.
+// Plan builds the QUEUED message of one channel, or says why it cannot.
 // A nil template is looked up over the locale chain.
-func (r *Router) plan(ctx context.Context, tx Tx, tenant *Tenant, e *Event, def *EventDef, contact *Contact, conversationID *uuid.UUID, ch Channel, t *Template) (*Message, string, error) {
+func (r *Router) Plan(ctx context.Context, tx PipelineTx, tenant *Tenant, e *Event, def *EventDef, contact *Contact, conversationID *uuid.UUID, ch Channel, t *Template) (*Message, string, error) {
 	if t == nil {
 		locale := contact.Recipient().Locale
 		if locale == "" && e.Locale != nil {
@@ -268,9 +268,9 @@ func (r *Router) plan(ctx context.Context, tx Tx, tenant *Tenant, e *Event, def 
 	}, "", nil
 }
 
-// insert stores a message unless its idempotency key exists, with the first
+// Insert stores a message unless its idempotency key exists, with the first
 // timeline entry. It reports whether the message is new.
-func (r *Router) insert(ctx context.Context, tx Tx, m *Message, source string, detail map[string]any) (bool, error) {
+func (r *Router) Insert(ctx context.Context, tx PipelineTx, m *Message, source string, detail map[string]any) (bool, error) {
 	return tx.InsertMessage(ctx, m, &MessageEvent{
 		TenantID: m.TenantID, MessageID: m.ID, ToStatus: &m.Status, Source: source, Detail: detail, At: m.CreatedAt,
 	})
@@ -279,7 +279,7 @@ func (r *Router) insert(ctx context.Context, tx Tx, m *Message, source string, d
 // fallback queues the next channel of a failed message's chain, skipping
 // channels that cannot be used, and returns its dispatch job (nil when the
 // chain is used up). The failed message's reason names the channel.
-func (r *Router) fallback(ctx context.Context, tx Tx, failed *Message) (*DispatchJob, string, error) {
+func (r *Router) fallback(ctx context.Context, tx PipelineTx, failed *Message) (*DispatchJob, string, error) {
 	if len(failed.FallbackChain) == 0 || failed.EventID == nil || failed.ContactID == nil {
 		return nil, "", nil
 	}
@@ -301,7 +301,7 @@ func (r *Router) fallback(ctx context.Context, tx Tx, failed *Message) (*Dispatc
 	}
 	chain := toChannels(failed.FallbackChain)
 	for i, ch := range chain {
-		m, skip, err := r.plan(ctx, tx, tenant, e, def, contact, failed.ConversationID, ch, nil)
+		m, skip, err := r.Plan(ctx, tx, tenant, e, def, contact, failed.ConversationID, ch, nil)
 		if err != nil {
 			return nil, "", err
 		}
@@ -309,7 +309,7 @@ func (r *Router) fallback(ctx context.Context, tx Tx, failed *Message) (*Dispatc
 			continue
 		}
 		m.FallbackOf, m.FallbackChain = &failed.ID, channelStrings(chain[i+1:])
-		inserted, err := r.insert(ctx, tx, m, SourceDispatch, map[string]any{"fallback_of": failed.ID.String()})
+		inserted, err := r.Insert(ctx, tx, m, SourceDispatch, map[string]any{"fallback_of": failed.ID.String()})
 		if err != nil || !inserted {
 			return nil, "", err
 		}

@@ -9,26 +9,37 @@ import (
 	"github.com/heraldhq/herald/app/provider"
 )
 
-// Store opens transactions on Herald's database. Every read and write of a
-// tenant's data happens inside a transaction scoped to that tenant, which the
-// database enforces with row-level security as a second line of defence behind
-// the tenant filter every statement carries. Work that spans tenants (operator
-// pages, sign-in, API-key lookup, maintenance) runs in an explicit platform
-// scope, so forgetting a scope is an empty result, never a leak.
-type Store interface {
-	// InTenant runs fn in a transaction that can see only tenantID's rows.
-	// The transaction commits when fn returns nil and rolls back otherwise.
-	InTenant(ctx context.Context, tenantID uuid.UUID, fn func(Tx) error) error
-	// InPlatform runs fn in a transaction that can see every tenant's rows.
-	InPlatform(ctx context.Context, fn func(Tx) error) error
+// Tx is one open transaction on Herald's database. Services never see it
+// bare: each names the statements it runs in an interface of its own that
+// embeds Tx (RouteTx, DispatchTx, ...), so a test fake implements a handful of
+// methods and a reader sees what a service touches. Tx itself is what the job
+// queue needs: a job is inserted in the transaction of the row it works on.
+type Tx interface {
+	// TenantID is the tenant the transaction is scoped to, or uuid.Nil in
+	// platform scope.
+	TenantID() uuid.UUID
 }
 
-// Tx is one open transaction. Its methods are grouped by aggregate in the
-// interfaces below; the db package implements them all on one type.
-type Tx interface {
+// Store opens transactions on Herald's database and hands them to fn as a T,
+// the statements one service runs. Every read and write of a tenant's data
+// happens inside a transaction scoped to that tenant, which the database
+// enforces with row-level security as a second line of defence behind the
+// tenant filter every statement carries. Work that spans tenants (operator
+// pages, sign-in, API-key lookup, maintenance) runs in an explicit platform
+// scope, so forgetting a scope is an empty result, never a leak.
+type Store[T Tx] interface {
+	// InTenant runs fn in a transaction that can see only tenantID's rows.
+	// The transaction commits when fn returns nil and rolls back otherwise.
+	InTenant(ctx context.Context, tenantID uuid.UUID, fn func(T) error) error
+	// InPlatform runs fn in a transaction that can see every tenant's rows.
+	InPlatform(ctx context.Context, fn func(T) error) error
+}
+
+// PipelineTx is every statement of the pipeline's stores.
+type PipelineTx interface {
+	Tx
 	TenantStore
 	UserStore
-	SessionStore
 	APIKeyStore
 	AuditStore
 	AccountStore
@@ -37,30 +48,6 @@ type Tx interface {
 	ContactStore
 	MessageStore
 	MaintenanceStore
-
-	// Console stores, one block per area.
-
-	// Dashboard and queues.
-	DashboardStore
-	QueueStore
-
-	// Channel accounts.
-	ChannelStore
-
-	// Templates.
-	TemplateConsoleStore
-
-	// Booking panel and messages.
-	ConsoleMessageStore
-
-	// Scheduled notifications, approvals and the audit log.
-	ScheduleStore
-	AuditLogStore
-
-	// Tenants, settings, users and API keys.
-	TenantAdminStore
-	UserAdminStore
-	APIKeyAdminStore
 }
 
 // TenantStore reads and writes tenants.
@@ -82,7 +69,9 @@ type UserStore interface {
 type APIKeyStore interface {
 	CreateAPIKey(ctx context.Context, k *APIKey) error
 	TouchAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error
-	RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error
+	// RevokeAPIKey revokes one of the tenant's keys and returns it;
+	// revoked is false when it was revoked before. An unknown key is ENOTFOUND.
+	RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) (k *APIKey, revoked bool, err error)
 }
 
 // AuditStore appends to the audit log. The database chains each entry to the
@@ -113,6 +102,10 @@ type TemplateStore interface {
 	FindTemplate(ctx context.Context, tenantID uuid.UUID, event string, ch Channel, locales []string) (*Template, error)
 	UpdateTemplate(ctx context.Context, t *Template) error
 	InsertTemplateVersion(ctx context.Context, t *Template) error
+	// LockTemplate returns one of the tenant's templates and locks its row
+	// until the transaction ends, so that saves and restores of it run one
+	// after the other.
+	LockTemplate(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
 }
 
 // EventStore reads and writes events (the outbox).

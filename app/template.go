@@ -177,7 +177,7 @@ type TemplateInput struct {
 
 // Templates manages tenants' templates and their version history.
 type Templates struct {
-	Store Store
+	Store Store[PipelineTx]
 	Now   Clock
 }
 
@@ -212,16 +212,16 @@ func ValidateTemplate(event *EventDef, channel Channel, in TemplateInput) ([]str
 // content is kept in its history. It returns the unknown placeholders.
 // Saves of one template run one after the other, each on top of the last.
 func (s *Templates) Save(ctx context.Context, actor Actor, tenantID, templateID uuid.UUID, in TemplateInput) (*Template, []string, error) {
-	return s.save(ctx, actor, tenantID, templateID, in, nil)
+	return s.SaveChecked(ctx, actor, tenantID, templateID, in, nil)
 }
 
-// save is Save with a check of the current template, made under the
+// SaveChecked is Save with a check of the current template, made under the
 // template's row lock, that may refuse the save or adjust the input.
-func (s *Templates) save(ctx context.Context, actor Actor, tenantID, templateID uuid.UUID, in TemplateInput,
+func (s *Templates) SaveChecked(ctx context.Context, actor Actor, tenantID, templateID uuid.UUID, in TemplateInput,
 	check func(cur *Template, in *TemplateInput) error) (*Template, []string, error) {
 	var t *Template
 	var warnings []string
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
 		t, err = tx.LockTemplate(ctx, tenantID, templateID)
 		if err != nil {
 			return err
@@ -262,7 +262,7 @@ func (s *Templates) save(ctx context.Context, actor Actor, tenantID, templateID 
 }
 
 // provisionTemplates creates the default templates for a new tenant.
-func provisionTemplates(ctx context.Context, tx Tx, tenantID uuid.UUID, now time.Time) error {
+func provisionTemplates(ctx context.Context, tx PipelineTx, tenantID uuid.UUID, now time.Time) error {
 	defaults := DefaultTemplates()
 	ts := make([]*Template, 0, len(defaults))
 	for _, d := range defaults {

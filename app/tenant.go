@@ -149,11 +149,11 @@ func NormalizeLocale(s string) (string, error) {
 
 // Tenants creates and looks up tenants.
 type Tenants struct {
-	Store Store
+	Store Store[PipelineTx]
 	Now   Clock
 	// Provision, when set, runs inside the creating transaction so that a
 	// tenant never exists without its defaults.
-	Provision func(ctx context.Context, tx Tx, t *Tenant) error
+	Provision func(ctx context.Context, tx PipelineTx, t *Tenant) error
 }
 
 // Create validates in, stores the tenant and writes an audit entry, in one
@@ -175,7 +175,7 @@ func (s *Tenants) Create(ctx context.Context, actor Actor, in TenantInput) (*Ten
 		CreatedAt:     now,
 		UpdatedAt:     now,
 	}
-	err := s.Store.InPlatform(ctx, func(tx Tx) error {
+	err := s.Store.InPlatform(ctx, func(tx PipelineTx) error {
 		if err := tx.CreateTenant(ctx, t); err != nil {
 			return err
 		}
@@ -197,7 +197,7 @@ func (s *Tenants) Create(ctx context.Context, actor Actor, in TenantInput) (*Ten
 // BySlug returns the tenant with the given slug, or ENOTFOUND.
 func (s *Tenants) BySlug(ctx context.Context, slug string) (*Tenant, error) {
 	var t *Tenant
-	err := s.Store.InPlatform(ctx, func(tx Tx) (err error) {
+	err := s.Store.InPlatform(ctx, func(tx PipelineTx) (err error) {
 		t, err = tx.TenantBySlug(ctx, strings.ToLower(strings.TrimSpace(slug)))
 		return err
 	})
@@ -207,9 +207,25 @@ func (s *Tenants) BySlug(ctx context.Context, slug string) (*Tenant, error) {
 // ByID returns the tenant, read in its own scope.
 func (s *Tenants) ByID(ctx context.Context, id uuid.UUID) (*Tenant, error) {
 	var t *Tenant
-	err := s.Store.InTenant(ctx, id, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, id, func(tx PipelineTx) (err error) {
 		t, err = tx.TenantByID(ctx, id)
 		return err
 	})
 	return t, err
+}
+
+// Retention bounds: a tenant keeps its finished messages at least a day and
+// at most ten years. Unset means DefaultRetentionDays.
+const (
+	MinRetentionDays = 1
+	MaxRetentionDays = 3650
+)
+
+// ValidateRetention checks a retention period; nil means the default.
+func ValidateRetention(days *int) error {
+	if days != nil && (*days < MinRetentionDays || *days > MaxRetentionDays) {
+		return FieldErrorf("retention", "Retention must be from %d to %d days (leave it empty for the default of %d days).",
+			MinRetentionDays, MaxRetentionDays, DefaultRetentionDays)
+	}
+	return nil
 }

@@ -85,7 +85,7 @@ func ValidatePassword(p string) error {
 
 // Users creates and authenticates console users.
 type Users struct {
-	Store Store
+	Store Store[PipelineTx]
 	Now   Clock
 	// PasswordCost is the bcrypt cost; tests lower it to stay fast.
 	PasswordCost int
@@ -112,7 +112,7 @@ func (s *Users) Create(ctx context.Context, actor Actor, in UserInput) (*User, e
 	if err := ValidatePassword(in.Password); err != nil {
 		return nil, err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(in.Password), s.cost())
+	hash, err := bcrypt.GenerateFromPassword([]byte(in.Password), s.HashCost())
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (s *Users) Create(ctx context.Context, actor Actor, in UserInput) (*User, e
 		CreatedAt:    now,
 		UpdatedAt:    now,
 	}
-	err = s.Store.InPlatform(ctx, func(tx Tx) error {
+	err = s.Store.InPlatform(ctx, func(tx PipelineTx) error {
 		if slug != "" {
 			t, err := tx.TenantBySlug(ctx, slug)
 			if err != nil {
@@ -149,7 +149,7 @@ func (s *Users) Create(ctx context.Context, actor Actor, in UserInput) (*User, e
 
 // CountOperators returns how many operator admins exist.
 func (s *Users) CountOperators(ctx context.Context) (n int, err error) {
-	err = s.Store.InPlatform(ctx, func(tx Tx) error {
+	err = s.Store.InPlatform(ctx, func(tx PipelineTx) error {
 		n, err = tx.CountOperators(ctx)
 		return err
 	})
@@ -162,7 +162,8 @@ func (u *User) CheckPassword(password string) bool {
 	return bcrypt.CompareHashAndPassword(u.PasswordHash, []byte(password)) == nil
 }
 
-func (s *Users) cost() int {
+// HashCost is the bcrypt cost of new password hashes.
+func (s *Users) HashCost() int {
 	if s.PasswordCost == 0 {
 		return 11
 	}
@@ -178,7 +179,7 @@ func (s *Users) EnsureOperator(ctx context.Context, actor Actor, email, password
 		return false, err
 	}
 	var exists bool
-	err = s.Store.InPlatform(ctx, func(tx Tx) error {
+	err = s.Store.InPlatform(ctx, func(tx PipelineTx) error {
 		_, err := tx.UserByEmail(ctx, norm)
 		switch ErrorCode(err) {
 		case "":
@@ -199,4 +200,10 @@ func (s *Users) EnsureOperator(ctx context.Context, actor Actor, email, password
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// Actor is the user as the audit log names them.
+func (u *User) Actor() Actor {
+	id := u.ID
+	return Actor{Type: ActorUser, ID: &id, Label: u.Email}
 }

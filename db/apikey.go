@@ -26,18 +26,23 @@ func (t *Tx) TouchAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Ti
 }
 
 // RevokeAPIKey implements app.APIKeyStore. A key already revoked keeps its
-// first revocation time.
-func (t *Tx) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error {
-	res, err := t.tx.ExecContext(ctx, `
-		UPDATE api_keys SET revoked_at = coalesce(revoked_at, $3)
-		WHERE tenant_id = $1 AND id = $2`, tenantID, id, at)
+// first revocation time; the row lock makes two revocations at once agree on
+// which of them revoked it.
+func (t *Tx) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) (*app.APIKey, bool, error) {
+	var k struct {
+		app.APIKey
+		RevokedNow bool `db:"revoked_now"`
+	}
+	err := t.tx.GetContext(ctx, &k, `
+		WITH old AS (SELECT id, revoked_at FROM api_keys WHERE tenant_id = $1 AND id = $2 FOR UPDATE)
+		UPDATE api_keys k SET revoked_at = coalesce(k.revoked_at, $3)
+		FROM old WHERE k.tenant_id = $1 AND k.id = old.id
+		RETURNING k.id, k.tenant_id, k.name, k.prefix, k.created_by, k.last_used_at, k.revoked_at, k.created_at,
+			old.revoked_at IS NULL AS revoked_now`, tenantID, id, at)
 	if err != nil {
-		return mapErr(err)
+		return nil, false, notFound(err, "API key %s not found.", id)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return app.Errorf(app.ENOTFOUND, "API key %s not found.", id)
-	}
-	return nil
+	return &k.APIKey, k.RevokedNow, nil
 }
 
 // APIKeyByHash looks an API key and its tenant's status up in one round

@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 // apiKeyRowSelect reads keys for the console: no hash. Operators belong to
@@ -15,21 +15,12 @@ const apiKeyRowSelect = `
 	SELECT k.id, k.name, k.prefix, k.created_by, k.last_used_at, k.revoked_at, k.created_at, u.email AS creator_email
 	FROM api_keys k LEFT JOIN users u ON u.id = k.created_by AND u.tenant_id = k.tenant_id`
 
-// ListAPIKeys implements app.APIKeyAdminStore.
-func (t *Tx) ListAPIKeys(ctx context.Context, tenantID uuid.UUID, page app.PageRequest) ([]*app.APIKeyRow, error) {
-	rows := []*app.APIKeyRow{}
+// ListAPIKeys implements console.APIKeyAdminStore.
+func (t *Tx) ListAPIKeys(ctx context.Context, tenantID uuid.UUID, page console.PageRequest) ([]*console.APIKeyRow, error) {
+	rows := []*console.APIKeyRow{}
 	err := t.tx.SelectContext(ctx, &rows, apiKeyRowSelect+`
 		WHERE k.tenant_id = $1
 		ORDER BY k.created_at DESC, k.id DESC
 		LIMIT $2 OFFSET $3`, tenantID, page.Limit, page.Offset)
 	return rows, mapErr(err)
-}
-
-// APIKeyByID implements app.APIKeyAdminStore.
-func (t *Tx) APIKeyByID(ctx context.Context, tenantID, id uuid.UUID) (*app.APIKeyRow, error) {
-	var k app.APIKeyRow
-	if err := t.tx.GetContext(ctx, &k, apiKeyRowSelect+` WHERE k.tenant_id = $1 AND k.id = $2`, tenantID, id); err != nil {
-		return nil, notFound(err, "API key %s not found.", id)
-	}
-	return &k, nil
 }

@@ -10,10 +10,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
-// ListAccounts implements app.ChannelStore.
-func (t *Tx) ListAccounts(ctx context.Context, tenantID uuid.UUID, f app.AccountFilter, page app.PageRequest) ([]*app.ChannelAccount, error) {
+// ListAccounts implements console.ChannelStore.
+func (t *Tx) ListAccounts(ctx context.Context, tenantID uuid.UUID, f console.AccountFilter, page console.PageRequest) ([]*app.ChannelAccount, error) {
 	where, args := []string{"tenant_id = $1"}, []any{tenantID}
 	if f.Channel != "" {
 		args = append(args, f.Channel)
@@ -32,7 +33,7 @@ func (t *Tx) ListAccounts(ctx context.Context, tenantID uuid.UUID, f app.Account
 	return as, mapErr(err)
 }
 
-// AccountForUpdate implements app.ChannelStore.
+// AccountForUpdate implements console.ChannelStore.
 func (t *Tx) AccountForUpdate(ctx context.Context, tenantID, id uuid.UUID) (*app.ChannelAccount, error) {
 	var a app.ChannelAccount
 	err := t.tx.GetContext(ctx, &a, `SELECT `+accountColumns+` FROM channel_accounts WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id)
@@ -42,7 +43,7 @@ func (t *Tx) AccountForUpdate(ctx context.Context, tenantID, id uuid.UUID) (*app
 	return &a, nil
 }
 
-// UpdateAccount implements app.ChannelStore.
+// UpdateAccount implements console.ChannelStore.
 func (t *Tx) UpdateAccount(ctx context.Context, a *app.ChannelAccount) error {
 	res, err := t.tx.NamedExecContext(ctx, `
 		UPDATE channel_accounts
@@ -57,16 +58,16 @@ func (t *Tx) UpdateAccount(ctx context.Context, a *app.ChannelAccount) error {
 	return nil
 }
 
-// RateBuckets implements app.ChannelStore. Buckets are keyed by tenant and
+// RateBuckets implements console.ChannelStore. Buckets are keyed by tenant and
 // account, so the keys the caller builds from its own accounts scope it.
-func (t *Tx) RateBuckets(ctx context.Context, keys []string) (map[string]app.RateBucket, error) {
-	out := map[string]app.RateBucket{}
+func (t *Tx) RateBuckets(ctx context.Context, keys []string) (map[string]console.RateBucket, error) {
+	out := map[string]console.RateBucket{}
 	if len(keys) == 0 {
 		return out, nil
 	}
 	var rows []struct {
 		Key string `db:"key"`
-		app.RateBucket
+		console.RateBucket
 	}
 	if err := t.tx.SelectContext(ctx, &rows, `SELECT key, tokens, refilled_at FROM rate_buckets WHERE key = ANY($1)`, app.StringList(keys)); err != nil {
 		return nil, mapErr(err)
@@ -77,10 +78,10 @@ func (t *Tx) RateBuckets(ctx context.Context, keys []string) (map[string]app.Rat
 	return out, nil
 }
 
-// BreakerStates implements app.ChannelStore from the audit entries the
+// BreakerStates implements console.ChannelStore from the audit entries the
 // breakers write on every transition.
-func (t *Tx) BreakerStates(ctx context.Context, tenantID uuid.UUID, accountIDs []uuid.UUID) (map[uuid.UUID]app.BreakerTransition, error) {
-	out := map[uuid.UUID]app.BreakerTransition{}
+func (t *Tx) BreakerStates(ctx context.Context, tenantID uuid.UUID, accountIDs []uuid.UUID) (map[uuid.UUID]console.BreakerTransition, error) {
+	out := map[uuid.UUID]console.BreakerTransition{}
 	if len(accountIDs) == 0 {
 		return out, nil
 	}
@@ -108,12 +109,12 @@ func (t *Tx) BreakerStates(ctx context.Context, tenantID uuid.UUID, accountIDs [
 		if err != nil {
 			continue
 		}
-		out[id] = app.BreakerTransition{From: r.From, To: r.To, At: r.At}
+		out[id] = console.BreakerTransition{From: r.From, To: r.To, At: r.At}
 	}
 	return out, nil
 }
 
-// AccountAudit implements app.ChannelStore.
+// AccountAudit implements console.ChannelStore.
 func (t *Tx) AccountAudit(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.AuditEntry, error) {
 	var rows []struct {
 		app.AuditEntry
@@ -138,7 +139,7 @@ func (t *Tx) AccountAudit(ctx context.Context, tenantID, accountID uuid.UUID, li
 	return out, nil
 }
 
-// MessagesByAccount implements app.ChannelStore, newest first.
+// MessagesByAccount implements console.ChannelStore, newest first.
 func (t *Tx) MessagesByAccount(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.Message, error) {
 	ms := []*app.Message{}
 	err := t.tx.SelectContext(ctx, &ms, `

@@ -7,16 +7,16 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 // likeEscaper makes user input literal inside a LIKE pattern.
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
-// AuditRecords implements app.AuditLogStore. Newest first is id order: ids
+// AuditRecords implements console.AuditLogStore. Newest first is id order: ids
 // are drawn under the chain's lock, so they order entries as they were
 // written even where two share a timestamp.
-func (t *Tx) AuditRecords(ctx context.Context, q app.AuditQuery, page app.PageRequest) ([]*app.AuditRecord, error) {
+func (t *Tx) AuditRecords(ctx context.Context, q console.AuditQuery, page console.PageRequest) ([]*console.AuditRecord, error) {
 	var where []string
 	var args []any
 	arg := func(v any) string {
@@ -55,16 +55,16 @@ func (t *Tx) AuditRecords(ctx context.Context, q app.AuditQuery, page app.PageRe
 		FROM audit_log a LEFT JOIN tenants tn ON tn.id = a.tenant_id
 		WHERE ` + strings.Join(where, " AND ") + `
 		ORDER BY a.id DESC LIMIT ` + arg(page.Limit) + ` OFFSET ` + arg(page.Offset)
-	rows := []*app.AuditRecord{}
+	rows := []*console.AuditRecord{}
 	err := t.tx.SelectContext(ctx, &rows, query, args...)
 	return rows, mapErr(err)
 }
 
 // recentActionWindow bounds how many of the newest entries are read to
-// collect the actions a log holds; older actions are in app.AuditActions.
+// collect the actions a log holds; older actions are in console.AuditActions.
 const recentActionWindow = 5000
 
-// RecentAuditActions implements app.AuditLogStore.
+// RecentAuditActions implements console.AuditLogStore.
 func (t *Tx) RecentAuditActions(ctx context.Context, tenantID *uuid.UUID) ([]string, error) {
 	out := []string{}
 	var err error

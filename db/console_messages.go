@@ -10,10 +10,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
-// ExplorerMessages implements app.ConsoleMessageStore.
-func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f app.MessageFilter, page app.PageRequest) ([]*app.Message, error) {
+// ExplorerMessages implements console.ConsoleMessageStore.
+func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f console.MessageFilter, page console.PageRequest) ([]*app.Message, error) {
 	where := []string{"tenant_id = $1"}
 	args := []any{tenantID}
 	add := func(cond string, v any) {
@@ -54,7 +55,7 @@ func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f app.Mes
 	return ms, mapErr(err)
 }
 
-// PanelEvents implements app.ConsoleMessageStore.
+// PanelEvents implements console.ConsoleMessageStore.
 func (t *Tx) PanelEvents(ctx context.Context, tenantID uuid.UUID, entityType, entityID string, limit int) ([]*app.Event, error) {
 	es := []*app.Event{}
 	err := t.tx.SelectContext(ctx, &es, `
@@ -64,7 +65,7 @@ func (t *Tx) PanelEvents(ctx context.Context, tenantID uuid.UUID, entityType, en
 	return es, mapErr(err)
 }
 
-// ConversationMessages implements app.ConsoleMessageStore.
+// ConversationMessages implements console.ConsoleMessageStore.
 func (t *Tx) ConversationMessages(ctx context.Context, tenantID, conversationID uuid.UUID, limit int) ([]*app.Message, error) {
 	ms := []*app.Message{}
 	err := t.tx.SelectContext(ctx, &ms, `
@@ -74,7 +75,7 @@ func (t *Tx) ConversationMessages(ctx context.Context, tenantID, conversationID 
 	return ms, mapErr(err)
 }
 
-// MessageTimelines implements app.ConsoleMessageStore in one query.
+// MessageTimelines implements console.ConsoleMessageStore in one query.
 func (t *Tx) MessageTimelines(ctx context.Context, tenantID uuid.UUID, messageIDs []uuid.UUID) (map[uuid.UUID][]*app.MessageEvent, error) {
 	out := map[uuid.UUID][]*app.MessageEvent{}
 	if len(messageIDs) == 0 {
@@ -102,7 +103,7 @@ func (t *Tx) MessageTimelines(ctx context.Context, tenantID uuid.UUID, messageID
 	return out, rows.Err()
 }
 
-// ConversationReplies implements app.ConsoleMessageStore.
+// ConversationReplies implements console.ConsoleMessageStore.
 func (t *Tx) ConversationReplies(ctx context.Context, tenantID uuid.UUID, conversationIDs []uuid.UUID, limit int) ([]*app.InboundMessage, error) {
 	rs := []*app.InboundMessage{}
 	if len(conversationIDs) == 0 {
@@ -115,7 +116,7 @@ func (t *Tx) ConversationReplies(ctx context.Context, tenantID uuid.UUID, conver
 	return rs, mapErr(err)
 }
 
-// ResendTemplates implements app.ConsoleMessageStore.
+// ResendTemplates implements console.ConsoleMessageStore.
 func (t *Tx) ResendTemplates(ctx context.Context, tenantID uuid.UUID, triggers []string) ([]*app.Template, error) {
 	ts := []*app.Template{}
 	if len(triggers) == 0 {
@@ -128,7 +129,7 @@ func (t *Tx) ResendTemplates(ctx context.Context, tenantID uuid.UUID, triggers [
 	return ts, mapErr(err)
 }
 
-// TriggeredByLabels implements app.ConsoleMessageStore: users by e-mail
+// TriggeredByLabels implements console.ConsoleMessageStore: users by e-mail
 // address, API keys by name.
 func (t *Tx) TriggeredByLabels(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
 	rows, err := t.tx.QueryxContext(ctx, `
@@ -151,7 +152,7 @@ func (t *Tx) TriggeredByLabels(ctx context.Context, tenantID uuid.UUID, ids []uu
 	return out, rows.Err()
 }
 
-// MessageByIdempotencyKey implements app.ConsoleMessageStore.
+// MessageByIdempotencyKey implements console.ConsoleMessageStore.
 func (t *Tx) MessageByIdempotencyKey(ctx context.Context, tenantID uuid.UUID, key string) (*app.Message, error) {
 	var m app.Message
 	err := t.tx.GetContext(ctx, &m, `SELECT `+messageColumns+` FROM messages WHERE tenant_id = $1 AND idempotency_key = $2`, tenantID, key)
@@ -161,7 +162,7 @@ func (t *Tx) MessageByIdempotencyKey(ctx context.Context, tenantID uuid.UUID, ke
 	return &m, nil
 }
 
-// CancelQueuedMessage implements app.ConsoleMessageStore.
+// CancelQueuedMessage implements console.ConsoleMessageStore.
 func (t *Tx) CancelQueuedMessage(ctx context.Context, tenantID, id uuid.UUID, at time.Time) (bool, error) {
 	res, err := t.tx.ExecContext(ctx, `
 		UPDATE messages SET status = 'CANCELLED', updated_at = $3

@@ -9,16 +9,17 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
-// UpcomingEvents implements app.ScheduleStore. Every event that can still
+// UpcomingEvents implements console.ScheduleStore. Every event that can still
 // be rescheduled or cancelled is listed, whether its send_at has passed
 // (due: the scheduler has not routed it yet) or it has none (awaiting
 // approval without a time). The status list matches the partial index
 // events_pending_idx (tenant_id, send_at), which serves both the filter and
 // the order; events without a send_at come last (NULLS LAST is the index's
 // own order).
-func (t *Tx) UpcomingEvents(ctx context.Context, tenantID uuid.UUID, f app.ScheduleFilter, now time.Time, page app.PageRequest) ([]*app.ScheduledEvent, error) {
+func (t *Tx) UpcomingEvents(ctx context.Context, tenantID uuid.UUID, f console.ScheduleFilter, now time.Time, page console.PageRequest) ([]*console.ScheduledEvent, error) {
 	where := []string{"tenant_id = $1", "status IN ('SCHEDULED', 'AWAITING_APPROVAL')"}
 	args := []any{tenantID, now}
 	if f.TriggerEvent != "" {
@@ -36,14 +37,14 @@ func (t *Tx) UpcomingEvents(ctx context.Context, tenantID uuid.UUID, f app.Sched
 		COALESCE(send_at <= $2, false) AS due FROM events
 		WHERE ` + strings.Join(where, " AND ") + fmt.Sprintf(`
 		ORDER BY send_at, created_at, id LIMIT $%d OFFSET $%d`, len(args)-1, len(args))
-	rows := []*app.ScheduledEvent{}
+	rows := []*console.ScheduledEvent{}
 	err := t.tx.SelectContext(ctx, &rows, q, args...)
 	return rows, mapErr(err)
 }
 
-// EventsAwaitingApproval implements app.ScheduleStore.
-func (t *Tx) EventsAwaitingApproval(ctx context.Context, tenantID uuid.UUID, page app.PageRequest) ([]*app.ScheduledEvent, error) {
-	rows := []*app.ScheduledEvent{}
+// EventsAwaitingApproval implements console.ScheduleStore.
+func (t *Tx) EventsAwaitingApproval(ctx context.Context, tenantID uuid.UUID, page console.PageRequest) ([]*console.ScheduledEvent, error) {
+	rows := []*console.ScheduledEvent{}
 	err := t.tx.SelectContext(ctx, &rows, `
 		SELECT `+eventColumns+`, jsonb_array_length(recipients) AS recipient_count FROM events
 		WHERE tenant_id = $1 AND status = 'AWAITING_APPROVAL'
@@ -51,7 +52,7 @@ func (t *Tx) EventsAwaitingApproval(ctx context.Context, tenantID uuid.UUID, pag
 	return rows, mapErr(err)
 }
 
-// ExistingMessageKeys implements app.ScheduleStore.
+// ExistingMessageKeys implements console.ScheduleStore.
 func (t *Tx) ExistingMessageKeys(ctx context.Context, tenantID uuid.UUID, keys []string) ([]string, error) {
 	out := []string{}
 	if len(keys) == 0 {
@@ -62,7 +63,7 @@ func (t *Tx) ExistingMessageKeys(ctx context.Context, tenantID uuid.UUID, keys [
 	return out, mapErr(err)
 }
 
-// ContactCandidates implements app.ScheduleStore.
+// ContactCandidates implements console.ScheduleStore.
 func (t *Tx) ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileIDs, phones, emails []string) ([]*app.Contact, error) {
 	out := []*app.Contact{}
 	if len(profileIDs)+len(phones)+len(emails) == 0 {
@@ -75,7 +76,7 @@ func (t *Tx) ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileI
 	return out, mapErr(err)
 }
 
-// ContactsByIDs implements app.ScheduleStore.
+// ContactsByIDs implements console.ScheduleStore.
 func (t *Tx) ContactsByIDs(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) ([]*app.Contact, error) {
 	out := []*app.Contact{}
 	if len(ids) == 0 {
@@ -86,7 +87,7 @@ func (t *Tx) ContactsByIDs(ctx context.Context, tenantID uuid.UUID, ids []uuid.U
 	return out, mapErr(err)
 }
 
-// EventMessagesByContact implements app.ScheduleStore. The recipients are
+// EventMessagesByContact implements console.ScheduleStore. The recipients are
 // ordered by their first message; messages without a contact count as one
 // recipient, as DISTINCT counts NULLs.
 func (t *Tx) EventMessagesByContact(ctx context.Context, tenantID, eventID uuid.UUID, maxContacts, maxMessages int) ([]*app.Message, int, error) {

@@ -7,17 +7,18 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
-// MessageCounts implements app.DashboardStore. The bucket boundaries come
+// MessageCounts implements console.DashboardStore. The bucket boundaries come
 // from the caller, computed in the tenant's timezone, so that days and
 // hours are the tenant's without relying on the server's zone database;
 // width_bucket numbers each row's bucket from 1.
-func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []time.Time, to time.Time) ([]app.MessageCount, error) {
+func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []time.Time, to time.Time) ([]console.MessageCount, error) {
 	if len(bounds) == 0 {
 		return nil, nil
 	}
-	var out []app.MessageCount
+	var out []console.MessageCount
 	err := t.tx.SelectContext(ctx, &out, `
 		SELECT width_bucket(created_at, $2::timestamptz[]) AS bucket, channel, status, count(*) AS count
 		FROM messages
@@ -26,7 +27,7 @@ func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []tim
 	return out, mapErr(err)
 }
 
-// StaleMessages implements app.DashboardStore. A receipt clears stale_at,
+// StaleMessages implements console.DashboardStore. A receipt clears stale_at,
 // so a set stale_at means the message is stale now.
 func (t *Tx) StaleMessages(ctx context.Context, tenantID uuid.UUID) (int, error) {
 	var n int
@@ -35,7 +36,7 @@ func (t *Tx) StaleMessages(ctx context.Context, tenantID uuid.UUID) (int, error)
 	return n, mapErr(err)
 }
 
-// UsageByChannel implements app.DashboardStore: the counter's shards summed.
+// UsageByChannel implements console.DashboardStore: the counter's shards summed.
 func (t *Tx) UsageByChannel(ctx context.Context, tenantID uuid.UUID, month time.Time) (map[app.Channel]int, error) {
 	var rows []struct {
 		Channel app.Channel `db:"channel"`
@@ -55,9 +56,9 @@ func (t *Tx) UsageByChannel(ctx context.Context, tenantID uuid.UUID, month time.
 	return out, nil
 }
 
-// WaitingWork implements app.DashboardStore.
-func (t *Tx) WaitingWork(ctx context.Context, tenantID uuid.UUID) (*app.WaitingWork, error) {
-	var w app.WaitingWork
+// WaitingWork implements console.DashboardStore.
+func (t *Tx) WaitingWork(ctx context.Context, tenantID uuid.UUID) (*console.WaitingWork, error) {
+	var w console.WaitingWork
 	err := t.tx.GetContext(ctx, &w, `
 		SELECT q.queued_messages, q.oldest_queued_at,
 			e.scheduled_events, e.oldest_scheduled_at, e.next_send_at, e.awaiting_approval
@@ -77,7 +78,7 @@ func (t *Tx) WaitingWork(ctx context.Context, tenantID uuid.UUID) (*app.WaitingW
 	return &w, nil
 }
 
-// HasActivity implements app.DashboardStore.
+// HasActivity implements console.DashboardStore.
 func (t *Tx) HasActivity(ctx context.Context, tenantID uuid.UUID) (messages, events bool, err error) {
 	err = t.tx.QueryRowxContext(ctx, `
 		SELECT EXISTS (SELECT 1 FROM messages WHERE tenant_id = $1),

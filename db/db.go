@@ -78,30 +78,52 @@ func (d *DB) Close() {
 // Ping checks that the database answers.
 func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }
 
-// Store returns the app.Store backed by this database.
+// Store returns the store of Herald's transactions on this database.
 func (d *DB) Store() *Store { return &Store{db: d.SQL} }
 
-// Store implements app.Store.
+// Store runs Herald's tenant-scoped transactions. Services get it through
+// Scope, as an app.Store of the transaction interface they use.
 type Store struct {
 	db *sqlx.DB
 }
 
-var _ app.Store = (*Store)(nil)
-
-// InTenant implements app.Store.
-func (s *Store) InTenant(ctx context.Context, tenantID uuid.UUID, fn func(app.Tx) error) error {
+// InTenant runs fn in a transaction that can see only tenantID's rows; it
+// commits when fn returns nil.
+func (s *Store) InTenant(ctx context.Context, tenantID uuid.UUID, fn func(*Tx) error) error {
 	if tenantID == uuid.Nil {
 		return fmt.Errorf("tenant transaction without a tenant")
 	}
 	return s.run(ctx, tenantID, fn)
 }
 
-// InPlatform implements app.Store.
-func (s *Store) InPlatform(ctx context.Context, fn func(app.Tx) error) error {
+// InPlatform runs fn in a transaction that can see every tenant's rows.
+func (s *Store) InPlatform(ctx context.Context, fn func(*Tx) error) error {
 	return s.run(ctx, uuid.Nil, fn)
 }
 
-func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(app.Tx) error) (err error) {
+// Scope returns s as the app.Store of a service whose statements are T (an
+// interface that *Tx implements). It panics at wiring time, not on the first
+// request, when *Tx lacks one of T's methods.
+func Scope[T app.Tx](s *Store) app.Store[T] {
+	if _, ok := any((*Tx)(nil)).(T); !ok {
+		var t *T
+		panic(fmt.Sprintf("db.Tx does not implement %T", t))
+	}
+	return scoped[T]{s}
+}
+
+// scoped hands a Store's transactions to fn as T.
+type scoped[T app.Tx] struct{ s *Store }
+
+func (c scoped[T]) InTenant(ctx context.Context, tenantID uuid.UUID, fn func(T) error) error {
+	return c.s.InTenant(ctx, tenantID, func(tx *Tx) error { return fn(any(tx).(T)) })
+}
+
+func (c scoped[T]) InPlatform(ctx context.Context, fn func(T) error) error {
+	return c.s.InPlatform(ctx, func(tx *Tx) error { return fn(any(tx).(T)) })
+}
+
+func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(*Tx) error) (err error) {
 	// The scope is set in the BEGIN message itself (see beginScoped), with
 	// set_config's is_local: both settings end with the transaction, so a
 	// pooled connection never carries one tenant's scope into the next use.
@@ -127,7 +149,8 @@ func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(app.Tx) err
 	return nil
 }
 
-// Tx implements app.Tx on one database transaction.
+// Tx is one database transaction. It implements every store interface of
+// app and app/console; services see it through the one they declare.
 type Tx struct {
 	tx       *sqlx.Tx
 	tenantID uuid.UUID

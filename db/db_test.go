@@ -34,10 +34,10 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // createTenant inserts a tenant with one API key and returns the tenant.
 func createTenant(t *testing.T, b *testBundle, slug string) *app.Tenant {
 	t.Helper()
-	tenants := &app.Tenants{Store: b.store, Now: time.Now}
+	tenants := &app.Tenants{Store: db.Scope[app.PipelineTx](b.store), Now: time.Now}
 	tn, err := tenants.Create(b.ctx, app.CLIActor, app.TenantInput{Slug: slug, Name: "Tenant " + slug})
 	require.NoError(t, err)
-	keys := &app.APIKeys{Store: b.store, Lookup: b.store, Now: time.Now}
+	keys := &app.APIKeys{Store: db.Scope[app.PipelineTx](b.store), Lookup: b.store, Now: time.Now}
 	_, _, err = keys.Create(b.ctx, app.CLIActor, tn.ID, "key of "+slug)
 	require.NoError(t, err)
 	return tn
@@ -93,20 +93,20 @@ func TestStore_RowLevelSecurity(t *testing.T) {
 	a := createTenant(t, b, "tenant-a")
 	other := createTenant(t, b, "tenant-b")
 
-	count := func(scope func(context.Context, func(app.Tx) error) error, table string) (n int) {
+	count := func(scope func(context.Context, func(*db.Tx) error) error, table string) (n int) {
 		t.Helper()
-		require.NoError(t, scope(b.ctx, func(tx app.Tx) error {
+		require.NoError(t, scope(b.ctx, func(tx *db.Tx) error {
 			// Deliberately no tenant filter: row-level security alone must hold.
-			return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM `+table).Scan(&n)
+			return tx.SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM `+table).Scan(&n)
 		}))
 		return n
 	}
-	inA := func(ctx context.Context, fn func(app.Tx) error) error { return b.store.InTenant(ctx, a.ID, fn) }
+	inA := func(ctx context.Context, fn func(*db.Tx) error) error { return b.store.InTenant(ctx, a.ID, fn) }
 
 	t.Run("TenantScopeSeesOnlyItsRows", func(t *testing.T) {
 		require.Equal(t, 1, count(inA, "tenants"))
 		require.Equal(t, 1, count(inA, "api_keys"))
-		require.NoError(t, b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
+		require.NoError(t, b.store.InTenant(b.ctx, a.ID, func(tx *db.Tx) error {
 			_, err := tx.TenantByID(b.ctx, other.ID)
 			require.Equal(t, app.ENOTFOUND, app.ErrorCode(err), "tenant B is invisible in A's scope")
 			return nil
@@ -125,7 +125,7 @@ func TestStore_RowLevelSecurity(t *testing.T) {
 	})
 
 	t.Run("CannotWriteIntoAnotherTenant", func(t *testing.T) {
-		err := b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
+		err := b.store.InTenant(b.ctx, a.ID, func(tx *db.Tx) error {
 			return tx.CreateAPIKey(b.ctx, &app.APIKey{
 				ID: uuid.New(), TenantID: other.ID, Name: "sneaky", Prefix: "hk_x", Hash: []byte("x"), CreatedAt: time.Now(),
 			})
@@ -137,10 +137,10 @@ func TestStore_RowLevelSecurity(t *testing.T) {
 	t.Run("TransactionStartsScoped", func(t *testing.T) {
 		// The scope travels with BEGIN: the first statement of the
 		// transaction already sees it, and the transaction is a real one.
-		settings := func(scope func(context.Context, func(app.Tx) error) error) (s, tenant string) {
+		settings := func(scope func(context.Context, func(*db.Tx) error) error) (s, tenant string) {
 			t.Helper()
-			require.NoError(t, scope(b.ctx, func(tx app.Tx) error {
-				return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, `
+			require.NoError(t, scope(b.ctx, func(tx *db.Tx) error {
+				return tx.SQL().QueryRowContext(b.ctx, `
 					SELECT current_setting('herald.scope', true), current_setting('herald.tenant_id', true)`).Scan(&s, &tenant)
 			}))
 			return s, tenant
@@ -152,23 +152,23 @@ func TestStore_RowLevelSecurity(t *testing.T) {
 		require.Equal(t, "platform", s)
 		require.Empty(t, tenant)
 		var mode string
-		require.NoError(t, b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
-			return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&mode)
+		require.NoError(t, b.store.InTenant(b.ctx, a.ID, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.ctx, `SELECT current_setting('plan_cache_mode')`).Scan(&mode)
 		}))
 		require.Equal(t, "force_generic_plan", mode, "scoped transactions plan generically")
 		require.NoError(t, b.db.SQL.GetContext(b.ctx, &mode, `SELECT current_setting('plan_cache_mode')`))
 		require.Equal(t, "auto", mode, "and only they")
 
 		// A failed transaction leaves nothing behind, its scope included.
-		err := b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
-			_, err := tx.(*db.Tx).SQL().ExecContext(b.ctx, `UPDATE tenants SET name = 'renamed' WHERE id = $1`, a.ID)
+		err := b.store.InTenant(b.ctx, a.ID, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(b.ctx, `UPDATE tenants SET name = 'renamed' WHERE id = $1`, a.ID)
 			require.NoError(t, err)
 			return app.Errorf(app.ECONFLICT, "roll back")
 		})
 		require.Error(t, err)
 		var name string
-		require.NoError(t, b.store.InTenant(b.ctx, a.ID, func(tx app.Tx) error {
-			return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, `SELECT name FROM tenants WHERE id = $1`, a.ID).Scan(&name)
+		require.NoError(t, b.store.InTenant(b.ctx, a.ID, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.ctx, `SELECT name FROM tenants WHERE id = $1`, a.ID).Scan(&name)
 		}))
 		require.Equal(t, a.Name, name, "the update rolled back")
 	})
@@ -189,7 +189,7 @@ func TestStore_Errors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	createTenant(t, b, "taken")
-	tenants := &app.Tenants{Store: b.store, Now: time.Now}
+	tenants := &app.Tenants{Store: db.Scope[app.PipelineTx](b.store), Now: time.Now}
 
 	t.Run("DuplicateSlugIsConflictOnSlug", func(t *testing.T) {
 		_, err := tenants.Create(b.ctx, app.CLIActor, app.TenantInput{Slug: "taken", Name: "Again"})
@@ -199,8 +199,8 @@ func TestStore_Errors(t *testing.T) {
 
 	t.Run("FailedCreateStoresNothing", func(t *testing.T) {
 		var n int
-		require.NoError(t, b.store.InPlatform(b.ctx, func(tx app.Tx) error {
-			return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM audit_log WHERE action = 'tenant.create'`).Scan(&n)
+		require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM audit_log WHERE action = 'tenant.create'`).Scan(&n)
 		}))
 		require.Equal(t, 1, n, "only the first, successful create left an audit entry")
 	})
@@ -219,7 +219,7 @@ func TestAuditLog_Chain(t *testing.T) {
 	var entries []*app.AuditEntry
 	for i := range 3 {
 		e := app.SystemActor.Entry(&tn.ID, "test.step", "step", "", map[string]any{"i": i})
-		require.NoError(t, b.store.InTenant(b.ctx, tn.ID, func(tx app.Tx) error { return tx.InsertAudit(b.ctx, e) }))
+		require.NoError(t, b.store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error { return tx.InsertAudit(b.ctx, e) }))
 		entries = append(entries, e)
 	}
 	for i := 1; i < len(entries); i++ {
@@ -228,8 +228,8 @@ func TestAuditLog_Chain(t *testing.T) {
 	}
 
 	t.Run("EntriesCannotBeEdited", func(t *testing.T) {
-		err := b.store.InPlatform(b.ctx, func(tx app.Tx) error {
-			_, err := tx.(*db.Tx).SQL().ExecContext(b.ctx, `UPDATE audit_log SET action = 'forged' WHERE id = $1`, entries[0].ID)
+		err := b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(b.ctx, `UPDATE audit_log SET action = 'forged' WHERE id = $1`, entries[0].ID)
 			return err
 		})
 		require.ErrorContains(t, err, "cannot be changed")
@@ -237,15 +237,15 @@ func TestAuditLog_Chain(t *testing.T) {
 
 	t.Run("HashCoversContent", func(t *testing.T) {
 		var ok bool
-		require.NoError(t, b.store.InPlatform(b.ctx, func(tx app.Tx) error {
-			return tx.(*db.Tx).SQL().QueryRowContext(b.ctx,
+		require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.ctx,
 				`SELECT bool_and(hash = audit_log_digest(audit_log)) FROM audit_log`).Scan(&ok)
 		}))
 		require.True(t, ok, "every stored hash matches a recomputation")
 	})
 
 	t.Run("VerifyFindsTampering", func(t *testing.T) {
-		audit := &app.Audit{Store: b.store, Log: quietLog()}
+		audit := &app.Audit{Store: db.Scope[app.PipelineTx](b.store), Log: quietLog()}
 		breaks, err := audit.Verify(b.ctx)
 		require.NoError(t, err)
 		require.Empty(t, breaks, "an untouched log verifies")

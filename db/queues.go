@@ -4,14 +4,14 @@ import (
 	"context"
 	"time"
 
-	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
-// JobCounts implements app.QueueStore. River's client has no count API, so
+// JobCounts implements console.QueueStore. River's client has no count API, so
 // the console counts its table directly; the grouping reads River's
 // (state, queue, ...) fetch index for the live states.
-func (t *Tx) JobCounts(ctx context.Context) ([]app.JobCount, error) {
-	var out []app.JobCount
+func (t *Tx) JobCounts(ctx context.Context) ([]console.JobCount, error) {
+	var out []console.JobCount
 	err := t.tx.SelectContext(ctx, &out, `
 		SELECT queue, state::text AS state, count(*) AS count
 		FROM river_job
@@ -20,7 +20,7 @@ func (t *Tx) JobCounts(ctx context.Context) ([]app.JobCount, error) {
 	return out, mapErr(err)
 }
 
-// RegisterQueue implements app.QueueStore with the same upsert River's
+// RegisterQueue implements console.QueueStore with the same upsert River's
 // workers make when they start a queue: an existing row (and its pause) is
 // left as it is.
 func (t *Tx) RegisterQueue(ctx context.Context, name string, at time.Time) error {

@@ -9,7 +9,7 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-// CountLoginAttempt implements app.SessionStore: one statement counts the
+// CountLoginAttempt implements console.SessionStore: one statement counts the
 // attempt under every key and returns each key's count, so parallel
 // attempts each see the ones before them.
 func (t *Tx) CountLoginAttempt(ctx context.Context, keys []string, since, at time.Time) (map[string]int, error) {
@@ -35,7 +35,7 @@ func (t *Tx) CountLoginAttempt(ctx context.Context, keys []string, since, at tim
 	return out, nil
 }
 
-// ReleaseLoginAttempt implements app.SessionStore.
+// ReleaseLoginAttempt implements console.SessionStore.
 func (t *Tx) ReleaseLoginAttempt(ctx context.Context, key string) error {
 	_, err := t.tx.ExecContext(ctx, `
 		WITH gone AS (DELETE FROM login_failures WHERE key = $1 AND failures <= 1)
@@ -43,19 +43,19 @@ func (t *Tx) ReleaseLoginAttempt(ctx context.Context, key string) error {
 	return mapErr(err)
 }
 
-// ClearLoginFailures implements app.SessionStore.
+// ClearLoginFailures implements console.SessionStore.
 func (t *Tx) ClearLoginFailures(ctx context.Context, key string) error {
 	_, err := t.tx.ExecContext(ctx, `DELETE FROM login_failures WHERE key = $1`, key)
 	return mapErr(err)
 }
 
-// RecordLogin implements app.SessionStore.
+// RecordLogin implements console.SessionStore.
 func (t *Tx) RecordLogin(ctx context.Context, userID uuid.UUID, at time.Time) error {
 	_, err := t.tx.ExecContext(ctx, `UPDATE users SET last_login_at = $2 WHERE id = $1`, userID, at)
 	return mapErr(err)
 }
 
-// BumpSessionVersion implements app.SessionStore.
+// BumpSessionVersion implements console.SessionStore.
 func (t *Tx) BumpSessionVersion(ctx context.Context, userID uuid.UUID, at time.Time) (int, error) {
 	var v int
 	err := t.tx.GetContext(ctx, &v, `
@@ -67,7 +67,7 @@ func (t *Tx) BumpSessionVersion(ctx context.Context, userID uuid.UUID, at time.T
 	return v, nil
 }
 
-// SetPassword implements app.SessionStore.
+// SetPassword implements console.SessionStore.
 func (t *Tx) SetPassword(ctx context.Context, userID uuid.UUID, hash []byte, at time.Time) (int, error) {
 	var v int
 	err := t.tx.GetContext(ctx, &v, `

@@ -8,10 +8,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
-// ListTemplates implements app.TemplateConsoleStore.
-func (t *Tx) ListTemplates(ctx context.Context, tenantID uuid.UUID, f app.TemplateFilter, page app.PageRequest) ([]*app.Template, error) {
+// ListTemplates implements console.TemplateConsoleStore.
+func (t *Tx) ListTemplates(ctx context.Context, tenantID uuid.UUID, f console.TemplateFilter, page console.PageRequest) ([]*app.Template, error) {
 	where, args := []string{"tenant_id = $1"}, []any{tenantID}
 	add := func(cond string, v any) {
 		args = append(args, v)
@@ -39,14 +40,14 @@ func (t *Tx) ListTemplates(ctx context.Context, tenantID uuid.UUID, f app.Templa
 	return out, mapErr(err)
 }
 
-// TemplateLocales implements app.TemplateConsoleStore.
+// TemplateLocales implements console.TemplateConsoleStore.
 func (t *Tx) TemplateLocales(ctx context.Context, tenantID uuid.UUID) ([]string, error) {
 	var out []string
 	err := t.tx.SelectContext(ctx, &out, `SELECT DISTINCT locale FROM templates WHERE tenant_id = $1 ORDER BY locale`, tenantID)
 	return out, mapErr(err)
 }
 
-// TemplateByKey implements app.TemplateConsoleStore.
+// TemplateByKey implements console.TemplateConsoleStore.
 func (t *Tx) TemplateByKey(ctx context.Context, tenantID uuid.UUID, event string, ch app.Channel, locale string) (*app.Template, error) {
 	var tp app.Template
 	err := t.tx.GetContext(ctx, &tp, `
@@ -73,19 +74,19 @@ const templateVersionsQuery = `
 	) v
 	LEFT JOIN users u ON u.id = v.updated_by AND u.tenant_id = $1`
 
-// TemplateVersions implements app.TemplateConsoleStore.
-func (t *Tx) TemplateVersions(ctx context.Context, tenantID, templateID uuid.UUID, page app.PageRequest) ([]*app.TemplateVersion, error) {
-	var out []*app.TemplateVersion
+// TemplateVersions implements console.TemplateConsoleStore.
+func (t *Tx) TemplateVersions(ctx context.Context, tenantID, templateID uuid.UUID, page console.PageRequest) ([]*console.TemplateVersion, error) {
+	var out []*console.TemplateVersion
 	err := t.tx.SelectContext(ctx, &out, templateVersionsQuery+`
 		ORDER BY v.version DESC, v.current DESC
 		LIMIT $3 OFFSET $4`, tenantID, templateID, page.Limit, page.Offset)
 	return out, mapErr(err)
 }
 
-// TemplateVersion implements app.TemplateConsoleStore: only earlier
+// TemplateVersion implements console.TemplateConsoleStore: only earlier
 // versions, the kept history.
-func (t *Tx) TemplateVersion(ctx context.Context, tenantID, templateID uuid.UUID, version int) (*app.TemplateVersion, error) {
-	var v app.TemplateVersion
+func (t *Tx) TemplateVersion(ctx context.Context, tenantID, templateID uuid.UUID, version int) (*console.TemplateVersion, error) {
+	var v console.TemplateVersion
 	err := t.tx.GetContext(ctx, &v, templateVersionsQuery+` WHERE NOT v.current AND v.version = $3`, tenantID, templateID, version)
 	if err != nil {
 		return nil, notFound(err, "Template %s has no earlier version %d.", templateID, version)
@@ -93,7 +94,7 @@ func (t *Tx) TemplateVersion(ctx context.Context, tenantID, templateID uuid.UUID
 	return &v, nil
 }
 
-// LockTemplate implements app.TemplateConsoleStore.
+// LockTemplate implements console.TemplateConsoleStore.
 func (t *Tx) LockTemplate(ctx context.Context, tenantID, id uuid.UUID) (*app.Template, error) {
 	var tp app.Template
 	err := t.tx.GetContext(ctx, &tp, `SELECT `+templateColumns+` FROM templates WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id)
@@ -103,7 +104,7 @@ func (t *Tx) LockTemplate(ctx context.Context, tenantID, id uuid.UUID) (*app.Tem
 	return &tp, nil
 }
 
-// SetTemplateActive implements app.TemplateConsoleStore.
+// SetTemplateActive implements console.TemplateConsoleStore.
 func (t *Tx) SetTemplateActive(ctx context.Context, tenantID, id uuid.UUID, active bool) error {
 	res, err := t.tx.ExecContext(ctx, `UPDATE templates SET is_active = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, id, active)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 // likePattern makes s a LIKE pattern matching any text that contains it
@@ -17,10 +18,10 @@ func likePattern(s string) string {
 	return "%" + r.Replace(s) + "%"
 }
 
-// ListTenantSummaries implements app.TenantAdminStore. It runs in platform
+// ListTenantSummaries implements console.TenantAdminStore. It runs in platform
 // scope: operators see every tenant.
-func (t *Tx) ListTenantSummaries(ctx context.Context, search string, month time.Time, page app.PageRequest) ([]*app.TenantSummary, error) {
-	rows := []*app.TenantSummary{}
+func (t *Tx) ListTenantSummaries(ctx context.Context, search string, month time.Time, page console.PageRequest) ([]*console.TenantSummary, error) {
+	rows := []*console.TenantSummary{}
 	err := t.tx.SelectContext(ctx, &rows, `
 		SELECT `+tenantColumns+`,
 		       (SELECT count(*) FROM users u WHERE u.tenant_id = tenants.id AND u.disabled_at IS NULL) AS users,
@@ -33,7 +34,7 @@ func (t *Tx) ListTenantSummaries(ctx context.Context, search string, month time.
 	return rows, mapErr(err)
 }
 
-// LockTenant implements app.TenantAdminStore.
+// LockTenant implements console.TenantAdminStore.
 func (t *Tx) LockTenant(ctx context.Context, id uuid.UUID) (*app.Tenant, error) {
 	var tn app.Tenant
 	err := t.tx.GetContext(ctx, &tn, `SELECT `+tenantColumns+` FROM tenants WHERE id = $1 FOR UPDATE`, id)
@@ -43,7 +44,7 @@ func (t *Tx) LockTenant(ctx context.Context, id uuid.UUID) (*app.Tenant, error) 
 	return &tn, nil
 }
 
-// UpdateTenant implements app.TenantAdminStore. Slug and name never change:
+// UpdateTenant implements console.TenantAdminStore. Slug and name never change:
 // the slug is in every console URL and webhook address.
 func (t *Tx) UpdateTenant(ctx context.Context, tn *app.Tenant) error {
 	res, err := t.tx.NamedExecContext(ctx, `

@@ -6,10 +6,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
-// ListTenantUsers implements app.UserAdminStore.
-func (t *Tx) ListTenantUsers(ctx context.Context, tenantID uuid.UUID, page app.PageRequest) ([]*app.User, error) {
+// ListTenantUsers implements console.UserAdminStore.
+func (t *Tx) ListTenantUsers(ctx context.Context, tenantID uuid.UUID, page console.PageRequest) ([]*app.User, error) {
 	rows := []*app.User{}
 	err := t.tx.SelectContext(ctx, &rows, `
 		SELECT `+userColumns+` FROM users
@@ -19,7 +20,7 @@ func (t *Tx) ListTenantUsers(ctx context.Context, tenantID uuid.UUID, page app.P
 	return rows, mapErr(err)
 }
 
-// TenantUser implements app.UserAdminStore.
+// TenantUser implements console.UserAdminStore.
 func (t *Tx) TenantUser(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.User, error) {
 	q := `SELECT ` + userColumns + ` FROM users WHERE tenant_id = $1 AND id = $2`
 	if forUpdate {
@@ -32,7 +33,7 @@ func (t *Tx) TenantUser(ctx context.Context, tenantID, id uuid.UUID, forUpdate b
 	return &u, nil
 }
 
-// LockTenantUsers implements app.UserAdminStore with a lock on the tenant's
+// LockTenantUsers implements console.UserAdminStore with a lock on the tenant's
 // row. FOR NO KEY UPDATE conflicts with itself but not with the key-share
 // locks that inserts referencing the tenant take, so the pipeline is not
 // held up.
@@ -42,7 +43,7 @@ func (t *Tx) LockTenantUsers(ctx context.Context, tenantID uuid.UUID) error {
 	return notFound(err, "Tenant %s not found.", tenantID)
 }
 
-// LockActiveManagers implements app.UserAdminStore.
+// LockActiveManagers implements console.UserAdminStore.
 func (t *Tx) LockActiveManagers(ctx context.Context, tenantID uuid.UUID) ([]uuid.UUID, error) {
 	ids := []uuid.UUID{}
 	err := t.tx.SelectContext(ctx, &ids, `
@@ -53,7 +54,7 @@ func (t *Tx) LockActiveManagers(ctx context.Context, tenantID uuid.UUID) ([]uuid
 	return ids, mapErr(err)
 }
 
-// UpdateTenantUser implements app.UserAdminStore.
+// UpdateTenantUser implements console.UserAdminStore.
 func (t *Tx) UpdateTenantUser(ctx context.Context, u *app.User) error {
 	res, err := t.tx.NamedExecContext(ctx, `
 		UPDATE users SET role = :role, disabled_at = :disabled_at, session_version = :session_version,

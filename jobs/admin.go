@@ -13,9 +13,10 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
-// Admin implements app.QueueAdmin on River's own client API: queue list,
+// Admin implements console.QueueAdmin on River's own client API: queue list,
 // pause and resume, job list, retry and cancel, each inside the caller's
 // transaction. A client without workers can do all of it, so the web
 // process uses the inserting client.
@@ -23,7 +24,7 @@ type Admin struct {
 	client *river.Client[*sql.Tx]
 }
 
-var _ app.QueueAdmin = (*Admin)(nil)
+var _ console.QueueAdmin = (*Admin)(nil)
 
 // Admin returns the queue administration over the queue's River client.
 func (q *Queue) Admin() *Admin {
@@ -33,8 +34,8 @@ func (q *Queue) Admin() *Admin {
 // maxQueues bounds the queue list; Herald has six.
 const maxQueues = 100
 
-// Queues implements app.QueueAdmin.
-func (a *Admin) Queues(ctx context.Context, tx app.Tx) ([]app.QueueInfo, error) {
+// Queues implements console.QueueAdmin.
+func (a *Admin) Queues(ctx context.Context, tx app.Tx) ([]console.QueueInfo, error) {
 	stx, err := unwrap(tx)
 	if err != nil {
 		return nil, err
@@ -43,17 +44,17 @@ func (a *Admin) Queues(ctx context.Context, tx app.Tx) ([]app.QueueInfo, error) 
 	if err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
-	out := make([]app.QueueInfo, len(res.Queues))
+	out := make([]console.QueueInfo, len(res.Queues))
 	for i, q := range res.Queues {
 		seen := q.UpdatedAt
-		out[i] = app.QueueInfo{Name: q.Name, PausedAt: q.PausedAt, SeenAt: &seen}
+		out[i] = console.QueueInfo{Name: q.Name, PausedAt: q.PausedAt, SeenAt: &seen}
 	}
 	return out, nil
 }
 
-// Jobs implements app.QueueAdmin. Pages are keyed by job id, newest first;
+// Jobs implements console.QueueAdmin. Pages are keyed by job id, newest first;
 // a page towards the newest is read oldest first and turned around.
-func (a *Admin) Jobs(ctx context.Context, tx app.Tx, q app.JobListQuery) ([]*app.Job, error) {
+func (a *Admin) Jobs(ctx context.Context, tx app.Tx, q console.JobListQuery) ([]*console.Job, error) {
 	stx, err := unwrap(tx)
 	if err != nil {
 		return nil, err
@@ -84,7 +85,7 @@ func (a *Admin) Jobs(ctx context.Context, tx app.Tx, q app.JobListQuery) ([]*app
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
-	out := make([]*app.Job, len(res.Jobs))
+	out := make([]*console.Job, len(res.Jobs))
 	for i, j := range res.Jobs {
 		out[i] = jobOf(j)
 	}
@@ -94,8 +95,8 @@ func (a *Admin) Jobs(ctx context.Context, tx app.Tx, q app.JobListQuery) ([]*app
 	return out, nil
 }
 
-// Job implements app.QueueAdmin.
-func (a *Admin) Job(ctx context.Context, tx app.Tx, id int64) (*app.Job, error) {
+// Job implements console.QueueAdmin.
+func (a *Admin) Job(ctx context.Context, tx app.Tx, id int64) (*console.Job, error) {
 	stx, err := unwrap(tx)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func (a *Admin) Job(ctx context.Context, tx app.Tx, id int64) (*app.Job, error) 
 	return jobOf(j), nil
 }
 
-// PauseQueue implements app.QueueAdmin; the workers hear of it when the
+// PauseQueue implements console.QueueAdmin; the workers hear of it when the
 // transaction commits.
 func (a *Admin) PauseQueue(ctx context.Context, tx app.Tx, name string) error {
 	stx, err := unwrap(tx)
@@ -117,7 +118,7 @@ func (a *Admin) PauseQueue(ctx context.Context, tx app.Tx, name string) error {
 	return queueErr(a.client.QueuePauseTx(ctx, stx, name, nil), name)
 }
 
-// ResumeQueue implements app.QueueAdmin.
+// ResumeQueue implements console.QueueAdmin.
 func (a *Admin) ResumeQueue(ctx context.Context, tx app.Tx, name string) error {
 	stx, err := unwrap(tx)
 	if err != nil {
@@ -126,8 +127,8 @@ func (a *Admin) ResumeQueue(ctx context.Context, tx app.Tx, name string) error {
 	return queueErr(a.client.QueueResumeTx(ctx, stx, name, nil), name)
 }
 
-// RetryJob implements app.QueueAdmin.
-func (a *Admin) RetryJob(ctx context.Context, tx app.Tx, id int64) (*app.Job, error) {
+// RetryJob implements console.QueueAdmin.
+func (a *Admin) RetryJob(ctx context.Context, tx app.Tx, id int64) (*console.Job, error) {
 	stx, err := unwrap(tx)
 	if err != nil {
 		return nil, err
@@ -139,8 +140,8 @@ func (a *Admin) RetryJob(ctx context.Context, tx app.Tx, id int64) (*app.Job, er
 	return jobOf(j), nil
 }
 
-// CancelJob implements app.QueueAdmin.
-func (a *Admin) CancelJob(ctx context.Context, tx app.Tx, id int64) (*app.Job, error) {
+// CancelJob implements console.QueueAdmin.
+func (a *Admin) CancelJob(ctx context.Context, tx app.Tx, id int64) (*console.Job, error) {
 	stx, err := unwrap(tx)
 	if err != nil {
 		return nil, err
@@ -177,14 +178,14 @@ type jobIDs struct {
 	MessageID *uuid.UUID `json:"message_id"`
 }
 
-func jobOf(j *rivertype.JobRow) *app.Job {
-	out := &app.Job{
+func jobOf(j *rivertype.JobRow) *console.Job {
+	out := &console.Job{
 		ID: j.ID, Kind: j.Kind, Queue: j.Queue, State: string(j.State),
 		Attempt: j.Attempt, MaxAttempts: j.MaxAttempts,
 		CreatedAt: j.CreatedAt, ScheduledAt: j.ScheduledAt, AttemptedAt: j.AttemptedAt, FinalizedAt: j.FinalizedAt,
 	}
 	for _, e := range j.Errors {
-		out.Errors = append(out.Errors, app.JobError{Attempt: e.Attempt, At: e.At, Error: e.Error})
+		out.Errors = append(out.Errors, console.JobError{Attempt: e.Attempt, At: e.At, Error: e.Error})
 	}
 	var ids jobIDs
 	if json.Unmarshal(j.EncodedArgs, &ids) == nil {

@@ -59,8 +59,8 @@ func newTenant(slug string) *app.Tenant {
 func (b *testBundle) count(t *testing.T, query string, args ...any) int {
 	t.Helper()
 	var n int
-	require.NoError(t, b.store.InPlatform(b.ctx, func(tx app.Tx) error {
-		return tx.(*db.Tx).SQL().QueryRowContext(b.ctx, query, args...).Scan(&n)
+	require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(b.ctx, query, args...).Scan(&n)
 	}))
 	return n
 }
@@ -72,7 +72,7 @@ func TestQueue_SharesTheTransaction(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		tn := newTenant("committed")
-		require.NoError(t, b.store.InPlatform(b.ctx, func(tx app.Tx) error {
+		require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
 			if err := tx.CreateTenant(b.ctx, tn); err != nil {
 				return err
 			}
@@ -87,7 +87,7 @@ func TestQueue_SharesTheTransaction(t *testing.T) {
 		b := setup(t)
 		tn := newTenant("rolled-back")
 		boom := errors.New("boom")
-		err := b.store.InPlatform(b.ctx, func(tx app.Tx) error {
+		err := b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
 			if err := tx.CreateTenant(b.ctx, tn); err != nil {
 				return err
 			}
@@ -104,7 +104,7 @@ func TestQueue_SharesTheTransaction(t *testing.T) {
 	t.Run("InsertManyInOneTransaction", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		require.NoError(t, b.store.InPlatform(b.ctx, func(tx app.Tx) error {
+		require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
 			return b.queue.InsertMany(b.ctx, tx, []river.InsertManyParams{
 				{Args: probeArgs{TenantID: uuid.New()}, InsertOpts: &river.InsertOpts{Queue: app.QueueRoute}},
 				{Args: probeArgs{TenantID: uuid.New()}, InsertOpts: &river.InsertOpts{Queue: app.QueueRoute}},
@@ -133,7 +133,7 @@ func TestWorkerClient_WorksJobInsertedInTransaction(t *testing.T) {
 	})
 
 	want := uuid.New()
-	require.NoError(t, b.store.InPlatform(b.ctx, func(tx app.Tx) error {
+	require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
 		return b.queue.Insert(b.ctx, tx, probeArgs{TenantID: want}, &river.InsertOpts{Queue: app.QueueRoute})
 	}))
 	select {

@@ -8,11 +8,11 @@ package views
 import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
-import "github.com/heraldhq/herald/app"
+import "github.com/heraldhq/herald/app/console"
 
 // APIKeyList is the tenant's API keys with the create form.
 type APIKeyList struct {
-	Rows  []*app.APIKeyRow
+	Rows  []*console.APIKeyRow
 	Pager Pager
 	// Name is the create form's name as typed.
 	Name string
@@ -31,7 +31,7 @@ func apiKeyPath(p Page, path string) string {
 }
 
 // apiKeyCreator names who made a key.
-func apiKeyCreator(k *app.APIKeyRow) string {
+func apiKeyCreator(k *console.APIKeyRow) string {
 	switch {
 	case k.CreatorEmail != nil:
 		return *k.CreatorEmail

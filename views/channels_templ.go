@@ -14,11 +14,12 @@ import (
 	"strings"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 // ChannelListProps is the list of a tenant's channel accounts.
 type ChannelListProps struct {
-	Rows    []*app.AccountRow
+	Rows    []*console.AccountRow
 	Channel string
 	Status  string
 	Pager   Pager
@@ -26,9 +27,9 @@ type ChannelListProps struct {
 
 // ChannelFormProps is the create or edit form of one provider's account.
 type ChannelFormProps struct {
-	Spec *app.ProviderSpec
+	Spec *console.ProviderSpec
 	// Account is nil when creating.
-	Account *app.AccountDetail
+	Account *console.AccountDetail
 	Name    string
 	Channel string
 	// Values are the non-secret settings shown in the form.
@@ -51,7 +52,7 @@ type ChannelHooks struct {
 
 // ChannelDetailProps is an account's page.
 type ChannelDetailProps struct {
-	D       *app.AccountDetail
+	D       *console.AccountDetail
 	Hooks   ChannelHooks
 	Sandbox []SandboxAddress
 	// GraphVersion is the Graph API version this deployment sends with.
@@ -85,20 +86,20 @@ func accountPath(p Page, a *app.ChannelAccount, rest ...string) string {
 }
 
 func providerLabel(name string) string {
-	if s, ok := app.ProviderSpecOf(name); ok {
+	if s, ok := console.ProviderSpecOf(name); ok {
 		return s.Label
 	}
 	return name
 }
 
-func breakerStatus(b *app.BreakerTransition) string {
+func breakerStatus(b *console.BreakerTransition) string {
 	if b == nil || b.To == "" {
 		return "CLOSED"
 	}
 	return strings.ToUpper(strings.ReplaceAll(b.To, "-", "_"))
 }
 
-func rateText(r app.RateState) string {
+func rateText(r console.RateState) string {
 	switch {
 	case r.Err != "":
 		return "misconfigured"
@@ -108,7 +109,7 @@ func rateText(r app.RateState) string {
 	return fmt.Sprintf("%s/s, burst %s", num(r.PerSecond), num(r.Capacity))
 }
 
-func tokensText(r app.RateState) string {
+func tokensText(r console.RateState) string {
 	if !r.Limited {
 		return ""
 	}
@@ -146,7 +147,7 @@ func testRecipientExample(ch app.Channel) string {
 	return "recipient"
 }
 
-func secretState(d *app.AccountDetail, key string) string {
+func secretState(d *console.AccountDetail, key string) string {
 	if d != nil && d.SecretsSet[key] {
 		return "A value is stored. Leave blank to keep it."
 	}
@@ -243,7 +244,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 				var templ_7745c5c3_Var4 templ.SafeURL
 				templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(channelsPath(p, "/new")))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 189, Col: 74}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 190, Col: 74}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 				if templ_7745c5c3_Err != nil {
@@ -266,7 +267,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 			var templ_7745c5c3_Var5 templ.SafeURL
 			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(channelsPath(p)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 191, Col: 76}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 192, Col: 76}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 			if templ_7745c5c3_Err != nil {
@@ -284,7 +285,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 				var templ_7745c5c3_Var6 string
 				templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(string(ch))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 197, Col: 32}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 198, Col: 32}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 				if templ_7745c5c3_Err != nil {
@@ -307,7 +308,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 				var templ_7745c5c3_Var7 string
 				templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(string(ch))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 197, Col: 89}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 198, Col: 89}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 				if templ_7745c5c3_Err != nil {
@@ -330,7 +331,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 				var templ_7745c5c3_Var8 string
 				templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(st)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 206, Col: 24}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 207, Col: 24}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 				if templ_7745c5c3_Err != nil {
@@ -353,7 +354,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 				var templ_7745c5c3_Var9 string
 				templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(st)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 206, Col: 64}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 207, Col: 64}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 				if templ_7745c5c3_Err != nil {
@@ -389,7 +390,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 						var templ_7745c5c3_Var11 templ.SafeURL
 						templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(channelsPath(p)))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 215, Col: 60}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 216, Col: 60}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
 						if templ_7745c5c3_Err != nil {
@@ -425,7 +426,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 						var templ_7745c5c3_Var13 templ.SafeURL
 						templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(channelsPath(p, "/new")))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 219, Col: 76}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 220, Col: 76}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 						if templ_7745c5c3_Err != nil {
@@ -455,7 +456,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 					var templ_7745c5c3_Var14 string
 					templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID.String())
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 238, Col: 39}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 239, Col: 39}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 					if templ_7745c5c3_Err != nil {
@@ -468,7 +469,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 					var templ_7745c5c3_Var15 templ.SafeURL
 					templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, r.ChannelAccount)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 239, Col: 69}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 240, Col: 69}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 					if templ_7745c5c3_Err != nil {
@@ -481,7 +482,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 					var templ_7745c5c3_Var16 string
 					templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinStringErrs(r.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 239, Col: 80}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 240, Col: 80}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 					if templ_7745c5c3_Err != nil {
@@ -494,7 +495,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 					var templ_7745c5c3_Var17 string
 					templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(string(r.Channel))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 240, Col: 31}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 241, Col: 31}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 					if templ_7745c5c3_Err != nil {
@@ -507,7 +508,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 					var templ_7745c5c3_Var18 string
 					templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(providerLabel(r.Provider))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 241, Col: 39}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 242, Col: 39}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 					if templ_7745c5c3_Err != nil {
@@ -529,7 +530,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 						var templ_7745c5c3_Var19 string
 						templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(*r.SuspendedReason)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 245, Col: 70}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 246, Col: 70}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 						if templ_7745c5c3_Err != nil {
@@ -555,7 +556,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 					var templ_7745c5c3_Var20 string
 					templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(rateText(r.Rate))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 252, Col: 27}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 253, Col: 27}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
 					if templ_7745c5c3_Err != nil {
@@ -573,7 +574,7 @@ func ChannelListPage(p Page, props ChannelListProps) templ.Component {
 						var templ_7745c5c3_Var21 string
 						templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(t)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 254, Col: 36}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 255, Col: 36}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
 						if templ_7745c5c3_Err != nil {
@@ -666,7 +667,7 @@ func ChannelProviderPage(p Page, errs FormErrors) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			for _, spec := range app.ProviderSpecs {
+			for _, spec := range console.ProviderSpecs {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "<a class=\"card provider-choice\" href=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -674,7 +675,7 @@ func ChannelProviderPage(p Page, errs FormErrors) templ.Component {
 				var templ_7745c5c3_Var24 templ.SafeURL
 				templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(channelsPath(p, "/new?provider=", spec.Name)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 277, Col: 102}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 278, Col: 102}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var24))
 				if templ_7745c5c3_Err != nil {
@@ -687,7 +688,7 @@ func ChannelProviderPage(p Page, errs FormErrors) templ.Component {
 				var templ_7745c5c3_Var25 string
 				templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(spec.Label)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 278, Col: 25}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 279, Col: 25}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
 				if templ_7745c5c3_Err != nil {
@@ -700,7 +701,7 @@ func ChannelProviderPage(p Page, errs FormErrors) templ.Component {
 				var templ_7745c5c3_Var26 string
 				templ_7745c5c3_Var26, templ_7745c5c3_Err = templ.JoinStringErrs(spec.Description)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 279, Col: 49}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 280, Col: 49}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var26))
 				if templ_7745c5c3_Err != nil {
@@ -779,7 +780,7 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 					var templ_7745c5c3_Var30 templ.SafeURL
 					templ_7745c5c3_Var30, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(channelsPath(p, "/new")))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 291, Col: 67}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 292, Col: 67}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var30))
 					if templ_7745c5c3_Err != nil {
@@ -822,7 +823,7 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 			var templ_7745c5c3_Var31 templ.SafeURL
 			templ_7745c5c3_Var31, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(formAction(p, props)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 301, Col: 81}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 302, Col: 81}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var31))
 			if templ_7745c5c3_Err != nil {
@@ -844,7 +845,7 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 				var templ_7745c5c3_Var32 string
 				templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(props.Spec.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 304, Col: 65}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 305, Col: 65}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var32))
 				if templ_7745c5c3_Err != nil {
@@ -862,7 +863,7 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 			var templ_7745c5c3_Var33 string
 			templ_7745c5c3_Var33, templ_7745c5c3_Err = templ.JoinStringErrs(props.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 308, Col: 54}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 309, Col: 54}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var33))
 			if templ_7745c5c3_Err != nil {
@@ -893,7 +894,7 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 					var templ_7745c5c3_Var34 string
 					templ_7745c5c3_Var34, templ_7745c5c3_Err = templ.JoinStringErrs(string(ch))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 318, Col: 34}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 319, Col: 34}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var34))
 					if templ_7745c5c3_Err != nil {
@@ -916,7 +917,7 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 					var templ_7745c5c3_Var35 string
 					templ_7745c5c3_Var35, templ_7745c5c3_Err = templ.JoinStringErrs(string(ch))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 318, Col: 91}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 319, Col: 91}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var35))
 					if templ_7745c5c3_Err != nil {
@@ -966,9 +967,9 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var36 string
-				templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(app.CredentialsKeys)
+				templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(console.CredentialsKeys)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 339, Col: 73}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 340, Col: 77}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var36))
 				if templ_7745c5c3_Err != nil {
@@ -978,7 +979,7 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if props.Credentials != app.CredentialsDefault {
+				if props.Credentials != console.CredentialsDefault {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 68, " checked")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -994,9 +995,9 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var37 string
-					templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs(app.CredentialsDefault)
+					templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs(console.CredentialsDefault)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 344, Col: 77}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 345, Col: 81}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var37))
 					if templ_7745c5c3_Err != nil {
@@ -1006,7 +1007,7 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					if props.Credentials == app.CredentialsDefault {
+					if props.Credentials == console.CredentialsDefault {
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 72, " checked")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
@@ -1061,7 +1062,7 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 				var templ_7745c5c3_Var38 templ.SafeURL
 				templ_7745c5c3_Var38, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, props.Account.ChannelAccount)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 365, Col: 90}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 366, Col: 90}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var38))
 				if templ_7745c5c3_Err != nil {
@@ -1079,7 +1080,7 @@ func ChannelFormPage(p Page, props ChannelFormProps) templ.Component {
 				var templ_7745c5c3_Var39 templ.SafeURL
 				templ_7745c5c3_Var39, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(channelsPath(p)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 367, Col: 61}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 368, Col: 61}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var39))
 				if templ_7745c5c3_Err != nil {
@@ -1111,7 +1112,7 @@ func formAction(p Page, props ChannelFormProps) string {
 	return accountPath(p, props.Account.ChannelAccount)
 }
 
-func hasSecrets(spec *app.ProviderSpec) bool {
+func hasSecrets(spec *console.ProviderSpec) bool {
 	for _, f := range spec.Fields {
 		if f.Secret {
 			return true
@@ -1120,7 +1121,7 @@ func hasSecrets(spec *app.ProviderSpec) bool {
 	return false
 }
 
-func settingField(props ChannelFormProps, f app.ProviderField) templ.Component {
+func settingField(props ChannelFormProps, f console.ProviderField) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1148,7 +1149,7 @@ func settingField(props ChannelFormProps, f app.ProviderField) templ.Component {
 		var templ_7745c5c3_Var41 string
 		templ_7745c5c3_Var41, templ_7745c5c3_Err = templ.JoinStringErrs(f.Label)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 393, Col: 11}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 394, Col: 11}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var41))
 		if templ_7745c5c3_Err != nil {
@@ -1172,7 +1173,7 @@ func settingField(props ChannelFormProps, f app.ProviderField) templ.Component {
 			var templ_7745c5c3_Var42 string
 			templ_7745c5c3_Var42, templ_7745c5c3_Err = templ.JoinStringErrs("config_" + f.Key)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 398, Col: 35}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 399, Col: 35}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var42))
 			if templ_7745c5c3_Err != nil {
@@ -1200,7 +1201,7 @@ func settingField(props ChannelFormProps, f app.ProviderField) templ.Component {
 				var templ_7745c5c3_Var43 string
 				templ_7745c5c3_Var43, templ_7745c5c3_Err = templ.JoinStringErrs(o.Value)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 400, Col: 28}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 401, Col: 28}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var43))
 				if templ_7745c5c3_Err != nil {
@@ -1223,7 +1224,7 @@ func settingField(props ChannelFormProps, f app.ProviderField) templ.Component {
 				var templ_7745c5c3_Var44 string
 				templ_7745c5c3_Var44, templ_7745c5c3_Err = templ.JoinStringErrs(o.Label)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 400, Col: 85}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 401, Col: 85}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var44))
 				if templ_7745c5c3_Err != nil {
@@ -1246,7 +1247,7 @@ func settingField(props ChannelFormProps, f app.ProviderField) templ.Component {
 			var templ_7745c5c3_Var45 string
 			templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(settingType(f))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 405, Col: 25}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 406, Col: 25}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var45))
 			if templ_7745c5c3_Err != nil {
@@ -1259,7 +1260,7 @@ func settingField(props ChannelFormProps, f app.ProviderField) templ.Component {
 			var templ_7745c5c3_Var46 string
 			templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs("config_" + f.Key)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 406, Col: 28}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 407, Col: 28}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 			if templ_7745c5c3_Err != nil {
@@ -1272,7 +1273,7 @@ func settingField(props ChannelFormProps, f app.ProviderField) templ.Component {
 			var templ_7745c5c3_Var47 string
 			templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(props.Values[f.Key])
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 407, Col: 31}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 408, Col: 31}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var47))
 			if templ_7745c5c3_Err != nil {
@@ -1285,7 +1286,7 @@ func settingField(props ChannelFormProps, f app.ProviderField) templ.Component {
 			var templ_7745c5c3_Var48 string
 			templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(f.Example)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 408, Col: 27}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 409, Col: 27}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var48))
 			if templ_7745c5c3_Err != nil {
@@ -1314,7 +1315,7 @@ func settingField(props ChannelFormProps, f app.ProviderField) templ.Component {
 			var templ_7745c5c3_Var49 string
 			templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs(f.Hint)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 413, Col: 30}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 414, Col: 30}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var49))
 			if templ_7745c5c3_Err != nil {
@@ -1337,18 +1338,18 @@ func settingField(props ChannelFormProps, f app.ProviderField) templ.Component {
 	})
 }
 
-func settingType(f app.ProviderField) string {
+func settingType(f console.ProviderField) string {
 	switch f.Key {
-	case app.KeyWebhookURL:
+	case console.KeyWebhookURL:
 		return "url"
-	case app.KeySESSenderEmail:
+	case console.KeySESSenderEmail:
 		return "email"
 	}
 	return "text"
 }
 
 // secretField is a write-only input: it never carries a value.
-func secretField(props ChannelFormProps, f app.ProviderField) templ.Component {
+func secretField(props ChannelFormProps, f console.ProviderField) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1394,7 +1395,7 @@ func secretField(props ChannelFormProps, f app.ProviderField) templ.Component {
 		var templ_7745c5c3_Var53 string
 		templ_7745c5c3_Var53, templ_7745c5c3_Err = templ.JoinStringErrs(f.Label)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 433, Col: 12}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 434, Col: 12}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var53))
 		if templ_7745c5c3_Err != nil {
@@ -1407,7 +1408,7 @@ func secretField(props ChannelFormProps, f app.ProviderField) templ.Component {
 		var templ_7745c5c3_Var54 string
 		templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs("secret_" + f.Key)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 436, Col: 28}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 437, Col: 28}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var54))
 		if templ_7745c5c3_Err != nil {
@@ -1435,7 +1436,7 @@ func secretField(props ChannelFormProps, f app.ProviderField) templ.Component {
 			var templ_7745c5c3_Var55 string
 			templ_7745c5c3_Var55, templ_7745c5c3_Err = templ.JoinStringErrs(secretState(props.Account, f.Key))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 441, Col: 71}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 442, Col: 71}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var55))
 			if templ_7745c5c3_Err != nil {
@@ -1454,7 +1455,7 @@ func secretField(props ChannelFormProps, f app.ProviderField) templ.Component {
 			var templ_7745c5c3_Var56 string
 			templ_7745c5c3_Var56, templ_7745c5c3_Err = templ.JoinStringErrs(f.Hint)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 444, Col: 31}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 445, Col: 31}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var56))
 			if templ_7745c5c3_Err != nil {
@@ -1473,7 +1474,7 @@ func secretField(props ChannelFormProps, f app.ProviderField) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if props.Account != nil && !f.Required && props.Account.SecretsSet[f.Key] && (!f.AWSKey || f.Key == app.KeyAWSSessionToken) {
+		if props.Account != nil && !f.Required && props.Account.SecretsSet[f.Key] && (!f.AWSKey || f.Key == console.KeyAWSSessionToken) {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 118, "<label class=\"choice\"><input type=\"checkbox\" name=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -1481,7 +1482,7 @@ func secretField(props ChannelFormProps, f app.ProviderField) templ.Component {
 			var templ_7745c5c3_Var57 string
 			templ_7745c5c3_Var57, templ_7745c5c3_Err = templ.JoinStringErrs("clear_" + f.Key)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 450, Col: 50}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 451, Col: 50}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var57))
 			if templ_7745c5c3_Err != nil {
@@ -1494,7 +1495,7 @@ func secretField(props ChannelFormProps, f app.ProviderField) templ.Component {
 			var templ_7745c5c3_Var58 string
 			templ_7745c5c3_Var58, templ_7745c5c3_Err = templ.JoinStringErrs(strings.ToLower(f.Label))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 451, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 452, Col: 48}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var58))
 			if templ_7745c5c3_Err != nil {
@@ -1567,7 +1568,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 				var templ_7745c5c3_Var62 templ.SafeURL
 				templ_7745c5c3_Var62, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, d.ChannelAccount, "/edit")))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 462, Col: 84}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 463, Col: 84}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var62))
 				if templ_7745c5c3_Err != nil {
@@ -1580,7 +1581,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 				var templ_7745c5c3_Var63 templ.SafeURL
 				templ_7745c5c3_Var63, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, d.ChannelAccount, "/test")))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 463, Col: 84}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 464, Col: 84}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var63))
 				if templ_7745c5c3_Err != nil {
@@ -1624,7 +1625,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 				var templ_7745c5c3_Var64 string
 				templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(*d.SuspendedReason)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 474, Col: 54}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 475, Col: 54}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var64))
 				if templ_7745c5c3_Err != nil {
@@ -1644,7 +1645,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var65 templ.SafeURL
 					templ_7745c5c3_Var65, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, d.ActiveOther)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 480, Col: 61}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 481, Col: 61}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var65))
 					if templ_7745c5c3_Err != nil {
@@ -1657,7 +1658,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var66 string
 					templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinStringErrs(d.ActiveOther.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 480, Col: 84}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 481, Col: 84}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var66))
 					if templ_7745c5c3_Err != nil {
@@ -1670,7 +1671,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var67 string
 					templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(string(d.Channel))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 480, Col: 124}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 481, Col: 124}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var67))
 					if templ_7745c5c3_Err != nil {
@@ -1683,7 +1684,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var68 string
 					templ_7745c5c3_Var68, templ_7745c5c3_Err = templ.JoinStringErrs(d.ActiveOther.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 481, Col: 98}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 482, Col: 98}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var68))
 					if templ_7745c5c3_Err != nil {
@@ -1696,7 +1697,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var69 templ.SafeURL
 					templ_7745c5c3_Var69, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, d.ChannelAccount, "/activate")))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 483, Col: 95}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 484, Col: 95}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var69))
 					if templ_7745c5c3_Err != nil {
@@ -1709,7 +1710,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var70 string
 					templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs("Activate " + d.Name + " and suspend " + d.ActiveOther.Name + "?")
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 483, Col: 193}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 484, Col: 193}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var70))
 					if templ_7745c5c3_Err != nil {
@@ -1735,7 +1736,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var71 templ.SafeURL
 					templ_7745c5c3_Var71, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, d.ChannelAccount, "/activate")))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 489, Col: 95}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 490, Col: 95}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var71))
 					if templ_7745c5c3_Err != nil {
@@ -1763,7 +1764,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 				var templ_7745c5c3_Var72 templ.SafeURL
 				templ_7745c5c3_Var72, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, d.ChannelAccount, "/suspend")))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 496, Col: 93}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 497, Col: 93}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var72))
 				if templ_7745c5c3_Err != nil {
@@ -1776,7 +1777,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 				var templ_7745c5c3_Var73 string
 				templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs("Suspend " + d.Name + "? Messages on " + string(d.Channel) + " fail or fall back until an account is active.")
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 496, Col: 247}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 497, Col: 247}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var73))
 				if templ_7745c5c3_Err != nil {
@@ -1812,7 +1813,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 				var templ_7745c5c3_Var74 string
 				templ_7745c5c3_Var74, templ_7745c5c3_Err = templ.JoinStringErrs(props.Reason)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 504, Col: 79}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 505, Col: 79}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var74))
 				if templ_7745c5c3_Err != nil {
@@ -1838,7 +1839,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 			var templ_7745c5c3_Var75 string
 			templ_7745c5c3_Var75, templ_7745c5c3_Err = templ.JoinStringErrs(string(d.Channel))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 517, Col: 28}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 518, Col: 28}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var75))
 			if templ_7745c5c3_Err != nil {
@@ -1851,7 +1852,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 			var templ_7745c5c3_Var76 string
 			templ_7745c5c3_Var76, templ_7745c5c3_Err = templ.JoinStringErrs(providerLabel(d.Provider))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 519, Col: 36}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 520, Col: 36}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var76))
 			if templ_7745c5c3_Err != nil {
@@ -1871,7 +1872,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 						var templ_7745c5c3_Var77 string
 						templ_7745c5c3_Var77, templ_7745c5c3_Err = templ.JoinStringErrs(f.Label)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 523, Col: 21}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 524, Col: 21}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var77))
 						if templ_7745c5c3_Err != nil {
@@ -1885,7 +1886,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 							var templ_7745c5c3_Var78 string
 							templ_7745c5c3_Var78, templ_7745c5c3_Err = templ.JoinStringErrs(v)
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 526, Col: 13}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 527, Col: 13}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var78))
 							if templ_7745c5c3_Err != nil {
@@ -1937,7 +1938,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 						var templ_7745c5c3_Var79 string
 						templ_7745c5c3_Var79, templ_7745c5c3_Err = templ.JoinStringErrs(f.Label)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 545, Col: 21}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 546, Col: 21}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var79))
 						if templ_7745c5c3_Err != nil {
@@ -1973,7 +1974,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					if d.SecretsSet[app.KeyWebhookSigningSecret] {
+					if d.SecretsSet[console.KeyWebhookSigningSecret] {
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 169, "Stored")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
@@ -1998,7 +1999,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 				var templ_7745c5c3_Var80 string
 				templ_7745c5c3_Var80, templ_7745c5c3_Err = templ.JoinStringErrs(props.GraphVersion)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 568, Col: 30}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 569, Col: 30}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var80))
 				if templ_7745c5c3_Err != nil {
@@ -2061,7 +2062,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 			var templ_7745c5c3_Var81 string
 			templ_7745c5c3_Var81, templ_7745c5c3_Err = templ.JoinStringErrs(rateText(d.Rate))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 596, Col: 40}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 597, Col: 40}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var81))
 			if templ_7745c5c3_Err != nil {
@@ -2079,7 +2080,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 				var templ_7745c5c3_Var82 string
 				templ_7745c5c3_Var82, templ_7745c5c3_Err = templ.JoinStringErrs(tokensText(d.Rate))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 599, Col: 45}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 600, Col: 45}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var82))
 				if templ_7745c5c3_Err != nil {
@@ -2098,7 +2099,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 				var templ_7745c5c3_Var83 string
 				templ_7745c5c3_Var83, templ_7745c5c3_Err = templ.JoinStringErrs(d.Rate.Err)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 603, Col: 22}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 604, Col: 22}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var83))
 				if templ_7745c5c3_Err != nil {
@@ -2139,7 +2140,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var84 string
 					templ_7745c5c3_Var84, templ_7745c5c3_Err = templ.JoinStringErrs(e.Action)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 618, Col: 25}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 619, Col: 25}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var84))
 					if templ_7745c5c3_Err != nil {
@@ -2152,7 +2153,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var85 string
 					templ_7745c5c3_Var85, templ_7745c5c3_Err = templ.JoinStringErrs(e.ActorLabel)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 619, Col: 44}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 620, Col: 44}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var85))
 					if templ_7745c5c3_Err != nil {
@@ -2174,7 +2175,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 						var templ_7745c5c3_Var86 string
 						templ_7745c5c3_Var86, templ_7745c5c3_Err = templ.JoinStringErrs(s)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 622, Col: 34}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 623, Col: 34}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var86))
 						if templ_7745c5c3_Err != nil {
@@ -2219,7 +2220,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var88 templ.SafeURL
 					templ_7745c5c3_Var88, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, d.ChannelAccount, "/test")))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 633, Col: 86}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 634, Col: 86}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var88))
 					if templ_7745c5c3_Err != nil {
@@ -2264,7 +2265,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var89 string
 					templ_7745c5c3_Var89, templ_7745c5c3_Err = templ.JoinStringErrs(m.TriggerEvent)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 650, Col: 29}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 651, Col: 29}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var89))
 					if templ_7745c5c3_Err != nil {
@@ -2285,7 +2286,7 @@ func ChannelDetailPage(p Page, props ChannelDetailProps) templ.Component {
 					var templ_7745c5c3_Var90 templ.SafeURL
 					templ_7745c5c3_Var90, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL("/t/" + p.TenantSlug + "/messages/" + m.ID.String()))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 654, Col: 89}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 655, Col: 89}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var90))
 					if templ_7745c5c3_Err != nil {
@@ -2351,7 +2352,7 @@ func channelSetup(p Page, props ChannelDetailProps) templ.Component {
 			var templ_7745c5c3_Var92 string
 			templ_7745c5c3_Var92, templ_7745c5c3_Err = templ.JoinStringErrs(props.Hooks.Meta)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 675, Col: 53}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 676, Col: 53}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var92))
 			if templ_7745c5c3_Err != nil {
@@ -2364,7 +2365,7 @@ func channelSetup(p Page, props ChannelDetailProps) templ.Component {
 			var templ_7745c5c3_Var93 string
 			templ_7745c5c3_Var93, templ_7745c5c3_Err = templ.JoinStringErrs(d.VerifyToken)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 677, Col: 51}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 678, Col: 51}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var93))
 			if templ_7745c5c3_Err != nil {
@@ -2380,9 +2381,9 @@ func channelSetup(p Page, props ChannelDetailProps) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var94 string
-			templ_7745c5c3_Var94, templ_7745c5c3_Err = templ.JoinStringErrs(strOr(ptr(d.Config[app.KeySESConfigurationSet]), "named on this account"))
+			templ_7745c5c3_Var94, templ_7745c5c3_Err = templ.JoinStringErrs(strOr(ptr(d.Config[console.KeySESConfigurationSet]), "named on this account"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 683, Col: 125}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 684, Col: 129}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var94))
 			if templ_7745c5c3_Err != nil {
@@ -2395,7 +2396,7 @@ func channelSetup(p Page, props ChannelDetailProps) templ.Component {
 			var templ_7745c5c3_Var95 string
 			templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(props.Hooks.SES)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 684, Col: 103}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 685, Col: 103}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var95))
 			if templ_7745c5c3_Err != nil {
@@ -2413,7 +2414,7 @@ func channelSetup(p Page, props ChannelDetailProps) templ.Component {
 			var templ_7745c5c3_Var96 string
 			templ_7745c5c3_Var96, templ_7745c5c3_Err = templ.JoinStringErrs(props.Hooks.SMS)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 691, Col: 180}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 692, Col: 180}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var96))
 			if templ_7745c5c3_Err != nil {
@@ -2429,9 +2430,9 @@ func channelSetup(p Page, props ChannelDetailProps) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var97 string
-			templ_7745c5c3_Var97, templ_7745c5c3_Err = templ.JoinStringErrs(d.Config[app.KeyWebhookURL])
+			templ_7745c5c3_Var97, templ_7745c5c3_Err = templ.JoinStringErrs(d.Config[console.KeyWebhookURL])
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 695, Col: 99}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 696, Col: 103}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var97))
 			if templ_7745c5c3_Err != nil {
@@ -2444,7 +2445,7 @@ func channelSetup(p Page, props ChannelDetailProps) templ.Component {
 			var templ_7745c5c3_Var98 string
 			templ_7745c5c3_Var98, templ_7745c5c3_Err = templ.JoinStringErrs(webhookPayloadSample)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 707, Col: 47}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 708, Col: 47}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var98))
 			if templ_7745c5c3_Err != nil {
@@ -2518,7 +2519,7 @@ func sandboxTable(addrs []SandboxAddress) templ.Component {
 			var templ_7745c5c3_Var100 string
 			templ_7745c5c3_Var100, templ_7745c5c3_Err = templ.JoinStringErrs(a.Phone)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 738, Col: 25}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 739, Col: 25}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var100))
 			if templ_7745c5c3_Err != nil {
@@ -2536,7 +2537,7 @@ func sandboxTable(addrs []SandboxAddress) templ.Component {
 				var templ_7745c5c3_Var101 string
 				templ_7745c5c3_Var101, templ_7745c5c3_Err = templ.JoinStringErrs(a.Email)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 741, Col: 23}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 742, Col: 23}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var101))
 				if templ_7745c5c3_Err != nil {
@@ -2559,7 +2560,7 @@ func sandboxTable(addrs []SandboxAddress) templ.Component {
 			var templ_7745c5c3_Var102 string
 			templ_7745c5c3_Var102, templ_7745c5c3_Err = templ.JoinStringErrs(a.Meaning)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 746, Col: 21}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 747, Col: 21}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var102))
 			if templ_7745c5c3_Err != nil {
@@ -2630,7 +2631,7 @@ func ChannelSecretPage(p Page, props ChannelSecretProps) templ.Component {
 			var templ_7745c5c3_Var105 string
 			templ_7745c5c3_Var105, templ_7745c5c3_Err = templ.JoinStringErrs(props.Secret)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 764, Col: 65}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 765, Col: 65}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var105))
 			if templ_7745c5c3_Err != nil {
@@ -2658,7 +2659,7 @@ func ChannelSecretPage(p Page, props ChannelSecretProps) templ.Component {
 			var templ_7745c5c3_Var106 templ.SafeURL
 			templ_7745c5c3_Var106, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, props.Account)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 770, Col: 80}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 771, Col: 80}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var106))
 			if templ_7745c5c3_Err != nil {
@@ -2732,7 +2733,7 @@ func ChannelTestPage(p Page, props ChannelTestProps) templ.Component {
 				var templ_7745c5c3_Var110 templ.SafeURL
 				templ_7745c5c3_Var110, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, a)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 780, Col: 60}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 781, Col: 60}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var110))
 				if templ_7745c5c3_Err != nil {
@@ -2764,7 +2765,7 @@ func ChannelTestPage(p Page, props ChannelTestProps) templ.Component {
 				var templ_7745c5c3_Var111 string
 				templ_7745c5c3_Var111, templ_7745c5c3_Err = templ.JoinStringErrs(strings.ToLower(a.Status))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 785, Col: 94}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 786, Col: 94}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var111))
 				if templ_7745c5c3_Err != nil {
@@ -2782,7 +2783,7 @@ func ChannelTestPage(p Page, props ChannelTestProps) templ.Component {
 			var templ_7745c5c3_Var112 templ.SafeURL
 			templ_7745c5c3_Var112, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, a, "/test")))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 787, Col: 97}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 788, Col: 97}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var112))
 			if templ_7745c5c3_Err != nil {
@@ -2802,9 +2803,9 @@ func ChannelTestPage(p Page, props ChannelTestProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var113 string
-				templ_7745c5c3_Var113, templ_7745c5c3_Err = templ.JoinStringErrs(a.Config[app.KeyWebhookURL])
+				templ_7745c5c3_Var113, templ_7745c5c3_Err = templ.JoinStringErrs(a.Config[console.KeyWebhookURL])
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 790, Col: 73}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 791, Col: 77}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var113))
 				if templ_7745c5c3_Err != nil {
@@ -2822,7 +2823,7 @@ func ChannelTestPage(p Page, props ChannelTestProps) templ.Component {
 				var templ_7745c5c3_Var114 string
 				templ_7745c5c3_Var114, templ_7745c5c3_Err = templ.JoinStringErrs(inputType(a.Channel))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 794, Col: 40}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 795, Col: 40}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var114))
 				if templ_7745c5c3_Err != nil {
@@ -2835,7 +2836,7 @@ func ChannelTestPage(p Page, props ChannelTestProps) templ.Component {
 				var templ_7745c5c3_Var115 string
 				templ_7745c5c3_Var115, templ_7745c5c3_Err = templ.JoinStringErrs(props.To)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 794, Col: 69}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 795, Col: 69}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var115))
 				if templ_7745c5c3_Err != nil {
@@ -2848,7 +2849,7 @@ func ChannelTestPage(p Page, props ChannelTestProps) templ.Component {
 				var templ_7745c5c3_Var116 string
 				templ_7745c5c3_Var116, templ_7745c5c3_Err = templ.JoinStringErrs(testRecipientExample(a.Channel))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 794, Col: 117}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 795, Col: 117}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var116))
 				if templ_7745c5c3_Err != nil {
@@ -2955,7 +2956,7 @@ func ChannelTestResultPage(p Page, props ChannelTestProps) templ.Component {
 				var templ_7745c5c3_Var120 templ.SafeURL
 				templ_7745c5c3_Var120, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, a, "/test")))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 822, Col: 69}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 823, Col: 69}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var120))
 				if templ_7745c5c3_Err != nil {
@@ -2968,7 +2969,7 @@ func ChannelTestResultPage(p Page, props ChannelTestProps) templ.Component {
 				var templ_7745c5c3_Var121 templ.SafeURL
 				templ_7745c5c3_Var121, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(accountPath(p, a)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 823, Col: 60}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 824, Col: 60}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var121))
 				if templ_7745c5c3_Err != nil {
@@ -3032,7 +3033,7 @@ func testResult(p Page, props ChannelTestProps) templ.Component {
 			var templ_7745c5c3_Var123 string
 			templ_7745c5c3_Var123, templ_7745c5c3_Err = templ.JoinStringErrs(m.Status)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 832, Col: 75}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 833, Col: 75}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var123))
 			if templ_7745c5c3_Err != nil {
@@ -3058,7 +3059,7 @@ func testResult(p Page, props ChannelTestProps) templ.Component {
 			var templ_7745c5c3_Var124 string
 			templ_7745c5c3_Var124, templ_7745c5c3_Err = templ.JoinStringErrs(m.Status)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 839, Col: 25}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 840, Col: 25}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var124))
 			if templ_7745c5c3_Err != nil {
@@ -3071,7 +3072,7 @@ func testResult(p Page, props ChannelTestProps) templ.Component {
 			var templ_7745c5c3_Var125 string
 			templ_7745c5c3_Var125, templ_7745c5c3_Err = templ.JoinStringErrs(accountPath(p, props.Account, "/test/", m.ID.String()))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 840, Col: 66}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 841, Col: 66}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var125))
 			if templ_7745c5c3_Err != nil {
@@ -3150,7 +3151,7 @@ func testResultBody(p Page, props ChannelTestProps) templ.Component {
 			var templ_7745c5c3_Var127 string
 			templ_7745c5c3_Var127, templ_7745c5c3_Err = templ.JoinStringErrs(*m.FailedReason)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 866, Col: 24}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 867, Col: 24}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var127))
 			if templ_7745c5c3_Err != nil {
@@ -3163,7 +3164,7 @@ func testResultBody(p Page, props ChannelTestProps) templ.Component {
 			var templ_7745c5c3_Var128 string
 			templ_7745c5c3_Var128, templ_7745c5c3_Err = templ.JoinStringErrs(strOr(m.ErrorCode, ""))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 866, Col: 51}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 867, Col: 51}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var128))
 			if templ_7745c5c3_Err != nil {
@@ -3182,7 +3183,7 @@ func testResultBody(p Page, props ChannelTestProps) templ.Component {
 			var templ_7745c5c3_Var129 string
 			templ_7745c5c3_Var129, templ_7745c5c3_Err = templ.JoinStringErrs(*m.ExternalMessageID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 870, Col: 35}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 871, Col: 35}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var129))
 			if templ_7745c5c3_Err != nil {
@@ -3200,7 +3201,7 @@ func testResultBody(p Page, props ChannelTestProps) templ.Component {
 		var templ_7745c5c3_Var130 templ.SafeURL
 		templ_7745c5c3_Var130, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL("/t/" + p.TenantSlug + "/messages/" + m.ID.String()))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 873, Col: 82}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 874, Col: 82}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var130))
 		if templ_7745c5c3_Err != nil {
@@ -3213,7 +3214,7 @@ func testResultBody(p Page, props ChannelTestProps) templ.Component {
 		var templ_7745c5c3_Var131 string
 		templ_7745c5c3_Var131, templ_7745c5c3_Err = templ.JoinStringErrs(m.ID.String())
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 873, Col: 100}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 874, Col: 100}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var131))
 		if templ_7745c5c3_Err != nil {
@@ -3231,7 +3232,7 @@ func testResultBody(p Page, props ChannelTestProps) templ.Component {
 			var templ_7745c5c3_Var132 string
 			templ_7745c5c3_Var132, templ_7745c5c3_Err = templ.JoinStringErrs(strOr(ev.ToStatus, "note"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 879, Col: 40}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 880, Col: 40}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var132))
 			if templ_7745c5c3_Err != nil {
@@ -3244,7 +3245,7 @@ func testResultBody(p Page, props ChannelTestProps) templ.Component {
 			var templ_7745c5c3_Var133 string
 			templ_7745c5c3_Var133, templ_7745c5c3_Err = templ.JoinStringErrs(ev.Source)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 880, Col: 35}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 881, Col: 35}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var133))
 			if templ_7745c5c3_Err != nil {
@@ -3266,7 +3267,7 @@ func testResultBody(p Page, props ChannelTestProps) templ.Component {
 				var templ_7745c5c3_Var134 string
 				templ_7745c5c3_Var134, templ_7745c5c3_Err = templ.JoinStringErrs(s)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 883, Col: 31}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/channels.templ`, Line: 884, Col: 31}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var134))
 				if templ_7745c5c3_Err != nil {

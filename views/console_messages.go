@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 // BookingSearch is the booking panel's search form as typed.
@@ -28,7 +29,7 @@ type ResendForm struct {
 
 // BookingPanelView is what the booking communications panel shows.
 type BookingPanelView struct {
-	Panel *app.BookingPanel
+	Panel *console.BookingPanel
 	// Base is the tenant's path prefix (/t/acme); Path the panel's own URL.
 	Base      string
 	Path      string
@@ -46,7 +47,7 @@ type MessageListView struct {
 	Base     string
 	Messages []*app.Message
 	Pager    Pager
-	Input    app.MessageFilterInput
+	Input    console.MessageFilterInput
 	Errs     map[string]string
 	// Filtered is true when any filter narrowed the list.
 	Filtered bool
@@ -54,7 +55,7 @@ type MessageListView struct {
 
 // MessageDetailView is one message's page.
 type MessageDetailView struct {
-	View      *app.MessageView
+	View      *console.MessageView
 	Base      string
 	CanResend bool
 	CanCancel bool
@@ -76,7 +77,7 @@ type msgDetailPair struct{ Key, Value string }
 // msgTimelineOf merges a message's timeline and the replies that answer it,
 // oldest first, masking addresses in the details for roles that see them
 // only masked.
-func msgTimelineOf(p Page, m *app.MessageTrail) []msgTimelineItem {
+func msgTimelineOf(p Page, m *console.MessageTrail) []msgTimelineItem {
 	out := make([]msgTimelineItem, 0, len(m.Timeline)+len(m.Replies))
 	for _, e := range m.Timeline {
 		it := msgTimelineItem{At: e.At, Source: e.Source}
@@ -117,7 +118,7 @@ func msgMask(p Page, s string, known ...string) string {
 	if p.ShowAddresses {
 		return s
 	}
-	return app.MaskText(s, known...)
+	return console.MaskText(s, known...)
 }
 
 var (
@@ -234,7 +235,7 @@ type msgTemplateGroup struct {
 }
 
 // msgStatusOptions are the explorer's status choices.
-func msgStatusOptions() []string { return app.MessageStatuses }
+func msgStatusOptions() []string { return console.MessageStatuses }
 
 func msgEventNames() []string {
 	var out []string
@@ -272,6 +273,6 @@ func msgEntityLabel(m *app.Message) string {
 
 // msgRetried reports whether one of the panel's messages retries the
 // message id: a failed message is retried once, then its retry carries on.
-func msgRetried(p *app.BookingPanel, id uuid.UUID) bool {
+func msgRetried(p *console.BookingPanel, id uuid.UUID) bool {
 	return p.Retried[id]
 }

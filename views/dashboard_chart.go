@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 // Chart is the geometry of the dashboard's stacked bar chart, computed here
@@ -57,7 +58,7 @@ const (
 )
 
 // NewChart lays out the dashboard's buckets as stacked bars per status.
-func NewChart(d *app.Dashboard) Chart {
+func NewChart(d *console.Dashboard) Chart {
 	c := Chart{
 		Width: chartWidth, Height: chartHeight,
 		Left: chartLeft, Right: chartWidth - chartRight, Top: chartTop, Bottom: chartHeight - chartBottom,
@@ -67,7 +68,7 @@ func NewChart(d *app.Dashboard) Chart {
 		loc = time.UTC
 	}
 	unit := "hour"
-	if d.Query.Range == app.Range7d {
+	if d.Query.Range == console.Range7d {
 		unit = "day"
 	}
 	scope := "all channels"
@@ -103,7 +104,7 @@ func NewChart(d *app.Dashboard) Chart {
 		bar := ChartBar{Start: b.Start, X: x, Width: barW, Total: b.Total}
 		y := c.Bottom
 		var parts []string
-		for _, st := range app.MessageStatuses {
+		for _, st := range console.MessageStatuses {
 			cnt := b.Counts[st]
 			if cnt == 0 {
 				continue
@@ -125,7 +126,7 @@ func NewChart(d *app.Dashboard) Chart {
 	}
 
 	var parts []string
-	for _, st := range app.MessageStatuses {
+	for _, st := range console.MessageStatuses {
 		if sums[st] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", sums[st], strings.ToLower(st)))
 		}
@@ -157,8 +158,8 @@ func niceStep(maxValue int) int {
 
 // axisLabel labels every day, and every third hour (the first bar that
 // falls on one), so that labels never crowd.
-func axisLabel(r app.DashboardRange, t time.Time) string {
-	if r == app.Range7d {
+func axisLabel(r console.DashboardRange, t time.Time) string {
+	if r == console.Range7d {
 		return t.Format("Mon 2")
 	}
 	if t.Hour()%3 == 0 {
@@ -167,8 +168,8 @@ func axisLabel(r app.DashboardRange, t time.Time) string {
 	return ""
 }
 
-func bucketLabel(r app.DashboardRange, b app.DashboardBucket, loc *time.Location) string {
-	if r == app.Range7d {
+func bucketLabel(r console.DashboardRange, b console.DashboardBucket, loc *time.Location) string {
+	if r == console.Range7d {
 		return b.Start.In(loc).Format("Mon 2 Jan")
 	}
 	return b.Start.In(loc).Format("Mon 15:04") + "–" + b.End.In(loc).Format("15:04")

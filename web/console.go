@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
@@ -85,9 +86,9 @@ func (s *Server) requireUser(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if time.Until(claims.ExpiresAt.Time) < app.SessionTTL/2 && time.Until(claims.AuthTime.Add(app.SessionMaxAge)) > time.Until(claims.ExpiresAt.Time) {
+	if time.Until(claims.ExpiresAt.Time) < console.SessionTTL/2 && time.Until(claims.AuthTime.Add(console.SessionMaxAge)) > time.Until(claims.ExpiresAt.Time) {
 		// Renewal keeps the time of sign-in, so the session still ends
-		// app.SessionMaxAge after it however busy it is.
+		// console.SessionMaxAge after it however busy it is.
 		s.issueSession(c, u, claims.ID, claims.AuthTime.Time)
 	}
 	c.Locals(localUser, u)

@@ -46,7 +46,7 @@ func (s *Server) handleAPIKeyRevoke(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	k, err := s.APIKeys.RevokeAs(c.UserContext(), userOf(c), tenantOf(c).ID, id)
+	k, err := s.APIKeys.Revoke(c.UserContext(), userOf(c), tenantOf(c).ID, id)
 	if err != nil {
 		return err
 	}

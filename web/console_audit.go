@@ -4,12 +4,13 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
 // auditFilterOf reads the audit filter of a request.
-func auditFilterOf(c *fiber.Ctx) app.AuditFilter {
-	return app.AuditFilter{Actor: c.Query("actor"), Action: c.Query("action"), From: c.Query("from"), To: c.Query("to"), Tenant: c.Query("tenant")}
+func auditFilterOf(c *fiber.Ctx) console.AuditFilter {
+	return console.AuditFilter{Actor: c.Query("actor"), Action: c.Query("action"), From: c.Query("from"), To: c.Query("to"), Tenant: c.Query("tenant")}
 }
 
 // handleTenantAudit lists the tenant's audit log.

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/app/provider/meta"
 	"github.com/heraldhq/herald/app/provider/sandbox"
 	"github.com/heraldhq/herald/views"
@@ -29,7 +30,7 @@ func accountID(c *fiber.Ctx, param string) (uuid.UUID, error) {
 // handleChannelList lists the tenant's channel accounts.
 func (s *Server) handleChannelList(c *fiber.Ctx) error {
 	page, req := pageOf(c)
-	var f app.AccountFilter
+	var f console.AccountFilter
 	if ch, ok := app.ParseChannel(c.Query("channel")); ok {
 		f.Channel = ch
 	}
@@ -49,7 +50,7 @@ func (s *Server) handleChannelList(c *fiber.Ctx) error {
 // handleChannelNew shows the provider choice, or the chosen provider's form.
 func (s *Server) handleChannelNew(c *fiber.Ctx) error {
 	name := c.Query("provider")
-	spec, ok := app.ProviderSpecOf(name)
+	spec, ok := console.ProviderSpecOf(name)
 	if !ok {
 		var errs views.FormErrors
 		if name != "" {
@@ -68,8 +69,8 @@ func (s *Server) handleChannelNew(c *fiber.Ctx) error {
 }
 
 // accountForm reads a create or edit form for the provider's fields.
-func accountForm(c *fiber.Ctx, spec *app.ProviderSpec) app.AccountForm {
-	f := app.AccountForm{
+func accountForm(c *fiber.Ctx, spec *console.ProviderSpec) console.AccountForm {
+	f := console.AccountForm{
 		Provider: spec.Name, Channel: c.FormValue("channel"), Name: c.FormValue("name"),
 		Credentials: c.FormValue("credentials"),
 		Config:      map[string]string{}, Secrets: map[string]string{}, Clear: map[string]bool{},
@@ -87,7 +88,7 @@ func accountForm(c *fiber.Ctx, spec *app.ProviderSpec) app.AccountForm {
 
 // formAgain re-shows a form after bad input: the settings as typed, never
 // the secrets.
-func (s *Server) formAgain(c *fiber.Ctx, title string, spec *app.ProviderSpec, d *app.AccountDetail, f app.AccountForm, err error) error {
+func (s *Server) formAgain(c *fiber.Ctx, title string, spec *console.ProviderSpec, d *console.AccountDetail, f console.AccountForm, err error) error {
 	status := fiber.StatusUnprocessableEntity
 	if app.ErrorCode(err) == app.ECONFLICT {
 		status = fiber.StatusConflict
@@ -102,7 +103,7 @@ func (s *Server) formAgain(c *fiber.Ctx, title string, spec *app.ProviderSpec, d
 // handleChannelCreate stores a new account. A webhook account's signing
 // secret is shown on the answer to this request and never again.
 func (s *Server) handleChannelCreate(c *fiber.Ctx) error {
-	spec, ok := app.ProviderSpecOf(c.FormValue("provider"))
+	spec, ok := console.ProviderSpecOf(c.FormValue("provider"))
 	if !ok {
 		c.Status(fiber.StatusUnprocessableEntity)
 		return s.render(c, views.ChannelProviderPage(s.page(c, "Add a channel account"),
@@ -133,7 +134,7 @@ func sandboxAddresses() []views.SandboxAddress {
 }
 
 // detailProps builds the account page.
-func (s *Server) detailProps(c *fiber.Ctx, d *app.AccountDetail) views.ChannelDetailProps {
+func (s *Server) detailProps(c *fiber.Ctx, d *console.AccountDetail) views.ChannelDetailProps {
 	base := strings.TrimSuffix(s.Config.BaseURL.String(), "/")
 	return views.ChannelDetailProps{
 		D: d, Sandbox: sandboxAddresses(), GraphVersion: meta.DefaultVersion,
@@ -159,16 +160,16 @@ func (s *Server) handleChannelDetail(c *fiber.Ctx) error {
 }
 
 // editProps fills the edit form from the stored account.
-func editProps(c *fiber.Ctx, d *app.AccountDetail) views.ChannelFormProps {
+func editProps(c *fiber.Ctx, d *console.AccountDetail) views.ChannelFormProps {
 	props := views.ChannelFormProps{Spec: d.Spec, Account: d, Name: d.Name, Values: map[string]string{},
-		Operator: userOf(c).Role == app.RoleOperator, Credentials: app.CredentialsKeys}
+		Operator: userOf(c).Role == app.RoleOperator, Credentials: console.CredentialsKeys}
 	for _, f := range d.Spec.Fields {
 		if !f.Secret {
 			props.Values[f.Key] = d.Config[f.Key]
 		}
 	}
 	if d.DefaultCredentials {
-		props.Credentials = app.CredentialsDefault
+		props.Credentials = console.CredentialsDefault
 	}
 	return props
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
@@ -14,9 +15,9 @@ import (
 // falls back to the default view with a notice saying so.
 func (s *Server) handleDashboard(c *fiber.Ctx) error {
 	p := s.page(c, "Dashboard")
-	q := app.DashboardQuery{}
+	q := console.DashboardQuery{}
 	var err error
-	if q.Range, err = app.ParseDashboardRange(c.Query("range")); err != nil {
+	if q.Range, err = console.ParseDashboardRange(c.Query("range")); err != nil {
 		p.Flash = append(p.Flash, views.Flash{Kind: "warning", Message: app.ErrorMessage(err) + " Showing the last 24 hours."})
 	}
 	if raw := c.Query("channel"); raw != "" {

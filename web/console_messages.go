@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
@@ -30,7 +31,7 @@ func (s *Server) handleBookingSearch(c *fiber.Ctx) error {
 	if args := c.Context().QueryArgs(); args.Has("id") || args.Has("type") {
 		form.Errs = views.FormErrors{}
 		switch {
-		case !app.IsEntityType(form.Type):
+		case !console.IsEntityType(form.Type):
 			form.Errs["type"] = "Choose booking, trip or invoice."
 		case form.ID == "":
 			form.Errs["id"] = "Type the " + form.Type + " id your booking system uses, such as BK-2027-0412."
@@ -48,7 +49,7 @@ func (s *Server) handleBookingSearch(c *fiber.Ctx) error {
 func entityOf(c *fiber.Ctx) (string, string, error) {
 	kind := c.Params("type")
 	id, err := url.PathUnescape(c.Params("id"))
-	if !app.IsEntityType(kind) || err != nil || id == "" || len(id) > maxEntityID {
+	if !console.IsEntityType(kind) || err != nil || id == "" || len(id) > maxEntityID {
 		return "", "", fiber.ErrNotFound
 	}
 	return kind, id, nil
@@ -68,7 +69,7 @@ func (s *Server) renderPanel(c *fiber.Ctx, kind, id string, form views.ResendFor
 	n, req := pageOf(c)
 	if c.Method() != fiber.MethodGet {
 		// A refused resend shows the newest messages again.
-		n, req = 1, app.PageRequest{Limit: req.Limit}
+		n, req = 1, console.PageRequest{Limit: req.Limit}
 	}
 	panel, err := s.MessageConsole.Panel(c.UserContext(), tenantOf(c).ID, kind, id, req)
 	if err != nil {
@@ -127,11 +128,11 @@ func (s *Server) handleBookingResend(c *fiber.Ctx) error {
 // handleMessageList is the messages explorer.
 func (s *Server) handleMessageList(c *fiber.Ctx) error {
 	p := s.page(c, "Messages")
-	in := app.MessageFilterInput{
+	in := console.MessageFilterInput{
 		Status: c.Query("status"), Channel: c.Query("channel"), Event: c.Query("event"), EventID: c.Query("event_id"),
 		From: c.Query("from"), To: c.Query("to"), Address: c.Query("address"), Stale: c.Query("stale"),
 	}
-	filter, errs := app.ParseMessageFilter(in, p.Location)
+	filter, errs := console.ParseMessageFilter(in, p.Location)
 	page, req := pageOf(c)
 	ms, more, err := s.MessageConsole.List(c.UserContext(), tenantOf(c).ID, filter, req)
 	if err != nil {
@@ -139,7 +140,7 @@ func (s *Server) handleMessageList(c *fiber.Ctx) error {
 	}
 	return s.render(c, views.MessageListPage(p, views.MessageListView{
 		Base: tenantPath(c, ""), Messages: ms, Pager: pagerOf(c, page, len(ms), more),
-		Input: in, Errs: errs, Filtered: filter != (app.MessageFilter{}),
+		Input: in, Errs: errs, Filtered: filter != (console.MessageFilter{}),
 	}))
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
@@ -30,13 +31,13 @@ func (s *Server) handleQueue(c *fiber.Ctx) error {
 		return err
 	}
 	v := views.QueueView{Queue: q, State: c.Query("state"), Self: c.OriginalURL()}
-	if _, err := app.ParseJobState(v.State); err != nil {
+	if _, err := console.ParseJobState(v.State); err != nil {
 		v.Errors = views.FormErrorsOf(err)
 		c.Status(fiber.StatusUnprocessableEntity)
 		return s.render(c, views.QueuePage(s.page(c, "Queue "+q.Name), v))
 	}
 	page, _ := pageOf(c)
-	lq := app.JobListQuery{Limit: PerPage + 1}
+	lq := console.JobListQuery{Limit: PerPage + 1}
 	if v.State != "" {
 		lq.States = []string{v.State}
 	}
@@ -62,7 +63,7 @@ func (s *Server) handleQueue(c *fiber.Ctx) error {
 }
 
 // jobPager links the newer and older pages around a page of jobs.
-func jobPager(c *fiber.Ctx, queue, state string, page int, jobs []*app.Job, lq app.JobListQuery, more bool) views.Pager {
+func jobPager(c *fiber.Ctx, queue, state string, page int, jobs []*console.Job, lq console.JobListQuery, more bool) views.Pager {
 	pg := views.Pager{Page: page, Shown: len(jobs)}
 	if len(jobs) == 0 {
 		return pg
@@ -100,7 +101,7 @@ func jobPager(c *fiber.Ctx, queue, state string, page int, jobs []*app.Job, lq a
 
 // handleJob shows one job with every error it met.
 func (s *Server) handleJob(c *fiber.Ctx) error {
-	id, err := app.ParseJobID(c.Params("id"))
+	id, err := console.ParseJobID(c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func (s *Server) handleQueueResume(c *fiber.Ctx) error {
 
 // handleJobRetry makes a job available to run now.
 func (s *Server) handleJobRetry(c *fiber.Ctx) error {
-	id, err := app.ParseJobID(c.Params("id"))
+	id, err := console.ParseJobID(c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func (s *Server) handleJobRetry(c *fiber.Ctx) error {
 
 // handleJobCancel cancels a job, or asks its worker to stop.
 func (s *Server) handleJobCancel(c *fiber.Ctx) error {
-	id, err := app.ParseJobID(c.Params("id"))
+	id, err := console.ParseJobID(c.Params("id"))
 	if err != nil {
 		return err
 	}
@@ -149,7 +150,7 @@ func (s *Server) handleJobCancel(c *fiber.Ctx) error {
 	msg := ""
 	if err == nil {
 		msg = "Job " + strconv.FormatInt(j.ID, 10) + " (" + j.Kind + ") is cancelled."
-		if j.State == app.JobRunning {
+		if j.State == console.JobRunning {
 			msg = "Job " + strconv.FormatInt(j.ID, 10) + " (" + j.Kind + ") is running; its worker was asked to stop, and it is cancelled when it does."
 		}
 	}

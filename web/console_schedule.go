@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
@@ -52,11 +53,11 @@ func registryNames() []string {
 func (s *Server) handleScheduledList(c *fiber.Ctx) error {
 	u, t := userOf(c), tenantOf(c)
 	n, req := pageOf(c)
-	f := app.ScheduleFilter{TriggerEvent: c.Query("event"), EntityID: c.Query("entity")}
+	f := console.ScheduleFilter{TriggerEvent: c.Query("event"), EntityID: c.Query("entity")}
 	rows, more, err := s.Schedules.Upcoming(c.UserContext(), u, t.ID, f, req)
 	props := views.ScheduledProps{
 		Rows: rows, Filter: f, Events: registryNames(), CanManage: u.Can(app.PermManageSchedules),
-		Base: tenantPath(c, ""), Min: time.Now().In(tenantLocation(c)).Format(app.DateTimeLocalLayout),
+		Base: tenantPath(c, ""), Min: time.Now().In(tenantLocation(c)).Format(console.DateTimeLocalLayout),
 	}
 	if app.ErrorCode(err) == app.EINVALID {
 		props.Errors = views.FormErrorsOf(err)
@@ -81,7 +82,7 @@ func (s *Server) scheduledEventPage(c *fiber.Ctx, e *app.Event, value string, er
 	}
 	return s.render(c, views.ScheduledEventPage(p, views.ScheduledEventProps{
 		Event: e, Recipients: rs, Value: value, Errors: errs, CanManage: userOf(c).Can(app.PermManageSchedules),
-		Base: tenantPath(c, ""), Min: time.Now().In(tenantLocation(c)).Format(app.DateTimeLocalLayout),
+		Base: tenantPath(c, ""), Min: time.Now().In(tenantLocation(c)).Format(console.DateTimeLocalLayout),
 	}))
 }
 
@@ -149,7 +150,7 @@ func (s *Server) handleScheduledCancel(c *fiber.Ctx) error {
 func (s *Server) handleApprovalList(c *fiber.Ctx) error {
 	u, t := userOf(c), tenantOf(c)
 	n, _ := pageOf(c)
-	req := app.PageRequest{Limit: approvalsPerPage + 1, Offset: (n - 1) * approvalsPerPage}
+	req := console.PageRequest{Limit: approvalsPerPage + 1, Offset: (n - 1) * approvalsPerPage}
 	items, more, err := s.Schedules.Pending(c.UserContext(), u, t.ID, req, previewRecipients)
 	if err != nil {
 		return err

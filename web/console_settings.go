@@ -5,7 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
@@ -23,7 +23,7 @@ func (s *Server) handleSettings(c *fiber.Ctx) error {
 // form again and stores nothing.
 func (s *Server) handleSettingsUpdate(c *fiber.Ctx) error {
 	t := tenantOf(c)
-	in := app.TenantSettings{DefaultLocale: c.FormValue("locale"), Timezone: c.FormValue("timezone"), Retention: c.FormValue("retention")}
+	in := console.TenantSettings{DefaultLocale: c.FormValue("locale"), Timezone: c.FormValue("timezone"), Retention: c.FormValue("retention")}
 	_, changes, err := s.Tenants.UpdateSettings(c.UserContext(), userOf(c), t.ID, in)
 	if err != nil {
 		return s.formFailure(c, err, func(errs views.FormErrors) error {

@@ -8,15 +8,16 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
 // templateFilterOf reads the template list's filters from the query string.
 // Values the list does not know are dropped rather than refused: a filter
 // link from an old bookmark still opens the list.
-func templateFilterOf(c *fiber.Ctx) (views.TemplateFilter, app.TemplateFilter) {
+func templateFilterOf(c *fiber.Ctx) (views.TemplateFilter, console.TemplateFilter) {
 	var v views.TemplateFilter
-	var f app.TemplateFilter
+	var f console.TemplateFilter
 	if def, ok := app.LookupEvent(strings.TrimSpace(c.Query("event"))); ok {
 		v.Event, f.Event = def.Name, def.Name
 	}
@@ -97,9 +98,9 @@ func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale 
 	if spec := in.WhatsAppTemplate; spec != nil {
 		e.WAName, e.WALanguage, e.WAParameters = spec.Name, spec.Language, strings.Join(spec.Parameters, ", ")
 	}
-	e.Channels = app.TemplateChannelsOf(e.Event)
+	e.Channels = console.TemplateChannelsOf(e.Event)
 	if def, ok := app.LookupEvent(e.Event); ok {
-		e.Variables = app.TemplateVariables(def)
+		e.Variables = console.TemplateVariables(def)
 	}
 	e.Preview = previewOf(e.Event, e.Channel, in, nil)
 	return e
@@ -134,7 +135,7 @@ func previewOf(event, channel string, in app.TemplateInput, samples map[string]s
 	if strings.TrimSpace(in.Body) == "" && in.Subject == "" {
 		return &views.TemplatePreviewView{Hint: "Write the body to see a preview."}
 	}
-	return &views.TemplatePreviewView{Preview: app.PreviewTemplate(def, ch, in, samples)}
+	return &views.TemplatePreviewView{Preview: console.PreviewTemplate(def, ch, in, samples)}
 }
 
 // handleTemplateNew shows the editor for a new template; ?event=, ?channel=
@@ -155,7 +156,7 @@ func (s *Server) handleTemplateNew(c *fiber.Ctx) error {
 // handleTemplateCreate stores a new template, or shows the form again with
 // what is wrong.
 func (s *Server) handleTemplateCreate(c *fiber.Ctx) error {
-	in := app.NewTemplateInput{
+	in := console.NewTemplateInput{
 		Event: c.FormValue("event"), Channel: c.FormValue("channel"), Locale: c.FormValue("locale"),
 		TemplateInput: templateFormOf(c),
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
@@ -79,7 +80,7 @@ func (s *Server) handleTenantCreate(c *fiber.Ctx) error {
 			return s.render(c, views.TenantNewPage(s.page(c, "New tenant"), f, errs))
 		})
 	}
-	days, err := app.ParseRetention(f.Retention)
+	days, err := console.ParseRetention(f.Retention)
 	if err != nil {
 		return fail(err)
 	}
@@ -181,9 +182,6 @@ func (s *Server) handleTenantSuspend(c *fiber.Ctx) error {
 			return s.tenantDetail(c, views.TenantDetail{Tenant: t, Retention: retentionField(t), Reason: reason, Errs: errs})
 		})
 	}
-	// This process refuses the keys at once; others within the key cache's
-	// few seconds.
-	s.APIKeys.ForgetTenant(t.ID)
 	s.flash(c, "success", t.Name+" is suspended: its API keys are refused from now on.")
 	return c.Redirect("/tenants/"+t.ID.String(), fiber.StatusSeeOther)
 }

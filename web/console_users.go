@@ -5,6 +5,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
@@ -36,7 +37,7 @@ func (s *Server) temporaryPassword(c *fiber.Ctx, title string, v views.Temporary
 // handleUserCreate adds a user with a temporary password, shown once.
 func (s *Server) handleUserCreate(c *fiber.Ctx) error {
 	f := views.UserForm{Name: c.FormValue("name"), Email: c.FormValue("email"), Role: c.FormValue("role")}
-	u, password, err := s.Users.Invite(c.UserContext(), userOf(c), tenantOf(c).ID, app.InviteInput{Name: f.Name, Email: f.Email, Role: f.Role})
+	u, password, err := s.Users.Invite(c.UserContext(), userOf(c), tenantOf(c).ID, console.InviteInput{Name: f.Name, Email: f.Email, Role: f.Role})
 	if err != nil {
 		return s.formFailure(c, err, func(errs views.FormErrors) error {
 			return s.render(c, views.UserNewPage(s.page(c, "Add user"), f, errs))

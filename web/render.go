@@ -7,7 +7,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
@@ -23,8 +23,8 @@ const PerPage = 25
 
 // pageOf reads the list page (?page=, from 1) of a console request. Lists
 // ask the store for one row more than they show, to learn whether another
-// page follows (app.Page trims it).
-func pageOf(c *fiber.Ctx) (int, app.PageRequest) {
+// page follows (console.Page trims it).
+func pageOf(c *fiber.Ctx) (int, console.PageRequest) {
 	n, err := strconv.Atoi(c.Query("page"))
 	if err != nil || n < 1 {
 		n = 1
@@ -32,7 +32,7 @@ func pageOf(c *fiber.Ctx) (int, app.PageRequest) {
 	if n > 10000 {
 		n = 10000
 	}
-	return n, app.PageRequest{Limit: PerPage + 1, Offset: (n - 1) * PerPage}
+	return n, console.PageRequest{Limit: PerPage + 1, Offset: (n - 1) * PerPage}
 }
 
 // pagerOf links the pages around page of the current list, keeping its

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/app/provider/awsnotify"
 )
 
@@ -19,43 +20,37 @@ import (
 // server from anything larger, provider webhooks included.
 const BodyLimit = 1 << 20
 
-// Server holds what the handlers need. main.go builds it.
+// Server holds what the handlers need; app/wire builds it.
 type Server struct {
-	Config   app.Config
-	Log      *slog.Logger
-	Health   *app.Health
-	APIKeys  *app.APIKeys
-	Tenants  *app.Tenants
+	Config app.Config
+	Log    *slog.Logger
+	Health *app.Health
+
+	// The API and provider webhooks.
 	Intake   *app.Intake
 	Messages *app.Messages
 	Receipts *app.Receipts
 	Inbound  *app.Inbound
 	Hooks    *app.Hooks
-	// Console services.
-	Users    *app.Users
-	Sessions *app.Sessions
-
-	// Dashboard and queues.
-	Dashboards *app.Dashboards
-	Queues     *app.Queues
-
-	// Channel accounts.
-	ChannelAccounts *app.ChannelAccounts
-
-	// Templates.
-	Templates *app.Templates
-
-	// Booking panel and messages.
-	MessageConsole *app.MessageConsole
-
-	// Scheduled notifications, approvals and the audit log.
-	Schedules *app.Schedules
-	AuditLog  *app.AuditLog
-
-	// Tenants, settings, users and API keys.
-
 	// SNSVerifier checks the signatures of Amazon's webhook posts.
 	SNSVerifier *awsnotify.Verifier
+
+	// APIKeys authenticates the API and serves the console's key page;
+	// Tenants, Users and Templates serve the console as well.
+	APIKeys   *console.APIKeys
+	Tenants   *console.Tenants
+	Users     *console.Users
+	Templates *console.Templates
+
+	// The console's other services.
+	Sessions        *console.Sessions
+	Dashboards      *console.Dashboards
+	Queues          *console.Queues
+	ChannelAccounts *console.ChannelAccounts
+	MessageConsole  *console.MessageConsole
+	Schedules       *console.Schedules
+	AuditLog        *console.AuditLog
+
 	// Registry receives the HTTP metrics and serves /metrics.
 	Registry *prometheus.Registry
 	Version  string

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
 
@@ -39,7 +40,7 @@ type sessionClaims struct {
 
 // issueSession sets a session cookie for u: a new session when jti is empty
 // and authTime zero, else the renewal of the session jti signed in at
-// authTime. No session outlives app.SessionMaxAge from its sign-in.
+// authTime. No session outlives console.SessionMaxAge from its sign-in.
 func (s *Server) issueSession(c *fiber.Ctx, u *app.User, jti string, authTime time.Time) {
 	now := time.Now()
 	if jti == "" {
@@ -48,8 +49,8 @@ func (s *Server) issueSession(c *fiber.Ctx, u *app.User, jti string, authTime ti
 	if authTime.IsZero() {
 		authTime = now
 	}
-	expires := now.Add(app.SessionTTL)
-	if end := authTime.Add(app.SessionMaxAge); end.Before(expires) {
+	expires := now.Add(console.SessionTTL)
+	if end := authTime.Add(console.SessionMaxAge); end.Before(expires) {
 		expires = end
 	}
 	claims := sessionClaims{
@@ -72,7 +73,7 @@ func (s *Server) issueSession(c *fiber.Ctx, u *app.User, jti string, authTime ti
 }
 
 // parseSession returns the claims of a valid, unexpired session cookie
-// signed in less than app.SessionMaxAge ago.
+// signed in less than console.SessionMaxAge ago.
 func (s *Server) parseSession(token string) (*sessionClaims, error) {
 	var claims sessionClaims
 	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return s.Config.SessionKey, nil },
@@ -84,7 +85,7 @@ func (s *Server) parseSession(token string) (*sessionClaims, error) {
 	if _, err := uuid.Parse(claims.Subject); err != nil || claims.ID == "" {
 		return nil, errors.New("session without subject or id")
 	}
-	if claims.AuthTime == nil || time.Since(claims.AuthTime.Time) > app.SessionMaxAge {
+	if claims.AuthTime == nil || time.Since(claims.AuthTime.Time) > console.SessionMaxAge {
 		return nil, errors.New("session signed in too long ago")
 	}
 	return &claims, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/web"
@@ -48,8 +49,8 @@ func newServer(t *testing.T, d *db.DB) *web.Server {
 		Config:   testConfig(t),
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Health:   &app.Health{Probe: d, Now: time.Now},
-		APIKeys:  &app.APIKeys{Store: store, Lookup: store, Now: time.Now, CacheTTL: time.Minute},
-		Tenants:  &app.Tenants{Store: store, Now: time.Now},
+		APIKeys:  &console.APIKeys{APIKeys: &app.APIKeys{Store: db.Scope[app.PipelineTx](store), Lookup: store, Now: time.Now, CacheTTL: time.Minute}},
+		Tenants:  &console.Tenants{Tenants: &app.Tenants{Store: db.Scope[app.PipelineTx](store), Now: time.Now}},
 		Registry: prometheus.NewRegistry(),
 		Version:  "test",
 	}
@@ -59,7 +60,7 @@ func setup(t *testing.T) *testBundle {
 	t.Helper()
 	d := dbtest.NewDB(t)
 	s := newServer(t, d)
-	return &testBundle{app: s.App(), server: s, db: d, tenants: s.Tenants, apiKeys: s.APIKeys, ctx: context.Background()}
+	return &testBundle{app: s.App(), server: s, db: d, tenants: s.Tenants.Tenants, apiKeys: s.APIKeys.APIKeys, ctx: context.Background()}
 }
 
 func (b *testBundle) do(t *testing.T, req *http.Request) *http.Response {
@@ -126,7 +127,8 @@ func TestAPIKeyAuth(t *testing.T) {
 	})
 
 	t.Run("RevokedIsRefused", func(t *testing.T) {
-		require.NoError(t, b.apiKeys.Revoke(b.ctx, app.CLIActor, tn.ID, key.ID))
+		_, err := b.apiKeys.Revoke(b.ctx, app.CLIActor, tn.ID, key.ID)
+		require.NoError(t, err)
 		resp := get("Bearer " + secret)
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 		code, _, _ := decodeError(t, resp)

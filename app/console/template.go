@@ -1,4 +1,4 @@
-package app
+package console
 
 import (
 	"context"
@@ -10,28 +10,33 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
 )
+
+// Templates is the console's template editor: lists, edits with version
+// history, comparisons and restores, as a signed-in user.
+type Templates struct {
+	*app.Templates
+	Store Store
+}
 
 // TemplateConsoleStore serves the console's template pages: lists, history
 // and activation. Creating and saving use TemplateStore.
 type TemplateConsoleStore interface {
 	// ListTemplates returns the tenant's templates matching f, most
 	// recently updated first.
-	ListTemplates(ctx context.Context, tenantID uuid.UUID, f TemplateFilter, page PageRequest) ([]*Template, error)
+	ListTemplates(ctx context.Context, tenantID uuid.UUID, f TemplateFilter, page PageRequest) ([]*app.Template, error)
 	// TemplateLocales returns the distinct locales of the tenant's templates.
 	TemplateLocales(ctx context.Context, tenantID uuid.UUID) ([]string, error)
 	// TemplateByKey returns the tenant's template of an event, channel and
 	// locale, active or not.
-	TemplateByKey(ctx context.Context, tenantID uuid.UUID, event string, ch Channel, locale string) (*Template, error)
+	TemplateByKey(ctx context.Context, tenantID uuid.UUID, event string, ch app.Channel, locale string) (*app.Template, error)
 	// TemplateVersions returns a template's versions, the current one
 	// included, newest first.
 	TemplateVersions(ctx context.Context, tenantID, templateID uuid.UUID, page PageRequest) ([]*TemplateVersion, error)
 	// TemplateVersion returns one earlier version of a template.
 	TemplateVersion(ctx context.Context, tenantID, templateID uuid.UUID, version int) (*TemplateVersion, error)
-	// LockTemplate returns one of the tenant's templates and locks its row
-	// until the transaction ends, so that saves and restores of it run one
-	// after the other.
-	LockTemplate(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
 	// SetTemplateActive switches a template on or off for routing.
 	SetTemplateActive(ctx context.Context, tenantID, id uuid.UUID, active bool) error
 }
@@ -40,7 +45,7 @@ type TemplateConsoleStore interface {
 // everything.
 type TemplateFilter struct {
 	Event   string
-	Channel Channel
+	Channel app.Channel
 	Locale  string
 	// Active, when set, keeps only active (true) or inactive (false)
 	// templates.
@@ -54,7 +59,7 @@ type TemplateVersion struct {
 	Version          int        `db:"version"`
 	Subject          string     `db:"subject"`
 	Body             string     `db:"body"`
-	WhatsAppTemplate JSON       `db:"whatsapp_template"`
+	WhatsAppTemplate app.JSON   `db:"whatsapp_template"`
 	UpdatedBy        *uuid.UUID `db:"updated_by"`
 	// AuthorEmail is the author's address when the author is a user of the
 	// tenant (operators' accounts are not the tenant's to read).
@@ -77,8 +82,8 @@ func (v *TemplateVersion) Author() string {
 }
 
 // Spec decodes the version's WhatsApp template, if any.
-func (v *TemplateVersion) Spec() (*WhatsAppTemplateSpec, error) {
-	t := Template{ID: v.TemplateID, WhatsAppTemplate: v.WhatsAppTemplate}
+func (v *TemplateVersion) Spec() (*app.WhatsAppTemplateSpec, error) {
+	t := app.Template{ID: v.TemplateID, WhatsAppTemplate: v.WhatsAppTemplate}
 	return t.Spec()
 }
 
@@ -88,7 +93,7 @@ type NewTemplateInput struct {
 	Event   string
 	Channel string
 	Locale  string
-	TemplateInput
+	app.TemplateInput
 }
 
 var (
@@ -99,23 +104,23 @@ var (
 // validateMetaSpec checks the parts of a Meta template reference that Meta
 // itself would reject, so a typo shows in the editor and not as a failed
 // send.
-func validateMetaSpec(s *WhatsAppTemplateSpec) error {
+func validateMetaSpec(s *app.WhatsAppTemplateSpec) error {
 	if s == nil {
 		return nil
 	}
 	if s.Name != "" && !metaTemplateName.MatchString(s.Name) {
-		return FieldErrorf("whatsapp_template", "Meta template names use lower-case letters, digits and underscores, such as booking_confirmed_v2.")
+		return app.FieldErrorf("whatsapp_template", "Meta template names use lower-case letters, digits and underscores, such as booking_confirmed_v2.")
 	}
 	if s.Language != "" && !metaTemplateLanguage.MatchString(s.Language) {
-		return FieldErrorf("whatsapp_template", "Meta template languages are codes such as de, en_US or pt_BR.")
+		return app.FieldErrorf("whatsapp_template", "Meta template languages are codes such as de, en_US or pt_BR.")
 	}
 	return nil
 }
 
 // TemplateChannelsOf returns the channels a template of the event may be
 // written for: the event's channels plus SMS where WhatsApp is one.
-func TemplateChannelsOf(event string) []Channel {
-	def, ok := LookupEvent(event)
+func TemplateChannelsOf(event string) []app.Channel {
+	def, ok := app.LookupEvent(event)
 	if !ok {
 		return nil
 	}
@@ -123,8 +128,8 @@ func TemplateChannelsOf(event string) []Channel {
 }
 
 // List returns one page of the tenant's templates and whether more follow.
-func (s *Templates) List(ctx context.Context, u *User, tenantID uuid.UUID, f TemplateFilter, page PageRequest) (rows []*Template, more bool, err error) {
-	if err := RequirePermission(u, PermTemplates); err != nil {
+func (s *Templates) List(ctx context.Context, u *app.User, tenantID uuid.UUID, f TemplateFilter, page PageRequest) (rows []*app.Template, more bool, err error) {
+	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, false, err
 	}
 	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
@@ -139,8 +144,8 @@ func (s *Templates) List(ctx context.Context, u *User, tenantID uuid.UUID, f Tem
 }
 
 // Locales returns the locales the tenant has templates in, for filters.
-func (s *Templates) Locales(ctx context.Context, u *User, tenantID uuid.UUID) (out []string, err error) {
-	if err := RequirePermission(u, PermTemplates); err != nil {
+func (s *Templates) Locales(ctx context.Context, u *app.User, tenantID uuid.UUID) (out []string, err error) {
+	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, err
 	}
 	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
@@ -151,8 +156,8 @@ func (s *Templates) Locales(ctx context.Context, u *User, tenantID uuid.UUID) (o
 }
 
 // Get returns one of the tenant's templates.
-func (s *Templates) Get(ctx context.Context, u *User, tenantID, id uuid.UUID) (t *Template, err error) {
-	if err := RequirePermission(u, PermTemplates); err != nil {
+func (s *Templates) Get(ctx context.Context, u *app.User, tenantID, id uuid.UUID) (t *app.Template, err error) {
+	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, err
 	}
 	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
@@ -165,42 +170,42 @@ func (s *Templates) Get(ctx context.Context, u *User, tenantID, id uuid.UUID) (t
 // Create stores a new template at version 1, active, and returns it with
 // the unknown placeholders as warnings. A template for the same event,
 // channel and locale is a conflict: edit that one instead.
-func (s *Templates) Create(ctx context.Context, u *User, tenantID uuid.UUID, in NewTemplateInput) (*Template, []string, error) {
-	if err := RequirePermission(u, PermTemplates); err != nil {
+func (s *Templates) Create(ctx context.Context, u *app.User, tenantID uuid.UUID, in NewTemplateInput) (*app.Template, []string, error) {
+	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, nil, err
 	}
-	def, ok := LookupEvent(strings.TrimSpace(in.Event))
+	def, ok := app.LookupEvent(strings.TrimSpace(in.Event))
 	if !ok {
 		if strings.TrimSpace(in.Event) == "" {
-			return nil, nil, FieldErrorf("event", "Choose the event this template is for.")
+			return nil, nil, app.FieldErrorf("event", "Choose the event this template is for.")
 		}
-		return nil, nil, FieldErrorf("event", "%q is not an event Herald knows.", in.Event)
+		return nil, nil, app.FieldErrorf("event", "%q is not an event Herald knows.", in.Event)
 	}
-	ch, ok := ParseChannel(strings.TrimSpace(in.Channel))
+	ch, ok := app.ParseChannel(strings.TrimSpace(in.Channel))
 	if !ok || !slices.Contains(def.TemplateChannels(), ch) {
 		if strings.TrimSpace(in.Channel) == "" {
-			return nil, nil, FieldErrorf("channel", "Choose the channel this template is for.")
+			return nil, nil, app.FieldErrorf("channel", "Choose the channel this template is for.")
 		}
-		return nil, nil, FieldErrorf("channel", "%s is not sent on %q; choose one of %s.", def.Name, in.Channel, channelList(def.TemplateChannels()))
+		return nil, nil, app.FieldErrorf("channel", "%s is not sent on %q; choose one of %s.", def.Name, in.Channel, channelList(def.TemplateChannels()))
 	}
 	if strings.TrimSpace(in.Locale) == "" {
-		return nil, nil, FieldErrorf("locale", "Locale is required (a language tag such as de-DE or en).")
+		return nil, nil, app.FieldErrorf("locale", "Locale is required (a language tag such as de-DE or en).")
 	}
-	locale, err := NormalizeLocale(strings.TrimSpace(in.Locale))
+	locale, err := app.NormalizeLocale(strings.TrimSpace(in.Locale))
 	if err != nil {
-		return nil, nil, FieldErrorf("locale", "%s", err.Error())
+		return nil, nil, app.FieldErrorf("locale", "%s", err.Error())
 	}
 	if err := validateMetaSpec(in.WhatsAppTemplate); err != nil {
 		return nil, nil, err
 	}
-	warnings, err := ValidateTemplate(def, ch, in.TemplateInput)
+	warnings, err := app.ValidateTemplate(def, ch, in.TemplateInput)
 	if err != nil {
 		return nil, nil, err
 	}
 
 	now := s.Now()
 	actor := u.Actor()
-	t := &Template{
+	t := &app.Template{
 		ID: uuid.New(), TenantID: tenantID, TriggerEvent: def.Name, Channel: ch, Locale: locale,
 		Subject: in.Subject, Body: in.Body, Version: 1, IsActive: true, UpdatedBy: actor.ID, CreatedAt: now, UpdatedAt: now,
 	}
@@ -212,12 +217,12 @@ func (s *Templates) Create(ctx context.Context, u *User, tenantID uuid.UUID, in 
 		switch {
 		case err == nil:
 			return duplicateTemplate(t)
-		case ErrorCode(err) != ENOTFOUND:
+		case app.ErrorCode(err) != app.ENOTFOUND:
 			return err
 		}
-		if err := tx.CreateTemplates(ctx, []*Template{t}); err != nil {
+		if err := tx.CreateTemplates(ctx, []*app.Template{t}); err != nil {
 			// A race with another editor creating the same template.
-			if ErrorCode(err) == ECONFLICT {
+			if app.ErrorCode(err) == app.ECONFLICT {
 				return duplicateTemplate(t)
 			}
 			return err
@@ -231,11 +236,11 @@ func (s *Templates) Create(ctx context.Context, u *User, tenantID uuid.UUID, in 
 	return t, warnings, nil
 }
 
-func duplicateTemplate(t *Template) error {
-	return FieldErrorf("locale", "There is already a %s template for %s in %s; edit that one instead.", t.Channel, t.TriggerEvent, t.Locale)
+func duplicateTemplate(t *app.Template) error {
+	return app.FieldErrorf("locale", "There is already a %s template for %s in %s; edit that one instead.", t.Channel, t.TriggerEvent, t.Locale)
 }
 
-func channelList(chs []Channel) string {
+func channelList(chs []app.Channel) string {
 	s := make([]string, len(chs))
 	for i, c := range chs {
 		s[i] = string(c)
@@ -248,14 +253,14 @@ func channelList(chs []Channel) string {
 // from, and it is required; when someone saved in between, nothing is
 // stored and the editor is told, so that one person's changes do not
 // silently replace another's. The template's active state is kept.
-func (s *Templates) Edit(ctx context.Context, u *User, tenantID, id uuid.UUID, baseVersion int, in TemplateInput) (*Template, []string, error) {
-	if err := RequirePermission(u, PermTemplates); err != nil {
+func (s *Templates) Edit(ctx context.Context, u *app.User, tenantID, id uuid.UUID, baseVersion int, in app.TemplateInput) (*app.Template, []string, error) {
+	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, nil, err
 	}
 	if err := validateMetaSpec(in.WhatsAppTemplate); err != nil {
 		return nil, nil, err
 	}
-	return s.save(ctx, u.Actor(), tenantID, id, in, func(cur *Template, in *TemplateInput) error {
+	return s.SaveChecked(ctx, u.Actor(), tenantID, id, in, func(cur *app.Template, in *app.TemplateInput) error {
 		if err := checkBaseVersion(cur, baseVersion); err != nil {
 			return err
 		}
@@ -266,19 +271,19 @@ func (s *Templates) Edit(ctx context.Context, u *User, tenantID, id uuid.UUID, b
 
 // checkBaseVersion refuses a change made from an older version than the
 // current one (someone saved in between) or from no known version.
-func checkBaseVersion(cur *Template, baseVersion int) error {
+func checkBaseVersion(cur *app.Template, baseVersion int) error {
 	if baseVersion < 1 {
-		return Errorf(EINVALID, "The form did not say which version of the template you started from, so saving could replace someone else's changes. Copy your changes, reload the page and apply them again.")
+		return app.Errorf(app.EINVALID, "The form did not say which version of the template you started from, so saving could replace someone else's changes. Copy your changes, reload the page and apply them again.")
 	}
 	if baseVersion != cur.Version {
-		return Errorf(ECONFLICT, "This template was saved as version %d by someone else while you were working from version %d. Copy your changes, reload the page and apply them again.", cur.Version, baseVersion)
+		return app.Errorf(app.ECONFLICT, "This template was saved as version %d by someone else while you were working from version %d. Copy your changes, reload the page and apply them again.", cur.Version, baseVersion)
 	}
 	return nil
 }
 
 // History returns one page of a template's versions, the current one first.
-func (s *Templates) History(ctx context.Context, u *User, tenantID, id uuid.UUID, page PageRequest) (t *Template, rows []*TemplateVersion, more bool, err error) {
-	if err := RequirePermission(u, PermTemplates); err != nil {
+func (s *Templates) History(ctx context.Context, u *app.User, tenantID, id uuid.UUID, page PageRequest) (t *app.Template, rows []*TemplateVersion, more bool, err error) {
+	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, nil, false, err
 	}
 	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
@@ -298,7 +303,7 @@ func (s *Templates) History(ctx context.Context, u *User, tenantID, id uuid.UUID
 // TemplateComparison is an earlier version of a template set against its
 // current content.
 type TemplateComparison struct {
-	Template *Template
+	Template *app.Template
 	Version  *TemplateVersion
 	Subject  []DiffLine
 	Body     []DiffLine
@@ -313,8 +318,8 @@ func (c *TemplateComparison) Changed() bool {
 
 // Compare diffs an earlier version of a template against its current
 // content, line by line.
-func (s *Templates) Compare(ctx context.Context, u *User, tenantID, id uuid.UUID, version int) (*TemplateComparison, error) {
-	if err := RequirePermission(u, PermTemplates); err != nil {
+func (s *Templates) Compare(ctx context.Context, u *app.User, tenantID, id uuid.UUID, version int) (*TemplateComparison, error) {
+	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, err
 	}
 	var c TemplateComparison
@@ -337,7 +342,7 @@ func (s *Templates) Compare(ctx context.Context, u *User, tenantID, id uuid.UUID
 }
 
 // specText writes a Meta template reference as lines for a diff.
-func specText(s *WhatsAppTemplateSpec) string {
+func specText(s *app.WhatsAppTemplateSpec) string {
 	if s == nil {
 		return ""
 	}
@@ -348,12 +353,12 @@ func specText(s *WhatsAppTemplateSpec) string {
 // version: history only grows, so the restore itself can be undone.
 // baseVersion is the current version the page showed (required): when
 // someone saved since, nothing is stored and the user is told.
-func (s *Templates) Restore(ctx context.Context, u *User, tenantID, id uuid.UUID, version, baseVersion int) (*Template, error) {
-	if err := RequirePermission(u, PermTemplates); err != nil {
+func (s *Templates) Restore(ctx context.Context, u *app.User, tenantID, id uuid.UUID, version, baseVersion int) (*app.Template, error) {
+	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, err
 	}
 	actor := u.Actor()
-	var t *Template
+	var t *app.Template
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
 		if t, err = tx.LockTemplate(ctx, tenantID, id); err != nil {
 			return err
@@ -386,12 +391,12 @@ func (s *Templates) Restore(ctx context.Context, u *User, tenantID, id uuid.UUID
 // SetActive switches a template on or off. Routing skips an inactive
 // template and falls back along the locale chain. The content and its
 // version stay as they are.
-func (s *Templates) SetActive(ctx context.Context, u *User, tenantID, id uuid.UUID, active bool) (*Template, error) {
-	if err := RequirePermission(u, PermTemplates); err != nil {
+func (s *Templates) SetActive(ctx context.Context, u *app.User, tenantID, id uuid.UUID, active bool) (*app.Template, error) {
+	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, err
 	}
 	actor := u.Actor()
-	var t *Template
+	var t *app.Template
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
 		if t, err = tx.TemplateByID(ctx, tenantID, id); err != nil {
 			return err
@@ -417,7 +422,7 @@ func (s *Templates) SetActive(ctx context.Context, u *User, tenantID, id uuid.UU
 }
 
 // SampleRecipient is the recipient template previews are rendered for.
-var SampleRecipient = Recipient{Name: "Anna Schmidt", Phone: "+49 151 23456789", Email: "anna.schmidt@example.com", Locale: "de-DE"}
+var SampleRecipient = app.Recipient{Name: "Anna Schmidt", Phone: "+49 151 23456789", Email: "anna.schmidt@example.com", Locale: "de-DE"}
 
 // TemplateVariable is one placeholder a template may use, with the value
 // previews fill in.
@@ -430,13 +435,13 @@ type TemplateVariable struct {
 
 // TemplateVariables lists the placeholders of an event with their sample
 // values: the event's context variables, then the recipient's fields.
-func TemplateVariables(def *EventDef) []TemplateVariable {
+func TemplateVariables(def *app.EventDef) []TemplateVariable {
 	vars := SampleVars(def, nil)
-	out := make([]TemplateVariable, 0, len(def.Variables)+len(RecipientVariables))
+	out := make([]TemplateVariable, 0, len(def.Variables)+len(app.RecipientVariables))
 	for _, v := range def.Variables {
 		out = append(out, TemplateVariable{Name: v, Sample: vars[v]})
 	}
-	for _, v := range RecipientVariables {
+	for _, v := range app.RecipientVariables {
 		out = append(out, TemplateVariable{Name: v, Sample: vars[v], Recipient: true})
 	}
 	return out
@@ -446,13 +451,13 @@ func TemplateVariables(def *EventDef) []TemplateVariable {
 // sample context and the sample recipient, as the pipeline would flatten
 // them, with overrides for the event's own variables (an editor trying a
 // long name, say). Overrides of names the event does not have are ignored.
-func SampleVars(def *EventDef, overrides map[string]string) map[string]string {
-	vars := TemplateVars(def.Sample, SampleRecipient)
+func SampleVars(def *app.EventDef, overrides map[string]string) map[string]string {
+	vars := app.TemplateVars(def.Sample, SampleRecipient)
 	known := map[string]bool{}
 	for _, v := range def.Variables {
 		known[v] = true
 	}
-	for _, v := range RecipientVariables {
+	for _, v := range app.RecipientVariables {
 		known[v] = true
 	}
 	for k, v := range overrides {
@@ -466,7 +471,7 @@ func SampleVars(def *EventDef, overrides map[string]string) map[string]string {
 // TemplatePreview is a template rendered with sample values, exactly as the
 // pipeline renders it.
 type TemplatePreview struct {
-	Channel Channel
+	Channel app.Channel
 	Subject string
 	Body    string
 	// Unknown are placeholders the event does not provide: they render
@@ -483,19 +488,19 @@ type TemplatePreview struct {
 // PreviewTemplate renders content for an event and channel with sample
 // values: e-mail bodies with HTML-escaped values, every other channel as
 // plain text, as routing does.
-func PreviewTemplate(def *EventDef, ch Channel, in TemplateInput, overrides map[string]string) *TemplatePreview {
+func PreviewTemplate(def *app.EventDef, ch app.Channel, in app.TemplateInput, overrides map[string]string) *TemplatePreview {
 	vars := SampleVars(def, overrides)
 	p := &TemplatePreview{Channel: ch}
-	p.Body, _ = Render(in.Body, vars, ch == Email)
-	subject, _ := Render(in.Subject, vars, false)
+	p.Body, _ = app.Render(in.Body, vars, ch == app.Email)
+	subject, _ := app.Render(in.Subject, vars, false)
 	p.Subject = strings.TrimSpace(subject)
-	if _, err := ValidateTemplate(def, ch, in); err != nil {
-		p.Problem = ErrorMessage(err)
+	if _, err := app.ValidateTemplate(def, ch, in); err != nil {
+		p.Problem = app.ErrorMessage(err)
 	} else if err := validateMetaSpec(in.WhatsAppTemplate); err != nil {
-		p.Problem = ErrorMessage(err)
+		p.Problem = app.ErrorMessage(err)
 	}
-	p.Unknown = UnknownPlaceholders(def, in.Subject+" "+in.Body)
-	if s := in.WhatsAppTemplate; s != nil && ch == WhatsApp {
+	p.Unknown = app.UnknownPlaceholders(def, in.Subject+" "+in.Body)
+	if s := in.WhatsAppTemplate; s != nil && ch == app.WhatsApp {
 		for _, name := range s.Parameters {
 			p.Parameters = append(p.Parameters, TemplateVariable{Name: name, Sample: vars[strings.ToLower(name)]})
 		}

@@ -1,10 +1,12 @@
-package app
+package console
 
 import (
 	"context"
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // Roles a planned message plays in an approval preview.
@@ -28,7 +30,7 @@ const (
 // PlannedMessage is one message an event would send to one recipient on
 // one channel, rendered as routing renders it.
 type PlannedMessage struct {
-	Channel Channel
+	Channel app.Channel
 	Role    string
 	// Skip is the routing reason code when Role is PlanSkipped.
 	Skip string
@@ -72,8 +74,8 @@ type ApprovalPreview struct {
 
 // Pending returns one page of the tenant's events awaiting approval, each
 // with what it would send to its first maxRecipients recipients.
-func (s *Schedules) Pending(ctx context.Context, u *User, tenantID uuid.UUID, page PageRequest, maxRecipients int) ([]*ApprovalPreview, bool, error) {
-	if err := RequirePermission(u, PermSchedules); err != nil {
+func (s *Schedules) Pending(ctx context.Context, u *app.User, tenantID uuid.UUID, page PageRequest, maxRecipients int) ([]*ApprovalPreview, bool, error) {
+	if err := app.RequirePermission(u, app.PermSchedules); err != nil {
 		return nil, false, err
 	}
 	var out []*ApprovalPreview
@@ -95,8 +97,8 @@ func (s *Schedules) Pending(ctx context.Context, u *User, tenantID uuid.UUID, pa
 
 // Preview returns one event (in any status) with what it would send when
 // approved, for its first maxRecipients recipients.
-func (s *Schedules) Preview(ctx context.Context, u *User, tenantID, eventID uuid.UUID, maxRecipients int) (*ApprovalPreview, error) {
-	if err := RequirePermission(u, PermSchedules); err != nil {
+func (s *Schedules) Preview(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID, maxRecipients int) (*ApprovalPreview, error) {
+	if err := app.RequirePermission(u, app.PermSchedules); err != nil {
 		return nil, err
 	}
 	var out *ApprovalPreview
@@ -123,14 +125,14 @@ func (s *Schedules) Preview(ctx context.Context, u *User, tenantID, eventID uuid
 // what the plans share once: the tenant, its active accounts, its templates
 // per channel and locale chain, the recipients' contacts, and the
 // idempotency keys of all planned messages in one query.
-func (s *Schedules) previews(ctx context.Context, tx *previewTx, u *User, events []*ScheduledEvent, maxRecipients int) ([]*ApprovalPreview, error) {
+func (s *Schedules) previews(ctx context.Context, tx *previewTx, u *app.User, events []*ScheduledEvent, maxRecipients int) ([]*ApprovalPreview, error) {
 	out := make([]*ApprovalPreview, len(events))
 	planned := make([]*plannedEvent, len(events))
-	var recipients []Recipient
+	var recipients []app.Recipient
 	for i, se := range events {
 		p := &ApprovalPreview{Event: se}
 		out[i] = p
-		if se.Status == EventRouted {
+		if se.Status == app.EventRouted {
 			if err := s.stored(ctx, tx, u, p, maxRecipients); err != nil {
 				return nil, err
 			}
@@ -178,7 +180,7 @@ func (s *Schedules) previews(ctx context.Context, tx *previewTx, u *User, events
 	for _, k := range existing {
 		sent[k] = true
 	}
-	showAddresses := u.Can(PermAddresses)
+	showAddresses := u.Can(app.PermAddresses)
 	for i, pe := range planned {
 		if pe == nil {
 			continue
@@ -217,7 +219,7 @@ func (s *Schedules) previews(ctx context.Context, tx *previewTx, u *User, events
 // idempotency key of each planned message (per recipient, per channel; ""
 // where the channel is skipped).
 type plannedEvent struct {
-	recipients []Recipient
+	recipients []app.Recipient
 	keys       [][]string
 }
 
@@ -237,7 +239,7 @@ func (s *Schedules) plan(ctx context.Context, tx *previewTx, p *ApprovalPreview,
 	if err != nil {
 		return err
 	}
-	channels, chain := routeChannels(e, def)
+	channels, chain := app.RouteChannels(e, def)
 	p.Chain = chain
 	for _, rc := range pe.recipients {
 		contact, known, err := previewContact(ctx, tx, tenant.ID, rc)
@@ -248,7 +250,7 @@ func (s *Schedules) plan(ctx context.Context, tx *previewTx, p *ApprovalPreview,
 		keys := make([]string, 0, len(channels))
 		skipped := []string{}
 		for _, ch := range channels {
-			m, skip, err := s.Router.plan(ctx, tx, tenant, e, def, contact, nil, ch, nil)
+			m, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, contact, nil, ch, nil)
 			if err != nil {
 				return err
 			}
@@ -258,7 +260,7 @@ func (s *Schedules) plan(ctx context.Context, tx *previewTx, p *ApprovalPreview,
 				skipped = append(skipped, skip)
 				continue
 			}
-			pm := PlannedMessage{Channel: ch, Role: PlanSend, To: m.ToAddress, Subject: m.Subject, Body: m.Body, HTML: ch == Email}
+			pm := PlannedMessage{Channel: ch, Role: PlanSend, To: m.ToAddress, Subject: m.Subject, Body: m.Body, HTML: ch == app.Email}
 			if m.Locale != nil {
 				pm.Locale = *m.Locale
 			}
@@ -267,9 +269,9 @@ func (s *Schedules) plan(ctx context.Context, tx *previewTx, p *ApprovalPreview,
 		}
 		if len(skipped) == len(channels) {
 			// As routing does: the most telling reason wins.
-			rp.Nothing = ReasonNoTemplates
+			rp.Nothing = app.ReasonNoTemplates
 			for _, r := range skipped {
-				if r == ReasonNoActiveChannels || r == ReasonNoAddress {
+				if r == app.ReasonNoActiveChannels || r == app.ReasonNoAddress {
 					rp.Nothing = r
 				}
 			}
@@ -286,11 +288,11 @@ const storedMessagesPerRecipient = 20
 
 // stored fills the preview of a routed event from its stored messages, one
 // recipient per contact, in the order the messages were created.
-func (s *Schedules) stored(ctx context.Context, tx Tx, u *User, p *ApprovalPreview, maxRecipients int) error {
+func (s *Schedules) stored(ctx context.Context, tx Tx, u *app.User, p *ApprovalPreview, maxRecipients int) error {
 	e := &p.Event.Event
 	p.Stored = true
-	if maxRecipients <= 0 || maxRecipients > MaxRecipients {
-		maxRecipients = MaxRecipients
+	if maxRecipients <= 0 || maxRecipients > app.MaxRecipients {
+		maxRecipients = app.MaxRecipients
 	}
 	ms, total, err := tx.EventMessagesByContact(ctx, e.TenantID, e.ID, maxRecipients, maxRecipients*storedMessagesPerRecipient)
 	if err != nil {
@@ -308,14 +310,14 @@ func (s *Schedules) stored(ctx context.Context, tx Tx, u *User, p *ApprovalPrevi
 	if err != nil {
 		return err
 	}
-	contacts := make(map[uuid.UUID]*Contact, len(cs))
+	contacts := make(map[uuid.UUID]*app.Contact, len(cs))
 	for _, c := range cs {
 		contacts[c.ID] = c
 	}
-	showAddresses := u.Can(PermAddresses)
+	showAddresses := u.Can(app.PermAddresses)
 	index := map[uuid.UUID]int{}
 	// who holds each recipient's addresses, to mask them where texts quote them.
-	var who []Recipient
+	var who []app.Recipient
 	for _, m := range ms {
 		var key uuid.UUID
 		if m.ContactID != nil {
@@ -323,7 +325,7 @@ func (s *Schedules) stored(ctx context.Context, tx Tx, u *User, p *ApprovalPrevi
 		}
 		i, ok := index[key]
 		if !ok {
-			rp, rc := RecipientPlan{Known: true}, Recipient{}
+			rp, rc := RecipientPlan{Known: true}, app.Recipient{}
 			if c := contacts[key]; m.ContactID != nil && c != nil {
 				rp.Name, rc = c.Name, c.Recipient()
 			}
@@ -332,7 +334,7 @@ func (s *Schedules) stored(ctx context.Context, tx Tx, u *User, p *ApprovalPrevi
 			i = len(p.Recipients) - 1
 			index[key] = i
 		}
-		pm := PlannedMessage{Channel: m.Channel, Role: PlanStored, Status: m.Status, To: m.ToAddress, Subject: m.Subject, Body: m.Body, HTML: m.Channel == Email}
+		pm := PlannedMessage{Channel: m.Channel, Role: PlanStored, Status: m.Status, To: m.ToAddress, Subject: m.Subject, Body: m.Body, HTML: m.Channel == app.Email}
 		if m.Locale != nil {
 			pm.Locale = *m.Locale
 		}
@@ -354,10 +356,10 @@ func (s *Schedules) stored(ctx context.Context, tx Tx, u *User, p *ApprovalPrevi
 // one query by loadContacts). Everything else goes to the transaction.
 type previewTx struct {
 	Tx
-	tenants   map[uuid.UUID]*Tenant
-	accounts  map[Channel]cached[*ChannelAccount]
-	templates map[string]cached[*Template]
-	contacts  map[Recipient]cached[*Contact]
+	tenants   map[uuid.UUID]*app.Tenant
+	accounts  map[app.Channel]cached[*app.ChannelAccount]
+	templates map[string]cached[*app.Template]
+	contacts  map[app.Recipient]cached[*app.Contact]
 }
 
 type cached[T any] struct {
@@ -367,13 +369,13 @@ type cached[T any] struct {
 
 func newPreviewTx(tx Tx) *previewTx {
 	return &previewTx{
-		Tx: tx, tenants: map[uuid.UUID]*Tenant{}, accounts: map[Channel]cached[*ChannelAccount]{},
-		templates: map[string]cached[*Template]{}, contacts: map[Recipient]cached[*Contact]{},
+		Tx: tx, tenants: map[uuid.UUID]*app.Tenant{}, accounts: map[app.Channel]cached[*app.ChannelAccount]{},
+		templates: map[string]cached[*app.Template]{}, contacts: map[app.Recipient]cached[*app.Contact]{},
 	}
 }
 
 // TenantByID reads each tenant once.
-func (t *previewTx) TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error) {
+func (t *previewTx) TenantByID(ctx context.Context, id uuid.UUID) (*app.Tenant, error) {
 	if tn, ok := t.tenants[id]; ok {
 		return tn, nil
 	}
@@ -386,37 +388,37 @@ func (t *previewTx) TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, erro
 
 // ActiveAccount reads each channel's active account (or its absence) once;
 // previews are of one tenant.
-func (t *previewTx) ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch Channel) (*ChannelAccount, error) {
+func (t *previewTx) ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch app.Channel) (*app.ChannelAccount, error) {
 	if c, ok := t.accounts[ch]; ok {
 		return c.v, c.err
 	}
 	a, err := t.Tx.ActiveAccount(ctx, tenantID, ch)
-	if err != nil && ErrorCode(err) != ENOTFOUND {
+	if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 		return nil, err
 	}
-	t.accounts[ch] = cached[*ChannelAccount]{a, err}
+	t.accounts[ch] = cached[*app.ChannelAccount]{a, err}
 	return a, err
 }
 
 // FindTemplate reads each event, channel and locale chain's template (or
 // its absence) once.
-func (t *previewTx) FindTemplate(ctx context.Context, tenantID uuid.UUID, event string, ch Channel, locales []string) (*Template, error) {
+func (t *previewTx) FindTemplate(ctx context.Context, tenantID uuid.UUID, event string, ch app.Channel, locales []string) (*app.Template, error) {
 	key := event + "\x00" + string(ch) + "\x00" + strings.Join(locales, "\x00")
 	if c, ok := t.templates[key]; ok {
 		return c.v, c.err
 	}
 	tp, err := t.Tx.FindTemplate(ctx, tenantID, event, ch, locales)
-	if err != nil && ErrorCode(err) != ENOTFOUND {
+	if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 		return nil, err
 	}
-	t.templates[key] = cached[*Template]{tp, err}
+	t.templates[key] = cached[*app.Template]{tp, err}
 	return tp, err
 }
 
 // FindContact answers from the contacts loadContacts read; a recipient it
 // did not see is looked up as routing does.
-func (t *previewTx) FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*Contact, error) {
-	c, ok := t.contacts[Recipient{PassengerProfileID: profileID, Phone: phone, Email: email}]
+func (t *previewTx) FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*app.Contact, error) {
+	c, ok := t.contacts[app.Recipient{PassengerProfileID: profileID, Phone: phone, Email: email}]
 	if !ok {
 		return t.Tx.FindContact(ctx, tenantID, profileID, phone, email)
 	}
@@ -433,7 +435,7 @@ func (t *previewTx) FindContact(ctx context.Context, tenantID uuid.UUID, profile
 // the profile id, else one with the phone number or e-mail address (and no
 // profile id of its own when the recipient has one), the phone number's
 // match first, then the oldest.
-func (t *previewTx) loadContacts(ctx context.Context, tenantID uuid.UUID, rs []Recipient) error {
+func (t *previewTx) loadContacts(ctx context.Context, tenantID uuid.UUID, rs []app.Recipient) error {
 	var profiles, phones, emails []string
 	for _, rc := range rs {
 		if rc.PassengerProfileID != "" {
@@ -451,18 +453,18 @@ func (t *previewTx) loadContacts(ctx context.Context, tenantID uuid.UUID, rs []R
 		return err
 	}
 	for _, rc := range rs {
-		key := Recipient{PassengerProfileID: rc.PassengerProfileID, Phone: rc.Phone, Email: rc.Email}
+		key := app.Recipient{PassengerProfileID: rc.PassengerProfileID, Phone: rc.Phone, Email: rc.Email}
 		if c := pickContact(cs, key); c != nil {
-			t.contacts[key] = cached[*Contact]{v: c}
+			t.contacts[key] = cached[*app.Contact]{v: c}
 		} else {
-			t.contacts[key] = cached[*Contact]{err: Errorf(ENOTFOUND, "Contact not found.")}
+			t.contacts[key] = cached[*app.Contact]{err: app.Errorf(app.ENOTFOUND, "Contact not found.")}
 		}
 	}
 	return nil
 }
 
 // pickContact is FindContact's choice among candidates ordered oldest first.
-func pickContact(cs []*Contact, rc Recipient) *Contact {
+func pickContact(cs []*app.Contact, rc app.Recipient) *app.Contact {
 	is := func(p *string, v string) bool { return v != "" && p != nil && *p == v }
 	if rc.PassengerProfileID != "" {
 		for _, c := range cs {
@@ -471,7 +473,7 @@ func pickContact(cs []*Contact, rc Recipient) *Contact {
 			}
 		}
 	}
-	var best *Contact
+	var best *app.Contact
 	bestRank := 3
 	for _, c := range cs {
 		if !is(c.Phone, rc.Phone) && !is(c.Email, rc.Email) {
@@ -499,11 +501,11 @@ func pickContact(cs []*Contact, rc Recipient) *Contact {
 // previewContact is the contact routing would use for a recipient, without
 // storing anything: the stored contact with the request's newer details, or
 // a new one made from the request.
-func previewContact(ctx context.Context, tx Tx, tenantID uuid.UUID, rc Recipient) (*Contact, bool, error) {
+func previewContact(ctx context.Context, tx Tx, tenantID uuid.UUID, rc app.Recipient) (*app.Contact, bool, error) {
 	c, err := tx.FindContact(ctx, tenantID, rc.PassengerProfileID, rc.Phone, rc.Email)
 	switch {
-	case ErrorCode(err) == ENOTFOUND:
-		c = &Contact{TenantID: tenantID}
+	case app.ErrorCode(err) == app.ENOTFOUND:
+		c = &app.Contact{TenantID: tenantID}
 	case err != nil:
 		return nil, false, err
 	}
@@ -529,11 +531,11 @@ func previewContact(ctx context.Context, tx Tx, tenantID uuid.UUID, rc Recipient
 // SkipReasonText explains a routing skip reason to a person.
 func SkipReasonText(reason string) string {
 	switch reason {
-	case ReasonNoTemplates:
+	case app.ReasonNoTemplates:
 		return "No active template for this event and channel in the recipient's locales."
-	case ReasonNoActiveChannels:
+	case app.ReasonNoActiveChannels:
 		return "No active channel account for this channel."
-	case ReasonNoAddress:
+	case app.ReasonNoAddress:
 		return "The recipient has no address for this channel (or complained about e-mail)."
 	}
 	return reason

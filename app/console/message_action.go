@@ -1,22 +1,24 @@
-package app
+package console
 
 import (
 	"context"
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // Resend is the booking panel's manual resend: the user's permission is
 // checked, then Messages.Resend queues the new messages (their own
 // idempotency keys, triggered_by the user, audited; the originals stay as
 // they are).
-func (s *MessageConsole) Resend(ctx context.Context, u *User, tenantID uuid.UUID, in ResendInput) ([]*Message, error) {
-	if err := RequirePermission(u, PermResend); err != nil {
+func (s *MessageConsole) Resend(ctx context.Context, u *app.User, tenantID uuid.UUID, in app.ResendInput) ([]*app.Message, error) {
+	if err := app.RequirePermission(u, app.PermResend); err != nil {
 		return nil, err
 	}
 	if !IsEntityType(in.EntityType) {
-		return nil, Errorf(ENOTFOUND, "There are no %q records.", in.EntityType)
+		return nil, app.Errorf(app.ENOTFOUND, "There are no %q records.", in.EntityType)
 	}
 	return s.Messages.Resend(ctx, u.Actor(), tenantID, in)
 }
@@ -30,27 +32,27 @@ func (s *MessageConsole) Resend(ctx context.Context, u *User, tenantID uuid.UUID
 // idempotency key retry:{failed message id}, triggered_by the user, and a
 // dispatch job. The failed message keeps its status and gets a timeline
 // note naming its retry; an audit entry records both.
-func (s *MessageConsole) Retry(ctx context.Context, u *User, tenantID, id uuid.UUID) (*Message, error) {
-	if err := RequirePermission(u, PermResend); err != nil {
+func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uuid.UUID) (*app.Message, error) {
+	if err := app.RequirePermission(u, app.PermResend); err != nil {
 		return nil, err
 	}
 	actor := u.Actor()
-	var retry *Message
+	var retry *app.Message
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
 		m, err := tx.MessageByID(ctx, tenantID, id, true)
 		if err != nil {
 			return err
 		}
-		if m.Status != MessageFailed {
-			return Errorf(ECONFLICT, "Only failed messages can be retried; this one is %s.", m.Status)
+		if m.Status != app.MessageFailed {
+			return app.Errorf(app.ECONFLICT, "Only failed messages can be retried; this one is %s.", m.Status)
 		}
 		if prior, err := tx.MessageByIdempotencyKey(ctx, tenantID, retryKey(m.ID)); err == nil {
-			return Errorf(ECONFLICT, "This message was retried already (message %s); retry that one if it failed too.", prior.ID)
-		} else if ErrorCode(err) != ENOTFOUND {
+			return app.Errorf(app.ECONFLICT, "This message was retried already (message %s); retry that one if it failed too.", prior.ID)
+		} else if app.ErrorCode(err) != app.ENOTFOUND {
 			return err
 		}
 		if m.EventID == nil || m.ContactID == nil {
-			return Errorf(ECONFLICT, "The notification this message came from is no longer stored, so it cannot be retried; resend it from the booking panel instead.")
+			return app.Errorf(app.ECONFLICT, "The notification this message came from is no longer stored, so it cannot be retried; resend it from the booking panel instead.")
 		}
 		e, err := tx.EventByID(ctx, tenantID, *m.EventID, false)
 		if err != nil {
@@ -68,34 +70,34 @@ func (s *MessageConsole) Retry(ctx context.Context, u *User, tenantID, id uuid.U
 		if err != nil {
 			return err
 		}
-		var tmpl *Template
+		var tmpl *app.Template
 		if m.TemplateID != nil {
 			t, err := tx.TemplateByID(ctx, tenantID, *m.TemplateID)
 			switch {
 			case err == nil && t.IsActive && t.Channel == m.Channel:
 				tmpl = t
-			case err != nil && ErrorCode(err) != ENOTFOUND:
+			case err != nil && app.ErrorCode(err) != app.ENOTFOUND:
 				return err
 			}
 		}
-		next, skip, err := s.Router.plan(ctx, tx, tenant, e, def, contact, m.ConversationID, m.Channel, tmpl)
+		next, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, contact, m.ConversationID, m.Channel, tmpl)
 		if err != nil {
 			return err
 		}
 		if skip != "" {
-			return Errorf(ECONFLICT, "Cannot retry on %s: %s. Fix that first (channel account, template or the passenger's address).",
+			return app.Errorf(app.ECONFLICT, "Cannot retry on %s: %s. Fix that first (channel account, template or the passenger's address).",
 				m.Channel, strings.ReplaceAll(skip, "_", " "))
 		}
 		next.IdempotencyKey = retryKey(m.ID)
 		next.TriggeredBy = actor.ID
-		inserted, err := s.Router.insert(ctx, tx, next, SourceConsole, map[string]any{"retry_of": m.ID.String(), "by": actor.Label})
+		inserted, err := s.Router.Insert(ctx, tx, next, app.SourceConsole, map[string]any{"retry_of": m.ID.String(), "by": actor.Label})
 		if err != nil {
 			return err
 		}
 		if !inserted {
-			return Errorf(ECONFLICT, "This message was retried already.")
+			return app.Errorf(app.ECONFLICT, "This message was retried already.")
 		}
-		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: tenantID, MessageID: m.ID, Source: SourceConsole, At: s.Now(),
+		if err := tx.InsertMessageEvent(ctx, &app.MessageEvent{TenantID: tenantID, MessageID: m.ID, Source: app.SourceConsole, At: s.Now(),
 			Detail: map[string]any{"retried_as": next.ID.String(), "by": actor.Label}}); err != nil {
 			return err
 		}
@@ -104,7 +106,7 @@ func (s *MessageConsole) Retry(ctx context.Context, u *User, tenantID, id uuid.U
 			return err
 		}
 		retry = next
-		return s.Queue.EnqueueDispatch(ctx, tx, DispatchJob{TenantID: tenantID, MessageID: next.ID, Channel: next.Channel})
+		return s.Queue.EnqueueDispatch(ctx, tx, app.DispatchJob{TenantID: tenantID, MessageID: next.ID, Channel: next.Channel})
 	})
 	return retry, err
 }
@@ -112,18 +114,18 @@ func (s *MessageConsole) Retry(ctx context.Context, u *User, tenantID, id uuid.U
 // Cancel stops a QUEUED message: it becomes CANCELLED with a timeline entry
 // and an audit entry. Its dispatch job then finds it no longer QUEUED and
 // does nothing.
-func (s *MessageConsole) Cancel(ctx context.Context, u *User, tenantID, id uuid.UUID) (*Message, error) {
-	if err := RequirePermission(u, PermCancelMessage); err != nil {
+func (s *MessageConsole) Cancel(ctx context.Context, u *app.User, tenantID, id uuid.UUID) (*app.Message, error) {
+	if err := app.RequirePermission(u, app.PermCancelMessage); err != nil {
 		return nil, err
 	}
 	actor := u.Actor()
-	var m *Message
+	var m *app.Message
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
 		if m, err = tx.MessageByID(ctx, tenantID, id, true); err != nil {
 			return err
 		}
-		if m.Status != MessageQueued {
-			return Errorf(ECONFLICT, "Only queued messages can be cancelled; this one is %s already.", m.Status)
+		if m.Status != app.MessageQueued {
+			return app.Errorf(app.ECONFLICT, "Only queued messages can be cancelled; this one is %s already.", m.Status)
 		}
 		now := s.Now()
 		ok, err := tx.CancelQueuedMessage(ctx, tenantID, id, now)
@@ -131,14 +133,14 @@ func (s *MessageConsole) Cancel(ctx context.Context, u *User, tenantID, id uuid.
 			return err
 		}
 		if !ok {
-			return Errorf(ECONFLICT, "The message left the queue while you were cancelling it.")
+			return app.Errorf(app.ECONFLICT, "The message left the queue while you were cancelling it.")
 		}
-		from, to := MessageQueued, MessageCancelled
-		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: tenantID, MessageID: id, FromStatus: &from, ToStatus: &to,
-			Source: SourceConsole, At: now, Detail: map[string]any{"by": actor.Label}}); err != nil {
+		from, to := app.MessageQueued, app.MessageCancelled
+		if err := tx.InsertMessageEvent(ctx, &app.MessageEvent{TenantID: tenantID, MessageID: id, FromStatus: &from, ToStatus: &to,
+			Source: app.SourceConsole, At: now, Detail: map[string]any{"by": actor.Label}}); err != nil {
 			return err
 		}
-		m.Status, m.UpdatedAt = MessageCancelled, now
+		m.Status, m.UpdatedAt = app.MessageCancelled, now
 		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "message.cancel", "message", id.String(),
 			map[string]any{"channel": m.Channel, "trigger_event": m.TriggerEvent}))
 	})

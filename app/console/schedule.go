@@ -1,4 +1,4 @@
-package app
+package console
 
 import (
 	"context"
@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // ScheduledEvent is an event waiting for its send_at, with the number of
 // people it goes to.
 type ScheduledEvent struct {
-	Event
+	app.Event
 	RecipientCount int `db:"recipient_count"`
 	// Due is set by the scheduled list when send_at has passed but the
 	// event was not routed yet (the scheduler is catching up, or it waits
@@ -44,15 +46,15 @@ type ScheduleStore interface {
 	// ContactCandidates returns the tenant's contacts with one of the
 	// profile ids, phone numbers or e-mail addresses, oldest first: every
 	// contact FindContact could pick for recipients with those details.
-	ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileIDs, phones, emails []string) ([]*Contact, error)
+	ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileIDs, phones, emails []string) ([]*app.Contact, error)
 	// ContactsByIDs returns the tenant's contacts with the ids (unknown ids
 	// are left out).
-	ContactsByIDs(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) ([]*Contact, error)
+	ContactsByIDs(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) ([]*app.Contact, error)
 	// EventMessagesByContact returns the messages of an event's first
 	// maxContacts recipients (by their first message; messages without a
 	// contact are one recipient), oldest first and at most maxMessages,
 	// and how many recipients the event's messages have in all.
-	EventMessagesByContact(ctx context.Context, tenantID, eventID uuid.UUID, maxContacts, maxMessages int) ([]*Message, int, error)
+	EventMessagesByContact(ctx context.Context, tenantID, eventID uuid.UUID, maxContacts, maxMessages int) ([]*app.Message, int, error)
 }
 
 // DateTimeLocalLayout is the value format of an HTML datetime-local input.
@@ -64,28 +66,28 @@ const DateTimeLocalLayout = "2006-01-02T15:04"
 // the console's permission checks and readable input errors.
 type Schedules struct {
 	Store  Store
-	Intake *Intake
+	Intake *app.Intake
 	// Router plans the messages an event awaiting approval would send,
 	// with the same template lookup and channel rules as routing.
-	Router *Router
-	Now    Clock
+	Router *app.Router
+	Now    app.Clock
 }
 
 // Upcoming returns one page of the tenant's scheduled notifications,
 // soonest first, and whether more follow.
-func (s *Schedules) Upcoming(ctx context.Context, u *User, tenantID uuid.UUID, f ScheduleFilter, page PageRequest) ([]*ScheduledEvent, bool, error) {
-	if err := RequirePermission(u, PermSchedules); err != nil {
+func (s *Schedules) Upcoming(ctx context.Context, u *app.User, tenantID uuid.UUID, f ScheduleFilter, page PageRequest) ([]*ScheduledEvent, bool, error) {
+	if err := app.RequirePermission(u, app.PermSchedules); err != nil {
 		return nil, false, err
 	}
 	f.TriggerEvent = strings.TrimSpace(f.TriggerEvent)
 	f.EntityID = strings.TrimSpace(f.EntityID)
 	if f.TriggerEvent != "" {
-		if _, ok := LookupEvent(f.TriggerEvent); !ok {
-			return nil, false, FieldErrorf("event", "%q is not a known event; choose one from the list.", f.TriggerEvent)
+		if _, ok := app.LookupEvent(f.TriggerEvent); !ok {
+			return nil, false, app.FieldErrorf("event", "%q is not a known event; choose one from the list.", f.TriggerEvent)
 		}
 	}
 	if len(f.EntityID) > 200 {
-		return nil, false, FieldErrorf("entity", "A booking, trip or invoice id has at most 200 characters.")
+		return nil, false, app.FieldErrorf("entity", "A booking, trip or invoice id has at most 200 characters.")
 	}
 	var rows []*ScheduledEvent
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
@@ -100,11 +102,11 @@ func (s *Schedules) Upcoming(ctx context.Context, u *User, tenantID uuid.UUID, f
 }
 
 // Event returns one of the tenant's events; another tenant's id is not found.
-func (s *Schedules) Event(ctx context.Context, u *User, tenantID, eventID uuid.UUID) (*Event, error) {
-	if err := RequirePermission(u, PermSchedules); err != nil {
+func (s *Schedules) Event(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID) (*app.Event, error) {
+	if err := app.RequirePermission(u, app.PermSchedules); err != nil {
 		return nil, err
 	}
-	var e *Event
+	var e *app.Event
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
 		e, err = tx.EventByID(ctx, tenantID, eventID, false)
 		return err
@@ -116,21 +118,21 @@ func (s *Schedules) Event(ctx context.Context, u *User, tenantID, eventID uuid.U
 func ParseLocalTime(field, value string, loc *time.Location) (time.Time, error) {
 	value = strings.TrimSpace(value)
 	if value == "" {
-		return time.Time{}, FieldErrorf(field, "Choose the new date and time.")
+		return time.Time{}, app.FieldErrorf(field, "Choose the new date and time.")
 	}
 	for _, layout := range []string{DateTimeLocalLayout, DateTimeLocalLayout + ":05", "2006-01-02 15:04"} {
 		if t, err := time.ParseInLocation(layout, value, loc); err == nil {
 			return t, nil
 		}
 	}
-	return time.Time{}, FieldErrorf(field, "%q is not a date and time such as 2027-04-12T07:15.", value)
+	return time.Time{}, app.FieldErrorf(field, "%q is not a date and time such as 2027-04-12T07:15.", value)
 }
 
 // Reschedule moves an event to a new time given as a datetime-local value
 // in the tenant's timezone. The version goes up and the audit log names
 // the user.
-func (s *Schedules) Reschedule(ctx context.Context, u *User, tenantID, eventID uuid.UUID, value string, loc *time.Location) (*Event, error) {
-	if err := RequirePermission(u, PermManageSchedules); err != nil {
+func (s *Schedules) Reschedule(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID, value string, loc *time.Location) (*app.Event, error) {
+	if err := app.RequirePermission(u, app.PermManageSchedules); err != nil {
 		return nil, err
 	}
 	at, err := ParseLocalTime("send_at", value, loc)
@@ -138,18 +140,18 @@ func (s *Schedules) Reschedule(ctx context.Context, u *User, tenantID, eventID u
 		return nil, err
 	}
 	if !at.After(s.Now()) {
-		return nil, FieldErrorf("send_at", "%s has passed; choose a time in the future.", at.Format("02 Jan 2006 15:04 MST"))
+		return nil, app.FieldErrorf("send_at", "%s has passed; choose a time in the future.", at.Format("02 Jan 2006 15:04 MST"))
 	}
 	e, err := s.Intake.Reschedule(ctx, u.Actor(), tenantID, eventID, at)
-	if ErrorCode(err) == ECONFLICT {
-		return nil, Errorf(ECONFLICT, "This notification is no longer waiting to be sent, so it cannot be rescheduled.")
+	if app.ErrorCode(err) == app.ECONFLICT {
+		return nil, app.Errorf(app.ECONFLICT, "This notification is no longer waiting to be sent, so it cannot be rescheduled.")
 	}
 	return e, err
 }
 
 // Cancel stops an event before it is sent.
-func (s *Schedules) Cancel(ctx context.Context, u *User, tenantID, eventID uuid.UUID) (*Event, error) {
-	if err := RequirePermission(u, PermManageSchedules); err != nil {
+func (s *Schedules) Cancel(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID) (*app.Event, error) {
+	if err := app.RequirePermission(u, app.PermManageSchedules); err != nil {
 		return nil, err
 	}
 	return s.Intake.Cancel(ctx, u.Actor(), tenantID, eventID)
@@ -157,20 +159,20 @@ func (s *Schedules) Cancel(ctx context.Context, u *User, tenantID, eventID uuid.
 
 // Decide approves an event awaiting approval, which routes it, or rejects
 // it with a reason.
-func (s *Schedules) Decide(ctx context.Context, u *User, tenantID, eventID uuid.UUID, approve bool, reason string) (*Event, error) {
-	if err := RequirePermission(u, PermApprove); err != nil {
+func (s *Schedules) Decide(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID, approve bool, reason string) (*app.Event, error) {
+	if err := app.RequirePermission(u, app.PermApprove); err != nil {
 		return nil, err
 	}
 	reason = strings.TrimSpace(reason)
 	if !approve && reason == "" {
-		return nil, FieldErrorf("reason", "Say why the notification is rejected; the reason is kept with it and in the audit log.")
+		return nil, app.FieldErrorf("reason", "Say why the notification is rejected; the reason is kept with it and in the audit log.")
 	}
 	if len(reason) > 1000 {
-		return nil, FieldErrorf("reason", "The reason must be at most 1,000 characters.")
+		return nil, app.FieldErrorf("reason", "The reason must be at most 1,000 characters.")
 	}
 	e, err := s.Intake.Decide(ctx, u.Actor(), tenantID, eventID, approve, reason)
-	if ErrorCode(err) == ECONFLICT {
-		return nil, Errorf(ECONFLICT, "This notification is no longer awaiting approval; someone may have decided it already.")
+	if app.ErrorCode(err) == app.ECONFLICT {
+		return nil, app.Errorf(app.ECONFLICT, "This notification is no longer awaiting approval; someone may have decided it already.")
 	}
 	return e, err
 }

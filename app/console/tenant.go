@@ -1,4 +1,4 @@
-package app
+package console
 
 import (
 	"context"
@@ -7,21 +7,25 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-)
 
-// Retention bounds: a tenant keeps its finished messages at least a day and
-// at most ten years. Unset means DefaultRetentionDays.
-const (
-	MinRetentionDays = 1
-	MaxRetentionDays = 3650
+	"github.com/heraldhq/herald/app"
 )
 
 // MaxSuspendReason is the longest suspension reason Herald stores.
 const MaxSuspendReason = 500
 
+// Tenants is the console's tenant administration: the operators' list,
+// plans, suspension, and each tenant's own settings.
+type Tenants struct {
+	*app.Tenants
+	Store Store
+	// APIKeys forgets a suspended tenant's keys at once in this process.
+	APIKeys *app.APIKeys
+}
+
 // TenantSummary is one row of the operators' tenant list.
 type TenantSummary struct {
-	Tenant
+	app.Tenant
 	// Users counts the tenant's console users who are not disabled.
 	Users int `db:"users"`
 	// MessagesThisMonth counts the messages sent this calendar month (UTC),
@@ -35,19 +39,10 @@ type TenantAdminStore interface {
 	// search, newest first, with their user and monthly message counts.
 	ListTenantSummaries(ctx context.Context, search string, month time.Time, page PageRequest) ([]*TenantSummary, error)
 	// LockTenant reads the tenant and locks its row until the transaction ends.
-	LockTenant(ctx context.Context, id uuid.UUID) (*Tenant, error)
+	LockTenant(ctx context.Context, id uuid.UUID) (*app.Tenant, error)
 	// UpdateTenant stores plan, locale, timezone, retention, status and
 	// suspension of t.
-	UpdateTenant(ctx context.Context, t *Tenant) error
-}
-
-// ValidateRetention checks a retention period; nil means the default.
-func ValidateRetention(days *int) error {
-	if days != nil && (*days < MinRetentionDays || *days > MaxRetentionDays) {
-		return FieldErrorf("retention", "Retention must be from %d to %d days (leave it empty for the default of %d days).",
-			MinRetentionDays, MaxRetentionDays, DefaultRetentionDays)
-	}
-	return nil
+	UpdateTenant(ctx context.Context, t *app.Tenant) error
 }
 
 // ParseRetention reads a retention period typed into a form: empty means
@@ -59,28 +54,28 @@ func ParseRetention(s string) (*int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return nil, FieldErrorf("retention", "Retention must be a whole number of days, such as %d.", DefaultRetentionDays)
+		return nil, app.FieldErrorf("retention", "Retention must be a whole number of days, such as %d.", app.DefaultRetentionDays)
 	}
-	return &n, ValidateRetention(&n)
+	return &n, app.ValidateRetention(&n)
 }
 
 // requireTenantAccess checks that u holds perm and may act in the tenant:
 // operators in any tenant, everyone else only in their own (another
 // tenant answers ENOTFOUND, as if it did not exist).
-func requireTenantAccess(u *User, perm Permission, tenantID uuid.UUID) error {
-	if err := RequirePermission(u, perm); err != nil {
+func requireTenantAccess(u *app.User, perm app.Permission, tenantID uuid.UUID) error {
+	if err := app.RequirePermission(u, perm); err != nil {
 		return err
 	}
-	if u.Role != RoleOperator && (u.TenantID == nil || *u.TenantID != tenantID) {
-		return Errorf(ENOTFOUND, "Tenant not found.")
+	if u.Role != app.RoleOperator && (u.TenantID == nil || *u.TenantID != tenantID) {
+		return app.Errorf(app.ENOTFOUND, "Tenant not found.")
 	}
 	return nil
 }
 
 // List returns one page of tenants for an operator, newest first, and
 // whether more follow. search matches names and slugs.
-func (s *Tenants) List(ctx context.Context, u *User, search string, page PageRequest) ([]*TenantSummary, bool, error) {
-	if err := RequirePermission(u, PermPlatform); err != nil {
+func (s *Tenants) List(ctx context.Context, u *app.User, search string, page PageRequest) ([]*TenantSummary, bool, error) {
+	if err := app.RequirePermission(u, app.PermPlatform); err != nil {
 		return nil, false, err
 	}
 	var rows []*TenantSummary
@@ -97,16 +92,16 @@ func (s *Tenants) List(ctx context.Context, u *User, search string, page PageReq
 
 // CreateAs creates and provisions a tenant on behalf of an operator, as
 // `herald admin create-tenant` does.
-func (s *Tenants) CreateAs(ctx context.Context, u *User, in TenantInput) (*Tenant, error) {
-	if err := RequirePermission(u, PermPlatform); err != nil {
+func (s *Tenants) CreateAs(ctx context.Context, u *app.User, in app.TenantInput) (*app.Tenant, error) {
+	if err := app.RequirePermission(u, app.PermPlatform); err != nil {
 		return nil, err
 	}
 	return s.Create(ctx, u.Actor(), in)
 }
 
 // Get returns the tenant for an operator's tenant page.
-func (s *Tenants) Get(ctx context.Context, u *User, id uuid.UUID) (*Tenant, error) {
-	if err := RequirePermission(u, PermPlatform); err != nil {
+func (s *Tenants) Get(ctx context.Context, u *app.User, id uuid.UUID) (*app.Tenant, error) {
+	if err := app.RequirePermission(u, app.PermPlatform); err != nil {
 		return nil, err
 	}
 	return s.ByID(ctx, id)
@@ -122,8 +117,8 @@ func (c TenantChanges) note(field string, from, to any) {
 
 // update locks the tenant, lets change edit it, and stores it with an audit
 // entry of action when anything changed.
-func (s *Tenants) update(ctx context.Context, u *User, id uuid.UUID, action string, change func(t *Tenant, c TenantChanges) error) (*Tenant, TenantChanges, error) {
-	var t *Tenant
+func (s *Tenants) update(ctx context.Context, u *app.User, id uuid.UUID, action string, change func(t *app.Tenant, c TenantChanges) error) (*app.Tenant, TenantChanges, error) {
+	var t *app.Tenant
 	changes := TenantChanges{}
 	err := s.Store.InTenant(ctx, id, func(tx Tx) (err error) {
 		if t, err = tx.LockTenant(ctx, id); err != nil {
@@ -164,16 +159,16 @@ func sameRetention(a, b *int) bool {
 
 // ChangePlan sets the tenant's plan and retention (operators). An empty
 // retention means the default.
-func (s *Tenants) ChangePlan(ctx context.Context, u *User, id uuid.UUID, plan, retention string) (*Tenant, TenantChanges, error) {
-	if err := RequirePermission(u, PermPlatform); err != nil {
+func (s *Tenants) ChangePlan(ctx context.Context, u *app.User, id uuid.UUID, plan, retention string) (*app.Tenant, TenantChanges, error) {
+	if err := app.RequirePermission(u, app.PermPlatform); err != nil {
 		return nil, nil, err
 	}
 	plan = strings.ToUpper(strings.TrimSpace(plan))
 	days, retErr := ParseRetention(retention)
-	return s.update(ctx, u, id, "tenant.update", func(t *Tenant, c TenantChanges) error {
+	return s.update(ctx, u, id, "tenant.update", func(t *app.Tenant, c TenantChanges) error {
 		// Validated inside the transaction so that an unknown tenant is
 		// ENOTFOUND whatever the form holds.
-		if err := ValidatePlan(plan); err != nil {
+		if err := app.ValidatePlan(plan); err != nil {
 			return err
 		}
 		if retErr != nil {
@@ -193,41 +188,46 @@ func (s *Tenants) ChangePlan(ctx context.Context, u *User, id uuid.UUID, plan, r
 
 // Suspend stops the tenant (operators): the API refuses its keys from now
 // on and its console users see why. The reason is required.
-func (s *Tenants) Suspend(ctx context.Context, u *User, id uuid.UUID, reason string) (*Tenant, error) {
-	if err := RequirePermission(u, PermPlatform); err != nil {
+func (s *Tenants) Suspend(ctx context.Context, u *app.User, id uuid.UUID, reason string) (*app.Tenant, error) {
+	if err := app.RequirePermission(u, app.PermPlatform); err != nil {
 		return nil, err
 	}
 	reason = strings.TrimSpace(reason)
-	t, _, err := s.update(ctx, u, id, "tenant.suspend", func(t *Tenant, c TenantChanges) error {
+	t, _, err := s.update(ctx, u, id, "tenant.suspend", func(t *app.Tenant, c TenantChanges) error {
 		switch {
-		case t.Status == TenantSuspended:
-			return Errorf(ECONFLICT, "%s is suspended already.", t.Name)
+		case t.Status == app.TenantSuspended:
+			return app.Errorf(app.ECONFLICT, "%s is suspended already.", t.Name)
 		case reason == "":
-			return FieldErrorf("reason", "Say why the tenant is suspended; its users see the reason.")
+			return app.FieldErrorf("reason", "Say why the tenant is suspended; its users see the reason.")
 		case len(reason) > MaxSuspendReason:
-			return FieldErrorf("reason", "The reason must be at most %d characters.", MaxSuspendReason)
+			return app.FieldErrorf("reason", "The reason must be at most %d characters.", MaxSuspendReason)
 		}
 		now := s.Now()
-		c.note("status", t.Status, TenantSuspended)
+		c.note("status", t.Status, app.TenantSuspended)
 		c["reason"] = map[string]any{"to": reason}
-		t.Status, t.SuspendedAt, t.SuspendedReason = TenantSuspended, &now, reason
+		t.Status, t.SuspendedAt, t.SuspendedReason = app.TenantSuspended, &now, reason
 		return nil
 	})
+	if err == nil && s.APIKeys != nil {
+		// This process refuses the keys at once; others within the key
+		// cache's few seconds.
+		s.APIKeys.ForgetTenant(t.ID)
+	}
 	return t, err
 }
 
 // Reactivate lifts a suspension (operators).
-func (s *Tenants) Reactivate(ctx context.Context, u *User, id uuid.UUID) (*Tenant, error) {
-	if err := RequirePermission(u, PermPlatform); err != nil {
+func (s *Tenants) Reactivate(ctx context.Context, u *app.User, id uuid.UUID) (*app.Tenant, error) {
+	if err := app.RequirePermission(u, app.PermPlatform); err != nil {
 		return nil, err
 	}
-	t, _, err := s.update(ctx, u, id, "tenant.reactivate", func(t *Tenant, c TenantChanges) error {
-		if t.Status != TenantSuspended {
-			return Errorf(ECONFLICT, "%s is not suspended.", t.Name)
+	t, _, err := s.update(ctx, u, id, "tenant.reactivate", func(t *app.Tenant, c TenantChanges) error {
+		if t.Status != app.TenantSuspended {
+			return app.Errorf(app.ECONFLICT, "%s is not suspended.", t.Name)
 		}
-		c.note("status", t.Status, TenantActive)
+		c.note("status", t.Status, app.TenantActive)
 		c["reason"] = map[string]any{"from": t.SuspendedReason}
-		t.Status, t.SuspendedAt, t.SuspendedReason = TenantActive, nil, ""
+		t.Status, t.SuspendedAt, t.SuspendedReason = app.TenantActive, nil, ""
 		return nil
 	})
 	return t, err
@@ -243,23 +243,23 @@ type TenantSettings struct {
 
 // UpdateSettings changes the tenant's default locale, timezone and
 // retention (managers of the tenant, operators).
-func (s *Tenants) UpdateSettings(ctx context.Context, u *User, id uuid.UUID, in TenantSettings) (*Tenant, TenantChanges, error) {
-	if err := requireTenantAccess(u, PermSettings, id); err != nil {
+func (s *Tenants) UpdateSettings(ctx context.Context, u *app.User, id uuid.UUID, in TenantSettings) (*app.Tenant, TenantChanges, error) {
+	if err := requireTenantAccess(u, app.PermSettings, id); err != nil {
 		return nil, nil, err
 	}
-	locale, err := NormalizeLocale(strings.TrimSpace(in.DefaultLocale))
+	locale, err := app.NormalizeLocale(strings.TrimSpace(in.DefaultLocale))
 	if err != nil {
-		return nil, nil, FieldErrorf("locale", "%s", err.Error())
+		return nil, nil, app.FieldErrorf("locale", "%s", err.Error())
 	}
 	tz := strings.TrimSpace(in.Timezone)
-	if err := ValidateTimezone(tz); err != nil {
+	if err := app.ValidateTimezone(tz); err != nil {
 		return nil, nil, err
 	}
 	days, err := ParseRetention(in.Retention)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.update(ctx, u, id, "tenant.settings", func(t *Tenant, c TenantChanges) error {
+	return s.update(ctx, u, id, "tenant.settings", func(t *app.Tenant, c TenantChanges) error {
 		if locale != t.DefaultLocale {
 			c.note("default_locale", t.DefaultLocale, locale)
 			t.DefaultLocale = locale

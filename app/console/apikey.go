@@ -1,10 +1,12 @@
-package app
+package console
 
 import (
 	"context"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // APIKeyRow is one row of the console's API key list. It carries neither
@@ -23,18 +25,23 @@ type APIKeyRow struct {
 	CreatorEmail *string `db:"creator_email"`
 }
 
+// APIKeys is the console's side of API keys: listing, creating and revoking
+// them as a signed-in user.
+type APIKeys struct {
+	*app.APIKeys
+	Store Store
+}
+
 // APIKeyAdminStore reads a tenant's API keys for the console.
 type APIKeyAdminStore interface {
 	// ListAPIKeys returns the tenant's keys, newest first.
 	ListAPIKeys(ctx context.Context, tenantID uuid.UUID, page PageRequest) ([]*APIKeyRow, error)
-	// APIKeyByID returns one of the tenant's keys.
-	APIKeyByID(ctx context.Context, tenantID, id uuid.UUID) (*APIKeyRow, error)
 }
 
 // List returns one page of the tenant's API keys, newest first, and
 // whether more follow.
-func (s *APIKeys) List(ctx context.Context, actor *User, tenantID uuid.UUID, page PageRequest) ([]*APIKeyRow, bool, error) {
-	if err := requireTenantAccess(actor, PermAPIKeys, tenantID); err != nil {
+func (s *APIKeys) List(ctx context.Context, actor *app.User, tenantID uuid.UUID, page PageRequest) ([]*APIKeyRow, bool, error) {
+	if err := requireTenantAccess(actor, app.PermAPIKeys, tenantID); err != nil {
 		return nil, false, err
 	}
 	var rows []*APIKeyRow
@@ -51,41 +58,19 @@ func (s *APIKeys) List(ctx context.Context, actor *User, tenantID uuid.UUID, pag
 
 // CreateAs makes a key for the tenant on behalf of a console user and
 // returns its secret, which is shown once and never stored.
-func (s *APIKeys) CreateAs(ctx context.Context, actor *User, tenantID uuid.UUID, name string) (*APIKey, string, error) {
-	if err := requireTenantAccess(actor, PermAPIKeys, tenantID); err != nil {
+func (s *APIKeys) CreateAs(ctx context.Context, actor *app.User, tenantID uuid.UUID, name string) (*app.APIKey, string, error) {
+	if err := requireTenantAccess(actor, app.PermAPIKeys, tenantID); err != nil {
 		return nil, "", err
 	}
 	return s.Create(ctx, actor.Actor(), tenantID, name)
 }
 
-// RevokeAs revokes one of the tenant's keys on behalf of a console user;
-// the API refuses it from the next request on. A key of another tenant is
+// Revoke revokes one of the tenant's keys on behalf of a console user; the
+// API refuses it from the next request on. A key of another tenant is
 // ENOTFOUND.
-func (s *APIKeys) RevokeAs(ctx context.Context, actor *User, tenantID, keyID uuid.UUID) (*APIKeyRow, error) {
-	if err := requireTenantAccess(actor, PermAPIKeys, tenantID); err != nil {
+func (s *APIKeys) Revoke(ctx context.Context, actor *app.User, tenantID, keyID uuid.UUID) (*app.APIKey, error) {
+	if err := requireTenantAccess(actor, app.PermAPIKeys, tenantID); err != nil {
 		return nil, err
 	}
-	var k *APIKeyRow
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
-		if k, err = tx.APIKeyByID(ctx, tenantID, keyID); err != nil {
-			return err
-		}
-		if k.RevokedAt != nil {
-			return nil
-		}
-		now := s.Now()
-		if err := tx.RevokeAPIKey(ctx, tenantID, keyID, now); err != nil {
-			return err
-		}
-		k.RevokedAt = &now
-		return tx.InsertAudit(ctx, actor.Actor().Entry(&tenantID, "api_key.revoke", "api_key", keyID.String(), map[string]any{
-			"name": k.Name, "prefix": k.Prefix,
-		}))
-	})
-	// After the commit, so that no lookup can cache the key as it was.
-	s.forget(keyID)
-	if err != nil {
-		return nil, err
-	}
-	return k, nil
+	return s.APIKeys.Revoke(ctx, actor.Actor(), tenantID, keyID)
 }

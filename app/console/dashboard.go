@@ -1,10 +1,12 @@
-package app
+package console
 
 import (
 	"context"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // DashboardRange is the period the dashboard's chart covers.
@@ -36,12 +38,12 @@ func ParseDashboardRange(s string) (DashboardRange, error) {
 	case Range7d:
 		return Range7d, nil
 	}
-	return Range24h, FieldErrorf("range", "There is no range %q: choose 24h or 7d.", s)
+	return Range24h, app.FieldErrorf("range", "There is no range %q: choose 24h or 7d.", s)
 }
 
 // MessageStatuses lists the message statuses in lifecycle order, the order
 // of the dashboard's chart and tables.
-var MessageStatuses = []string{MessageQueued, MessageSent, MessageDelivered, MessageRead, MessageFailed, MessageCancelled}
+var MessageStatuses = []string{app.MessageQueued, app.MessageSent, app.MessageDelivered, app.MessageRead, app.MessageFailed, app.MessageCancelled}
 
 // QuotaWarnPercent is the share of a monthly quota above which the
 // dashboard warns.
@@ -51,10 +53,10 @@ const QuotaWarnPercent = 80
 // created in one bucket of a period and are now in one status. Bucket
 // counts from 1 (the first bucket of the period).
 type MessageCount struct {
-	Bucket  int     `db:"bucket"`
-	Channel Channel `db:"channel"`
-	Status  string  `db:"status"`
-	Count   int     `db:"count"`
+	Bucket  int         `db:"bucket"`
+	Channel app.Channel `db:"channel"`
+	Status  string      `db:"status"`
+	Count   int         `db:"count"`
 }
 
 // WaitingWork is the tenant's work that has not gone out yet.
@@ -83,7 +85,7 @@ type DashboardStore interface {
 	StaleMessages(ctx context.Context, tenantID uuid.UUID) (int, error)
 	// UsageByChannel returns the tenant's metered sends per channel in the
 	// month that starts at month.
-	UsageByChannel(ctx context.Context, tenantID uuid.UUID, month time.Time) (map[Channel]int, error)
+	UsageByChannel(ctx context.Context, tenantID uuid.UUID, month time.Time) (map[app.Channel]int, error)
 	// WaitingWork returns the tenant's queued messages and pending events.
 	WaitingWork(ctx context.Context, tenantID uuid.UUID) (*WaitingWork, error)
 	// HasActivity reports whether the tenant ever had messages or events
@@ -95,7 +97,7 @@ type DashboardStore interface {
 type DashboardQuery struct {
 	Range DashboardRange
 	// Channel limits the chart to one channel; empty shows all.
-	Channel Channel
+	Channel app.Channel
 }
 
 // DashboardBucket is one bar of the chart: the messages created from Start
@@ -108,14 +110,14 @@ type DashboardBucket struct {
 
 // QuotaUse is a tenant's use of one channel's monthly quota.
 type QuotaUse struct {
-	Channel Channel
+	Channel app.Channel
 	Used    int
 	// Limit is Unlimited or the messages the plan allows this month.
 	Limit int
 }
 
 // Unlimited reports whether the plan sets no limit for the channel.
-func (q QuotaUse) Unlimited() bool { return q.Limit == Unlimited }
+func (q QuotaUse) Unlimited() bool { return q.Limit == app.Unlimited }
 
 // Percent is the share of the quota used, rounded down; it may pass 100
 // when sends raced the last free unit.
@@ -153,8 +155,8 @@ type Dashboard struct {
 	// Totals counts the period's messages by channel and status (every
 	// channel, whatever Query.Channel is); ChannelTotals and StatusTotals
 	// sum its rows and columns.
-	Totals        map[Channel]map[string]int
-	ChannelTotals map[Channel]int
+	Totals        map[app.Channel]map[string]int
+	ChannelTotals map[app.Channel]int
 	StatusTotals  map[string]int
 	Total         int
 	// Failed counts the period's messages that failed; Stale the messages
@@ -177,13 +179,13 @@ type Dashboard struct {
 type Dashboards struct {
 	Store Store
 	// Quotas are the configured monthly quotas per plan and channel.
-	Quotas map[string]map[Channel]int
-	Now    Clock
+	Quotas map[string]map[app.Channel]int
+	Now    app.Clock
 }
 
 // Load returns the tenant's dashboard for the query.
-func (d *Dashboards) Load(ctx context.Context, u *User, t *Tenant, q DashboardQuery) (*Dashboard, error) {
-	if err := RequirePermission(u, PermDashboard); err != nil {
+func (d *Dashboards) Load(ctx context.Context, u *app.User, t *app.Tenant, q DashboardQuery) (*Dashboard, error) {
+	if err := app.RequirePermission(u, app.PermDashboard); err != nil {
 		return nil, err
 	}
 	loc, err := time.LoadLocation(t.Timezone)
@@ -192,14 +194,14 @@ func (d *Dashboards) Load(ctx context.Context, u *User, t *Tenant, q DashboardQu
 	}
 	now := d.Now()
 	db := &Dashboard{
-		Query: q, Location: loc, Plan: t.Plan, Month: monthOf(now),
-		Totals: map[Channel]map[string]int{}, ChannelTotals: map[Channel]int{}, StatusTotals: map[string]int{},
+		Query: q, Location: loc, Plan: t.Plan, Month: app.MonthOf(now),
+		Totals: map[app.Channel]map[string]int{}, ChannelTotals: map[app.Channel]int{}, StatusTotals: map[string]int{},
 	}
 	bounds := bucketStarts(q.Range, now, loc)
 	db.From = bounds[0]
 	db.To = now
 	var counts []MessageCount
-	var usage map[Channel]int
+	var usage map[app.Channel]int
 	var waiting *WaitingWork
 	err = d.Store.InTenant(ctx, t.ID, func(tx Tx) (err error) {
 		if db.HasMessages, db.HasEvents, err = tx.HasActivity(ctx, t.ID); err != nil {
@@ -247,9 +249,9 @@ func (d *Dashboards) Load(ctx context.Context, u *User, t *Tenant, q DashboardQu
 			b.Total += c.Count
 		}
 	}
-	db.Failed = db.StatusTotals[MessageFailed]
+	db.Failed = db.StatusTotals[app.MessageFailed]
 
-	for _, ch := range Channels {
+	for _, ch := range app.Channels {
 		db.Quotas = append(db.Quotas, QuotaUse{Channel: ch, Used: usage[ch], Limit: d.quota(t.Plan, ch)})
 	}
 	return db, nil
@@ -257,9 +259,7 @@ func (d *Dashboards) Load(ctx context.Context, u *User, t *Tenant, q DashboardQu
 
 // quota is the dispatcher's own rule, so that the dashboard and the
 // dispatcher never disagree about a limit.
-func (d *Dashboards) quota(plan string, ch Channel) int {
-	return (&Dispatcher{Quotas: d.Quotas}).quota(plan, ch)
-}
+func (d *Dashboards) quota(plan string, ch app.Channel) int { return app.Quota(d.Quotas, plan, ch) }
 
 // bucketStarts returns the starts of the range's buckets in loc, oldest
 // first: the 24 hours up to and including the current one, or the 7 days up

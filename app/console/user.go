@@ -1,4 +1,4 @@
-package app
+package console
 
 import (
 	"context"
@@ -8,16 +8,25 @@ import (
 
 	"github.com/google/uuid"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/heraldhq/herald/app"
 )
+
+// Users is the console's user administration within a tenant: invitations,
+// roles, disabling and password resets.
+type Users struct {
+	*app.Users
+	Store Store
+}
 
 // UserAdminStore reads and changes a tenant's console users. Every method
 // takes the tenant and filters on it.
 type UserAdminStore interface {
 	// ListTenantUsers returns the tenant's users, newest first.
-	ListTenantUsers(ctx context.Context, tenantID uuid.UUID, page PageRequest) ([]*User, error)
+	ListTenantUsers(ctx context.Context, tenantID uuid.UUID, page PageRequest) ([]*app.User, error)
 	// TenantUser returns one of the tenant's users, locking the row when
 	// forUpdate is set.
-	TenantUser(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*User, error)
+	TenantUser(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.User, error)
 	// LockTenantUsers takes the tenant's lock for changes to its users,
 	// held until the transaction ends. Every change that may take a
 	// manager away takes it before any user row, so two such changes in
@@ -30,12 +39,12 @@ type UserAdminStore interface {
 	LockActiveManagers(ctx context.Context, tenantID uuid.UUID) ([]uuid.UUID, error)
 	// UpdateTenantUser stores role, disabled_at, session version, password
 	// hash and must_change_password of u.
-	UpdateTenantUser(ctx context.Context, u *User) error
+	UpdateTenantUser(ctx context.Context, u *app.User) error
 }
 
 // TenantRoles are the roles a tenant's users can hold; operators belong to
 // no tenant and are made with `herald admin create-user`.
-var TenantRoles = []string{RoleManager, RoleSupport}
+var TenantRoles = []string{app.RoleManager, app.RoleSupport}
 
 // InviteInput is what adding a user to a tenant in the console takes.
 type InviteInput struct {
@@ -58,23 +67,23 @@ func NewTemporaryPassword() string {
 func validateTenantRole(role string) (string, error) {
 	role = strings.ToLower(strings.TrimSpace(role))
 	switch role {
-	case RoleManager, RoleSupport:
+	case app.RoleManager, app.RoleSupport:
 		return role, nil
-	case RoleOperator:
-		return "", FieldErrorf("role", "Operators run the platform and belong to no tenant; choose manager or support.")
+	case app.RoleOperator:
+		return "", app.FieldErrorf("role", "Operators run the platform and belong to no tenant; choose manager or support.")
 	case "":
-		return "", FieldErrorf("role", "Choose a role: manager or support.")
+		return "", app.FieldErrorf("role", "Choose a role: manager or support.")
 	}
-	return "", FieldErrorf("role", "Role %q is not one of manager, support.", role)
+	return "", app.FieldErrorf("role", "Role %q is not one of manager, support.", role)
 }
 
 // ListInTenant returns one page of the tenant's users, newest first, and
 // whether more follow.
-func (s *Users) ListInTenant(ctx context.Context, actor *User, tenantID uuid.UUID, page PageRequest) ([]*User, bool, error) {
-	if err := requireTenantAccess(actor, PermUsers, tenantID); err != nil {
+func (s *Users) ListInTenant(ctx context.Context, actor *app.User, tenantID uuid.UUID, page PageRequest) ([]*app.User, bool, error) {
+	if err := requireTenantAccess(actor, app.PermUsers, tenantID); err != nil {
 		return nil, false, err
 	}
-	var rows []*User
+	var rows []*app.User
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
 		rows, err = tx.ListTenantUsers(ctx, tenantID, page)
 		return err
@@ -88,11 +97,11 @@ func (s *Users) ListInTenant(ctx context.Context, actor *User, tenantID uuid.UUI
 
 // InTenant returns one of the tenant's users; a user of another tenant is
 // ENOTFOUND.
-func (s *Users) InTenant(ctx context.Context, actor *User, tenantID, id uuid.UUID) (*User, error) {
-	if err := requireTenantAccess(actor, PermUsers, tenantID); err != nil {
+func (s *Users) InTenant(ctx context.Context, actor *app.User, tenantID, id uuid.UUID) (*app.User, error) {
+	if err := requireTenantAccess(actor, app.PermUsers, tenantID); err != nil {
 		return nil, err
 	}
-	var u *User
+	var u *app.User
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
 		u, err = tx.TenantUser(ctx, tenantID, id, false)
 		return err
@@ -104,18 +113,18 @@ func (s *Users) InTenant(ctx context.Context, actor *User, tenantID, id uuid.UUI
 // temporary password, which it returns: Herald sends no mail, so whoever
 // invites passes it on, and the new user chooses their own at the first
 // sign-in. A taken e-mail address is ECONFLICT on the email field.
-func (s *Users) Invite(ctx context.Context, actor *User, tenantID uuid.UUID, in InviteInput) (*User, string, error) {
-	if err := requireTenantAccess(actor, PermUsers, tenantID); err != nil {
+func (s *Users) Invite(ctx context.Context, actor *app.User, tenantID uuid.UUID, in InviteInput) (*app.User, string, error) {
+	if err := requireTenantAccess(actor, app.PermUsers, tenantID); err != nil {
 		return nil, "", err
 	}
 	name := strings.TrimSpace(in.Name)
 	switch {
 	case name == "":
-		return nil, "", FieldErrorf("name", "Name is required (so that colleagues know who is who).")
+		return nil, "", app.FieldErrorf("name", "Name is required (so that colleagues know who is who).")
 	case len(name) > 200:
-		return nil, "", FieldErrorf("name", "Name must be at most 200 characters.")
+		return nil, "", app.FieldErrorf("name", "Name must be at most 200 characters.")
 	}
-	email, err := NormalizeEmail("email", in.Email)
+	email, err := app.NormalizeEmail("email", in.Email)
 	if err != nil {
 		return nil, "", err
 	}
@@ -124,12 +133,12 @@ func (s *Users) Invite(ctx context.Context, actor *User, tenantID uuid.UUID, in 
 		return nil, "", err
 	}
 	password := NewTemporaryPassword()
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.cost())
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.HashCost())
 	if err != nil {
 		return nil, "", err
 	}
 	now := s.Now()
-	u := &User{
+	u := &app.User{
 		ID: uuid.New(), TenantID: &tenantID, Email: email, Name: name, PasswordHash: hash, Role: role,
 		SessionVersion: 1, MustChangePassword: true, CreatedAt: now, UpdatedAt: now,
 	}
@@ -149,12 +158,12 @@ func (s *Users) Invite(ctx context.Context, actor *User, tenantID uuid.UUID, in 
 
 // changeUser locks one of the tenant's users, lets change edit it and
 // stores it with an audit entry.
-func (s *Users) changeUser(ctx context.Context, actor *User, tenantID, id uuid.UUID, action string,
-	change func(tx Tx, u *User) (map[string]any, error)) (*User, error) {
-	if err := requireTenantAccess(actor, PermUsers, tenantID); err != nil {
+func (s *Users) changeUser(ctx context.Context, actor *app.User, tenantID, id uuid.UUID, action string,
+	change func(tx Tx, u *app.User) (map[string]any, error)) (*app.User, error) {
+	if err := requireTenantAccess(actor, app.PermUsers, tenantID); err != nil {
 		return nil, err
 	}
-	var u *User
+	var u *app.User
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
 		// The tenant first, then the user: manager A demoting B while B
 		// demotes A would otherwise each hold one row and wait for the
@@ -183,8 +192,8 @@ func (s *Users) changeUser(ctx context.Context, actor *User, tenantID, id uuid.U
 
 // lastManager refuses to take the tenant's last active manager away: the
 // tenant would have nobody left who can manage it.
-func lastManager(ctx context.Context, tx Tx, u *User, doing string) error {
-	if u.Role != RoleManager || u.DisabledAt != nil {
+func lastManager(ctx context.Context, tx Tx, u *app.User, doing string) error {
+	if u.Role != app.RoleManager || u.DisabledAt != nil {
 		return nil
 	}
 	ids, err := tx.LockActiveManagers(ctx, *u.TenantID)
@@ -196,13 +205,13 @@ func lastManager(ctx context.Context, tx Tx, u *User, doing string) error {
 			return nil
 		}
 	}
-	return Errorf(ECONFLICT, "%s is the last active manager of this tenant and cannot be %s. Make someone else a manager first.", u.Email, doing)
+	return app.Errorf(app.ECONFLICT, "%s is the last active manager of this tenant and cannot be %s. Make someone else a manager first.", u.Email, doing)
 }
 
 // ChangeRole makes the user a manager or support. Nobody changes their own
 // role, and the last active manager stays a manager.
-func (s *Users) ChangeRole(ctx context.Context, actor *User, tenantID, id uuid.UUID, role string) (*User, error) {
-	return s.changeUser(ctx, actor, tenantID, id, "user.role_change", func(tx Tx, u *User) (map[string]any, error) {
+func (s *Users) ChangeRole(ctx context.Context, actor *app.User, tenantID, id uuid.UUID, role string) (*app.User, error) {
+	return s.changeUser(ctx, actor, tenantID, id, "user.role_change", func(tx Tx, u *app.User) (map[string]any, error) {
 		role, err := validateTenantRole(role)
 		switch {
 		case err != nil:
@@ -210,11 +219,11 @@ func (s *Users) ChangeRole(ctx context.Context, actor *User, tenantID, id uuid.U
 		case role == u.Role:
 			return nil, nil
 		case u.ID == actor.ID:
-			return nil, Errorf(ECONFLICT, "You cannot change your own role; ask another manager.")
+			return nil, app.Errorf(app.ECONFLICT, "You cannot change your own role; ask another manager.")
 		}
-		if role != RoleManager {
+		if role != app.RoleManager {
 			if err := lastManager(ctx, tx, u, "made "+role); err != nil {
-				var e *Error
+				var e *app.Error
 				if errors.As(err, &e) {
 					e.Field = "role"
 				}
@@ -229,13 +238,13 @@ func (s *Users) ChangeRole(ctx context.Context, actor *User, tenantID, id uuid.U
 
 // Disable stops the user: they cannot sign in, and every session they have
 // ends at once. Nobody disables themselves, nor the last active manager.
-func (s *Users) Disable(ctx context.Context, actor *User, tenantID, id uuid.UUID) (*User, error) {
-	return s.changeUser(ctx, actor, tenantID, id, "user.disable", func(tx Tx, u *User) (map[string]any, error) {
+func (s *Users) Disable(ctx context.Context, actor *app.User, tenantID, id uuid.UUID) (*app.User, error) {
+	return s.changeUser(ctx, actor, tenantID, id, "user.disable", func(tx Tx, u *app.User) (map[string]any, error) {
 		switch {
 		case u.DisabledAt != nil:
 			return nil, nil
 		case u.ID == actor.ID:
-			return nil, Errorf(ECONFLICT, "You cannot disable your own account; ask another manager.")
+			return nil, app.Errorf(app.ECONFLICT, "You cannot disable your own account; ask another manager.")
 		}
 		if err := lastManager(ctx, tx, u, "disabled"); err != nil {
 			return nil, err
@@ -248,8 +257,8 @@ func (s *Users) Disable(ctx context.Context, actor *User, tenantID, id uuid.UUID
 }
 
 // Enable lets a disabled user sign in again.
-func (s *Users) Enable(ctx context.Context, actor *User, tenantID, id uuid.UUID) (*User, error) {
-	return s.changeUser(ctx, actor, tenantID, id, "user.enable", func(tx Tx, u *User) (map[string]any, error) {
+func (s *Users) Enable(ctx context.Context, actor *app.User, tenantID, id uuid.UUID) (*app.User, error) {
+	return s.changeUser(ctx, actor, tenantID, id, "user.enable", func(tx Tx, u *app.User) (map[string]any, error) {
 		if u.DisabledAt == nil {
 			return nil, nil
 		}
@@ -261,15 +270,15 @@ func (s *Users) Enable(ctx context.Context, actor *User, tenantID, id uuid.UUID)
 // ResetPassword gives the user a new temporary password, which it returns,
 // and ends every session they have. The user chooses their own password at
 // the next sign-in.
-func (s *Users) ResetPassword(ctx context.Context, actor *User, tenantID, id uuid.UUID) (*User, string, error) {
+func (s *Users) ResetPassword(ctx context.Context, actor *app.User, tenantID, id uuid.UUID) (*app.User, string, error) {
 	password := NewTemporaryPassword()
-	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.cost())
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.HashCost())
 	if err != nil {
 		return nil, "", err
 	}
-	u, err := s.changeUser(ctx, actor, tenantID, id, "user.password_reset", func(tx Tx, u *User) (map[string]any, error) {
+	u, err := s.changeUser(ctx, actor, tenantID, id, "user.password_reset", func(tx Tx, u *app.User) (map[string]any, error) {
 		if u.ID == actor.ID {
-			return nil, Errorf(ECONFLICT, "Change your own password under your account, not here.")
+			return nil, app.Errorf(app.ECONFLICT, "Change your own password under your account, not here.")
 		}
 		u.PasswordHash = hash
 		u.MustChangePassword = true

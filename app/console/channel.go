@@ -1,4 +1,4 @@
-package app
+package console
 
 import (
 	"context"
@@ -14,31 +14,33 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // ChannelStore serves the console's channel-account pages.
 type ChannelStore interface {
 	// ListAccounts returns the tenant's accounts, newest first.
-	ListAccounts(ctx context.Context, tenantID uuid.UUID, f AccountFilter, page PageRequest) ([]*ChannelAccount, error)
+	ListAccounts(ctx context.Context, tenantID uuid.UUID, f AccountFilter, page PageRequest) ([]*app.ChannelAccount, error)
 	// AccountForUpdate returns an account and locks it until the
 	// transaction ends, so that two edits of its secrets cannot interleave.
-	AccountForUpdate(ctx context.Context, tenantID, id uuid.UUID) (*ChannelAccount, error)
+	AccountForUpdate(ctx context.Context, tenantID, id uuid.UUID) (*app.ChannelAccount, error)
 	// UpdateAccount stores an account's name, settings and sealed secrets.
-	UpdateAccount(ctx context.Context, a *ChannelAccount) error
+	UpdateAccount(ctx context.Context, a *app.ChannelAccount) error
 	// RateBuckets returns the stored token buckets of the keys that have one.
 	RateBuckets(ctx context.Context, keys []string) (map[string]RateBucket, error)
 	// BreakerStates returns the newest recorded breaker transition of each
 	// of the tenant's accounts that has one, by account id.
 	BreakerStates(ctx context.Context, tenantID uuid.UUID, accountIDs []uuid.UUID) (map[uuid.UUID]BreakerTransition, error)
 	// AccountAudit returns the newest audit entries about one account.
-	AccountAudit(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*AuditEntry, error)
+	AccountAudit(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.AuditEntry, error)
 	// MessagesByAccount returns the newest messages sent through an account.
-	MessagesByAccount(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*Message, error)
+	MessagesByAccount(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.Message, error)
 }
 
 // AccountFilter narrows the list of channel accounts; empty fields match all.
 type AccountFilter struct {
-	Channel Channel
+	Channel app.Channel
 	Status  string
 }
 
@@ -85,7 +87,7 @@ type ProviderSpec struct {
 	Name        string
 	Label       string
 	Description string
-	Channels    []Channel
+	Channels    []app.Channel
 	Fields      []ProviderField
 	// AWS providers may use the default AWS credential chain instead of
 	// keys (operators only).
@@ -137,7 +139,7 @@ var awsKeyFields = []ProviderField{
 // ProviderSpecs lists the providers a tenant can add accounts with.
 var ProviderSpecs = []ProviderSpec{
 	{
-		Name: "meta", Label: "WhatsApp (Meta Cloud API)", Channels: []Channel{WhatsApp},
+		Name: "meta", Label: "WhatsApp (Meta Cloud API)", Channels: []app.Channel{app.WhatsApp},
 		Description: "Send WhatsApp messages from your business number through Meta's WhatsApp Cloud API.",
 		Fields: []ProviderField{
 			{Key: KeyMetaPhoneNumberID, Label: "Phone number ID", Required: true, Example: "106540352242922",
@@ -155,7 +157,7 @@ var ProviderSpecs = []ProviderSpec{
 		},
 	},
 	{
-		Name: "ses", Label: "E-mail (Amazon SES)", Channels: []Channel{Email}, AWS: true,
+		Name: "ses", Label: "E-mail (Amazon SES)", Channels: []app.Channel{app.Email}, AWS: true,
 		Description: "Send e-mail through your Amazon SES account.",
 		Fields: append([]ProviderField{
 			awsRegionField,
@@ -169,7 +171,7 @@ var ProviderSpecs = []ProviderSpec{
 		}, awsKeyFields...),
 	},
 	{
-		Name: "sns", Label: "SMS (Amazon SNS)", Channels: []Channel{SMS}, AWS: true,
+		Name: "sns", Label: "SMS (Amazon SNS)", Channels: []app.Channel{app.SMS}, AWS: true,
 		Description: "Send SMS through your Amazon SNS account.",
 		Fields: append([]ProviderField{
 			awsRegionField,
@@ -183,7 +185,7 @@ var ProviderSpecs = []ProviderSpec{
 		}, awsKeyFields...),
 	},
 	{
-		Name: "webhook", Label: "Webhook (your own system)", Channels: []Channel{Webhook}, SigningSecret: true,
+		Name: "webhook", Label: "Webhook (your own system)", Channels: []app.Channel{app.Webhook}, SigningSecret: true,
 		Description: "Post every message as signed JSON to an HTTPS endpoint of your own.",
 		Fields: []ProviderField{
 			{Key: KeyWebhookURL, Label: "Endpoint URL", Required: true, Example: "https://hooks.example.com/herald",
@@ -191,7 +193,7 @@ var ProviderSpecs = []ProviderSpec{
 		},
 	},
 	{
-		Name: "sandbox", Label: "Sandbox", Channels: []Channel{WhatsApp, Email, SMS, Webhook},
+		Name: "sandbox", Label: "Sandbox", Channels: []app.Channel{app.WhatsApp, app.Email, app.SMS, app.Webhook},
 		Description: "Sends nothing: accepts every message and reports it delivered and read, or fails on the special addresses. For trying Herald out.",
 	},
 }
@@ -252,7 +254,7 @@ type RateState struct {
 
 // AccountRow is a channel account with its live state, for lists.
 type AccountRow struct {
-	*ChannelAccount
+	*app.ChannelAccount
 	Rate    RateState
 	Breaker *BreakerTransition
 }
@@ -267,23 +269,23 @@ type AccountDetail struct {
 	// default credential chain.
 	DefaultCredentials bool
 	// ActiveOther is the channel's other ACTIVE account, if any.
-	ActiveOther *ChannelAccount
+	ActiveOther *app.ChannelAccount
 	// History holds the newest audit entries about the account (status
 	// changes, edits, breaker transitions).
-	History  []*AuditEntry
-	Messages []*Message
+	History  []*app.AuditEntry
+	Messages []*app.Message
 }
 
 // ChannelAccounts manages channel accounts from the console: settings and
 // write-only secrets per provider, activation, suspension and test sends.
 type ChannelAccounts struct {
 	Store    Store
-	Accounts *Accounts
-	Queue    Queue
+	Accounts *app.Accounts
+	Queue    app.Queue
 	// CheckWebhookURLFunc applies the WEBHOOK adapter's destination rules to
 	// a URL without sending anything; nil accepts https URLs only.
 	CheckWebhookURLFunc func(raw string) error
-	Now                 Clock
+	Now                 app.Clock
 }
 
 // TestTrigger is the trigger event of console test messages.
@@ -307,7 +309,7 @@ func (s *ChannelAccounts) List(ctx context.Context, tenantID uuid.UUID, f Accoun
 }
 
 // rows adds the rate and breaker state to accounts.
-func (s *ChannelAccounts) rows(ctx context.Context, tx Tx, tenantID uuid.UUID, as []*ChannelAccount) ([]*AccountRow, error) {
+func (s *ChannelAccounts) rows(ctx context.Context, tx Tx, tenantID uuid.UUID, as []*app.ChannelAccount) ([]*AccountRow, error) {
 	ids := make([]uuid.UUID, len(as))
 	keys := make([]string, len(as))
 	for i, a := range as {
@@ -328,7 +330,7 @@ func (s *ChannelAccounts) rows(ctx context.Context, tx Tx, tenantID uuid.UUID, a
 		if b, ok := breakers[a.ID]; ok {
 			r.Breaker = &b
 		}
-		perSecond, burst, limited, err := AccountRate(a)
+		perSecond, burst, limited, err := app.AccountRate(a)
 		switch {
 		case err != nil:
 			r.Rate.Err = err.Error()
@@ -345,7 +347,7 @@ func (s *ChannelAccounts) rows(ctx context.Context, tx Tx, tenantID uuid.UUID, a
 }
 
 // rateKey is the account's bucket key, as RateLimiter names it.
-func rateKey(a *ChannelAccount) string {
+func rateKey(a *app.ChannelAccount) string {
 	return "rate:" + a.TenantID.String() + ":" + a.ID.String()
 }
 
@@ -357,14 +359,14 @@ func (s *ChannelAccounts) Get(ctx context.Context, tenantID, id uuid.UUID) (*Acc
 		if err != nil {
 			return err
 		}
-		rows, err := s.rows(ctx, tx, tenantID, []*ChannelAccount{a})
+		rows, err := s.rows(ctx, tx, tenantID, []*app.ChannelAccount{a})
 		if err != nil {
 			return err
 		}
 		d.AccountRow = *rows[0]
 		if other, err := tx.ActiveAccount(ctx, tenantID, a.Channel); err == nil && other.ID != a.ID {
 			d.ActiveOther = other
-		} else if err != nil && ErrorCode(err) != ENOTFOUND {
+		} else if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 			return err
 		}
 		if d.History, err = tx.AccountAudit(ctx, tenantID, id, 20); err != nil {
@@ -392,19 +394,19 @@ func (s *ChannelAccounts) Get(ctx context.Context, tenantID, id uuid.UUID) (*Acc
 // Create validates the form and stores a new PENDING account. For webhook
 // accounts it returns the generated signing secret, which the caller shows
 // once and Herald never shows again.
-func (s *ChannelAccounts) Create(ctx context.Context, u *User, tenantID uuid.UUID, f AccountForm) (*ChannelAccount, string, error) {
-	if err := RequirePermission(u, PermChannels); err != nil {
+func (s *ChannelAccounts) Create(ctx context.Context, u *app.User, tenantID uuid.UUID, f AccountForm) (*app.ChannelAccount, string, error) {
+	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return nil, "", err
 	}
 	spec, ok := ProviderSpecOf(f.Provider)
 	if !ok {
-		return nil, "", FieldErrorf("provider", "Choose a provider.")
+		return nil, "", app.FieldErrorf("provider", "Choose a provider.")
 	}
 	ch := spec.Channels[0]
 	if len(spec.Channels) > 1 {
-		c, ok := ParseChannel(f.Channel)
+		c, ok := app.ParseChannel(f.Channel)
 		if !ok || !slices.Contains(spec.Channels, c) {
-			return nil, "", FieldErrorf("channel", "Choose the channel this account serves.")
+			return nil, "", app.FieldErrorf("channel", "Choose the channel this account serves.")
 		}
 		ch = c
 	}
@@ -417,7 +419,7 @@ func (s *ChannelAccounts) Create(ctx context.Context, u *User, tenantID uuid.UUI
 		signing = newSigningSecret()
 		secrets[KeyWebhookSigningSecret] = signing
 	}
-	a, err := s.Accounts.newAccount(tenantID, AccountInput{Channel: ch, Provider: spec.Name, Name: f.Name, Config: config, Secrets: secrets})
+	a, err := s.Accounts.NewAccount(tenantID, app.AccountInput{Channel: ch, Provider: spec.Name, Name: f.Name, Config: config, Secrets: secrets})
 	if err != nil {
 		return nil, "", err
 	}
@@ -436,8 +438,8 @@ func (s *ChannelAccounts) Create(ctx context.Context, u *User, tenantID uuid.UUI
 
 // Update changes an account's name and settings. A blank secret keeps the
 // stored one; Clear removes optional ones.
-func (s *ChannelAccounts) Update(ctx context.Context, u *User, tenantID, id uuid.UUID, f AccountForm) error {
-	if err := RequirePermission(u, PermChannels); err != nil {
+func (s *ChannelAccounts) Update(ctx context.Context, u *app.User, tenantID, id uuid.UUID, f AccountForm) error {
+	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return err
 	}
 	return s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
@@ -447,7 +449,7 @@ func (s *ChannelAccounts) Update(ctx context.Context, u *User, tenantID, id uuid
 		}
 		spec, ok := ProviderSpecOf(a.Provider)
 		if !ok {
-			return Errorf(ECONFLICT, "Provider %s cannot be edited here.", a.Provider)
+			return app.Errorf(app.ECONFLICT, "Provider %s cannot be edited here.", a.Provider)
 		}
 		stored, err := s.Accounts.Open(a)
 		if err != nil {
@@ -457,7 +459,7 @@ func (s *ChannelAccounts) Update(ctx context.Context, u *User, tenantID, id uuid
 		if err != nil {
 			return err
 		}
-		in := AccountInput{Channel: a.Channel, Provider: a.Provider, Name: f.Name}
+		in := app.AccountInput{Channel: a.Channel, Provider: a.Provider, Name: f.Name}
 		if err := in.Validate(); err != nil {
 			return err
 		}
@@ -476,7 +478,7 @@ func (s *ChannelAccounts) Update(ctx context.Context, u *User, tenantID, id uuid
 }
 
 // seal replaces the account's sealed secrets.
-func (s *ChannelAccounts) seal(a *ChannelAccount, secrets map[string]string) error {
+func (s *ChannelAccounts) seal(a *app.ChannelAccount, secrets map[string]string) error {
 	if len(secrets) == 0 {
 		a.Secrets, a.SecretsKeyID = nil, nil
 		return nil
@@ -491,8 +493,8 @@ func (s *ChannelAccounts) seal(a *ChannelAccount, secrets map[string]string) err
 
 // RotateSigningSecret gives a webhook account a new signing secret, which
 // signs every delivery from now on, and returns it to be shown once.
-func (s *ChannelAccounts) RotateSigningSecret(ctx context.Context, u *User, tenantID, id uuid.UUID) (string, error) {
-	if err := RequirePermission(u, PermChannels); err != nil {
+func (s *ChannelAccounts) RotateSigningSecret(ctx context.Context, u *app.User, tenantID, id uuid.UUID) (string, error) {
+	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return "", err
 	}
 	secret := newSigningSecret()
@@ -503,7 +505,7 @@ func (s *ChannelAccounts) RotateSigningSecret(ctx context.Context, u *User, tena
 		}
 		spec, _ := ProviderSpecOf(a.Provider)
 		if spec == nil || !spec.SigningSecret {
-			return Errorf(ECONFLICT, "Only webhook accounts have a signing secret.")
+			return app.Errorf(app.ECONFLICT, "Only webhook accounts have a signing secret.")
 		}
 		stored, err := s.Accounts.Open(a)
 		if err != nil {
@@ -537,8 +539,8 @@ func newSigningSecret() string {
 // Activate makes the account the channel's sending account. Only one
 // account per channel is ACTIVE: while another is, activation fails with
 // ECONFLICT unless replace is set, which suspends the other first.
-func (s *ChannelAccounts) Activate(ctx context.Context, u *User, tenantID, id uuid.UUID, replace bool) error {
-	if err := RequirePermission(u, PermChannels); err != nil {
+func (s *ChannelAccounts) Activate(ctx context.Context, u *app.User, tenantID, id uuid.UUID, replace bool) error {
+	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return err
 	}
 	actor := u.Actor()
@@ -547,38 +549,38 @@ func (s *ChannelAccounts) Activate(ctx context.Context, u *User, tenantID, id uu
 		if err != nil {
 			return err
 		}
-		if a.Status == AccountActive {
-			return Errorf(ECONFLICT, "%s is already active.", a.Name)
+		if a.Status == app.AccountActive {
+			return app.Errorf(app.ECONFLICT, "%s is already active.", a.Name)
 		}
 		if err := s.complete(a); err != nil {
 			return err
 		}
 		other, err := tx.ActiveAccount(ctx, tenantID, a.Channel)
 		switch {
-		case ErrorCode(err) == ENOTFOUND:
+		case app.ErrorCode(err) == app.ENOTFOUND:
 		case err != nil:
 			return err
 		case !replace:
-			return &Error{Code: ECONFLICT, Reason: "channel_has_active_account", Message: fmt.Sprintf(
+			return &app.Error{Code: app.ECONFLICT, Reason: "channel_has_active_account", Message: fmt.Sprintf(
 				"%s is the active %s account, and a channel sends through one account only. Activate this account in its place to suspend %s.",
 				other.Name, a.Channel, other.Name)}
 		default:
 			reason := fmt.Sprintf("Replaced by %s, activated by %s.", a.Name, actor.Label)
-			if err := tx.SetAccountStatus(ctx, tenantID, other.ID, AccountSuspended, reason, s.Now()); err != nil {
+			if err := tx.SetAccountStatus(ctx, tenantID, other.ID, app.AccountSuspended, reason, s.Now()); err != nil {
 				return err
 			}
 			if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, "channel_account.status", "channel_account", other.ID.String(),
-				map[string]any{"status": AccountSuspended, "from": other.Status, "reason": reason, "replaced_by": a.ID.String()})); err != nil {
+				map[string]any{"status": app.AccountSuspended, "from": other.Status, "reason": reason, "replaced_by": a.ID.String()})); err != nil {
 				return err
 			}
 		}
-		if err := tx.SetAccountStatus(ctx, tenantID, a.ID, AccountActive, "", s.Now()); ErrorCode(err) == ECONFLICT {
+		if err := tx.SetAccountStatus(ctx, tenantID, a.ID, app.AccountActive, "", s.Now()); app.ErrorCode(err) == app.ECONFLICT {
 			// The one-active index caught an activation that raced this one.
-			return Errorf(ECONFLICT, "Another account of this channel was activated at the same time. Reload the page and try again.")
+			return app.Errorf(app.ECONFLICT, "Another account of this channel was activated at the same time. Reload the page and try again.")
 		} else if err != nil {
 			return err
 		}
-		meta := map[string]any{"status": AccountActive, "from": a.Status}
+		meta := map[string]any{"status": app.AccountActive, "from": a.Status}
 		if other != nil && replace {
 			meta["replaces"] = other.ID.String()
 		}
@@ -587,7 +589,7 @@ func (s *ChannelAccounts) Activate(ctx context.Context, u *User, tenantID, id uu
 }
 
 // complete checks an account has what sending needs before it goes live.
-func (s *ChannelAccounts) complete(a *ChannelAccount) error {
+func (s *ChannelAccounts) complete(a *app.ChannelAccount) error {
 	spec, ok := ProviderSpecOf(a.Provider)
 	if !ok {
 		return nil
@@ -599,11 +601,11 @@ func (s *ChannelAccounts) complete(a *ChannelAccount) error {
 	for _, f := range spec.Fields {
 		missing := f.Required && (f.Secret && secrets[f.Key] == "" || !f.Secret && a.Config[f.Key] == "")
 		if missing {
-			return Errorf(ECONFLICT, "%s has no %s yet. Edit the account before activating it.", a.Name, strings.ToLower(f.Label))
+			return app.Errorf(app.ECONFLICT, "%s has no %s yet. Edit the account before activating it.", a.Name, strings.ToLower(f.Label))
 		}
 	}
 	if spec.SigningSecret && secrets[KeyWebhookSigningSecret] == "" {
-		return Errorf(ECONFLICT, "%s has no signing secret. Rotate the secret before activating it.", a.Name)
+		return app.Errorf(app.ECONFLICT, "%s has no signing secret. Rotate the secret before activating it.", a.Name)
 	}
 	return nil
 }
@@ -612,30 +614,30 @@ func (s *ChannelAccounts) complete(a *ChannelAccount) error {
 const MaxReasonLength = 500
 
 // Suspend stops an account from sending, with a reason the tenant sees.
-func (s *ChannelAccounts) Suspend(ctx context.Context, u *User, tenantID, id uuid.UUID, reason string) error {
-	if err := RequirePermission(u, PermChannels); err != nil {
+func (s *ChannelAccounts) Suspend(ctx context.Context, u *app.User, tenantID, id uuid.UUID, reason string) error {
+	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return err
 	}
 	reason = strings.TrimSpace(reason)
 	switch {
 	case reason == "":
-		return FieldErrorf("reason", "Say why the account is suspended; everyone who opens it will see the reason.")
+		return app.FieldErrorf("reason", "Say why the account is suspended; everyone who opens it will see the reason.")
 	case len([]rune(reason)) > MaxReasonLength:
-		return FieldErrorf("reason", "The reason must be at most %d characters.", MaxReasonLength)
+		return app.FieldErrorf("reason", "The reason must be at most %d characters.", MaxReasonLength)
 	}
 	return s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
 		a, err := tx.AccountForUpdate(ctx, tenantID, id)
 		if err != nil {
 			return err
 		}
-		if a.Status == AccountDisabled {
-			return Errorf(ECONFLICT, "%s is disabled.", a.Name)
+		if a.Status == app.AccountDisabled {
+			return app.Errorf(app.ECONFLICT, "%s is disabled.", a.Name)
 		}
-		if err := tx.SetAccountStatus(ctx, tenantID, id, AccountSuspended, reason, s.Now()); err != nil {
+		if err := tx.SetAccountStatus(ctx, tenantID, id, app.AccountSuspended, reason, s.Now()); err != nil {
 			return err
 		}
 		return tx.InsertAudit(ctx, u.Actor().Entry(&tenantID, "channel_account.status", "channel_account", id.String(),
-			map[string]any{"status": AccountSuspended, "from": a.Status, "reason": reason}))
+			map[string]any{"status": app.AccountSuspended, "from": a.Status, "reason": reason}))
 	})
 }
 
@@ -643,19 +645,19 @@ func (s *ChannelAccounts) Suspend(ctx context.Context, u *User, tenantID, id uui
 // as every other message: a QUEUED message row triggered by the user, its
 // timeline, and a dispatch job. The account must be ACTIVE, because the
 // dispatcher sends through ACTIVE accounts only.
-func (s *ChannelAccounts) SendTest(ctx context.Context, u *User, tenantID, id uuid.UUID, to string) (*Message, error) {
-	if err := RequirePermission(u, PermChannels); err != nil {
+func (s *ChannelAccounts) SendTest(ctx context.Context, u *app.User, tenantID, id uuid.UUID, to string) (*app.Message, error) {
+	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return nil, err
 	}
 	actor := u.Actor()
-	var m *Message
+	var m *app.Message
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
 		a, err := tx.AccountByID(ctx, tenantID, id)
 		if err != nil {
 			return err
 		}
-		if a.Status != AccountActive {
-			return Errorf(ECONFLICT, "%s is %s. Test messages go through the dispatch queue, which sends through active accounts only: activate the account first.",
+		if a.Status != app.AccountActive {
+			return app.Errorf(app.ECONFLICT, "%s is %s. Test messages go through the dispatch queue, which sends through active accounts only: activate the account first.",
 				a.Name, strings.ToLower(a.Status))
 		}
 		addr, err := testAddress(a, to)
@@ -666,25 +668,25 @@ func (s *ChannelAccounts) SendTest(ctx context.Context, u *User, tenantID, id uu
 		subject := "Herald test message"
 		body := fmt.Sprintf("This is a test message from Herald through the channel account %q, sent by %s at %s.",
 			a.Name, actor.Label, now.UTC().Format("2006-01-02 15:04 UTC"))
-		if a.Channel == Email {
+		if a.Channel == app.Email {
 			body = "<p>" + htmlEscape(body) + "</p>"
 		}
-		m = &Message{
+		m = &app.Message{
 			ID: uuid.New(), TenantID: tenantID, CorrelationID: "test:" + requestID.String(),
 			IdempotencyKey: "test:" + a.ID.String() + ":" + requestID.String(), TriggerEvent: TestTrigger,
 			Channel: a.Channel, ChannelAccountID: &a.ID, ToAddress: addr, Subject: subject, Body: body,
-			Status: MessageQueued, Provider: &a.Provider, FallbackChain: StringList{}, TriggeredBy: actor.ID,
+			Status: app.MessageQueued, Provider: &a.Provider, FallbackChain: app.StringList{}, TriggeredBy: actor.ID,
 			QueuedAt: now, CreatedAt: now, UpdatedAt: now,
 		}
-		if _, err := tx.InsertMessage(ctx, m, &MessageEvent{TenantID: tenantID, MessageID: m.ID, ToStatus: &m.Status,
-			Source: SourceConsole, At: now, Detail: map[string]any{"test_send": true, "by": actor.Label, "channel_account": a.Name}}); err != nil {
+		if _, err := tx.InsertMessage(ctx, m, &app.MessageEvent{TenantID: tenantID, MessageID: m.ID, ToStatus: &m.Status,
+			Source: app.SourceConsole, At: now, Detail: map[string]any{"test_send": true, "by": actor.Label, "channel_account": a.Name}}); err != nil {
 			return err
 		}
 		if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, "channel_account.test_send", "channel_account", a.ID.String(),
 			map[string]any{"message_id": m.ID.String(), "channel": a.Channel})); err != nil {
 			return err
 		}
-		return s.Queue.EnqueueDispatch(ctx, tx, DispatchJob{TenantID: tenantID, MessageID: m.ID, Channel: a.Channel})
+		return s.Queue.EnqueueDispatch(ctx, tx, app.DispatchJob{TenantID: tenantID, MessageID: m.ID, Channel: a.Channel})
 	})
 	if err != nil {
 		return nil, err
@@ -693,14 +695,14 @@ func (s *ChannelAccounts) SendTest(ctx context.Context, u *User, tenantID, id uu
 }
 
 // TestMessage returns a message sent through the account, with its timeline.
-func (s *ChannelAccounts) TestMessage(ctx context.Context, tenantID, accountID, messageID uuid.UUID) (*MessageDetail, error) {
-	var d MessageDetail
+func (s *ChannelAccounts) TestMessage(ctx context.Context, tenantID, accountID, messageID uuid.UUID) (*app.MessageDetail, error) {
+	var d app.MessageDetail
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
 		if d.Message, err = tx.MessageByID(ctx, tenantID, messageID, false); err != nil {
 			return err
 		}
 		if d.ChannelAccountID == nil || *d.ChannelAccountID != accountID {
-			return Errorf(ENOTFOUND, "Message %s was not sent through this account.", messageID)
+			return app.Errorf(app.ENOTFOUND, "Message %s was not sent through this account.", messageID)
 		}
 		d.Timeline, err = tx.Timeline(ctx, tenantID, messageID)
 		return err
@@ -713,38 +715,38 @@ func (s *ChannelAccounts) TestMessage(ctx context.Context, tenantID, accountID, 
 
 // testAddress checks the recipient of a test message for the account's
 // channel. A webhook account always posts to its own URL.
-func testAddress(a *ChannelAccount, to string) (string, error) {
+func testAddress(a *app.ChannelAccount, to string) (string, error) {
 	to = strings.TrimSpace(to)
 	switch {
-	case a.Channel == Webhook && a.Provider == "webhook":
+	case a.Channel == app.Webhook && a.Provider == "webhook":
 		return a.Config[KeyWebhookURL], nil
 	case to == "":
-		return "", FieldErrorf("to", "Enter the %s to send the test message to.", addressKind(a.Channel))
+		return "", app.FieldErrorf("to", "Enter the %s to send the test message to.", addressKind(a.Channel))
 	case a.Channel.Phone():
-		phone, err := NormalizePhone(to)
+		phone, err := app.NormalizePhone(to)
 		if err != nil {
-			return "", FieldErrorf("to", "%q is not a phone number: %v (for example +4915112345678).", to, err)
+			return "", app.FieldErrorf("to", "%q is not a phone number: %v (for example +4915112345678).", to, err)
 		}
 		return phone, nil
-	case a.Channel == Email:
+	case a.Channel == app.Email:
 		addr, err := mail.ParseAddress(to)
 		if err != nil || addr.Name != "" {
-			return "", FieldErrorf("to", "%q is not an e-mail address.", to)
+			return "", app.FieldErrorf("to", "%q is not an e-mail address.", to)
 		}
 		return addr.Address, nil
 	}
 	if len(to) > 320 {
-		return "", FieldErrorf("to", "The recipient must be at most 320 characters.")
+		return "", app.FieldErrorf("to", "The recipient must be at most 320 characters.")
 	}
 	return to, nil
 }
 
 // addressKind names what a channel addresses.
-func addressKind(ch Channel) string {
+func addressKind(ch app.Channel) string {
 	switch {
 	case ch.Phone():
 		return "phone number"
-	case ch == Email:
+	case ch == app.Email:
 		return "e-mail address"
 	}
 	return "recipient"
@@ -768,9 +770,9 @@ var (
 // merges them with the stored ones (nil when creating). It returns the
 // config, the secrets to seal, and audit metadata naming what changed (never
 // a secret's value).
-func (s *ChannelAccounts) settings(u *User, spec *ProviderSpec, f AccountForm, storedConfig Attrs, storedSecrets map[string]string) (Attrs, map[string]string, map[string]any, error) {
+func (s *ChannelAccounts) settings(u *app.User, spec *ProviderSpec, f AccountForm, storedConfig app.Attrs, storedSecrets map[string]string) (app.Attrs, map[string]string, map[string]any, error) {
 	creating := storedSecrets == nil
-	config := Attrs{}
+	config := app.Attrs{}
 	// Settings the form does not show (rate overrides set by an operator)
 	// survive an edit.
 	maps.Copy(config, storedConfig)
@@ -782,14 +784,14 @@ func (s *ChannelAccounts) settings(u *User, spec *ProviderSpec, f AccountForm, s
 	if spec.AWS {
 		switch f.Credentials {
 		case CredentialsDefault:
-			if u.Role != RoleOperator {
-				return nil, nil, nil, FieldErrorf("credentials",
+			if u.Role != app.RoleOperator {
+				return nil, nil, nil, app.FieldErrorf("credentials",
 					"Only Herald's operators may use the platform's own AWS credentials. Enter this account's access key ID and secret access key.")
 			}
 			useDefault = true
 		case CredentialsKeys, "":
 		default:
-			return nil, nil, nil, FieldErrorf("credentials", "Choose access keys or the default credential chain.")
+			return nil, nil, nil, app.FieldErrorf("credentials", "Choose access keys or the default credential chain.")
 		}
 	}
 
@@ -831,29 +833,29 @@ func (s *ChannelAccounts) settings(u *User, spec *ProviderSpec, f AccountForm, s
 			delete(secrets, fd.Key)
 		case fd.Required && secrets[fd.Key] == "":
 			if creating {
-				return nil, nil, nil, FieldErrorf("secret_"+fd.Key, "%s is required.", fd.Label)
+				return nil, nil, nil, app.FieldErrorf("secret_"+fd.Key, "%s is required.", fd.Label)
 			}
-			return nil, nil, nil, FieldErrorf("secret_"+fd.Key, "%s is required; none is stored.", fd.Label)
+			return nil, nil, nil, app.FieldErrorf("secret_"+fd.Key, "%s is required; none is stored.", fd.Label)
 		}
 	}
 	if spec.AWS && !useDefault {
 		id, key := secrets[KeyAWSAccessKeyID], secrets[KeyAWSSecretAccessKey]
 		switch {
-		case id == "" && key == "" && u.Role != RoleOperator:
-			return nil, nil, nil, FieldErrorf("secret_"+KeyAWSAccessKeyID, "Enter the access key ID and the secret access key of the account's IAM user.")
+		case id == "" && key == "" && u.Role != app.RoleOperator:
+			return nil, nil, nil, app.FieldErrorf("secret_"+KeyAWSAccessKeyID, "Enter the access key ID and the secret access key of the account's IAM user.")
 		case id == "" && key == "":
-			return nil, nil, nil, FieldErrorf("secret_"+KeyAWSAccessKeyID, "Enter the access key ID and the secret access key, or choose the default credential chain.")
+			return nil, nil, nil, app.FieldErrorf("secret_"+KeyAWSAccessKeyID, "Enter the access key ID and the secret access key, or choose the default credential chain.")
 		case id == "":
-			return nil, nil, nil, FieldErrorf("secret_"+KeyAWSAccessKeyID, "Enter the access key ID that belongs to the secret access key.")
+			return nil, nil, nil, app.FieldErrorf("secret_"+KeyAWSAccessKeyID, "Enter the access key ID that belongs to the secret access key.")
 		case key == "":
-			return nil, nil, nil, FieldErrorf("secret_"+KeyAWSSecretAccessKey, "Enter the secret access key that belongs to the access key ID.")
+			return nil, nil, nil, app.FieldErrorf("secret_"+KeyAWSSecretAccessKey, "Enter the secret access key that belongs to the access key ID.")
 		}
 	}
 	if spec.AWS {
 		// The default chain uses the platform's AWS identity: only an
 		// operator may leave an account on it, whoever edits it later.
-		if secrets[KeyAWSAccessKeyID] == "" && u.Role != RoleOperator {
-			return nil, nil, nil, FieldErrorf("credentials",
+		if secrets[KeyAWSAccessKeyID] == "" && u.Role != app.RoleOperator {
+			return nil, nil, nil, app.FieldErrorf("credentials",
 				"Only Herald's operators may use the platform's own AWS credentials. Enter this account's access key ID and secret access key.")
 		}
 		mode := CredentialsKeys
@@ -881,17 +883,17 @@ func checkSetting(s *ChannelAccounts, spec *ProviderSpec, fd ProviderField, v st
 	if v == "" {
 		if fd.Required {
 			if len(fd.Options) > 0 {
-				return "", FieldErrorf(field, "Choose the %s.", strings.ToLower(fd.Label))
+				return "", app.FieldErrorf(field, "Choose the %s.", strings.ToLower(fd.Label))
 			}
-			return "", FieldErrorf(field, "%s is required.", fd.Label)
+			return "", app.FieldErrorf(field, "%s is required.", fd.Label)
 		}
 		return "", nil
 	}
 	if len(v) > 2048 {
-		return "", FieldErrorf(field, "%s must be at most 2048 characters.", fd.Label)
+		return "", app.FieldErrorf(field, "%s must be at most 2048 characters.", fd.Label)
 	}
 	if strings.ContainsFunc(v, unicode.IsControl) {
-		return "", FieldErrorf(field, "%s must be one line of text.", fd.Label)
+		return "", app.FieldErrorf(field, "%s must be one line of text.", fd.Label)
 	}
 	if len(fd.Options) > 0 {
 		for _, o := range fd.Options {
@@ -899,63 +901,63 @@ func checkSetting(s *ChannelAccounts, spec *ProviderSpec, fd ProviderField, v st
 				return v, nil
 			}
 		}
-		return "", FieldErrorf(field, "%q is not one of the choices.", v)
+		return "", app.FieldErrorf(field, "%q is not one of the choices.", v)
 	}
 	switch fd.Key {
 	case KeyMetaPhoneNumberID:
 		if strings.HasPrefix(v, "+") {
-			return "", FieldErrorf(field, "Enter the phone number's ID from WhatsApp Manager, not the phone number.")
+			return "", app.FieldErrorf(field, "Enter the phone number's ID from WhatsApp Manager, not the phone number.")
 		}
 		if !digitsPattern.MatchString(v) {
-			return "", FieldErrorf(field, "The phone number ID is a number of 5 to 32 digits.")
+			return "", app.FieldErrorf(field, "The phone number ID is a number of 5 to 32 digits.")
 		}
 	case KeyMetaWABAID:
 		if !digitsPattern.MatchString(v) {
-			return "", FieldErrorf(field, "The WhatsApp Business Account ID is a number of 5 to 32 digits.")
+			return "", app.FieldErrorf(field, "The WhatsApp Business Account ID is a number of 5 to 32 digits.")
 		}
 	case KeyAWSRegion:
 		if !awsRegionPattern.MatchString(v) {
-			return "", FieldErrorf(field, "%q is not an AWS region; regions look like eu-central-1.", v)
+			return "", app.FieldErrorf(field, "%q is not an AWS region; regions look like eu-central-1.", v)
 		}
 	case KeySESSenderEmail:
 		a, err := mail.ParseAddress(v)
 		if err != nil || a.Name != "" || !isASCII(a.Address) {
-			return "", FieldErrorf(field, "%q is not an e-mail address; enter the bare address, the name goes below.", v)
+			return "", app.FieldErrorf(field, "%q is not an e-mail address; enter the bare address, the name goes below.", v)
 		}
 		v = a.Address
 	case KeySESSenderName:
 		if len([]rune(v)) > 100 || strings.ContainsAny(v, "<>\"") {
-			return "", FieldErrorf(field, "The from name must be at most 100 characters, without < > or quotes.")
+			return "", app.FieldErrorf(field, "The from name must be at most 100 characters, without < > or quotes.")
 		}
 	case KeySESConfigurationSet:
 		if !configSetPattern.MatchString(v) {
-			return "", FieldErrorf(field, "A configuration set name has 1 to 64 letters, digits, _ or -.")
+			return "", app.FieldErrorf(field, "A configuration set name has 1 to 64 letters, digits, _ or -.")
 		}
 	case KeySESReplyTo:
 		list, err := mail.ParseAddressList(v)
 		if err != nil {
-			return "", FieldErrorf(field, "Enter one or more e-mail addresses, separated by commas.")
+			return "", app.FieldErrorf(field, "Enter one or more e-mail addresses, separated by commas.")
 		}
 		for _, a := range list {
 			if !isASCII(a.Address) {
-				return "", FieldErrorf(field, "%q is not an address SES can use.", a.Address)
+				return "", app.FieldErrorf(field, "%q is not an address SES can use.", a.Address)
 			}
 		}
 	case KeySNSSenderID:
 		if len(v) > 11 || !senderIDPattern.MatchString(v) {
-			return "", FieldErrorf(field, "A sender ID has 1 to 11 letters and digits, with at least one letter.")
+			return "", app.FieldErrorf(field, "A sender ID has 1 to 11 letters and digits, with at least one letter.")
 		}
 	case KeySNSOriginationNumber:
 		if !e164Pattern.MatchString(v) && !shortCodePattern.MatchString(v) {
-			return "", FieldErrorf(field, "Enter a number in E.164 format (+4915112345678) or a short code of 3 to 8 digits.")
+			return "", app.FieldErrorf(field, "Enter a number in E.164 format (+4915112345678) or a short code of 3 to 8 digits.")
 		}
 	case KeyWebhookURL:
 		if s.CheckWebhookURLFunc != nil {
 			if err := s.CheckWebhookURLFunc(v); err != nil {
-				return "", FieldErrorf(field, "%s", err.Error())
+				return "", app.FieldErrorf(field, "%s", err.Error())
 			}
 		} else if !strings.HasPrefix(v, "https://") {
-			return "", FieldErrorf(field, "The webhook URL must start with https://.")
+			return "", app.FieldErrorf(field, "The webhook URL must start with https://.")
 		}
 	}
 	return v, nil
@@ -966,17 +968,17 @@ func checkSecret(fd ProviderField, v string) error {
 	field := "secret_" + fd.Key
 	switch {
 	case len(v) > 4096:
-		return FieldErrorf(field, "%s is longer than 4096 characters.", fd.Label)
+		return app.FieldErrorf(field, "%s is longer than 4096 characters.", fd.Label)
 	case strings.ContainsFunc(v, unicode.IsSpace):
-		return FieldErrorf(field, "%s must not contain spaces or line breaks.", fd.Label)
+		return app.FieldErrorf(field, "%s must not contain spaces or line breaks.", fd.Label)
 	case fd.Key == KeyAWSAccessKeyID && !accessKeyIDPattern.MatchString(v):
-		return FieldErrorf(field, "An access key ID has 16 or more capital letters and digits; it usually starts with AKIA.")
+		return app.FieldErrorf(field, "An access key ID has 16 or more capital letters and digits; it usually starts with AKIA.")
 	case fd.Key == KeyAWSSecretAccessKey && len(v) < 20:
-		return FieldErrorf(field, "That is too short for a secret access key (they have 40 characters).")
+		return app.FieldErrorf(field, "That is too short for a secret access key (they have 40 characters).")
 	case fd.Key == KeyMetaAccessToken && len(v) < 20:
-		return FieldErrorf(field, "That is too short for an access token.")
+		return app.FieldErrorf(field, "That is too short for an access token.")
 	case fd.Key == KeyMetaAppSecret && len(v) < 16:
-		return FieldErrorf(field, "That is too short for an app secret (they have 32 characters).")
+		return app.FieldErrorf(field, "That is too short for an app secret (they have 32 characters).")
 	}
 	return nil
 }

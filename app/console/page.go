@@ -1,4 +1,4 @@
-package app
+package console
 
 // PageRequest asks a list for Limit rows after skipping Offset. Console
 // lists ask for one row more than they show; Page trims it and reports

@@ -1,4 +1,4 @@
-package app
+package console
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // AuditRecord is one audit log entry as the console lists it, with the
@@ -25,7 +27,7 @@ type AuditRecord struct {
 	Action     string     `db:"action"`
 	TargetType string     `db:"target_type"`
 	TargetID   string     `db:"target_id"`
-	Metadata   JSON       `db:"metadata"`
+	Metadata   app.JSON   `db:"metadata"`
 	At         time.Time  `db:"at"`
 }
 
@@ -125,7 +127,7 @@ var actionPattern = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*(\.\*)?$`
 
 // ChainReport is the result of verifying the audit log's hash chains.
 type ChainReport struct {
-	Breaks     []AuditBreak
+	Breaks     []app.AuditBreak
 	VerifiedAt time.Time
 }
 
@@ -136,8 +138,8 @@ func (r *ChainReport) Intact() bool { return len(r.Breaks) == 0 }
 // platform's view of every chain with its verification.
 type AuditLog struct {
 	Store Store
-	Audit *Audit
-	Now   Clock
+	Audit *app.Audit
+	Now   app.Clock
 }
 
 // parse turns the typed filter into a query. Dates are whole days in loc;
@@ -146,12 +148,12 @@ func (f AuditFilter) parse(loc *time.Location) (AuditQuery, error) {
 	var q AuditQuery
 	q.ActorContains = strings.TrimSpace(f.Actor)
 	if len([]rune(q.ActorContains)) > 200 {
-		return q, FieldErrorf("actor", "The actor filter can be at most 200 characters.")
+		return q, app.FieldErrorf("actor", "The actor filter can be at most 200 characters.")
 	}
 	action := strings.ToLower(strings.TrimSpace(f.Action))
 	if action != "" {
 		if !actionPattern.MatchString(action) || len(action) > 100 {
-			return q, FieldErrorf("action", "%q is not an action; choose one from the list (names such as notification.cancel, or notification.* for all of a kind).", f.Action)
+			return q, app.FieldErrorf("action", "%q is not an action; choose one from the list (names such as notification.cancel, or notification.* for all of a kind).", f.Action)
 		}
 		if p, ok := strings.CutSuffix(action, ".*"); ok {
 			q.Action, q.ActionPrefix = p+".", true
@@ -166,7 +168,7 @@ func (f AuditFilter) parse(loc *time.Location) (AuditQuery, error) {
 		}
 		t, err := time.ParseInLocation("2006-01-02", v, loc)
 		if err != nil {
-			return time.Time{}, FieldErrorf(field, "%s %q is not a date such as 2027-04-12.", label, v)
+			return time.Time{}, app.FieldErrorf(field, "%s %q is not a date such as 2027-04-12.", label, v)
 		}
 		return t, nil
 	}
@@ -183,15 +185,15 @@ func (f AuditFilter) parse(loc *time.Location) (AuditQuery, error) {
 		q.Until = time.Date(to.Year(), to.Month(), to.Day()+1, 0, 0, 0, 0, loc)
 	}
 	if !q.From.IsZero() && !to.IsZero() && to.Before(q.From) {
-		return q, FieldErrorf("to", "The end date %s is before the start date %s.", f.To, f.From)
+		return q, app.FieldErrorf("to", "The end date %s is before the start date %s.", f.To, f.From)
 	}
 	return q, nil
 }
 
 // TenantEntries returns one page of a tenant's own audit log, newest first,
 // with dates read in the tenant's timezone.
-func (a *AuditLog) TenantEntries(ctx context.Context, u *User, tenantID uuid.UUID, f AuditFilter, loc *time.Location, page PageRequest) ([]*AuditRecord, bool, error) {
-	if err := RequirePermission(u, PermAudit); err != nil {
+func (a *AuditLog) TenantEntries(ctx context.Context, u *app.User, tenantID uuid.UUID, f AuditFilter, loc *time.Location, page PageRequest) ([]*AuditRecord, bool, error) {
+	if err := app.RequirePermission(u, app.PermAudit); err != nil {
 		return nil, false, err
 	}
 	q, err := f.parse(loc)
@@ -213,8 +215,8 @@ func (a *AuditLog) TenantEntries(ctx context.Context, u *User, tenantID uuid.UUI
 
 // PlatformEntries returns one page of every chain (or one tenant's, or the
 // platform's own), newest first, with dates read in UTC.
-func (a *AuditLog) PlatformEntries(ctx context.Context, u *User, f AuditFilter, page PageRequest) ([]*AuditRecord, bool, error) {
-	if err := RequirePermission(u, PermPlatform); err != nil {
+func (a *AuditLog) PlatformEntries(ctx context.Context, u *app.User, f AuditFilter, page PageRequest) ([]*AuditRecord, bool, error) {
+	if err := app.RequirePermission(u, app.PermPlatform); err != nil {
 		return nil, false, err
 	}
 	q, err := f.parse(time.UTC)
@@ -230,8 +232,8 @@ func (a *AuditLog) PlatformEntries(ctx context.Context, u *User, f AuditFilter, 
 			q.PlatformOnly = true
 		default:
 			t, err := tx.TenantBySlug(ctx, slug)
-			if ErrorCode(err) == ENOTFOUND || ErrorCode(err) == EINVALID {
-				return FieldErrorf("tenant", "There is no tenant %q.", f.Tenant)
+			if app.ErrorCode(err) == app.ENOTFOUND || app.ErrorCode(err) == app.EINVALID {
+				return app.FieldErrorf("tenant", "There is no tenant %q.", f.Tenant)
 			} else if err != nil {
 				return err
 			}
@@ -277,11 +279,11 @@ func (a *AuditLog) Actions(ctx context.Context, tenantID *uuid.UUID) ([]string, 
 }
 
 // Tenants returns every tenant, for the platform page's tenant filter.
-func (a *AuditLog) Tenants(ctx context.Context, u *User) ([]*Tenant, error) {
-	if err := RequirePermission(u, PermPlatform); err != nil {
+func (a *AuditLog) Tenants(ctx context.Context, u *app.User) ([]*app.Tenant, error) {
+	if err := app.RequirePermission(u, app.PermPlatform); err != nil {
 		return nil, err
 	}
-	var ts []*Tenant
+	var ts []*app.Tenant
 	err := a.Store.InPlatform(ctx, func(tx Tx) (err error) {
 		ts, err = tx.ListTenants(ctx)
 		return err
@@ -290,8 +292,8 @@ func (a *AuditLog) Tenants(ctx context.Context, u *User) ([]*Tenant, error) {
 }
 
 // Verify checks every hash chain of the audit log (operators only).
-func (a *AuditLog) Verify(ctx context.Context, u *User) (*ChainReport, error) {
-	if err := RequirePermission(u, PermPlatform); err != nil {
+func (a *AuditLog) Verify(ctx context.Context, u *app.User) (*ChainReport, error) {
+	if err := app.RequirePermission(u, app.PermPlatform); err != nil {
 		return nil, err
 	}
 	breaks, err := a.Audit.Verify(ctx)

@@ -1,4 +1,4 @@
-package app
+package console
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // Sign-in throttling (defaults): an account is locked for the rest of the
@@ -55,8 +57,8 @@ type SessionStore interface {
 // here revokes every cookie issued before.
 type Sessions struct {
 	Store        Store
-	Users        *Users
-	Now          Clock
+	Users        *app.Users
+	Now          app.Clock
 	AccountLimit int
 	AddressLimit int
 	Window       time.Duration
@@ -82,11 +84,11 @@ func (s *Sessions) limits() (account, address int, window time.Duration) {
 // ErrBadCredentials is what every failed sign-in answers, whether the
 // address is unknown, the password wrong or the user disabled, so that the
 // answer tells an attacker nothing.
-var ErrBadCredentials = Errorf(EUNAUTHORIZED, "E-mail address or password is wrong.")
+var ErrBadCredentials = app.Errorf(app.EUNAUTHORIZED, "E-mail address or password is wrong.")
 
 // ErrSessionEnded answers a cookie whose user is gone, disabled, or signed
 // out everywhere since it was issued.
-var ErrSessionEnded = Errorf(EUNAUTHORIZED, "Your session has ended. Sign in again.")
+var ErrSessionEnded = app.Errorf(app.EUNAUTHORIZED, "Your session has ended. Sign in again.")
 
 func accountKey(email string) string { return "account:" + strings.ToLower(strings.TrimSpace(email)) }
 func addressKey(ip string) string    { return "address:" + ip }
@@ -94,7 +96,7 @@ func addressKey(ip string) string    { return "address:" + ip }
 // errThrottled answers a sign-in or password check refused because too
 // many attempts failed within the window.
 func errThrottled(window time.Duration) error {
-	return Errorf(ETOOMANY, "Too many failed sign-ins. Wait %d minutes and try again.", int(window.Minutes()))
+	return app.Errorf(app.ETOOMANY, "Too many failed sign-ins. Wait %d minutes and try again.", int(window.Minutes()))
 }
 
 // countAttempt counts one attempt under the account key of email and, when
@@ -122,7 +124,7 @@ func (s *Sessions) countAttempt(ctx context.Context, email, ip string) (throttle
 // address ip (empty when unknown: then only the account is throttled).
 // Every attempt is counted first, atomically; throttled attempts are refused
 // before the password is looked at. Failures and successes are audited.
-func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*User, error) {
+func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*app.User, error) {
 	_, _, window := s.limits()
 	now := s.Now()
 
@@ -131,17 +133,17 @@ func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*User
 		return nil, err
 	}
 	if throttled {
-		_ = s.audit(ctx, nil, Actor{Type: ActorSystem, Label: ip}, "session.login_throttled", map[string]any{"email": email, "ip": ip})
+		_ = s.audit(ctx, nil, app.Actor{Type: app.ActorSystem, Label: ip}, "session.login_throttled", map[string]any{"email": email, "ip": ip})
 		return nil, errThrottled(window)
 	}
 
-	var u *User
+	var u *app.User
 	err = s.Store.InPlatform(ctx, func(tx Tx) error {
-		norm, err := NormalizeEmail("email", email)
+		norm, err := app.NormalizeEmail("email", email)
 		if err == nil {
 			u, err = tx.UserByEmail(ctx, norm)
 		}
-		if err != nil && ErrorCode(err) != ENOTFOUND && ErrorCode(err) != EINVALID {
+		if err != nil && app.ErrorCode(err) != app.ENOTFOUND && app.ErrorCode(err) != app.EINVALID {
 			return err
 		}
 		return nil
@@ -163,7 +165,7 @@ func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*User
 			meta["user_id"] = u.ID.String()
 		}
 		err := s.Store.InPlatform(ctx, func(tx Tx) error {
-			return tx.InsertAudit(ctx, Actor{Type: ActorSystem, Label: ip}.Entry(tenantID, "session.login_failed", "user", email, meta))
+			return tx.InsertAudit(ctx, app.Actor{Type: app.ActorSystem, Label: ip}.Entry(tenantID, "session.login_failed", "user", email, meta))
 		})
 		if err != nil {
 			return nil, err
@@ -197,21 +199,21 @@ func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*User
 
 func (s *Sessions) dummyHash() []byte {
 	s.dummyOnce.Do(func() {
-		s.dummy, _ = bcrypt.GenerateFromPassword([]byte("herald-timing-equaliser"), s.Users.cost())
+		s.dummy, _ = bcrypt.GenerateFromPassword([]byte("herald-timing-equaliser"), s.Users.HashCost())
 	})
 	return s.dummy
 }
 
 // User returns the signed-in user of a session naming userID at
 // sessionVersion, or ErrSessionEnded.
-func (s *Sessions) User(ctx context.Context, userID uuid.UUID, sessionVersion int) (*User, error) {
-	var u *User
+func (s *Sessions) User(ctx context.Context, userID uuid.UUID, sessionVersion int) (*app.User, error) {
+	var u *app.User
 	err := s.Store.InPlatform(ctx, func(tx Tx) (err error) {
 		u, err = tx.UserByID(ctx, userID)
 		return err
 	})
 	switch {
-	case ErrorCode(err) == ENOTFOUND:
+	case app.ErrorCode(err) == app.ENOTFOUND:
 		return nil, ErrSessionEnded
 	case err != nil:
 		return nil, err
@@ -223,7 +225,7 @@ func (s *Sessions) User(ctx context.Context, userID uuid.UUID, sessionVersion in
 
 // Logout ends every session of the user: signing out on one device signs
 // out everywhere, which is what a user who fears a stolen session wants.
-func (s *Sessions) Logout(ctx context.Context, u *User) error {
+func (s *Sessions) Logout(ctx context.Context, u *app.User) error {
 	return s.Store.InPlatform(ctx, func(tx Tx) error {
 		v, err := tx.BumpSessionVersion(ctx, u.ID, s.Now())
 		if err != nil {
@@ -239,7 +241,7 @@ func (s *Sessions) Logout(ctx context.Context, u *User) error {
 // password, or the web layer issues it a fresh session at the new version.
 // Checks of the current password count under the account like sign-ins do,
 // so a stolen session cannot be used to guess the password.
-func (s *Sessions) ChangePassword(ctx context.Context, u *User, current, next, confirm string) error {
+func (s *Sessions) ChangePassword(ctx context.Context, u *app.User, current, next, confirm string) error {
 	_, _, window := s.limits()
 	throttled, err := s.countAttempt(ctx, u.Email, "")
 	if err != nil {
@@ -250,24 +252,24 @@ func (s *Sessions) ChangePassword(ctx context.Context, u *User, current, next, c
 		return errThrottled(window)
 	}
 	if !u.CheckPassword(current) {
-		return FieldErrorf("current", "The current password is wrong.")
+		return app.FieldErrorf("current", "The current password is wrong.")
 	}
 	if err := s.Store.InPlatform(ctx, func(tx Tx) error {
 		return tx.ClearLoginFailures(ctx, accountKey(u.Email))
 	}); err != nil {
 		return err
 	}
-	if err := ValidatePassword(next); err != nil {
-		err.(*Error).Field = "new"
+	if err := app.ValidatePassword(next); err != nil {
+		err.(*app.Error).Field = "new"
 		return err
 	}
 	if next != confirm {
-		return FieldErrorf("confirm", "The two new passwords differ.")
+		return app.FieldErrorf("confirm", "The two new passwords differ.")
 	}
 	if next == current {
-		return FieldErrorf("new", "The new password must differ from the current one.")
+		return app.FieldErrorf("new", "The new password must differ from the current one.")
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(next), s.Users.cost())
+	hash, err := bcrypt.GenerateFromPassword([]byte(next), s.Users.HashCost())
 	if err != nil {
 		return err
 	}
@@ -281,14 +283,8 @@ func (s *Sessions) ChangePassword(ctx context.Context, u *User, current, next, c
 	})
 }
 
-func (s *Sessions) audit(ctx context.Context, tenantID *uuid.UUID, actor Actor, action string, meta map[string]any) error {
+func (s *Sessions) audit(ctx context.Context, tenantID *uuid.UUID, actor app.Actor, action string, meta map[string]any) error {
 	return s.Store.InPlatform(ctx, func(tx Tx) error {
 		return tx.InsertAudit(ctx, actor.Entry(tenantID, action, "session", "", meta))
 	})
-}
-
-// Actor is the user as the audit log names them.
-func (u *User) Actor() Actor {
-	id := u.ID
-	return Actor{Type: ActorUser, ID: &id, Label: u.Email}
 }

@@ -1,4 +1,4 @@
-package app
+package console
 
 import (
 	"context"
@@ -9,38 +9,40 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // ConsoleMessageStore holds the console's reads of messages, events and
 // replies: the booking panel and the messages explorer.
 type ConsoleMessageStore interface {
 	// ExplorerMessages returns the tenant's messages matching f, newest first.
-	ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f MessageFilter, page PageRequest) ([]*Message, error)
+	ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f MessageFilter, page PageRequest) ([]*app.Message, error)
 	// PanelEvents returns the events about a booking, trip or invoice,
 	// newest first.
-	PanelEvents(ctx context.Context, tenantID uuid.UUID, entityType, entityID string, limit int) ([]*Event, error)
+	PanelEvents(ctx context.Context, tenantID uuid.UUID, entityType, entityID string, limit int) ([]*app.Event, error)
 	// ConversationMessages returns a conversation's messages, newest first.
-	ConversationMessages(ctx context.Context, tenantID, conversationID uuid.UUID, limit int) ([]*Message, error)
+	ConversationMessages(ctx context.Context, tenantID, conversationID uuid.UUID, limit int) ([]*app.Message, error)
 	// MessageTimelines returns the timelines of several messages, oldest entry first.
-	MessageTimelines(ctx context.Context, tenantID uuid.UUID, messageIDs []uuid.UUID) (map[uuid.UUID][]*MessageEvent, error)
+	MessageTimelines(ctx context.Context, tenantID uuid.UUID, messageIDs []uuid.UUID) (map[uuid.UUID][]*app.MessageEvent, error)
 	// ConversationReplies returns the replies received on the
 	// conversations, newest first.
-	ConversationReplies(ctx context.Context, tenantID uuid.UUID, conversationIDs []uuid.UUID, limit int) ([]*InboundMessage, error)
+	ConversationReplies(ctx context.Context, tenantID uuid.UUID, conversationIDs []uuid.UUID, limit int) ([]*app.InboundMessage, error)
 	// ResendTemplates returns the tenant's active templates of the
 	// trigger events.
-	ResendTemplates(ctx context.Context, tenantID uuid.UUID, triggers []string) ([]*Template, error)
+	ResendTemplates(ctx context.Context, tenantID uuid.UUID, triggers []string) ([]*app.Template, error)
 	// TriggeredByLabels names the users and API keys among ids (the triggered_by
 	// of manual sends); ids it cannot name are left out.
 	TriggeredByLabels(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error)
 	// MessageByIdempotencyKey returns the message with the key.
-	MessageByIdempotencyKey(ctx context.Context, tenantID uuid.UUID, key string) (*Message, error)
+	MessageByIdempotencyKey(ctx context.Context, tenantID uuid.UUID, key string) (*app.Message, error)
 	// CancelQueuedMessage moves one QUEUED message to CANCELLED; false when it
 	// was no longer QUEUED.
 	CancelQueuedMessage(ctx context.Context, tenantID, id uuid.UUID, at time.Time) (bool, error)
 }
 
 // EntityTypes are the kinds of entity the booking panel looks up.
-var EntityTypes = []string{EntityBooking, EntityTrip, EntityInvoice}
+var EntityTypes = []string{app.EntityBooking, app.EntityTrip, app.EntityInvoice}
 
 // IsEntityType reports whether s is a booking, trip or invoice.
 func IsEntityType(s string) bool {
@@ -50,7 +52,7 @@ func IsEntityType(s string) bool {
 // MessageFilter narrows the messages explorer. Zero fields do not filter.
 type MessageFilter struct {
 	Status  string
-	Channel Channel
+	Channel app.Channel
 	Trigger string
 	EventID *uuid.UUID
 	// From and To bound created_at: From <= created_at < To.
@@ -83,14 +85,14 @@ func ParseMessageFilter(in MessageFilterInput, loc *time.Location) (f MessageFil
 		}
 	}
 	if s := strings.TrimSpace(in.Channel); s != "" {
-		if ch, ok := ParseChannel(s); ok {
+		if ch, ok := app.ParseChannel(s); ok {
 			f.Channel = ch
 		} else {
 			errs["channel"] = "Unknown channel \"" + s + "\"; choose WHATSAPP, EMAIL, SMS or WEBHOOK. Showing every channel."
 		}
 	}
 	if s := strings.ToUpper(strings.TrimSpace(in.Event)); s != "" {
-		if _, ok := LookupEvent(s); ok {
+		if _, ok := app.LookupEvent(s); ok {
 			f.Trigger = s
 		} else {
 			errs["event"] = "Unknown event \"" + in.Event + "\". Showing every event."
@@ -146,19 +148,19 @@ func ParseMessageFilter(in MessageFilterInput, loc *time.Location) (f MessageFil
 // form messages store it in.
 func normalizeAddress(s string) (string, bool) {
 	if strings.Contains(s, "@") {
-		e, err := NormalizeEmail("address", s)
+		e, err := app.NormalizeEmail("address", s)
 		return e, err == nil
 	}
-	p, err := NormalizePhone(s)
+	p, err := app.NormalizePhone(s)
 	return p, err == nil
 }
 
 // MessageTrail is a message with its timeline and the passenger's replies
 // that answer it.
 type MessageTrail struct {
-	*Message
-	Timeline []*MessageEvent
-	Replies  []*InboundMessage
+	*app.Message
+	Timeline []*app.MessageEvent
+	Replies  []*app.InboundMessage
 }
 
 // BookingPanel is everything Herald did for one booking, trip or invoice:
@@ -167,21 +169,21 @@ type MessageTrail struct {
 type BookingPanel struct {
 	EntityType string
 	EntityID   string
-	Events     []*Event
+	Events     []*app.Event
 	// Messages is one page of the entity's messages, newest first, with
 	// their timelines; MessageCount counts them all and More says whether
 	// older ones follow.
 	Messages     []*MessageTrail
 	MessageCount int
 	More         bool
-	Replies      []*InboundMessage
+	Replies      []*app.InboundMessage
 	// Retried holds the failed messages a retry was sent for, on any page.
 	Retried map[uuid.UUID]bool
 	// Actors names whoever triggered manual sends, by id.
 	Actors map[uuid.UUID]string
 	// Templates are the active templates of the entity's events: what a
 	// resend may use.
-	Templates []*Template
+	Templates []*app.Template
 }
 
 // Found reports whether Herald knows anything about the entity.
@@ -189,10 +191,10 @@ func (p *BookingPanel) Found() bool { return len(p.Events) > 0 || p.MessageCount
 
 // Pending returns the events still waiting to be sent: scheduled or
 // awaiting approval.
-func (p *BookingPanel) Pending() []*Event {
-	var out []*Event
+func (p *BookingPanel) Pending() []*app.Event {
+	var out []*app.Event
 	for _, e := range p.Events {
-		if e.Status == EventScheduled || e.Status == EventAwaitingApproval || e.Status == EventReceived {
+		if e.Status == app.EventScheduled || e.Status == app.EventAwaitingApproval || e.Status == app.EventReceived {
 			out = append(out, e)
 		}
 	}
@@ -203,11 +205,11 @@ func (p *BookingPanel) Pending() []*Event {
 // timeline and replies, the messages linked to it, and who triggered it.
 type MessageView struct {
 	*MessageTrail
-	Event *Event
+	Event *app.Event
 	// RetryOf is the failed message this one retries; RetriedAs the
 	// message that retried this one.
-	RetryOf   *Message
-	RetriedAs *Message
+	RetryOf   *app.Message
+	RetriedAs *app.Message
 	// TriggeredBy names whoever sent the message by hand, if anyone did.
 	TriggeredBy string
 }
@@ -224,15 +226,15 @@ const (
 // and its message actions: resend, retry and cancel.
 type MessageConsole struct {
 	Store    Store
-	Queue    Queue
-	Router   *Router
-	Messages *Messages
-	Now      Clock
+	Queue    app.Queue
+	Router   *app.Router
+	Messages *app.Messages
+	Now      app.Clock
 }
 
 // List returns a page of the tenant's messages matching f, newest first.
-func (s *MessageConsole) List(ctx context.Context, tenantID uuid.UUID, f MessageFilter, page PageRequest) ([]*Message, bool, error) {
-	var ms []*Message
+func (s *MessageConsole) List(ctx context.Context, tenantID uuid.UUID, f MessageFilter, page PageRequest) ([]*app.Message, bool, error) {
+	var ms []*app.Message
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
 		ms, err = tx.ExplorerMessages(ctx, tenantID, f, page)
 		return err
@@ -249,7 +251,7 @@ func (s *MessageConsole) List(ctx context.Context, tenantID uuid.UUID, f Message
 // nothing was sent.
 func (s *MessageConsole) Panel(ctx context.Context, tenantID uuid.UUID, entityType, entityID string, page PageRequest) (*BookingPanel, error) {
 	if !IsEntityType(entityType) {
-		return nil, Errorf(ENOTFOUND, "There are no %q records; look up a booking, trip or invoice.", entityType)
+		return nil, app.Errorf(app.ENOTFOUND, "There are no %q records; look up a booking, trip or invoice.", entityType)
 	}
 	p := &BookingPanel{EntityType: entityType, EntityID: entityID}
 	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
@@ -296,14 +298,14 @@ func (s *MessageConsole) Panel(ctx context.Context, tenantID uuid.UUID, entityTy
 
 // trails loads the timelines of messages and the replies on their
 // conversations, and gives each reply to the message it answers.
-func (s *MessageConsole) trails(ctx context.Context, tx Tx, tenantID uuid.UUID, ms []*Message) ([]*MessageTrail, []*InboundMessage, error) {
+func (s *MessageConsole) trails(ctx context.Context, tx Tx, tenantID uuid.UUID, ms []*app.Message) ([]*MessageTrail, []*app.InboundMessage, error) {
 	return s.pageTrails(ctx, tx, tenantID, ms, ms)
 }
 
 // pageTrails is trails for the page shown of a longer list: timelines for
 // the page's messages, replies on the conversations of all, each given to
 // the message it answers among all.
-func (s *MessageConsole) pageTrails(ctx context.Context, tx Tx, tenantID uuid.UUID, all, ms []*Message) ([]*MessageTrail, []*InboundMessage, error) {
+func (s *MessageConsole) pageTrails(ctx context.Context, tx Tx, tenantID uuid.UUID, all, ms []*app.Message) ([]*MessageTrail, []*app.InboundMessage, error) {
 	ids := make([]uuid.UUID, len(ms))
 	for i, m := range ms {
 		ids[i] = m.ID
@@ -320,7 +322,7 @@ func (s *MessageConsole) pageTrails(ctx context.Context, tx Tx, tenantID uuid.UU
 	if err != nil {
 		return nil, nil, err
 	}
-	var replies []*InboundMessage
+	var replies []*app.InboundMessage
 	if len(conversations) > 0 {
 		if replies, err = tx.ConversationReplies(ctx, tenantID, conversations, panelReplyLimit); err != nil {
 			return nil, nil, err
@@ -337,13 +339,13 @@ func (s *MessageConsole) pageTrails(ctx context.Context, tx Tx, tenantID uuid.UU
 // AttributeReplies gives each reply to the message it answers: the newest
 // message on the same conversation and channel created before the reply
 // arrived. Replies that answer none of the messages are left out.
-func AttributeReplies(ms []*Message, replies []*InboundMessage) map[uuid.UUID][]*InboundMessage {
-	out := map[uuid.UUID][]*InboundMessage{}
+func AttributeReplies(ms []*app.Message, replies []*app.InboundMessage) map[uuid.UUID][]*app.InboundMessage {
+	out := map[uuid.UUID][]*app.InboundMessage{}
 	for _, r := range replies {
 		if r.ConversationID == nil {
 			continue
 		}
-		var best *Message
+		var best *app.Message
 		for _, m := range ms {
 			if m.ConversationID == nil || *m.ConversationID != *r.ConversationID || m.Channel != r.Channel || m.CreatedAt.After(r.ReceivedAt) {
 				continue
@@ -363,7 +365,7 @@ func AttributeReplies(ms []*Message, replies []*InboundMessage) map[uuid.UUID][]
 }
 
 // actors names the triggered_by ids of messages.
-func (s *MessageConsole) actors(ctx context.Context, tx Tx, tenantID uuid.UUID, ms []*Message) (map[uuid.UUID]string, error) {
+func (s *MessageConsole) actors(ctx context.Context, tx Tx, tenantID uuid.UUID, ms []*app.Message) (map[uuid.UUID]string, error) {
 	var ids []uuid.UUID
 	seen := map[uuid.UUID]bool{}
 	for _, m := range ms {
@@ -400,7 +402,7 @@ func (s *MessageConsole) Detail(ctx context.Context, tenantID, id uuid.UUID) (*M
 		}
 		// The conversation's other messages decide which replies answer
 		// this one.
-		siblings := []*Message{m}
+		siblings := []*app.Message{m}
 		if m.ConversationID != nil {
 			others, err := tx.ConversationMessages(ctx, tenantID, *m.ConversationID, detailReplyWindow)
 			if err != nil {
@@ -418,19 +420,19 @@ func (s *MessageConsole) Detail(ctx context.Context, tenantID, id uuid.UUID) (*M
 		}
 		v.MessageTrail = trails[0]
 		if m.EventID != nil {
-			if v.Event, err = tx.EventByID(ctx, tenantID, *m.EventID, false); err != nil && ErrorCode(err) != ENOTFOUND {
+			if v.Event, err = tx.EventByID(ctx, tenantID, *m.EventID, false); err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 				return err
 			}
 		}
 		if of, ok := RetriedMessageID(m.IdempotencyKey); ok {
-			if v.RetryOf, err = tx.MessageByID(ctx, tenantID, of, false); err != nil && ErrorCode(err) != ENOTFOUND {
+			if v.RetryOf, err = tx.MessageByID(ctx, tenantID, of, false); err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 				return err
 			}
 		}
-		if v.RetriedAs, err = tx.MessageByIdempotencyKey(ctx, tenantID, retryKey(m.ID)); err != nil && ErrorCode(err) != ENOTFOUND {
+		if v.RetriedAs, err = tx.MessageByIdempotencyKey(ctx, tenantID, retryKey(m.ID)); err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 			return err
 		}
-		labels, err := s.actors(ctx, tx, tenantID, []*Message{m})
+		labels, err := s.actors(ctx, tx, tenantID, []*app.Message{m})
 		if err != nil {
 			return err
 		}

@@ -1,11 +1,11 @@
-package app_test
+package console_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 func TestMaskAddress_WebhookURLKeepsOnlySchemeAndHost(t *testing.T) {
@@ -19,7 +19,7 @@ func TestMaskAddress_WebhookURLKeepsOnlySchemeAndHost(t *testing.T) {
 		"http://%zz/broken": "•••",
 	}
 	for in, want := range cases {
-		got := app.MaskAddress(in)
+		got := console.MaskAddress(in)
 		require.Equal(t, want, got, in)
 		for _, secret := range []string{"s3cret", "pa55", "k3y", "abcdef0123456", "user", "/in", "callback"} {
 			require.NotContains(t, got, secret, in)
@@ -28,12 +28,12 @@ func TestMaskAddress_WebhookURLKeepsOnlySchemeAndHost(t *testing.T) {
 }
 
 func TestMaskAddress_PeopleAddresses(t *testing.T) {
-	require.Equal(t, "+49 ••• ••• 4567", app.MaskAddress("+4915112344567"))
-	require.Equal(t, "m•••@example.com", app.MaskAddress("maria.schmidt@example.com"))
+	require.Equal(t, "+49 ••• ••• 4567", console.MaskAddress("+4915112344567"))
+	require.Equal(t, "m•••@example.com", console.MaskAddress("maria.schmidt@example.com"))
 }
 
 func TestMaskText_MasksEveryAddress(t *testing.T) {
-	got := app.MaskText("550 5.1.1 <anna@example.com> user unknown; also +4917612345678 and ben.o@example.org")
+	got := console.MaskText("550 5.1.1 <anna@example.com> user unknown; also +4917612345678 and ben.o@example.org")
 	require.NotContains(t, got, "anna@")
 	require.NotContains(t, got, "ben.o@")
 	require.NotContains(t, got, "17612345678")

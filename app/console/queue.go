@@ -1,4 +1,4 @@
-package app
+package console
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // Job states, as the job queue names them.
@@ -29,7 +31,7 @@ const (
 var JobStates = []string{JobAvailable, JobScheduled, JobRunning, JobRetryable, JobCompleted, JobCancelled, JobDiscarded}
 
 // HeraldQueues lists Herald's queues in the order the console shows them.
-var HeraldQueues = []string{QueueRoute, QueueDispatchWhatsApp, QueueDispatchEmail, QueueDispatchSMS, QueueDispatchWebhook, QueueMaintenance}
+var HeraldQueues = []string{app.QueueRoute, app.QueueDispatchWhatsApp, app.QueueDispatchEmail, app.QueueDispatchSMS, app.QueueDispatchWebhook, app.QueueMaintenance}
 
 // Job is one background job as the console shows it. Args are reduced to
 // the ids they carry: a job's arguments may hold tenant data, which the
@@ -114,20 +116,20 @@ type JobListQuery struct {
 // change and its audit entry commit together.
 type QueueAdmin interface {
 	// Queues returns what the job queue knows about its queues.
-	Queues(ctx context.Context, tx Tx) ([]QueueInfo, error)
+	Queues(ctx context.Context, tx app.Tx) ([]QueueInfo, error)
 	// Jobs lists jobs.
-	Jobs(ctx context.Context, tx Tx, q JobListQuery) ([]*Job, error)
+	Jobs(ctx context.Context, tx app.Tx, q JobListQuery) ([]*Job, error)
 	// Job returns one job; ENOTFOUND if it does not exist.
-	Job(ctx context.Context, tx Tx, id int64) (*Job, error)
+	Job(ctx context.Context, tx app.Tx, id int64) (*Job, error)
 	// PauseQueue stops workers fetching the queue's jobs; ResumeQueue
 	// lets them fetch again. ENOTFOUND for a queue the job queue does not
 	// know.
-	PauseQueue(ctx context.Context, tx Tx, name string) error
-	ResumeQueue(ctx context.Context, tx Tx, name string) error
+	PauseQueue(ctx context.Context, tx app.Tx, name string) error
+	ResumeQueue(ctx context.Context, tx app.Tx, name string) error
 	// RetryJob makes the job available to run now.
-	RetryJob(ctx context.Context, tx Tx, id int64) (*Job, error)
+	RetryJob(ctx context.Context, tx app.Tx, id int64) (*Job, error)
 	// CancelJob cancels the job, or asks its worker to stop if it runs.
-	CancelJob(ctx context.Context, tx Tx, id int64) (*Job, error)
+	CancelJob(ctx context.Context, tx app.Tx, id int64) (*Job, error)
 }
 
 // QueueStore reads the job queue's figures that River offers no API for.
@@ -166,12 +168,12 @@ const RecentErrorsShown = 10
 type Queues struct {
 	Store Store
 	Admin QueueAdmin
-	Now   Clock
+	Now   app.Clock
 }
 
 // Overview returns every queue with its job counts, and the latest errors.
-func (s *Queues) Overview(ctx context.Context, u *User) (*QueueOverview, error) {
-	if err := RequirePermission(u, PermQueues); err != nil {
+func (s *Queues) Overview(ctx context.Context, u *app.User) (*QueueOverview, error) {
+	if err := app.RequirePermission(u, app.PermQueues); err != nil {
 		return nil, err
 	}
 	out := &QueueOverview{}
@@ -229,8 +231,8 @@ func (s *Queues) summaries(ctx context.Context, tx Tx) ([]QueueSummary, error) {
 
 // Queue returns one queue with its job counts; ENOTFOUND for a queue that
 // is neither Herald's nor known to the job queue.
-func (s *Queues) Queue(ctx context.Context, u *User, name string) (*QueueSummary, error) {
-	if err := RequirePermission(u, PermQueues); err != nil {
+func (s *Queues) Queue(ctx context.Context, u *app.User, name string) (*QueueSummary, error) {
+	if err := app.RequirePermission(u, app.PermQueues); err != nil {
 		return nil, err
 	}
 	var out *QueueSummary
@@ -251,7 +253,7 @@ func (s *Queues) Queue(ctx context.Context, u *User, name string) (*QueueSummary
 }
 
 func errUnknownQueue(name string) error {
-	return Errorf(ENOTFOUND, "There is no queue named %q. Herald's queues are %s.", name, strings.Join(HeraldQueues, ", "))
+	return app.Errorf(app.ENOTFOUND, "There is no queue named %q. Herald's queues are %s.", name, strings.Join(HeraldQueues, ", "))
 }
 
 // ParseJobState checks a state filter: empty means every state.
@@ -259,12 +261,12 @@ func ParseJobState(s string) (string, error) {
 	if s == "" || slices.Contains(JobStates, s) || s == JobPending {
 		return s, nil
 	}
-	return "", FieldErrorf("state", "There is no job state %q. Choose one of: %s.", s, strings.Join(JobStates, ", "))
+	return "", app.FieldErrorf("state", "There is no job state %q. Choose one of: %s.", s, strings.Join(JobStates, ", "))
 }
 
 // Jobs lists a queue's jobs, optionally in some states only.
-func (s *Queues) Jobs(ctx context.Context, u *User, queue string, q JobListQuery) ([]*Job, error) {
-	if err := RequirePermission(u, PermQueues); err != nil {
+func (s *Queues) Jobs(ctx context.Context, u *app.User, queue string, q JobListQuery) ([]*Job, error) {
+	if err := app.RequirePermission(u, app.PermQueues); err != nil {
 		return nil, err
 	}
 	for _, st := range q.States {
@@ -286,14 +288,14 @@ func (s *Queues) Jobs(ctx context.Context, u *User, queue string, q JobListQuery
 func ParseJobID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id < 1 {
-		return 0, Errorf(ENOTFOUND, "There is no job %q.", s)
+		return 0, app.Errorf(app.ENOTFOUND, "There is no job %q.", s)
 	}
 	return id, nil
 }
 
 // Job returns one job.
-func (s *Queues) Job(ctx context.Context, u *User, id int64) (*Job, error) {
-	if err := RequirePermission(u, PermQueues); err != nil {
+func (s *Queues) Job(ctx context.Context, u *app.User, id int64) (*Job, error) {
+	if err := app.RequirePermission(u, app.PermQueues); err != nil {
 		return nil, err
 	}
 	var out *Job
@@ -305,17 +307,17 @@ func (s *Queues) Job(ctx context.Context, u *User, id int64) (*Job, error) {
 }
 
 // Pause holds workers off a queue; jobs keep arriving and wait.
-func (s *Queues) Pause(ctx context.Context, actor Actor, u *User, name string) error {
+func (s *Queues) Pause(ctx context.Context, actor app.Actor, u *app.User, name string) error {
 	return s.setPaused(ctx, actor, u, name, true)
 }
 
 // Resume lets workers fetch a paused queue's jobs again.
-func (s *Queues) Resume(ctx context.Context, actor Actor, u *User, name string) error {
+func (s *Queues) Resume(ctx context.Context, actor app.Actor, u *app.User, name string) error {
 	return s.setPaused(ctx, actor, u, name, false)
 }
 
-func (s *Queues) setPaused(ctx context.Context, actor Actor, u *User, name string, pause bool) error {
-	if err := RequirePermission(u, PermQueues); err != nil {
+func (s *Queues) setPaused(ctx context.Context, actor app.Actor, u *app.User, name string, pause bool) error {
+	if err := app.RequirePermission(u, app.PermQueues); err != nil {
 		return err
 	}
 	return s.Store.InPlatform(ctx, func(tx Tx) error {
@@ -334,9 +336,9 @@ func (s *Queues) setPaused(ctx context.Context, actor Actor, u *User, name strin
 		}
 		if q.Paused() == pause {
 			if pause {
-				return Errorf(ECONFLICT, "Queue %s is already paused.", name)
+				return app.Errorf(app.ECONFLICT, "Queue %s is already paused.", name)
 			}
-			return Errorf(ECONFLICT, "Queue %s is not paused.", name)
+			return app.Errorf(app.ECONFLICT, "Queue %s is not paused.", name)
 		}
 		action := "queue.resume"
 		if pause {
@@ -359,10 +361,10 @@ func (s *Queues) setPaused(ctx context.Context, actor Actor, u *User, name strin
 
 // Retry makes a job that waits to retry, was given up, cancelled or
 // completed available to run now.
-func (s *Queues) Retry(ctx context.Context, actor Actor, u *User, id int64) (*Job, error) {
+func (s *Queues) Retry(ctx context.Context, actor app.Actor, u *app.User, id int64) (*Job, error) {
 	return s.change(ctx, actor, u, id, "job.retry", func(tx Tx, j *Job) (*Job, error) {
 		if !j.CanRetry() {
-			return nil, Errorf(ECONFLICT, "Job %d is %s; only jobs that are retryable, discarded, cancelled or completed can be retried.", j.ID, j.State)
+			return nil, app.Errorf(app.ECONFLICT, "Job %d is %s; only jobs that are retryable, discarded, cancelled or completed can be retried.", j.ID, j.State)
 		}
 		return s.Admin.RetryJob(ctx, tx, j.ID)
 	})
@@ -370,10 +372,10 @@ func (s *Queues) Retry(ctx context.Context, actor Actor, u *User, id int64) (*Jo
 
 // Cancel stops a job that has not finished. A running job's worker is
 // asked to stop; the job is cancelled when it does.
-func (s *Queues) Cancel(ctx context.Context, actor Actor, u *User, id int64) (*Job, error) {
+func (s *Queues) Cancel(ctx context.Context, actor app.Actor, u *app.User, id int64) (*Job, error) {
 	return s.change(ctx, actor, u, id, "job.cancel", func(tx Tx, j *Job) (*Job, error) {
 		if !j.CanCancel() {
-			return nil, Errorf(ECONFLICT, "Job %d is already %s; there is nothing to cancel.", j.ID, j.State)
+			return nil, app.Errorf(app.ECONFLICT, "Job %d is already %s; there is nothing to cancel.", j.ID, j.State)
 		}
 		return s.Admin.CancelJob(ctx, tx, j.ID)
 	})
@@ -382,8 +384,8 @@ func (s *Queues) Cancel(ctx context.Context, actor Actor, u *User, id int64) (*J
 // change runs one job action with its audit entry in one transaction. The
 // entry belongs to the platform: queues are shared, so the job's tenant is
 // recorded in the metadata.
-func (s *Queues) change(ctx context.Context, actor Actor, u *User, id int64, action string, fn func(Tx, *Job) (*Job, error)) (*Job, error) {
-	if err := RequirePermission(u, PermQueues); err != nil {
+func (s *Queues) change(ctx context.Context, actor app.Actor, u *app.User, id int64, action string, fn func(Tx, *Job) (*Job, error)) (*Job, error) {
+	if err := app.RequirePermission(u, app.PermQueues); err != nil {
 		return nil, err
 	}
 	var out *Job

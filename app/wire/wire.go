@@ -1,0 +1,199 @@
+// Package wire builds Herald from its parts: one database pool, the job
+// queue, the pipeline's and the console's services, the providers, the web
+// server and the workers. Every command of the herald binary and every test
+// harness builds Herald through Connect, so tests run the wiring production
+// runs.
+package wire
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/riverqueue/river"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/awsnotify"
+	"github.com/heraldhq/herald/app/provider/meta"
+	"github.com/heraldhq/herald/app/provider/sandbox"
+	"github.com/heraldhq/herald/app/provider/ses"
+	"github.com/heraldhq/herald/app/provider/sns"
+	"github.com/heraldhq/herald/app/provider/webhook"
+	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/jobs"
+	"github.com/heraldhq/herald/web"
+)
+
+// Services is every service of Herald, wired to one database.
+type Services struct {
+	Config   app.Config
+	Log      *slog.Logger
+	DB       *db.DB
+	Store    *db.Store
+	Queue    *jobs.Queue
+	Registry *prometheus.Registry
+
+	// The pipeline.
+	Tenants     *app.Tenants
+	Users       *app.Users
+	APIKeys     *app.APIKeys
+	Accounts    *app.Accounts
+	Templates   *app.Templates
+	Intake      *app.Intake
+	Router      *app.Router
+	Dispatcher  *app.Dispatcher
+	Receipts    *app.Receipts
+	Messages    *app.Messages
+	Maintenance *app.Maintenance
+	Audit       *app.Audit
+	Health      *app.Health
+	Breakers    *app.Breakers
+	Inbound     *app.Inbound
+	Hooks       *app.Hooks
+
+	// The console.
+	Console Console
+}
+
+// Console is the console's services.
+type Console struct {
+	Tenants         *console.Tenants
+	Users           *console.Users
+	APIKeys         *console.APIKeys
+	Templates       *console.Templates
+	Sessions        *console.Sessions
+	Dashboards      *console.Dashboards
+	Queues          *console.Queues
+	ChannelAccounts *console.ChannelAccounts
+	MessageConsole  *console.MessageConsole
+	Schedules       *console.Schedules
+	AuditLog        *console.AuditLog
+}
+
+// Connect opens the database pool (named role in pg_stat_activity) and
+// builds every service on it. Close releases the pool.
+func Connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string) (*Services, error) {
+	d, err := db.Open(ctx, cfg.DatabaseURL, db.Options{ApplicationName: role, MaxConns: cfg.DBMaxConns})
+	if err != nil {
+		if cfg.DatabaseURL == app.DefaultDatabaseURL {
+			err = fmt.Errorf("%w\n(DATABASE_URL is unset, so Herald uses the project's own cluster: start it with `go tool task db`)", err)
+		}
+		return nil, err
+	}
+	s, err := build(cfg, log, d)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database pool.
+func (s *Services) Close() { s.DB.Close() }
+
+func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
+	inserter, err := jobs.NewInserter(d.SQL.DB)
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := app.NewSealer(cfg.SecretKeyID, cfg.SecretKey, cfg.OldSecretKeys)
+	if err != nil {
+		return nil, fmt.Errorf("HERALD_SECRET_KEY: %w", err)
+	}
+	store, queue, now := d.Store(), jobs.NewQueue(inserter), time.Now
+	pipeline := db.Scope[app.PipelineTx](store)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), db.NewPoolCollector(d))
+	metrics := jobs.NewMetrics(reg)
+
+	s := &Services{Config: cfg, Log: log, DB: d, Store: store, Queue: queue, Registry: reg}
+	s.Accounts = &app.Accounts{Store: pipeline, Sealer: sealer, Now: now}
+	provisioner := &app.Provisioner{Accounts: s.Accounts, Now: now}
+	s.Tenants = &app.Tenants{Store: pipeline, Now: now, Provision: provisioner.Provision}
+	s.Users = &app.Users{Store: pipeline, Now: now}
+	s.APIKeys = &app.APIKeys{Store: pipeline, Lookup: store, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
+	s.Templates = &app.Templates{Store: pipeline, Now: now}
+	s.Intake = &app.Intake{Store: pipeline, Queue: queue, Now: now}
+	s.Router = &app.Router{Store: pipeline, Queue: queue, Now: now, Log: log}
+	s.Receipts = &app.Receipts{Store: pipeline, Metrics: metrics, Now: now, Log: log}
+	s.Breakers = &app.Breakers{
+		Threshold: cfg.BreakerThreshold, Window: cfg.BreakerWindow, OpenFor: cfg.BreakerOpenFor,
+		Store: pipeline, Metrics: metrics, Log: log, Now: now,
+	}
+	s.Dispatcher = &app.Dispatcher{
+		Store: pipeline, Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
+		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics,
+		Providers: provider.Set{
+			"meta":    &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log},
+			"webhook": &webhook.Provider{AllowHTTP: cfg.Dev()},
+			"ses":     &ses.Provider{Log: log},
+			"sns":     &sns.Provider{Log: log},
+			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
+				_, err := s.Receipts.Apply(ctx, r)
+				return err
+			}},
+		},
+	}
+	s.Messages = &app.Messages{Store: pipeline, Queue: queue, Router: s.Router, Now: now}
+	s.Maintenance = &app.Maintenance{Store: pipeline, Queue: queue, Now: now, Log: log}
+	s.Audit = &app.Audit{Store: pipeline, Log: log}
+	s.Health = &app.Health{Probe: d, Now: now}
+	s.Inbound = &app.Inbound{Store: pipeline, Now: now}
+	s.Hooks = &app.Hooks{Store: pipeline, Accounts: s.Accounts}
+
+	cs := db.Scope[console.Tx](store)
+	s.Console = Console{
+		Tenants:    &console.Tenants{Tenants: s.Tenants, Store: cs, APIKeys: s.APIKeys},
+		Users:      &console.Users{Users: s.Users, Store: cs},
+		APIKeys:    &console.APIKeys{APIKeys: s.APIKeys, Store: cs},
+		Templates:  &console.Templates{Templates: s.Templates, Store: cs},
+		Sessions:   &console.Sessions{Store: cs, Users: s.Users, Now: now},
+		Dashboards: &console.Dashboards{Store: cs, Quotas: cfg.Quotas, Now: now},
+		Queues:     &console.Queues{Store: cs, Admin: queue.Admin(), Now: now},
+		ChannelAccounts: &console.ChannelAccounts{
+			Store: cs, Accounts: s.Accounts, Queue: queue, Now: now,
+			CheckWebhookURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
+		},
+		MessageConsole: &console.MessageConsole{Store: cs, Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
+		Schedules:      &console.Schedules{Store: cs, Intake: s.Intake, Router: s.Router, Now: now},
+		AuditLog:       &console.AuditLog{Store: cs, Audit: s.Audit, Now: now},
+	}
+	return s, nil
+}
+
+// Web returns the HTTP server over the services; version is what /healthz
+// and the console report.
+func (s *Services) Web(version string) *web.Server {
+	return &web.Server{
+		Config: s.Config, Log: s.Log, Health: s.Health,
+		Intake: s.Intake, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Hooks: s.Hooks,
+		SNSVerifier: &awsnotify.Verifier{},
+		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
+		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
+		ChannelAccounts: s.Console.ChannelAccounts, MessageConsole: s.Console.MessageConsole,
+		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
+		Registry: s.Registry, Version: version,
+	}
+}
+
+// StartWorkers starts a River client working every Herald queue. Stop it
+// with jobs.Stop.
+func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Client[pgx.Tx], error) {
+	workers := jobs.Workers(jobs.Deps{
+		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance, SQL: s.DB.SQL.DB,
+	})
+	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)
+	if err != nil {
+		return nil, err
+	}
+	if err := client.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start workers: %w", err)
+	}
+	return client, nil
+}
