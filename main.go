@@ -38,9 +38,9 @@ import (
 	"github.com/heraldhq/herald/app/provider/sns"
 	"github.com/heraldhq/herald/app/provider/webhook"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/bench"
 	"github.com/heraldhq/herald/jobs"
 	"github.com/heraldhq/herald/web"
-	"github.com/heraldhq/herald/web/bench"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
