@@ -30,8 +30,8 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/wire"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/bench"
 	"github.com/heraldhq/herald/jobs"
-	"github.com/heraldhq/herald/web/bench"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

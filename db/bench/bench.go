@@ -3,7 +3,8 @@
 // database, fires notification requests over HTTP, and prints intake
 // throughput and latency, end-to-end throughput, accepted-to-provider
 // latency at a fixed rate, and the worker's peak memory, each next to a
-// baseline measured on the same database in the same run.
+// baseline measured on the same database in the same run. The statements
+// it runs live in package db (db/bench.go), with the rest of Herald's SQL.
 package bench
 
 import (
@@ -28,11 +29,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/jobs"
 )
 
@@ -124,10 +125,10 @@ func (b *bench) prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	u.Path = "/herald_bench"
+	u.Path = "/" + db.BenchDatabase
 	b.dbURL = u.String()
-	if err := adminExec(ctx, b.admin, `DROP DATABASE IF EXISTS herald_bench WITH (FORCE)`, `CREATE DATABASE herald_bench`); err != nil {
-		return fmt.Errorf("create benchmark database (the role needs CREATEDB): %w", err)
+	if err := db.BenchCreateDatabase(ctx, b.admin); err != nil {
+		return err
 	}
 	if b.dataDir, err = os.MkdirTemp("", "herald-bench-"); err != nil {
 		return err
@@ -271,25 +272,11 @@ func (b *bench) cleanup() {
 		b.pool.Close()
 	}
 	if !b.cfg.Keep && b.admin != "" {
-		_ = adminExec(context.Background(), b.admin, `DROP DATABASE IF EXISTS herald_bench WITH (FORCE)`)
+		_ = db.BenchDropDatabase(context.Background(), b.admin)
 	}
 	if b.dataDir != "" && !b.cfg.Keep {
 		_ = os.RemoveAll(b.dataDir)
 	}
-}
-
-func adminExec(ctx context.Context, dsn string, stmts ...string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // request is one notification: a repeating, e-mail-only event, so every
@@ -370,19 +357,11 @@ func (b *bench) intake(ctx context.Context) error {
 	return nil
 }
 
-// countSent counts messages that reached the provider.
-func (b *bench) countSent(ctx context.Context) (int, error) {
-	var n int
-	err := b.pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE sent_at IS NOT NULL`).Scan(&n)
-	return n, err
-}
-
 func (b *bench) endToEnd(ctx context.Context) error {
-	var total int
-	if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM events`).Scan(&total); err != nil {
+	total, err := db.BenchCountEvents(ctx, b.pool)
+	if err != nil {
 		return err
 	}
-	var err error
 	b.logf("   load average %s", loadAverage())
 	start := time.Now()
 	if b.worker, err = b.start("worker"); err != nil {
@@ -396,7 +375,7 @@ func (b *bench) endToEnd(ctx context.Context) error {
 		// The count query runs on the same database; once a second keeps
 		// its cost out of the figure.
 		time.Sleep(250 * time.Millisecond)
-		n, err := b.countSent(ctx)
+		n, err := db.BenchCountSent(ctx, b.pool)
 		if err != nil {
 			return err
 		}
@@ -425,10 +404,8 @@ func (b *bench) endToEnd(ctx context.Context) error {
 func (b *bench) settle(ctx context.Context) error {
 	start := time.Now()
 	for time.Since(start) < 5*time.Minute {
-		var pending int
-		if err := b.pool.QueryRow(ctx, `
-			SELECT (SELECT count(*) FROM river_job WHERE state IN ('available', 'running', 'retryable'))
-			     + (SELECT count(*) FROM messages WHERE status = 'SENT')`).Scan(&pending); err != nil {
+		pending, err := db.BenchBacklog(ctx, b.pool)
+		if err != nil {
 			return err
 		}
 		if pending == 0 {
@@ -442,8 +419,8 @@ func (b *bench) settle(ctx context.Context) error {
 }
 
 func (b *bench) latency(ctx context.Context) error {
-	var since time.Time
-	if err := b.pool.QueryRow(ctx, `SELECT now()`).Scan(&since); err != nil {
+	since, err := db.BenchNow(ctx, b.pool)
+	if err != nil {
 		return err
 	}
 	interval := time.Second / time.Duration(b.cfg.Rate)
@@ -467,10 +444,8 @@ func (b *bench) latency(ctx context.Context) error {
 
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		var waiting int
-		if err := b.pool.QueryRow(ctx, `
-			SELECT count(*) FROM events e JOIN messages m ON m.event_id = e.id
-			WHERE e.created_at >= $1 AND m.sent_at IS NULL`, since).Scan(&waiting); err != nil {
+		waiting, err := db.BenchUnsent(ctx, b.pool, since)
+		if err != nil {
 			return err
 		}
 		if waiting == 0 {
@@ -481,22 +456,10 @@ func (b *bench) latency(ctx context.Context) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	// Accepted is when the event row was written; the provider call is the
-	// send's start, which the timeline records as sent_at minus provider_ms.
-	var p50, p95, p99 float64
-	err := b.pool.QueryRow(ctx, `
-		SELECT percentile_cont(0.50) WITHIN GROUP (ORDER BY d), percentile_cont(0.95) WITHIN GROUP (ORDER BY d),
-		       percentile_cont(0.99) WITHIN GROUP (ORDER BY d), count(*)
-		FROM (SELECT extract(epoch FROM m.sent_at - e.created_at) * 1000
-		             - coalesce((me.detail->>'provider_ms')::float, 0) AS d
-		      FROM events e JOIN messages m ON m.event_id = e.id
-		      JOIN message_events me ON me.message_id = m.id AND me.to_status = 'SENT'
-		      WHERE e.created_at >= $1) x`, since).Scan(&p50, &p95, &p99, &b.res.LatencyEvents)
+	b.res.LatencyP50, b.res.LatencyP95, b.res.LatencyP99, b.res.LatencyEvents, err = db.BenchLatency(ctx, b.pool, since)
 	if err != nil {
 		return err
 	}
-	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
-	b.res.LatencyP50, b.res.LatencyP95, b.res.LatencyP99 = ms(p50), ms(p95), ms(p99)
 	b.logf("   %d events at %d/s for %s: accepted-to-provider p50 %s, p95 %s, p99 %s, errors %d",
 		b.res.LatencyEvents, b.cfg.Rate, b.cfg.RateDuration, b.res.LatencyP50.Round(100*time.Microsecond),
 		b.res.LatencyP95.Round(100*time.Microsecond), b.res.LatencyP99.Round(100*time.Microsecond), b.res.LatencyErrors)
@@ -507,7 +470,7 @@ func (b *bench) latency(ctx context.Context) error {
 // database commits per second at the same concurrency: the floor under any
 // intake that writes durably.
 func (b *bench) insertBaseline(ctx context.Context) error {
-	if _, err := b.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, payload jsonb NOT NULL, at timestamptz NOT NULL DEFAULT now())`); err != nil {
+	if err := db.BenchCreateRowsTable(ctx, b.pool); err != nil {
 		return err
 	}
 	var count atomic.Int64
@@ -524,7 +487,7 @@ func (b *bench) insertBaseline(ctx context.Context) error {
 				if err != nil {
 					return
 				}
-				if _, err := tx.Exec(runCtx, `INSERT INTO bench_rows (payload) VALUES ($1)`, `{"k":"v"}`); err != nil {
+				if err := db.BenchInsertRow(runCtx, tx); err != nil {
 					_ = tx.Rollback(ctx)
 					return
 				}
@@ -544,6 +507,7 @@ type noopArgs struct {
 	N int `json:"n"`
 }
 
+// Kind is the job kind db.BenchDeleteNoopJobs deletes after the baseline.
 func (noopArgs) Kind() string { return "bench_noop" }
 
 type noopWorker struct {
@@ -590,8 +554,7 @@ func (b *bench) riverBaseline(ctx context.Context) error {
 	_ = client.Stop(stopCtx)
 	b.res.RiverNoopJPS = float64(done.Load()) / elapsed.Seconds()
 	b.logf("   %d no-op jobs in %s: %.0f jobs/s", done.Load(), elapsed.Round(time.Millisecond), b.res.RiverNoopJPS)
-	_, err = b.pool.Exec(ctx, `DELETE FROM river_job WHERE kind = 'bench_noop'`)
-	return err
+	return db.BenchDeleteNoopJobs(ctx, b.pool)
 }
 
 func (b *bench) report() {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heraldhq/herald/db"
 )
 
 // clockTick is the unit of utime and stime in /proc/<pid>/stat (USER_HZ,
@@ -49,16 +51,12 @@ func (b *bench) sampleCPU(ctx context.Context, cmd *exec.Cmd, role string) cpuSa
 	if cmd != nil && cmd.Process != nil {
 		s.process = procCPU(cmd.Process.Pid)
 	}
-	rows, err := b.pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = 'herald_bench' AND application_name = $1`, "herald-"+role)
+	pids, err := db.BenchSessionPIDs(ctx, b.pool, "herald-"+role)
 	if err != nil {
 		return s
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var pid int
-		if rows.Scan(&pid) == nil {
-			s.sessions[pid] = procCPU(pid)
-		}
+	for _, pid := range pids {
+		s.sessions[pid] = procCPU(pid)
 	}
 	return s
 }
