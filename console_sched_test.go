@@ -452,7 +452,7 @@ func (c *console) countingSchedules() (*appconsole.Schedules, *queryCounter) {
 	require.NoError(c.t, err)
 	d := db.New(pool)
 	c.t.Cleanup(d.Close)
-	return &appconsole.Schedules{Store: db.Scope[appconsole.Tx](d.Store()), Intake: c.svc.Intake, Router: c.svc.Router, Now: time.Now}, counter
+	return &appconsole.Schedules{Store: db.Scope[appconsole.ScheduleTx](d.Store()), Intake: c.svc.Intake, Router: c.svc.Router, Now: time.Now}, counter
 }
 
 // incidentFor is an INCIDENT_BROADCAST to three people.

@@ -76,9 +76,17 @@ func (in *AccountInput) Validate() error {
 	return FieldErrorf("channel", "Provider %s does not serve channel %s.", in.Provider, in.Channel)
 }
 
+// AccountTx lists the statements Accounts runs.
+type AccountTx interface {
+	Tx
+	CreateAccount(ctx context.Context, a *ChannelAccount) error
+	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
+	InsertAudit(ctx context.Context, e *AuditEntry) error
+}
+
 // Accounts manages channel accounts.
 type Accounts struct {
-	Store  Store[PipelineTx]
+	Store  Store[AccountTx]
 	Sealer *Sealer
 	Now    Clock
 }
@@ -116,7 +124,7 @@ func (s *Accounts) Create(ctx context.Context, actor Actor, tenantID uuid.UUID, 
 	if err != nil {
 		return nil, err
 	}
-	err = s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
 		if err := tx.CreateAccount(ctx, a); err != nil {
 			return err
 		}
@@ -142,7 +150,7 @@ func (s *Accounts) SetStatus(ctx context.Context, actor Actor, tenantID, account
 	default:
 		return FieldErrorf("status", "Status %q is not one of ACTIVE, SUSPENDED, DISABLED, PENDING.", status)
 	}
-	return s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
+	return s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
 		if err := tx.SetAccountStatus(ctx, tenantID, accountID, status, reason, s.Now()); err != nil {
 			return err
 		}

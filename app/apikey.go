@@ -62,9 +62,18 @@ type APIKeyLookup interface {
 // over, so that a flood of distinct valid keys cannot grow it without end.
 const apiKeyCacheMax = 10000
 
+// APIKeyTx lists the statements APIKeys runs.
+type APIKeyTx interface {
+	Tx
+	CreateAPIKey(ctx context.Context, k *APIKey) error
+	TouchAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error
+	RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) (k *APIKey, revoked bool, err error)
+	InsertAudit(ctx context.Context, e *AuditEntry) error
+}
+
 // APIKeys creates, authenticates and revokes API keys.
 type APIKeys struct {
-	Store  Store[PipelineTx]
+	Store  Store[APIKeyTx]
 	Lookup APIKeyLookup
 	Now    Clock
 	// CacheTTL is how long an authenticated key is trusted without asking
@@ -105,7 +114,7 @@ func (s *APIKeys) Create(ctx context.Context, actor Actor, tenantID uuid.UUID, n
 		CreatedBy: actor.ID,
 		CreatedAt: s.Now(),
 	}
-	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx APIKeyTx) error {
 		if err := tx.CreateAPIKey(ctx, k); err != nil {
 			return err
 		}
@@ -147,7 +156,7 @@ func (s *APIKeys) Authenticate(ctx context.Context, secret string) (*APIKey, err
 	}
 	touched := false
 	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > apiKeyTouchEvery {
-		err := s.Store.InTenant(ctx, k.TenantID, func(tx PipelineTx) error { return tx.TouchAPIKey(ctx, k.TenantID, k.ID, now) })
+		err := s.Store.InTenant(ctx, k.TenantID, func(tx APIKeyTx) error { return tx.TouchAPIKey(ctx, k.TenantID, k.ID, now) })
 		if ErrorCode(err) == ENOTFOUND {
 			return nil, denied
 		} else if err != nil {
@@ -236,7 +245,7 @@ func (s *APIKeys) ForgetTenant(tenantID uuid.UUID) {
 // is harmless and audited once. A key of another tenant is ENOTFOUND.
 func (s *APIKeys) Revoke(ctx context.Context, actor Actor, tenantID, keyID uuid.UUID) (*APIKey, error) {
 	var k *APIKey
-	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx APIKeyTx) error {
 		var revoked bool
 		var err error
 		if k, revoked, err = tx.RevokeAPIKey(ctx, tenantID, keyID, s.Now()); err != nil || !revoked {

@@ -48,20 +48,20 @@ func (d *keyDB) revokeElsewhere(id uuid.UUID, at time.Time) {
 // keyStore runs every transaction on a keyTx.
 type keyStore struct{ d *keyDB }
 
-func (s keyStore) InTenant(_ context.Context, _ uuid.UUID, fn func(app.PipelineTx) error) error {
+func (s keyStore) InTenant(_ context.Context, _ uuid.UUID, fn func(app.APIKeyTx) error) error {
 	return fn(keyTx{d: s.d})
 }
 
-func (s keyStore) InPlatform(_ context.Context, fn func(app.PipelineTx) error) error {
+func (s keyStore) InPlatform(_ context.Context, fn func(app.APIKeyTx) error) error {
 	return fn(keyTx{d: s.d})
 }
 
-// keyTx implements the Tx methods API keys use; any other call panics on
-// the nil embedded interface.
+// keyTx implements the statements API keys run (app.APIKeyTx).
 type keyTx struct {
-	app.PipelineTx
 	d *keyDB
 }
+
+func (t keyTx) TenantID() uuid.UUID { return uuid.Nil }
 
 func (t keyTx) TouchAPIKey(_ context.Context, _, id uuid.UUID, at time.Time) error {
 	t.d.mu.Lock()

@@ -71,9 +71,15 @@ type AuditBreak struct {
 	Reason   string     `db:"reason"`
 }
 
+// AuditTx lists the statements Audit runs.
+type AuditTx interface {
+	Tx
+	VerifyAuditChains(ctx context.Context) ([]AuditBreak, error)
+}
+
 // Audit checks the audit log.
 type Audit struct {
-	Store Store[PipelineTx]
+	Store Store[AuditTx]
 	Log   *slog.Logger
 }
 
@@ -82,7 +88,7 @@ type Audit struct {
 // does not count as a break.
 func (a *Audit) Verify(ctx context.Context) ([]AuditBreak, error) {
 	var breaks []AuditBreak
-	err := a.Store.InPlatform(ctx, func(tx PipelineTx) (err error) {
+	err := a.Store.InPlatform(ctx, func(tx AuditTx) (err error) {
 		breaks, err = tx.VerifyAuditChains(ctx)
 		return err
 	})

@@ -20,6 +20,12 @@ const (
 	BreakerOpen     = 2
 )
 
+// BreakerTx lists the statements Breakers runs.
+type BreakerTx interface {
+	Tx
+	InsertAudit(ctx context.Context, e *AuditEntry) error
+}
+
 // Breakers keeps one circuit breaker per channel account in this process.
 // A breaker opens after Threshold transient failures within Window; while it
 // is open, dispatch jobs snooze instead of spending attempts on a provider
@@ -30,7 +36,7 @@ type Breakers struct {
 	Threshold int
 	Window    time.Duration
 	OpenFor   time.Duration
-	Store     Store[PipelineTx]
+	Store     Store[BreakerTx]
 	Metrics   Metrics
 	Log       *slog.Logger
 	Now       Clock
@@ -115,7 +121,7 @@ func (b *Breakers) changed(tenantID, accountID uuid.UUID, providerName string, f
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		err := b.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
+		err := b.Store.InTenant(ctx, tenantID, func(tx BreakerTx) error {
 			return tx.InsertAudit(ctx, SystemActor.Entry(&tenantID, "channel_account.breaker", "channel_account", accountID.String(),
 				map[string]any{"from": from.String(), "to": to.String(), "provider": providerName}))
 		})

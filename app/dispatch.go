@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/heraldhq/herald/app/provider"
 )
 
@@ -22,9 +24,9 @@ var DefaultQuotas = map[string]map[Channel]int{
 	PlanEnterprise: {Email: Unlimited, WhatsApp: 5000, SMS: 5000, Webhook: Unlimited},
 }
 
-// Gate decides whether a send may start now. Rate limits and circuit
-// breakers implement it; a positive wait snoozes the job without using an
-// attempt.
+// Gate decides whether a send may start now; a positive wait snoozes the job
+// without using an attempt. RateLimiter implements it. (Breakers are not a
+// Gate: they wrap the provider call itself, see Breakers.Send.)
 type Gate interface {
 	Wait(ctx context.Context, account *ChannelAccount) (time.Duration, error)
 }
@@ -40,9 +42,21 @@ type DispatchOutcome struct {
 	Retry error
 }
 
+// DispatchTx lists the statements Dispatcher runs, fallbacks included.
+type DispatchTx interface {
+	FallbackTx
+	MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID, month time.Time) (*DispatchState, error)
+	RecordSent(ctx context.Context, s SentRecord) (bool, error)
+	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
+	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
+	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
+	InsertAudit(ctx context.Context, e *AuditEntry) error
+	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
+}
+
 // Dispatcher sends one queued message through its channel account's provider.
 type Dispatcher struct {
-	Store     Store[PipelineTx]
+	Store     Store[DispatchTx]
 	Queue     Queue
 	Router    *Router
 	Accounts  *Accounts
@@ -69,7 +83,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	var tenant *Tenant
 	var used int
 	var waTemplate *provider.WhatsAppTemplate
-	err := d.Store.InTenant(ctx, job.TenantID, func(tx PipelineTx) error {
+	err := d.Store.InTenant(ctx, job.TenantID, func(tx DispatchTx) error {
 		st, err := tx.MessageForDispatch(ctx, job.TenantID, job.MessageID, MonthOf(d.Now()))
 		if err != nil {
 			return err
@@ -207,7 +221,7 @@ func MonthOf(t time.Time) time.Time {
 // share, stays locked for as short a time as possible.
 func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount, externalID string, attempt int, took time.Duration, complete CompleteFunc) (DispatchOutcome, error) {
 	now := d.Now()
-	err := d.Store.InTenant(ctx, m.TenantID, func(tx PipelineTx) error {
+	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
 		if err := complete(ctx, tx); err != nil {
 			return err
 		}
@@ -233,7 +247,7 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 func (d *Dispatcher) fail(ctx context.Context, m *Message, reason, code, detail string, complete CompleteFunc) (DispatchOutcome, error) {
 	d.Metrics.MessageOutcome(m.Channel, "failed")
 	now := d.Now()
-	err := d.Store.InTenant(ctx, m.TenantID, func(tx PipelineTx) error {
+	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
 		next, nextChannel, err := d.Router.fallback(ctx, tx, m)
 		if err != nil {
 			return err
@@ -270,7 +284,7 @@ func (d *Dispatcher) fail(ctx context.Context, m *Message, reason, code, detail 
 
 // note adds a timeline entry without changing the status (a retry, a snooze).
 func (d *Dispatcher) note(ctx context.Context, m *Message, detail map[string]any) {
-	err := d.Store.InTenant(ctx, m.TenantID, func(tx PipelineTx) error {
+	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
 		return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, Detail: detail, At: d.Now()})
 	})
 	if err != nil {
@@ -283,7 +297,7 @@ func (d *Dispatcher) note(ctx context.Context, m *Message, detail map[string]any
 // choosing it; queued messages fail over to their fallback channel.
 func (d *Dispatcher) suspend(ctx context.Context, a *ChannelAccount, pe *provider.Error) {
 	reason := "The provider refused the account: " + pe.Reason + " (" + pe.Code + ")"
-	err := d.Store.InTenant(ctx, a.TenantID, func(tx PipelineTx) error {
+	err := d.Store.InTenant(ctx, a.TenantID, func(tx DispatchTx) error {
 		if err := tx.SetAccountStatus(ctx, a.TenantID, a.ID, AccountSuspended, reason, d.Now()); err != nil {
 			return err
 		}
@@ -301,7 +315,7 @@ func (d *Dispatcher) suspend(ctx context.Context, a *ChannelAccount, pe *provide
 // sent as, with its body parameters filled from the event's context in the
 // order the template names them, or nil when its template has none (a text
 // message, allowed inside the 24-hour window).
-func whatsAppTemplate(ctx context.Context, tx PipelineTx, m *Message) (*provider.WhatsAppTemplate, error) {
+func whatsAppTemplate(ctx context.Context, tx DispatchTx, m *Message) (*provider.WhatsAppTemplate, error) {
 	if m.TemplateID == nil || m.EventID == nil || m.ContactID == nil {
 		return nil, nil
 	}

@@ -103,9 +103,22 @@ type SubmitResult struct {
 	Duplicate bool      `json:"duplicate,omitempty"`
 }
 
+// IntakeTx lists the statements Intake runs.
+type IntakeTx interface {
+	Tx
+	InsertEvent(ctx context.Context, e *Event) (bool, error)
+	EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*Event, error)
+	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
+	MessagesByEvent(ctx context.Context, tenantID, eventID uuid.UUID) ([]*Message, error)
+	CancelQueuedMessages(ctx context.Context, tenantID, eventID uuid.UUID, at time.Time) (int, error)
+	SetEventStatus(ctx context.Context, e *Event) error
+	UpdateEventSchedule(ctx context.Context, e *Event) error
+	InsertAudit(ctx context.Context, e *AuditEntry) error
+}
+
 // Intake accepts notification requests and manages their events.
 type Intake struct {
-	Store Store[PipelineTx]
+	Store Store[IntakeTx]
 	Queue Queue
 	Now   Clock
 }
@@ -144,7 +157,7 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 	}
 
 	res := &SubmitResult{ID: e.ID, Status: e.Status}
-	err = s.Store.InTenant(ctx, key.TenantID, func(tx PipelineTx) error {
+	err = s.Store.InTenant(ctx, key.TenantID, func(tx IntakeTx) error {
 		inserted, err := tx.InsertEvent(ctx, e)
 		if err != nil {
 			return err
@@ -188,7 +201,7 @@ type EventDetail struct {
 // Get returns the event with its messages.
 func (s *Intake) Get(ctx context.Context, tenantID, eventID uuid.UUID) (*EventDetail, error) {
 	var d EventDetail
-	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx IntakeTx) (err error) {
 		if d.Event, err = tx.EventByID(ctx, tenantID, eventID, false); err != nil {
 			return err
 		}
@@ -209,7 +222,7 @@ func (s *Intake) Reschedule(ctx context.Context, actor Actor, tenantID, eventID 
 		return nil, Invalid("send_at_in_past", "send_at", "send_at must be in the future.")
 	}
 	var e *Event
-	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx IntakeTx) (err error) {
 		if e, err = tx.EventByID(ctx, tenantID, eventID, true); err != nil {
 			return err
 		}
@@ -244,7 +257,7 @@ func (s *Intake) Reschedule(ctx context.Context, actor Actor, tenantID, eventID 
 // out for it.
 func (s *Intake) Cancel(ctx context.Context, actor Actor, tenantID, eventID uuid.UUID) (*Event, error) {
 	var e *Event
-	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx IntakeTx) (err error) {
 		if e, err = tx.EventByID(ctx, tenantID, eventID, true); err != nil {
 			return err
 		}
@@ -279,7 +292,7 @@ func (s *Intake) Decide(ctx context.Context, actor Actor, tenantID, eventID uuid
 		return nil, Invalid("missing_reason", "reason", "Say why the notification is rejected.")
 	}
 	var e *Event
-	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx IntakeTx) (err error) {
 		if e, err = tx.EventByID(ctx, tenantID, eventID, true); err != nil {
 			return err
 		}

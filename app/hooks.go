@@ -15,9 +15,16 @@ type MetaCredentials struct {
 	AppSecrets   []string
 }
 
+// HookTx lists the statements Hooks runs.
+type HookTx interface {
+	Tx
+	AccountsByProvider(ctx context.Context, tenantID uuid.UUID, provider string) ([]*ChannelAccount, error)
+	TenantBySlug(ctx context.Context, slug string) (*Tenant, error)
+}
+
 // Hooks serves the provider webhooks' lookups.
 type Hooks struct {
-	Store    Store[PipelineTx]
+	Store    Store[HookTx]
 	Accounts *Accounts
 }
 
@@ -26,7 +33,7 @@ type Hooks struct {
 // An unknown tenant, or one without a Meta account, is ENOTFOUND.
 func (h *Hooks) MetaCredentials(ctx context.Context, tenantSlug string) (*MetaCredentials, error) {
 	var creds *MetaCredentials
-	err := h.Store.InPlatform(ctx, func(tx PipelineTx) error {
+	err := h.Store.InPlatform(ctx, func(tx HookTx) error {
 		t, err := tx.TenantBySlug(ctx, strings.ToLower(tenantSlug))
 		if err != nil {
 			return err

@@ -27,9 +27,19 @@ type InboundMessage struct {
 	CreatedAt      time.Time  `db:"created_at" json:"created_at"`
 }
 
+// InboundTx lists the statements Inbound runs.
+type InboundTx interface {
+	Tx
+	FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*Contact, error)
+	CreateContact(ctx context.Context, c *Contact) (*Contact, error)
+	LatestOpenConversation(ctx context.Context, tenantID, contactID uuid.UUID) (*Conversation, error)
+	InsertInbound(ctx context.Context, m *InboundMessage) (bool, error)
+	OpenWhatsAppWindow(ctx context.Context, tenantID, contactID uuid.UUID, until time.Time) error
+}
+
 // Inbound records what people send back.
 type Inbound struct {
-	Store Store[PipelineTx]
+	Store Store[InboundTx]
 	Now   Clock
 }
 
@@ -46,7 +56,7 @@ func (s *Inbound) Record(ctx context.Context, tenantID uuid.UUID, m InboundMessa
 		phone = m.From
 	}
 	var fresh bool
-	err = s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx InboundTx) error {
 		c, err := tx.FindContact(ctx, tenantID, "", phone, "")
 		if ErrorCode(err) == ENOTFOUND {
 			now := s.Now()

@@ -12,9 +12,20 @@ import (
 // retention never holds locks long enough to block live traffic.
 const PruneBatch = 2000
 
+// MaintenanceTx lists the statements Maintenance runs.
+type MaintenanceTx interface {
+	Tx
+	ListTenants(ctx context.Context) ([]*Tenant, error)
+	StuckMessages(ctx context.Context, queuedBefore time.Time, limit int) ([]DispatchJob, error)
+	MarkStale(ctx context.Context, sentBefore, at time.Time, limit int) (int, error)
+	PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+	PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+	PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+}
+
 // Maintenance is Herald's periodic housekeeping.
 type Maintenance struct {
-	Store Store[PipelineTx]
+	Store Store[MaintenanceTx]
 	Queue Queue
 	Now   Clock
 	Log   *slog.Logger
@@ -33,7 +44,7 @@ func (m *Maintenance) RequeueStuck(ctx context.Context) (int, error) {
 		after = 5 * time.Minute
 	}
 	var jobs []DispatchJob
-	err := m.Store.InPlatform(ctx, func(tx PipelineTx) (err error) {
+	err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
 		if jobs, err = tx.StuckMessages(ctx, m.Now().Add(-after), 1000); err != nil || len(jobs) == 0 {
 			return err
 		}
@@ -60,7 +71,7 @@ const StaleAfter = 24 * time.Hour
 // timeline entry each, and returns how many it flagged.
 func (m *Maintenance) MarkStale(ctx context.Context) (int, error) {
 	var n int
-	err := m.Store.InPlatform(ctx, func(tx PipelineTx) (err error) {
+	err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
 		n, err = tx.MarkStale(ctx, m.Now().Add(-StaleAfter), m.Now(), 5000)
 		return err
 	})
@@ -81,7 +92,7 @@ type PruneResult struct {
 func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
 	var total PruneResult
 	var tenants []*Tenant
-	err := m.Store.InPlatform(ctx, func(tx PipelineTx) (err error) {
+	err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
 		tenants, err = tx.ListTenants(ctx)
 		return err
 	})
@@ -93,16 +104,16 @@ func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
 		var res PruneResult
 		steps := []struct {
 			count *int
-			prune func(PipelineTx) (int, error)
+			prune func(MaintenanceTx) (int, error)
 		}{
-			{&res.Messages, func(tx PipelineTx) (int, error) { return tx.PruneMessages(ctx, t.ID, before, PruneBatch) }},
-			{&res.Events, func(tx PipelineTx) (int, error) { return tx.PruneEvents(ctx, t.ID, before, PruneBatch) }},
-			{&res.Receipts, func(tx PipelineTx) (int, error) { return tx.PruneReceipts(ctx, t.ID, before, PruneBatch) }},
+			{&res.Messages, func(tx MaintenanceTx) (int, error) { return tx.PruneMessages(ctx, t.ID, before, PruneBatch) }},
+			{&res.Events, func(tx MaintenanceTx) (int, error) { return tx.PruneEvents(ctx, t.ID, before, PruneBatch) }},
+			{&res.Receipts, func(tx MaintenanceTx) (int, error) { return tx.PruneReceipts(ctx, t.ID, before, PruneBatch) }},
 		}
 		for _, step := range steps {
 			for {
 				var n int
-				err := m.Store.InTenant(ctx, t.ID, func(tx PipelineTx) (err error) {
+				err := m.Store.InTenant(ctx, t.ID, func(tx MaintenanceTx) (err error) {
 					n, err = step.prune(tx)
 					return err
 				})

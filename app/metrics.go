@@ -3,7 +3,7 @@ package app
 import "time"
 
 // Metrics receives what the pipeline counts. The Prometheus implementation
-// lives with the job runner; NopMetrics serves tests and tools.
+// lives with the job runner (jobs.NewMetrics).
 type Metrics interface {
 	// MessageOutcome counts a dispatch result: sent, failed, retry, snoozed.
 	MessageOutcome(ch Channel, outcome string)
@@ -18,24 +18,3 @@ type Metrics interface {
 	// BreakerState reports an account's breaker state: 0 closed, 1 half-open, 2 open.
 	BreakerState(accountID string, provider string, state int)
 }
-
-// NopMetrics counts nothing.
-type NopMetrics struct{}
-
-// MessageOutcome implements Metrics.
-func (NopMetrics) MessageOutcome(Channel, string) {}
-
-// ProviderError implements Metrics.
-func (NopMetrics) ProviderError(string, string) {}
-
-// DispatchLatency implements Metrics.
-func (NopMetrics) DispatchLatency(Channel, time.Duration) {}
-
-// Receipt implements Metrics.
-func (NopMetrics) Receipt(string, string) {}
-
-// Snooze implements Metrics.
-func (NopMetrics) Snooze(string) {}
-
-// BreakerState implements Metrics.
-func (NopMetrics) BreakerState(string, string, int) {}

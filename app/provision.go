@@ -5,6 +5,13 @@ import (
 	"fmt"
 )
 
+// ProvisionTx lists the statements provisioning a new tenant runs, inside the tenant's creating transaction.
+type ProvisionTx interface {
+	Tx
+	CreateAccount(ctx context.Context, a *ChannelAccount) error
+	CreateTemplates(ctx context.Context, ts []*Template) error
+}
+
 // Provisioner sets a new tenant up so that it can send at once: the default
 // templates for every registry event, channel and locale, and one sandbox
 // channel account per channel.
@@ -16,7 +23,7 @@ type Provisioner struct {
 }
 
 // Provision runs inside the transaction that creates the tenant.
-func (p *Provisioner) Provision(ctx context.Context, tx PipelineTx, t *Tenant) error {
+func (p *Provisioner) Provision(ctx context.Context, tx ProvisionTx, t *Tenant) error {
 	if err := provisionTemplates(ctx, tx, t.ID, p.Now()); err != nil {
 		return fmt.Errorf("default templates: %w", err)
 	}

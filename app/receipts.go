@@ -4,6 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app/provider"
 )
@@ -24,9 +27,18 @@ var receiptStatus = map[string]string{
 	provider.StatusFailed:    MessageFailed,
 }
 
+// ReceiptTx lists the statements Receipts runs.
+type ReceiptTx interface {
+	Tx
+	MessageByExternalID(ctx context.Context, provider, externalID string) (*Message, error)
+	StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt) (bool, error)
+	RecordReceipt(ctx context.Context, r ReceiptRecord) (fresh, moved bool, err error)
+	MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error
+}
+
 // Receipts applies providers' delivery reports to messages.
 type Receipts struct {
-	Store   Store[PipelineTx]
+	Store   Store[ReceiptTx]
 	Metrics Metrics
 	Now     Clock
 	Log     *slog.Logger
@@ -51,7 +63,7 @@ func (s *Receipts) Apply(ctx context.Context, r provider.Receipt) (string, error
 	outcome := ReceiptUnknown
 	// The tenant is found from the message, so the lookup is platform-scoped;
 	// every write below is for that message's tenant.
-	err := s.Store.InPlatform(ctx, func(tx PipelineTx) error {
+	err := s.Store.InPlatform(ctx, func(tx ReceiptTx) error {
 		m, err := tx.MessageByExternalID(ctx, r.Provider, r.ExternalID)
 		if ErrorCode(err) == ENOTFOUND {
 			// Kept, so that it is applied if it comes again once the

@@ -11,12 +11,48 @@ import (
 	"github.com/google/uuid"
 )
 
+// PlanTx lists the statements planning a message runs (Router.Plan): its channel account and template.
+type PlanTx interface {
+	Tx
+	ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch Channel) (*ChannelAccount, error)
+	FindTemplate(ctx context.Context, tenantID uuid.UUID, event string, ch Channel, locales []string) (*Template, error)
+}
+
+// InsertTx lists the statements storing a planned message runs (Router.Insert).
+type InsertTx interface {
+	Tx
+	InsertMessage(ctx context.Context, m *Message, first *MessageEvent) (bool, error)
+}
+
+// FallbackTx lists the statements queueing a failed message's fallback runs (Router.Plan, Router.Insert and the event, contact and tenant they need).
+type FallbackTx interface {
+	PlanTx
+	InsertTx
+	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
+	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
+	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
+}
+
+// RouteTx lists the statements Router runs.
+type RouteTx interface {
+	PlanTx
+	InsertTx
+	EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*Event, *Tenant, error)
+	OpenConversation(ctx context.Context, tenantID, contactID uuid.UUID, entityType, entityID string, at time.Time) (*Conversation, error)
+	SetEventStatus(ctx context.Context, e *Event) error
+	FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*Contact, error)
+	CreateContact(ctx context.Context, c *Contact) (*Contact, error)
+	UpdateContact(ctx context.Context, c *Contact, r Recipient, at time.Time) error
+	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
+	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
+}
+
 // Router turns a stored event into messages: it resolves contacts and
 // conversations, picks a template per channel over the locale chain, gates
 // on an ACTIVE channel account, renders, and stores the messages with their
 // dispatch jobs in one transaction.
 type Router struct {
-	Store Store[PipelineTx]
+	Store Store[RouteTx]
 	Queue Queue
 	Now   Clock
 	Log   *slog.Logger
@@ -26,7 +62,7 @@ type Router struct {
 // waiting to be routed; otherwise it does nothing (a reschedule, cancel or
 // approval made this job stale).
 func (r *Router) Route(ctx context.Context, job RouteJob) error {
-	return r.Store.InTenant(ctx, job.TenantID, func(tx PipelineTx) error {
+	return r.Store.InTenant(ctx, job.TenantID, func(tx RouteTx) error {
 		e, tenant, err := tx.EventForRouting(ctx, job.TenantID, job.EventID)
 		if err != nil {
 			return err
@@ -74,7 +110,7 @@ func (r *Router) Route(ctx context.Context, job RouteJob) error {
 	})
 }
 
-func (r *Router) resolveContact(ctx context.Context, tx PipelineTx, tenantID uuid.UUID, rc Recipient) (*Contact, error) {
+func (r *Router) resolveContact(ctx context.Context, tx RouteTx, tenantID uuid.UUID, rc Recipient) (*Contact, error) {
 	c, err := tx.FindContact(ctx, tenantID, rc.PassengerProfileID, rc.Phone, rc.Email)
 	switch {
 	case err == nil:
@@ -115,7 +151,7 @@ func contactChanged(c *Contact, rc Recipient) bool {
 // routeRecipient creates the messages of one recipient: every usable channel
 // without a fallback chain, the first usable one with it. When nothing is
 // usable, one FAILED message records why.
-func (r *Router) routeRecipient(ctx context.Context, tx PipelineTx, tenant *Tenant, e *Event, def *EventDef, contact *Contact, conversationID *uuid.UUID) ([]DispatchJob, error) {
+func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, contact *Contact, conversationID *uuid.UUID) ([]DispatchJob, error) {
 	channels, chain := RouteChannels(e, def)
 	var jobs []DispatchJob
 	var skipped []string
@@ -209,7 +245,7 @@ func scopeOf(e *Event, def *EventDef) string {
 
 // Plan builds the QUEUED message of one channel, or says why it cannot.
 // A nil template is looked up over the locale chain.
-func (r *Router) Plan(ctx context.Context, tx PipelineTx, tenant *Tenant, e *Event, def *EventDef, contact *Contact, conversationID *uuid.UUID, ch Channel, t *Template) (*Message, string, error) {
+func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, def *EventDef, contact *Contact, conversationID *uuid.UUID, ch Channel, t *Template) (*Message, string, error) {
 	if t == nil {
 		locale := contact.Recipient().Locale
 		if locale == "" && e.Locale != nil {
@@ -270,7 +306,7 @@ func (r *Router) Plan(ctx context.Context, tx PipelineTx, tenant *Tenant, e *Eve
 
 // Insert stores a message unless its idempotency key exists, with the first
 // timeline entry. It reports whether the message is new.
-func (r *Router) Insert(ctx context.Context, tx PipelineTx, m *Message, source string, detail map[string]any) (bool, error) {
+func (r *Router) Insert(ctx context.Context, tx InsertTx, m *Message, source string, detail map[string]any) (bool, error) {
 	return tx.InsertMessage(ctx, m, &MessageEvent{
 		TenantID: m.TenantID, MessageID: m.ID, ToStatus: &m.Status, Source: source, Detail: detail, At: m.CreatedAt,
 	})
@@ -279,7 +315,7 @@ func (r *Router) Insert(ctx context.Context, tx PipelineTx, m *Message, source s
 // fallback queues the next channel of a failed message's chain, skipping
 // channels that cannot be used, and returns its dispatch job (nil when the
 // chain is used up). The failed message's reason names the channel.
-func (r *Router) fallback(ctx context.Context, tx PipelineTx, failed *Message) (*DispatchJob, string, error) {
+func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (*DispatchJob, string, error) {
 	if len(failed.FallbackChain) == 0 || failed.EventID == nil || failed.ContactID == nil {
 		return nil, "", nil
 	}
@@ -327,6 +363,3 @@ func eventTemplate(tenantID uuid.UUID, e *Event) *Template {
 	})
 	return &Template{TenantID: tenantID, TriggerEvent: e.TriggerEvent, Channel: Webhook, Locale: "und", Body: string(body), Subject: e.TriggerEvent}
 }
-
-// stamp returns a pointer to the time, for optional columns.
-func stamp(t time.Time) *time.Time { return &t }

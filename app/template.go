@@ -175,9 +175,18 @@ type TemplateInput struct {
 	IsActive         bool
 }
 
+// TemplateTx lists the statements Templates runs.
+type TemplateTx interface {
+	Tx
+	LockTemplate(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
+	UpdateTemplate(ctx context.Context, t *Template) error
+	InsertTemplateVersion(ctx context.Context, t *Template) error
+	InsertAudit(ctx context.Context, e *AuditEntry) error
+}
+
 // Templates manages tenants' templates and their version history.
 type Templates struct {
-	Store Store[PipelineTx]
+	Store Store[TemplateTx]
 	Now   Clock
 }
 
@@ -221,7 +230,7 @@ func (s *Templates) SaveChecked(ctx context.Context, actor Actor, tenantID, temp
 	check func(cur *Template, in *TemplateInput) error) (*Template, []string, error) {
 	var t *Template
 	var warnings []string
-	err := s.Store.InTenant(ctx, tenantID, func(tx PipelineTx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) (err error) {
 		t, err = tx.LockTemplate(ctx, tenantID, templateID)
 		if err != nil {
 			return err
@@ -262,7 +271,7 @@ func (s *Templates) SaveChecked(ctx context.Context, actor Actor, tenantID, temp
 }
 
 // provisionTemplates creates the default templates for a new tenant.
-func provisionTemplates(ctx context.Context, tx PipelineTx, tenantID uuid.UUID, now time.Time) error {
+func provisionTemplates(ctx context.Context, tx ProvisionTx, tenantID uuid.UUID, now time.Time) error {
 	defaults := DefaultTemplates()
 	ts := make([]*Template, 0, len(defaults))
 	for _, d := range defaults {

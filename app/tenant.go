@@ -147,13 +147,22 @@ func NormalizeLocale(s string) (string, error) {
 	return tag.String(), nil
 }
 
+// TenantTx lists the statements Tenants runs.
+type TenantTx interface {
+	ProvisionTx
+	CreateTenant(ctx context.Context, t *Tenant) error
+	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
+	TenantBySlug(ctx context.Context, slug string) (*Tenant, error)
+	InsertAudit(ctx context.Context, e *AuditEntry) error
+}
+
 // Tenants creates and looks up tenants.
 type Tenants struct {
-	Store Store[PipelineTx]
+	Store Store[TenantTx]
 	Now   Clock
 	// Provision, when set, runs inside the creating transaction so that a
 	// tenant never exists without its defaults.
-	Provision func(ctx context.Context, tx PipelineTx, t *Tenant) error
+	Provision func(ctx context.Context, tx ProvisionTx, t *Tenant) error
 }
 
 // Create validates in, stores the tenant and writes an audit entry, in one
@@ -175,7 +184,7 @@ func (s *Tenants) Create(ctx context.Context, actor Actor, in TenantInput) (*Ten
 		CreatedAt:     now,
 		UpdatedAt:     now,
 	}
-	err := s.Store.InPlatform(ctx, func(tx PipelineTx) error {
+	err := s.Store.InPlatform(ctx, func(tx TenantTx) error {
 		if err := tx.CreateTenant(ctx, t); err != nil {
 			return err
 		}
@@ -197,7 +206,7 @@ func (s *Tenants) Create(ctx context.Context, actor Actor, in TenantInput) (*Ten
 // BySlug returns the tenant with the given slug, or ENOTFOUND.
 func (s *Tenants) BySlug(ctx context.Context, slug string) (*Tenant, error) {
 	var t *Tenant
-	err := s.Store.InPlatform(ctx, func(tx PipelineTx) (err error) {
+	err := s.Store.InPlatform(ctx, func(tx TenantTx) (err error) {
 		t, err = tx.TenantBySlug(ctx, strings.ToLower(strings.TrimSpace(slug)))
 		return err
 	})
@@ -207,7 +216,7 @@ func (s *Tenants) BySlug(ctx context.Context, slug string) (*Tenant, error) {
 // ByID returns the tenant, read in its own scope.
 func (s *Tenants) ByID(ctx context.Context, id uuid.UUID) (*Tenant, error) {
 	var t *Tenant
-	err := s.Store.InTenant(ctx, id, func(tx PipelineTx) (err error) {
+	err := s.Store.InTenant(ctx, id, func(tx TenantTx) (err error) {
 		t, err = tx.TenantByID(ctx, id)
 		return err
 	})

@@ -83,9 +83,19 @@ func ValidatePassword(p string) error {
 	return nil
 }
 
+// UserTx lists the statements Users runs.
+type UserTx interface {
+	Tx
+	CreateUser(ctx context.Context, u *User) error
+	UserByEmail(ctx context.Context, email string) (*User, error)
+	CountOperators(ctx context.Context) (int, error)
+	TenantBySlug(ctx context.Context, slug string) (*Tenant, error)
+	InsertAudit(ctx context.Context, e *AuditEntry) error
+}
+
 // Users creates and authenticates console users.
 type Users struct {
-	Store Store[PipelineTx]
+	Store Store[UserTx]
 	Now   Clock
 	// PasswordCost is the bcrypt cost; tests lower it to stay fast.
 	PasswordCost int
@@ -126,7 +136,7 @@ func (s *Users) Create(ctx context.Context, actor Actor, in UserInput) (*User, e
 		CreatedAt:    now,
 		UpdatedAt:    now,
 	}
-	err = s.Store.InPlatform(ctx, func(tx PipelineTx) error {
+	err = s.Store.InPlatform(ctx, func(tx UserTx) error {
 		if slug != "" {
 			t, err := tx.TenantBySlug(ctx, slug)
 			if err != nil {
@@ -149,7 +159,7 @@ func (s *Users) Create(ctx context.Context, actor Actor, in UserInput) (*User, e
 
 // CountOperators returns how many operator admins exist.
 func (s *Users) CountOperators(ctx context.Context) (n int, err error) {
-	err = s.Store.InPlatform(ctx, func(tx PipelineTx) error {
+	err = s.Store.InPlatform(ctx, func(tx UserTx) error {
 		n, err = tx.CountOperators(ctx)
 		return err
 	})
@@ -179,7 +189,7 @@ func (s *Users) EnsureOperator(ctx context.Context, actor Actor, email, password
 		return false, err
 	}
 	var exists bool
-	err = s.Store.InPlatform(ctx, func(tx PipelineTx) error {
+	err = s.Store.InPlatform(ctx, func(tx UserTx) error {
 		_, err := tx.UserByEmail(ctx, norm)
 		switch ErrorCode(err) {
 		case "":

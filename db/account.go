@@ -2,16 +2,20 @@ package db
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 const accountColumns = `id, tenant_id, channel, provider, name, status, config, secrets, secrets_key_id, verify_token, suspended_reason, created_at, updated_at`
 
-// CreateAccount implements app.AccountStore.
+// CreateAccount serves app.AccountTx, app.ProvisionTx and console.ChannelTx.
 func (t *Tx) CreateAccount(ctx context.Context, a *app.ChannelAccount) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO channel_accounts (`+accountColumns+`)
@@ -19,7 +23,7 @@ func (t *Tx) CreateAccount(ctx context.Context, a *app.ChannelAccount) error {
 	return mapErr(err)
 }
 
-// AccountByID implements app.AccountStore.
+// AccountByID serves console.ChannelTx.
 func (t *Tx) AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*app.ChannelAccount, error) {
 	var a app.ChannelAccount
 	err := t.tx.GetContext(ctx, &a, `SELECT `+accountColumns+` FROM channel_accounts WHERE tenant_id = $1 AND id = $2`, tenantID, id)
@@ -29,7 +33,8 @@ func (t *Tx) AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Chan
 	return &a, nil
 }
 
-// ActiveAccount implements app.AccountStore.
+// ActiveAccount returns the tenant's ACTIVE account on the channel. It
+// serves app.PlanTx and console.ChannelTx.
 func (t *Tx) ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch app.Channel) (*app.ChannelAccount, error) {
 	var a app.ChannelAccount
 	err := t.tx.GetContext(ctx, &a, `
@@ -41,7 +46,8 @@ func (t *Tx) ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch app.Chann
 	return &a, nil
 }
 
-// SetAccountStatus implements app.AccountStore.
+// SetAccountStatus serves app.AccountTx, app.DispatchTx and
+// console.ChannelTx.
 func (t *Tx) SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error {
 	res, err := t.tx.ExecContext(ctx, `
 		UPDATE channel_accounts SET status = $3, suspended_reason = nullif($4, ''), updated_at = $5
@@ -55,11 +61,148 @@ func (t *Tx) SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, statu
 	return nil
 }
 
-// AccountsByProvider implements app.AccountStore.
+// AccountsByProvider returns the tenant's accounts with a provider that are
+// not DISABLED. It serves app.HookTx.
 func (t *Tx) AccountsByProvider(ctx context.Context, tenantID uuid.UUID, provider string) ([]*app.ChannelAccount, error) {
 	as := []*app.ChannelAccount{}
 	err := t.tx.SelectContext(ctx, &as, `
 		SELECT `+accountColumns+` FROM channel_accounts
 		WHERE tenant_id = $1 AND provider = $2 AND status <> 'DISABLED' ORDER BY created_at`, tenantID, provider)
 	return as, mapErr(err)
+}
+
+// ListAccounts serves console.ChannelTx.
+func (t *Tx) ListAccounts(ctx context.Context, tenantID uuid.UUID, f console.AccountFilter, page console.PageRequest) ([]*app.ChannelAccount, error) {
+	where, args := []string{"tenant_id = $1"}, []any{tenantID}
+	if f.Channel != "" {
+		args = append(args, f.Channel)
+		where = append(where, fmt.Sprintf("channel = $%d", len(args)))
+	}
+	if f.Status != "" {
+		args = append(args, f.Status)
+		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+	}
+	args = append(args, page.Limit, page.Offset)
+	as := []*app.ChannelAccount{}
+	err := t.tx.SelectContext(ctx, &as, `SELECT `+accountColumns+` FROM channel_accounts
+		WHERE `+strings.Join(where, " AND ")+`
+		ORDER BY created_at DESC, id DESC
+		LIMIT $`+fmt.Sprint(len(args)-1)+` OFFSET $`+fmt.Sprint(len(args)), args...)
+	return as, mapErr(err)
+}
+
+// AccountForUpdate serves console.ChannelTx.
+func (t *Tx) AccountForUpdate(ctx context.Context, tenantID, id uuid.UUID) (*app.ChannelAccount, error) {
+	var a app.ChannelAccount
+	err := t.tx.GetContext(ctx, &a, `SELECT `+accountColumns+` FROM channel_accounts WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id)
+	if err != nil {
+		return nil, notFound(err, "Channel account %s not found.", id)
+	}
+	return &a, nil
+}
+
+// UpdateAccount serves console.ChannelTx.
+func (t *Tx) UpdateAccount(ctx context.Context, a *app.ChannelAccount) error {
+	res, err := t.tx.NamedExecContext(ctx, `
+		UPDATE channel_accounts
+		SET name = :name, config = :config, secrets = :secrets, secrets_key_id = :secrets_key_id, updated_at = :updated_at
+		WHERE tenant_id = :tenant_id AND id = :id`, a)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return app.Errorf(app.ENOTFOUND, "Channel account %s not found.", a.ID)
+	}
+	return nil
+}
+
+// RateBuckets serves console.ChannelTx. Buckets are keyed by tenant and
+// account, so the keys the caller builds from its own accounts scope it.
+func (t *Tx) RateBuckets(ctx context.Context, keys []string) (map[string]console.RateBucket, error) {
+	out := map[string]console.RateBucket{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	var rows []struct {
+		Key string `db:"key"`
+		console.RateBucket
+	}
+	if err := t.tx.SelectContext(ctx, &rows, `SELECT key, tokens, refilled_at FROM rate_buckets WHERE key = ANY($1)`, app.StringList(keys)); err != nil {
+		return nil, mapErr(err)
+	}
+	for _, r := range rows {
+		out[r.Key] = r.RateBucket
+	}
+	return out, nil
+}
+
+// BreakerStates serves console.ChannelTx. from the audit entries the
+// breakers write on every transition.
+func (t *Tx) BreakerStates(ctx context.Context, tenantID uuid.UUID, accountIDs []uuid.UUID) (map[uuid.UUID]console.BreakerTransition, error) {
+	out := map[uuid.UUID]console.BreakerTransition{}
+	if len(accountIDs) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(accountIDs))
+	for i, id := range accountIDs {
+		ids[i] = id.String()
+	}
+	var rows []struct {
+		TargetID string    `db:"target_id"`
+		From     string    `db:"from_state"`
+		To       string    `db:"to_state"`
+		At       time.Time `db:"at"`
+	}
+	err := t.tx.SelectContext(ctx, &rows, `
+		SELECT DISTINCT ON (target_id) target_id, coalesce(metadata->>'from', '') AS from_state,
+		       coalesce(metadata->>'to', '') AS to_state, at
+		FROM audit_log
+		WHERE tenant_id = $1 AND target_type = 'channel_account' AND target_id = ANY($2) AND action = 'channel_account.breaker'
+		ORDER BY target_id, id DESC`, tenantID, app.StringList(ids))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	for _, r := range rows {
+		id, err := uuid.Parse(r.TargetID)
+		if err != nil {
+			continue
+		}
+		out[id] = console.BreakerTransition{From: r.From, To: r.To, At: r.At}
+	}
+	return out, nil
+}
+
+// AccountAudit serves console.ChannelTx.
+func (t *Tx) AccountAudit(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.AuditEntry, error) {
+	var rows []struct {
+		app.AuditEntry
+		MetadataJSON []byte `db:"metadata"`
+	}
+	err := t.tx.SelectContext(ctx, &rows, `
+		SELECT id, tenant_id, actor_type, actor_id, actor_label, action, target_type, target_id, metadata, at, prev_hash, hash
+		FROM audit_log
+		WHERE tenant_id = $1 AND target_type = 'channel_account' AND target_id = $2
+		ORDER BY id DESC LIMIT $3`, tenantID, accountID.String(), limit)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]*app.AuditEntry, len(rows))
+	for i := range rows {
+		e := rows[i].AuditEntry
+		if err := json.Unmarshal(rows[i].MetadataJSON, &e.Metadata); err != nil {
+			return nil, fmt.Errorf("audit entry %d metadata: %w", e.ID, err)
+		}
+		out[i] = &e
+	}
+	return out, nil
+}
+
+// MessagesByAccount serves console.ChannelTx, newest first.
+func (t *Tx) MessagesByAccount(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.Message, error) {
+	ms := []*app.Message{}
+	err := t.tx.SelectContext(ctx, &ms, `
+		SELECT `+messageColumns+` FROM messages
+		WHERE tenant_id = $1 AND channel_account_id = $2
+		ORDER BY created_at DESC, id DESC LIMIT $3`, tenantID, accountID, limit)
+	return ms, mapErr(err)
 }

@@ -7,11 +7,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 const apiKeyColumns = `id, tenant_id, name, prefix, hash, created_by, last_used_at, revoked_at, created_at`
 
-// CreateAPIKey implements app.APIKeyStore.
+// CreateAPIKey serves app.APIKeyTx.
 func (t *Tx) CreateAPIKey(ctx context.Context, k *app.APIKey) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO api_keys (`+apiKeyColumns+`)
@@ -19,15 +20,16 @@ func (t *Tx) CreateAPIKey(ctx context.Context, k *app.APIKey) error {
 	return mapErr(err)
 }
 
-// TouchAPIKey implements app.APIKeyStore.
+// TouchAPIKey serves app.APIKeyTx.
 func (t *Tx) TouchAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error {
 	_, err := t.tx.ExecContext(ctx, `UPDATE api_keys SET last_used_at = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, id, at)
 	return mapErr(err)
 }
 
-// RevokeAPIKey implements app.APIKeyStore. A key already revoked keeps its
-// first revocation time; the row lock makes two revocations at once agree on
-// which of them revoked it.
+// RevokeAPIKey revokes one of the tenant's keys and returns it; revoked is
+// false when it was revoked before. An unknown key is ENOTFOUND. It serves
+// app.APIKeyTx. A key already revoked keeps its first revocation time; the
+// row lock makes two revocations at once agree on which of them revoked it.
 func (t *Tx) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.Time) (*app.APIKey, bool, error) {
 	var k struct {
 		app.APIKey
@@ -55,4 +57,21 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (*app.APIKey, err
 		return nil, notFound(err, "API key not found.")
 	}
 	return &k, nil
+}
+
+// apiKeyRowSelect reads keys for the console: no hash. Operators belong to
+// no tenant, so row-level security hides them here and the creator of a
+// key they made reads as nil.
+const apiKeyRowSelect = `
+	SELECT k.id, k.name, k.prefix, k.created_by, k.last_used_at, k.revoked_at, k.created_at, u.email AS creator_email
+	FROM api_keys k LEFT JOIN users u ON u.id = k.created_by AND u.tenant_id = k.tenant_id`
+
+// ListAPIKeys serves console.APIKeyTx.
+func (t *Tx) ListAPIKeys(ctx context.Context, tenantID uuid.UUID, page console.PageRequest) ([]*console.APIKeyRow, error) {
+	rows := []*console.APIKeyRow{}
+	err := t.tx.SelectContext(ctx, &rows, apiKeyRowSelect+`
+		WHERE k.tenant_id = $1
+		ORDER BY k.created_at DESC, k.id DESC
+		LIMIT $2 OFFSET $3`, tenantID, page.Limit, page.Offset)
+	return rows, mapErr(err)
 }

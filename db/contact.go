@@ -13,7 +13,9 @@ import (
 
 const contactColumns = `id, tenant_id, passenger_profile_id, name, phone, email, locale, email_complained_at, whatsapp_window_until, created_at, updated_at`
 
-// FindContact implements app.ContactStore.
+// FindContact looks a recipient up by profile id, else phone, else e-mail.
+// It serves app.InboundTx, app.MessagesTx, app.RouteTx and
+// console.ScheduleTx.
 func (t *Tx) FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*app.Contact, error) {
 	var c app.Contact
 	var err error
@@ -39,7 +41,7 @@ func (t *Tx) FindContact(ctx context.Context, tenantID uuid.UUID, profileID, pho
 	return &c, nil
 }
 
-// ContactByID implements app.ContactStore.
+// ContactByID serves app.FallbackTx, app.RouteTx and console.MessageTx.
 func (t *Tx) ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Contact, error) {
 	var c app.Contact
 	if err := t.tx.GetContext(ctx, &c, `SELECT `+contactColumns+` FROM contacts WHERE tenant_id = $1 AND id = $2`, tenantID, id); err != nil {
@@ -48,7 +50,8 @@ func (t *Tx) ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Cont
 	return &c, nil
 }
 
-// CreateContact implements app.ContactStore.
+// CreateContact stores c, or returns the contact that won a race for the
+// same profile id. It serves app.InboundTx and app.RouteTx.
 func (t *Tx) CreateContact(ctx context.Context, c *app.Contact) (*app.Contact, error) {
 	res, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO contacts (`+contactColumns+`)
@@ -63,8 +66,8 @@ func (t *Tx) CreateContact(ctx context.Context, c *app.Contact) (*app.Contact, e
 	return t.FindContact(ctx, c.TenantID, *c.PassengerProfileID, "", "")
 }
 
-// UpdateContact implements app.ContactStore: the recipient's details fill
-// in or replace the stored ones; empty fields keep what is stored.
+// UpdateContact serves app.RouteTx: the recipient's details fill in or
+// replace the stored ones; empty fields keep what is stored.
 func (t *Tx) UpdateContact(ctx context.Context, c *app.Contact, r app.Recipient, at time.Time) error {
 	err := t.tx.GetContext(ctx, c, `
 		UPDATE contacts SET
@@ -79,7 +82,8 @@ func (t *Tx) UpdateContact(ctx context.Context, c *app.Contact, r app.Recipient,
 	return mapErr(err)
 }
 
-// OpenConversation implements app.ContactStore.
+// OpenConversation returns the contact's open conversation about the entity,
+// opening one when there is none. It serves app.RouteTx.
 func (t *Tx) OpenConversation(ctx context.Context, tenantID, contactID uuid.UUID, entityType, entityID string, at time.Time) (*app.Conversation, error) {
 	col := map[string]string{app.EntityBooking: "booking_id", app.EntityTrip: "trip_id", app.EntityInvoice: "invoice_id"}[entityType]
 	if col == "" {
@@ -103,7 +107,8 @@ func (t *Tx) OpenConversation(ctx context.Context, tenantID, contactID uuid.UUID
 	return &c, mapErr(err)
 }
 
-// MarkEmailComplained implements app.ContactStore.
+// MarkEmailComplained records a spam complaint: the address is not used for
+// e-mail again. It serves app.ReceiptTx.
 func (t *Tx) MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error {
 	_, err := t.tx.ExecContext(ctx, `
 		UPDATE contacts SET email_complained_at = coalesce(email_complained_at, $3), updated_at = now()
@@ -111,7 +116,8 @@ func (t *Tx) MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.U
 	return mapErr(err)
 }
 
-// LatestOpenConversation implements app.ContactStore.
+// LatestOpenConversation returns the contact's newest conversation that is
+// not resolved. It serves app.InboundTx.
 func (t *Tx) LatestOpenConversation(ctx context.Context, tenantID, contactID uuid.UUID) (*app.Conversation, error) {
 	var c app.Conversation
 	err := t.tx.GetContext(ctx, &c, `
@@ -124,7 +130,8 @@ func (t *Tx) LatestOpenConversation(ctx context.Context, tenantID, contactID uui
 	return &c, nil
 }
 
-// InsertInbound implements app.ContactStore.
+// InsertInbound stores an inbound message unless its provider id is known;
+// it reports whether it stored it. It serves app.InboundTx.
 func (t *Tx) InsertInbound(ctx context.Context, m *app.InboundMessage) (bool, error) {
 	res, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO inbound_messages (id, tenant_id, contact_id, conversation_id, channel, provider, external_id, from_address, kind, body, received_at, created_at)
@@ -137,7 +144,8 @@ func (t *Tx) InsertInbound(ctx context.Context, m *app.InboundMessage) (bool, er
 	return n == 1, err
 }
 
-// OpenWhatsAppWindow implements app.ContactStore.
+// OpenWhatsAppWindow records until when the contact's WhatsApp window is
+// open (it only ever moves later). It serves app.InboundTx.
 func (t *Tx) OpenWhatsAppWindow(ctx context.Context, tenantID, contactID uuid.UUID, until time.Time) error {
 	_, err := t.tx.ExecContext(ctx, `
 		UPDATE contacts SET whatsapp_window_until = greatest(coalesce(whatsapp_window_until, $3), $3), updated_at = now()

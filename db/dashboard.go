@@ -10,10 +10,10 @@ import (
 	"github.com/heraldhq/herald/app/console"
 )
 
-// MessageCounts implements console.DashboardStore. The bucket boundaries come
-// from the caller, computed in the tenant's timezone, so that days and
-// hours are the tenant's without relying on the server's zone database;
-// width_bucket numbers each row's bucket from 1.
+// MessageCounts serves console.DashboardTx. The bucket boundaries come from
+// the caller, computed in the tenant's timezone, so that days and hours are
+// the tenant's without relying on the server's zone database; width_bucket
+// numbers each row's bucket from 1.
 func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []time.Time, to time.Time) ([]console.MessageCount, error) {
 	if len(bounds) == 0 {
 		return nil, nil
@@ -27,8 +27,8 @@ func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []tim
 	return out, mapErr(err)
 }
 
-// StaleMessages implements console.DashboardStore. A receipt clears stale_at,
-// so a set stale_at means the message is stale now.
+// StaleMessages serves console.DashboardTx. A receipt clears stale_at, so a
+// set stale_at means the message is stale now.
 func (t *Tx) StaleMessages(ctx context.Context, tenantID uuid.UUID) (int, error) {
 	var n int
 	err := t.tx.GetContext(ctx, &n, `
@@ -36,7 +36,7 @@ func (t *Tx) StaleMessages(ctx context.Context, tenantID uuid.UUID) (int, error)
 	return n, mapErr(err)
 }
 
-// UsageByChannel implements console.DashboardStore: the counter's shards summed.
+// UsageByChannel serves console.DashboardTx: the counter's shards summed.
 func (t *Tx) UsageByChannel(ctx context.Context, tenantID uuid.UUID, month time.Time) (map[app.Channel]int, error) {
 	var rows []struct {
 		Channel app.Channel `db:"channel"`
@@ -56,7 +56,7 @@ func (t *Tx) UsageByChannel(ctx context.Context, tenantID uuid.UUID, month time.
 	return out, nil
 }
 
-// WaitingWork implements console.DashboardStore.
+// WaitingWork serves console.DashboardTx.
 func (t *Tx) WaitingWork(ctx context.Context, tenantID uuid.UUID) (*console.WaitingWork, error) {
 	var w console.WaitingWork
 	err := t.tx.GetContext(ctx, &w, `
@@ -78,7 +78,7 @@ func (t *Tx) WaitingWork(ctx context.Context, tenantID uuid.UUID) (*console.Wait
 	return &w, nil
 }
 
-// HasActivity implements console.DashboardStore.
+// HasActivity serves console.DashboardTx.
 func (t *Tx) HasActivity(ctx context.Context, tenantID uuid.UUID) (messages, events bool, err error) {
 	err = t.tx.QueryRowxContext(ctx, `
 		SELECT EXISTS (SELECT 1 FROM messages WHERE tenant_id = $1),

@@ -16,6 +16,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 // DB holds Herald's one connection pool in two shapes: the pgx pool, which
@@ -111,6 +112,38 @@ func Scope[T app.Tx](s *Store) app.Store[T] {
 	}
 	return scoped[T]{s}
 }
+
+// Every transaction interface of app and app/console: *Tx implements them
+// all, checked when db compiles.
+var (
+	_ app.AccountTx     = (*Tx)(nil)
+	_ app.APIKeyTx      = (*Tx)(nil)
+	_ app.AuditTx       = (*Tx)(nil)
+	_ app.BreakerTx     = (*Tx)(nil)
+	_ app.DispatchTx    = (*Tx)(nil)
+	_ app.HookTx        = (*Tx)(nil)
+	_ app.InboundTx     = (*Tx)(nil)
+	_ app.IntakeTx      = (*Tx)(nil)
+	_ app.MaintenanceTx = (*Tx)(nil)
+	_ app.MessagesTx    = (*Tx)(nil)
+	_ app.ReceiptTx     = (*Tx)(nil)
+	_ app.RouteTx       = (*Tx)(nil)
+	_ app.TemplateTx    = (*Tx)(nil)
+	_ app.TenantTx      = (*Tx)(nil)
+	_ app.UserTx        = (*Tx)(nil)
+
+	_ console.APIKeyTx    = (*Tx)(nil)
+	_ console.AuditLogTx  = (*Tx)(nil)
+	_ console.ChannelTx   = (*Tx)(nil)
+	_ console.DashboardTx = (*Tx)(nil)
+	_ console.MessageTx   = (*Tx)(nil)
+	_ console.QueueTx     = (*Tx)(nil)
+	_ console.ScheduleTx  = (*Tx)(nil)
+	_ console.SessionTx   = (*Tx)(nil)
+	_ console.TemplateTx  = (*Tx)(nil)
+	_ console.TenantTx    = (*Tx)(nil)
+	_ console.UserTx      = (*Tx)(nil)
+)
 
 // scoped hands a Store's transactions to fn as T.
 type scoped[T app.Tx] struct{ s *Store }

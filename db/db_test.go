@@ -34,10 +34,10 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // createTenant inserts a tenant with one API key and returns the tenant.
 func createTenant(t *testing.T, b *testBundle, slug string) *app.Tenant {
 	t.Helper()
-	tenants := &app.Tenants{Store: db.Scope[app.PipelineTx](b.store), Now: time.Now}
+	tenants := &app.Tenants{Store: db.Scope[app.TenantTx](b.store), Now: time.Now}
 	tn, err := tenants.Create(b.ctx, app.CLIActor, app.TenantInput{Slug: slug, Name: "Tenant " + slug})
 	require.NoError(t, err)
-	keys := &app.APIKeys{Store: db.Scope[app.PipelineTx](b.store), Lookup: b.store, Now: time.Now}
+	keys := &app.APIKeys{Store: db.Scope[app.APIKeyTx](b.store), Lookup: b.store, Now: time.Now}
 	_, _, err = keys.Create(b.ctx, app.CLIActor, tn.ID, "key of "+slug)
 	require.NoError(t, err)
 	return tn
@@ -189,7 +189,7 @@ func TestStore_Errors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	createTenant(t, b, "taken")
-	tenants := &app.Tenants{Store: db.Scope[app.PipelineTx](b.store), Now: time.Now}
+	tenants := &app.Tenants{Store: db.Scope[app.TenantTx](b.store), Now: time.Now}
 
 	t.Run("DuplicateSlugIsConflictOnSlug", func(t *testing.T) {
 		_, err := tenants.Create(b.ctx, app.CLIActor, app.TenantInput{Slug: "taken", Name: "Again"})
@@ -245,7 +245,7 @@ func TestAuditLog_Chain(t *testing.T) {
 	})
 
 	t.Run("VerifyFindsTampering", func(t *testing.T) {
-		audit := &app.Audit{Store: db.Scope[app.PipelineTx](b.store), Log: quietLog()}
+		audit := &app.Audit{Store: db.Scope[app.AuditTx](b.store), Log: quietLog()}
 		breaks, err := audit.Verify(b.ctx)
 		require.NoError(t, err)
 		require.Empty(t, breaks, "an untouched log verifies")

@@ -21,8 +21,11 @@ var dispatchQuery = `
 	JOIN channel_accounts a ON a.tenant_id = m.tenant_id AND a.id = m.channel_account_id
 	WHERE m.tenant_id = $1 AND m.id = $2`
 
-// MessageForDispatch implements app.MessageStore in one statement. A
-// message without a channel account comes alone.
+// MessageForDispatch returns the message with its tenant, its channel
+// account and the tenant's usage of its channel in the month, in one round
+// trip; Tenant and Account are nil when it has no account. It serves
+// app.DispatchTx. in one statement. A message without a channel account
+// comes alone.
 func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID, month time.Time) (*app.DispatchState, error) {
 	var row struct {
 		Message app.Message        `db:"m"`
@@ -44,10 +47,10 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID, mon
 	return &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account, Used: row.Used}, nil
 }
 
-// RecordSent implements app.MessageStore: the status change, the timeline
-// entry and the usage count in one statement, the last two only when the
-// message was still QUEUED. Usage is spread over shards (see migration
-// 00003) so that concurrent sends of a tenant do not queue on one row.
+// RecordSent serves app.DispatchTx: the status change, the timeline entry
+// and the usage count in one statement, the last two only when the message
+// was still QUEUED. Usage is spread over shards (see migration 00003) so
+// that concurrent sends of a tenant do not queue on one row.
 func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, error) {
 	detail, err := json.Marshal(s.Detail)
 	if err != nil {

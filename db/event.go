@@ -12,8 +12,10 @@ const eventColumns = `id, tenant_id, source_event_id, trigger_event, recipients,
 	entity_type, entity_id, send_at, version, status, error, payload_size, api_key_id, decided_by, decided_at,
 	decision_reason, created_at, updated_at, routed_at`
 
-// InsertEvent implements app.EventStore. A concurrent insert of the same
-// source event id waits for the other transaction and then does nothing.
+// InsertEvent stores the event unless the tenant used its source event id
+// before; it reports whether it stored it. It serves app.IntakeTx. A
+// concurrent insert of the same source event id waits for the other
+// transaction and then does nothing.
 func (t *Tx) InsertEvent(ctx context.Context, e *app.Event) (bool, error) {
 	res, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO events (`+eventColumns+`)
@@ -28,7 +30,8 @@ func (t *Tx) InsertEvent(ctx context.Context, e *app.Event) (bool, error) {
 	return n == 1, err
 }
 
-// EventByID implements app.EventStore.
+// EventByID serves app.IntakeTx, app.FallbackTx, console.MessageTx and
+// console.ScheduleTx.
 func (t *Tx) EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Event, error) {
 	q := `SELECT ` + eventColumns + ` FROM events WHERE tenant_id = $1 AND id = $2`
 	if forUpdate {
@@ -41,8 +44,10 @@ func (t *Tx) EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bo
 	return &e, nil
 }
 
-// EventForRouting implements app.EventStore. FOR UPDATE OF e: the tenant
-// row, which every routing transaction of the tenant reads, is not locked.
+// EventForRouting locks the event for the routing transaction and returns it
+// with its tenant (whose row it does not lock). It serves app.RouteTx. FOR
+// UPDATE OF e: the tenant row, which every routing transaction of the tenant
+// reads, is not locked.
 func (t *Tx) EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*app.Event, *app.Tenant, error) {
 	var row struct {
 		Event  app.Event  `db:"e"`
@@ -59,7 +64,7 @@ func (t *Tx) EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*app.
 	return &row.Event, &row.Tenant, nil
 }
 
-// EventBySourceID implements app.EventStore.
+// EventBySourceID serves app.IntakeTx.
 func (t *Tx) EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*app.Event, error) {
 	var e app.Event
 	err := t.tx.GetContext(ctx, &e, `SELECT `+eventColumns+` FROM events WHERE tenant_id = $1 AND source_event_id = $2`, tenantID, sourceID)
@@ -69,7 +74,7 @@ func (t *Tx) EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID s
 	return &e, nil
 }
 
-// UpdateEventSchedule implements app.EventStore.
+// UpdateEventSchedule serves app.IntakeTx.
 func (t *Tx) UpdateEventSchedule(ctx context.Context, e *app.Event) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		UPDATE events SET send_at = :send_at, version = :version, status = :status, updated_at = :updated_at
@@ -77,7 +82,7 @@ func (t *Tx) UpdateEventSchedule(ctx context.Context, e *app.Event) error {
 	return mapErr(err)
 }
 
-// SetEventStatus implements app.EventStore.
+// SetEventStatus serves app.IntakeTx and app.RouteTx.
 func (t *Tx) SetEventStatus(ctx context.Context, e *app.Event) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		UPDATE events SET status = :status, error = :error, decided_by = :decided_by, decided_at = :decided_at,
@@ -86,7 +91,8 @@ func (t *Tx) SetEventStatus(ctx context.Context, e *app.Event) error {
 	return mapErr(err)
 }
 
-// LatestEventForEntity implements app.EventStore.
+// LatestEventForEntity returns the newest event about the entity, of the
+// trigger event when one is named. It serves app.MessagesTx.
 func (t *Tx) LatestEventForEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID, trigger string) (*app.Event, error) {
 	var e app.Event
 	err := t.tx.GetContext(ctx, &e, `

@@ -9,15 +9,17 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-// ListTenants implements app.MaintenanceStore.
+// ListTenants serves app.MaintenanceTx and console.AuditLogTx.
 func (t *Tx) ListTenants(ctx context.Context) ([]*app.Tenant, error) {
 	ts := []*app.Tenant{}
 	err := t.tx.SelectContext(ctx, &ts, `SELECT `+tenantColumns+` FROM tenants ORDER BY slug`)
 	return ts, mapErr(err)
 }
 
-// StuckMessages implements app.MaintenanceStore. It reads River's job table
-// to find messages whose job is gone (completed, discarded or deleted).
+// StuckMessages returns QUEUED messages queued before the given time that
+// have no live dispatch job. It serves app.MaintenanceTx. It reads River's
+// job table to find messages whose job is gone (completed, discarded or
+// deleted).
 func (t *Tx) StuckMessages(ctx context.Context, queuedBefore time.Time, limit int) ([]app.DispatchJob, error) {
 	rows, err := t.tx.QueryxContext(ctx, `
 		SELECT m.tenant_id, m.id, m.channel FROM messages m
@@ -42,7 +44,9 @@ func (t *Tx) StuckMessages(ctx context.Context, queuedBefore time.Time, limit in
 	return out, rows.Err()
 }
 
-// MarkStale implements app.MaintenanceStore.
+// MarkStale sets stale_at on SENT messages sent before the given time that
+// never got a receipt, with a timeline entry each. It serves
+// app.MaintenanceTx.
 func (t *Tx) MarkStale(ctx context.Context, sentBefore, at time.Time, limit int) (int, error) {
 	return t.prune(ctx, `
 		WITH stale AS (
@@ -55,7 +59,7 @@ func (t *Tx) MarkStale(ctx context.Context, sentBefore, at time.Time, limit int)
 		FROM stale`, sentBefore, at, limit)
 }
 
-// PruneMessages implements app.MaintenanceStore: finished messages (and, by
+// PruneMessages serves app.MaintenanceTx: finished messages (and, by
 // cascade, their timelines). SENT messages count as finished once stale.
 func (t *Tx) PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
 	return t.prune(ctx, `
@@ -65,8 +69,8 @@ func (t *Tx) PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.
 			LIMIT $3)`, tenantID, before, limit)
 }
 
-// PruneEvents implements app.MaintenanceStore: finished events with no
-// message left.
+// PruneEvents serves app.MaintenanceTx: finished events with no message
+// left.
 func (t *Tx) PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
 	return t.prune(ctx, `
 		DELETE FROM events WHERE tenant_id = $1 AND id IN (
@@ -76,7 +80,7 @@ func (t *Tx) PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Ti
 			LIMIT $3)`, tenantID, before, limit)
 }
 
-// PruneReceipts implements app.MaintenanceStore.
+// PruneReceipts serves app.MaintenanceTx.
 func (t *Tx) PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
 	return t.prune(ctx, `
 		DELETE FROM webhook_receipts WHERE id IN (

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/app/provider"
 )
 
@@ -18,8 +19,9 @@ const messageColumns = `id, tenant_id, event_id, correlation_id, idempotency_key
 	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
 	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at`
 
-// InsertMessage implements app.MessageStore: the message and its first
-// timeline entry in one statement, the entry only when the message is new.
+// InsertMessage serves app.InsertTx and console.ChannelTx: the message and
+// its first timeline entry in one statement, the entry only when the message
+// is new.
 func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.MessageEvent) (bool, error) {
 	detail := []byte("{}")
 	if len(first.Detail) > 0 {
@@ -60,7 +62,8 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 	return n == 1, nil
 }
 
-// MessageByID implements app.MessageStore.
+// MessageByID serves app.MessagesTx, console.ChannelTx and
+// console.MessageTx.
 func (t *Tx) MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Message, error) {
 	q := `SELECT ` + messageColumns + ` FROM messages WHERE tenant_id = $1 AND id = $2`
 	if forUpdate {
@@ -73,7 +76,7 @@ func (t *Tx) MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate 
 	return &m, nil
 }
 
-// MessagesByEvent implements app.MessageStore.
+// MessagesByEvent serves app.IntakeTx.
 func (t *Tx) MessagesByEvent(ctx context.Context, tenantID, eventID uuid.UUID) ([]*app.Message, error) {
 	ms := []*app.Message{}
 	err := t.tx.SelectContext(ctx, &ms, `
@@ -81,7 +84,8 @@ func (t *Tx) MessagesByEvent(ctx context.Context, tenantID, eventID uuid.UUID) (
 	return ms, mapErr(err)
 }
 
-// MessagesByEntity implements app.MessageStore, newest first.
+// MessagesByEntity serves app.MessagesTx and console.MessageTx, newest
+// first.
 func (t *Tx) MessagesByEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*app.Message, error) {
 	ms := []*app.Message{}
 	err := t.tx.SelectContext(ctx, &ms, `
@@ -90,7 +94,7 @@ func (t *Tx) MessagesByEntity(ctx context.Context, tenantID uuid.UUID, entityTyp
 	return ms, mapErr(err)
 }
 
-// CancelQueuedMessages implements app.MessageStore, with a timeline entry for each.
+// CancelQueuedMessages serves app.IntakeTx, with a timeline entry for each.
 func (t *Tx) CancelQueuedMessages(ctx context.Context, tenantID, eventID uuid.UUID, at time.Time) (int, error) {
 	var ids []uuid.UUID
 	err := t.tx.SelectContext(ctx, &ids, `
@@ -109,7 +113,8 @@ func (t *Tx) CancelQueuedMessages(ctx context.Context, tenantID, eventID uuid.UU
 	return len(ids), mapErr(err)
 }
 
-// MarkFailed implements app.MessageStore.
+// MarkFailed moves a message in one of the from statuses to FAILED. It
+// serves app.DispatchTx.
 func (t *Tx) MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error) {
 	res, err := t.tx.ExecContext(ctx, `
 		UPDATE messages SET status = 'FAILED', failed_reason = $4, error_code = nullif($5, ''), failed_at = $6, updated_at = $6,
@@ -122,7 +127,7 @@ func (t *Tx) MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []stri
 	return n == 1, err
 }
 
-// InsertMessageEvent implements app.MessageStore.
+// InsertMessageEvent serves app.DispatchTx and console.MessageTx.
 func (t *Tx) InsertMessageEvent(ctx context.Context, e *app.MessageEvent) error {
 	detail := []byte("{}")
 	if len(e.Detail) > 0 {
@@ -138,7 +143,7 @@ func (t *Tx) InsertMessageEvent(ctx context.Context, e *app.MessageEvent) error 
 	return mapErr(err)
 }
 
-// Timeline implements app.MessageStore, oldest first.
+// Timeline serves app.MessagesTx and console.ChannelTx, oldest first.
 func (t *Tx) Timeline(ctx context.Context, tenantID, messageID uuid.UUID) ([]*app.MessageEvent, error) {
 	rows, err := t.tx.QueryxContext(ctx, `
 		SELECT id, tenant_id, message_id, from_status, to_status, source, detail, at
@@ -162,8 +167,8 @@ func (t *Tx) Timeline(ctx context.Context, tenantID, messageID uuid.UUID) ([]*ap
 	return out, rows.Err()
 }
 
-// MessageByExternalID implements app.MessageStore. It runs in platform
-// scope: provider webhooks learn the tenant from the message.
+// MessageByExternalID serves app.ReceiptTx. It runs in platform scope:
+// provider webhooks learn the tenant from the message.
 func (t *Tx) MessageByExternalID(ctx context.Context, providerName, externalID string) (*app.Message, error) {
 	var m app.Message
 	err := t.tx.GetContext(ctx, &m, `SELECT `+messageColumns+` FROM messages WHERE provider = $1 AND external_message_id = $2`, providerName, externalID)
@@ -173,8 +178,9 @@ func (t *Tx) MessageByExternalID(ctx context.Context, providerName, externalID s
 	return &m, nil
 }
 
-// StoreReceipt implements app.MessageStore. A receipt stored while its
-// message was unknown may be stored again once the message is known.
+// StoreReceipt records a receipt once; false means it was seen before. It
+// serves app.ReceiptTx. A receipt stored while its message was unknown may
+// be stored again once the message is known.
 func (t *Tx) StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt) (bool, error) {
 	outcome := "matched"
 	if messageID == nil {
@@ -198,7 +204,11 @@ func (t *Tx) StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r
 	return true, nil
 }
 
-// RecordReceipt implements app.MessageStore. The receipt row decides
+// RecordReceipt stores a receipt of a known message once and, the first time
+// only, moves the message from r.From to r.To (when r.To is set and the
+// message is still in r.From) and writes the timeline entry, in one
+// statement. fresh is false for a receipt seen before; moved says whether
+// the status changed. It serves app.ReceiptTx. The receipt row decides
 // freshness as StoreReceipt does; the status change and the timeline entry
 // run only when it was stored, and the entry names the new status only when
 // the change happened.
@@ -246,28 +256,171 @@ func (t *Tx) RecordReceipt(ctx context.Context, rec app.ReceiptRecord) (fresh, m
 	return fresh, moved, nil
 }
 
-// Usage implements app.MessageStore.
-func (t *Tx) Usage(ctx context.Context, tenantID uuid.UUID, ch app.Channel, month time.Time) (int, error) {
-	var n int
-	err := t.tx.GetContext(ctx, &n, `
-		SELECT coalesce(sum(count), 0) FROM usage_counters WHERE tenant_id = $1 AND channel = $2 AND month = $3`,
-		tenantID, ch, month)
-	return n, mapErr(err)
-}
-
-// AddUsage implements app.MessageStore.
-func (t *Tx) AddUsage(ctx context.Context, tenantID uuid.UUID, ch app.Channel, month time.Time, n int) error {
-	_, err := t.tx.ExecContext(ctx, `
-		INSERT INTO usage_counters (tenant_id, channel, month, shard, count) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (tenant_id, channel, month, shard) DO UPDATE SET count = usage_counters.count + excluded.count`,
-		tenantID, ch, month, rand.IntN(16), n)
-	return mapErr(err)
-}
-
 func uuidArray(ids []uuid.UUID) app.StringList {
 	out := make(app.StringList, len(ids))
 	for i, id := range ids {
 		out[i] = id.String()
 	}
 	return out
+}
+
+// ExplorerMessages serves console.MessageTx.
+func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f console.MessageFilter, page console.PageRequest) ([]*app.Message, error) {
+	where := []string{"tenant_id = $1"}
+	args := []any{tenantID}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "?", fmt.Sprintf("$%d", len(args))))
+	}
+	if f.Status != "" {
+		add("status = ?", f.Status)
+	}
+	if f.Channel != "" {
+		add("channel = ?", f.Channel)
+	}
+	if f.Trigger != "" {
+		add("trigger_event = ?", f.Trigger)
+	}
+	if f.EventID != nil {
+		add("event_id = ?", *f.EventID)
+	}
+	if f.From != nil {
+		add("created_at >= ?", *f.From)
+	}
+	if f.To != nil {
+		add("created_at < ?", *f.To)
+	}
+	if f.Address != "" {
+		add("to_address = ?", f.Address)
+	}
+	if f.Stale {
+		where = append(where, "status = 'SENT'", "stale_at IS NOT NULL")
+	}
+	args = append(args, page.Limit, page.Offset)
+	ms := []*app.Message{}
+	err := t.tx.SelectContext(ctx, &ms, `
+		SELECT `+messageColumns+` FROM messages
+		WHERE `+strings.Join(where, " AND ")+`
+		ORDER BY created_at DESC, id DESC
+		LIMIT $`+fmt.Sprint(len(args)-1)+` OFFSET $`+fmt.Sprint(len(args)), args...)
+	return ms, mapErr(err)
+}
+
+// PanelEvents serves console.MessageTx.
+func (t *Tx) PanelEvents(ctx context.Context, tenantID uuid.UUID, entityType, entityID string, limit int) ([]*app.Event, error) {
+	es := []*app.Event{}
+	err := t.tx.SelectContext(ctx, &es, `
+		SELECT `+eventColumns+` FROM events
+		WHERE tenant_id = $1 AND entity_type = $2 AND entity_id = $3
+		ORDER BY created_at DESC, id DESC LIMIT $4`, tenantID, entityType, entityID, limit)
+	return es, mapErr(err)
+}
+
+// ConversationMessages serves console.MessageTx.
+func (t *Tx) ConversationMessages(ctx context.Context, tenantID, conversationID uuid.UUID, limit int) ([]*app.Message, error) {
+	ms := []*app.Message{}
+	err := t.tx.SelectContext(ctx, &ms, `
+		SELECT `+messageColumns+` FROM messages
+		WHERE tenant_id = $1 AND conversation_id = $2
+		ORDER BY created_at DESC, id DESC LIMIT $3`, tenantID, conversationID, limit)
+	return ms, mapErr(err)
+}
+
+// MessageTimelines serves console.MessageTx. in one query.
+func (t *Tx) MessageTimelines(ctx context.Context, tenantID uuid.UUID, messageIDs []uuid.UUID) (map[uuid.UUID][]*app.MessageEvent, error) {
+	out := map[uuid.UUID][]*app.MessageEvent{}
+	if len(messageIDs) == 0 {
+		return out, nil
+	}
+	rows, err := t.tx.QueryxContext(ctx, `
+		SELECT id, tenant_id, message_id, from_status, to_status, source, detail, at
+		FROM message_events WHERE tenant_id = $1 AND message_id = ANY($2::uuid[])
+		ORDER BY message_id, id`, tenantID, uuidArray(messageIDs))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e app.MessageEvent
+		var detail []byte
+		if err := rows.Scan(&e.ID, &e.TenantID, &e.MessageID, &e.FromStatus, &e.ToStatus, &e.Source, &detail, &e.At); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(detail, &e.Detail); err != nil {
+			return nil, fmt.Errorf("timeline entry %d: %w", e.ID, err)
+		}
+		out[e.MessageID] = append(out[e.MessageID], &e)
+	}
+	return out, rows.Err()
+}
+
+// ConversationReplies serves console.MessageTx.
+func (t *Tx) ConversationReplies(ctx context.Context, tenantID uuid.UUID, conversationIDs []uuid.UUID, limit int) ([]*app.InboundMessage, error) {
+	rs := []*app.InboundMessage{}
+	if len(conversationIDs) == 0 {
+		return rs, nil
+	}
+	err := t.tx.SelectContext(ctx, &rs, `
+		SELECT id, tenant_id, contact_id, conversation_id, channel, provider, external_id, from_address, kind, body, received_at, created_at
+		FROM inbound_messages WHERE tenant_id = $1 AND conversation_id = ANY($2::uuid[])
+		ORDER BY received_at DESC, id DESC LIMIT $3`, tenantID, uuidArray(conversationIDs), limit)
+	return rs, mapErr(err)
+}
+
+// ResendTemplates serves console.MessageTx.
+func (t *Tx) ResendTemplates(ctx context.Context, tenantID uuid.UUID, triggers []string) ([]*app.Template, error) {
+	ts := []*app.Template{}
+	if len(triggers) == 0 {
+		return ts, nil
+	}
+	err := t.tx.SelectContext(ctx, &ts, `
+		SELECT `+templateColumns+` FROM templates
+		WHERE tenant_id = $1 AND is_active AND trigger_event = ANY($2)
+		ORDER BY channel, trigger_event, locale`, tenantID, app.StringList(triggers))
+	return ts, mapErr(err)
+}
+
+// TriggeredByLabels serves console.MessageTx: users by e-mail address, API
+// keys by name.
+func (t *Tx) TriggeredByLabels(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	rows, err := t.tx.QueryxContext(ctx, `
+		SELECT id, email FROM users WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+		UNION ALL
+		SELECT id, 'API key ' || name FROM api_keys WHERE tenant_id = $1 AND id = ANY($2::uuid[])`, tenantID, uuidArray(ids))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := map[uuid.UUID]string{}
+	for rows.Next() {
+		var id uuid.UUID
+		var label string
+		if err := rows.Scan(&id, &label); err != nil {
+			return nil, err
+		}
+		out[id] = label
+	}
+	return out, rows.Err()
+}
+
+// MessageByIdempotencyKey serves console.MessageTx.
+func (t *Tx) MessageByIdempotencyKey(ctx context.Context, tenantID uuid.UUID, key string) (*app.Message, error) {
+	var m app.Message
+	err := t.tx.GetContext(ctx, &m, `SELECT `+messageColumns+` FROM messages WHERE tenant_id = $1 AND idempotency_key = $2`, tenantID, key)
+	if err != nil {
+		return nil, notFound(err, "No message with key %s.", key)
+	}
+	return &m, nil
+}
+
+// CancelQueuedMessage serves console.MessageTx.
+func (t *Tx) CancelQueuedMessage(ctx context.Context, tenantID, id uuid.UUID, at time.Time) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET status = 'CANCELLED', updated_at = $3
+		WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'`, tenantID, id, at)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }

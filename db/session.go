@@ -9,9 +9,9 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-// CountLoginAttempt implements console.SessionStore: one statement counts the
-// attempt under every key and returns each key's count, so parallel
-// attempts each see the ones before them.
+// CountLoginAttempt serves console.SessionTx: one statement counts the
+// attempt under every key and returns each key's count, so parallel attempts
+// each see the ones before them.
 func (t *Tx) CountLoginAttempt(ctx context.Context, keys []string, since, at time.Time) (map[string]int, error) {
 	var rows []struct {
 		Key      string `db:"key"`
@@ -35,7 +35,7 @@ func (t *Tx) CountLoginAttempt(ctx context.Context, keys []string, since, at tim
 	return out, nil
 }
 
-// ReleaseLoginAttempt implements console.SessionStore.
+// ReleaseLoginAttempt serves console.SessionTx.
 func (t *Tx) ReleaseLoginAttempt(ctx context.Context, key string) error {
 	_, err := t.tx.ExecContext(ctx, `
 		WITH gone AS (DELETE FROM login_failures WHERE key = $1 AND failures <= 1)
@@ -43,19 +43,19 @@ func (t *Tx) ReleaseLoginAttempt(ctx context.Context, key string) error {
 	return mapErr(err)
 }
 
-// ClearLoginFailures implements console.SessionStore.
+// ClearLoginFailures serves console.SessionTx.
 func (t *Tx) ClearLoginFailures(ctx context.Context, key string) error {
 	_, err := t.tx.ExecContext(ctx, `DELETE FROM login_failures WHERE key = $1`, key)
 	return mapErr(err)
 }
 
-// RecordLogin implements console.SessionStore.
+// RecordLogin serves console.SessionTx.
 func (t *Tx) RecordLogin(ctx context.Context, userID uuid.UUID, at time.Time) error {
 	_, err := t.tx.ExecContext(ctx, `UPDATE users SET last_login_at = $2 WHERE id = $1`, userID, at)
 	return mapErr(err)
 }
 
-// BumpSessionVersion implements console.SessionStore.
+// BumpSessionVersion serves console.SessionTx.
 func (t *Tx) BumpSessionVersion(ctx context.Context, userID uuid.UUID, at time.Time) (int, error) {
 	var v int
 	err := t.tx.GetContext(ctx, &v, `
@@ -67,7 +67,7 @@ func (t *Tx) BumpSessionVersion(ctx context.Context, userID uuid.UUID, at time.T
 	return v, nil
 }
 
-// SetPassword implements console.SessionStore.
+// SetPassword serves console.SessionTx.
 func (t *Tx) SetPassword(ctx context.Context, userID uuid.UUID, hash []byte, at time.Time) (int, error) {
 	var v int
 	err := t.tx.GetContext(ctx, &v, `

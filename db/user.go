@@ -6,11 +6,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 const userColumns = `id, tenant_id, email, name, password_hash, role, session_version, disabled_at, last_login_at, must_change_password, created_at, updated_at`
 
-// CreateUser implements app.UserStore.
+// CreateUser serves app.UserTx and console.UserTx.
 func (t *Tx) CreateUser(ctx context.Context, u *app.User) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO users (`+userColumns+`)
@@ -18,7 +19,8 @@ func (t *Tx) CreateUser(ctx context.Context, u *app.User) error {
 	return mapErr(err)
 }
 
-// UserByEmail implements app.UserStore. Addresses are stored lower-cased.
+// UserByEmail serves app.UserTx and console.SessionTx. Addresses are stored
+// lower-cased.
 func (t *Tx) UserByEmail(ctx context.Context, email string) (*app.User, error) {
 	var u app.User
 	err := t.tx.GetContext(ctx, &u, `SELECT `+userColumns+` FROM users WHERE email = lower($1)`, email)
@@ -28,7 +30,7 @@ func (t *Tx) UserByEmail(ctx context.Context, email string) (*app.User, error) {
 	return &u, nil
 }
 
-// UserByID implements app.UserStore.
+// UserByID serves console.SessionTx.
 func (t *Tx) UserByID(ctx context.Context, id uuid.UUID) (*app.User, error) {
 	var u app.User
 	err := t.tx.GetContext(ctx, &u, `SELECT `+userColumns+` FROM users WHERE id = $1`, id)
@@ -38,9 +40,68 @@ func (t *Tx) UserByID(ctx context.Context, id uuid.UUID) (*app.User, error) {
 	return &u, nil
 }
 
-// CountOperators implements app.UserStore.
+// CountOperators serves app.UserTx.
 func (t *Tx) CountOperators(ctx context.Context) (int, error) {
 	var n int
 	err := t.tx.GetContext(ctx, &n, `SELECT count(*) FROM users WHERE role = 'operator' AND tenant_id IS NULL`)
 	return n, mapErr(err)
+}
+
+// ListTenantUsers serves console.UserTx.
+func (t *Tx) ListTenantUsers(ctx context.Context, tenantID uuid.UUID, page console.PageRequest) ([]*app.User, error) {
+	rows := []*app.User{}
+	err := t.tx.SelectContext(ctx, &rows, `
+		SELECT `+userColumns+` FROM users
+		WHERE tenant_id = $1
+		ORDER BY created_at DESC, id DESC
+		LIMIT $2 OFFSET $3`, tenantID, page.Limit, page.Offset)
+	return rows, mapErr(err)
+}
+
+// TenantUser serves console.UserTx.
+func (t *Tx) TenantUser(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.User, error) {
+	q := `SELECT ` + userColumns + ` FROM users WHERE tenant_id = $1 AND id = $2`
+	if forUpdate {
+		q += ` FOR UPDATE`
+	}
+	var u app.User
+	if err := t.tx.GetContext(ctx, &u, q, tenantID, id); err != nil {
+		return nil, notFound(err, "User %s not found.", id)
+	}
+	return &u, nil
+}
+
+// LockTenantUsers serves console.UserTx. with a lock on the tenant's row.
+// FOR NO KEY UPDATE conflicts with itself but not with the key-share locks
+// that inserts referencing the tenant take, so the pipeline is not held up.
+func (t *Tx) LockTenantUsers(ctx context.Context, tenantID uuid.UUID) error {
+	var one int
+	err := t.tx.GetContext(ctx, &one, `SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE`, tenantID)
+	return notFound(err, "Tenant %s not found.", tenantID)
+}
+
+// LockActiveManagers serves console.UserTx.
+func (t *Tx) LockActiveManagers(ctx context.Context, tenantID uuid.UUID) ([]uuid.UUID, error) {
+	ids := []uuid.UUID{}
+	err := t.tx.SelectContext(ctx, &ids, `
+		SELECT id FROM users
+		WHERE tenant_id = $1 AND role = 'manager' AND disabled_at IS NULL
+		ORDER BY id
+		FOR UPDATE`, tenantID)
+	return ids, mapErr(err)
+}
+
+// UpdateTenantUser serves console.UserTx.
+func (t *Tx) UpdateTenantUser(ctx context.Context, u *app.User) error {
+	res, err := t.tx.NamedExecContext(ctx, `
+		UPDATE users SET role = :role, disabled_at = :disabled_at, session_version = :session_version,
+		       password_hash = :password_hash, must_change_password = :must_change_password, updated_at = :updated_at
+		WHERE tenant_id = :tenant_id AND id = :id`, u)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return app.Errorf(app.ENOTFOUND, "User %s not found.", u.ID)
+	}
+	return nil
 }

@@ -49,8 +49,8 @@ func newServer(t *testing.T, d *db.DB) *web.Server {
 		Config:   testConfig(t),
 		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Health:   &app.Health{Probe: d, Now: time.Now},
-		APIKeys:  &console.APIKeys{APIKeys: &app.APIKeys{Store: db.Scope[app.PipelineTx](store), Lookup: store, Now: time.Now, CacheTTL: time.Minute}},
-		Tenants:  &console.Tenants{Tenants: &app.Tenants{Store: db.Scope[app.PipelineTx](store), Now: time.Now}},
+		APIKeys:  &console.APIKeys{APIKeys: &app.APIKeys{Store: db.Scope[app.APIKeyTx](store), Lookup: store, Now: time.Now, CacheTTL: time.Minute}},
+		Tenants:  &console.Tenants{Tenants: &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: time.Now}},
 		Registry: prometheus.NewRegistry(),
 		Version:  "test",
 	}

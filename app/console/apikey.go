@@ -29,11 +29,12 @@ type APIKeyRow struct {
 // them as a signed-in user.
 type APIKeys struct {
 	*app.APIKeys
-	Store Store
+	Store app.Store[APIKeyTx]
 }
 
-// APIKeyAdminStore reads a tenant's API keys for the console.
-type APIKeyAdminStore interface {
+// APIKeyTx reads a tenant's API keys for the console.
+type APIKeyTx interface {
+	app.Tx
 	// ListAPIKeys returns the tenant's keys, newest first.
 	ListAPIKeys(ctx context.Context, tenantID uuid.UUID, page PageRequest) ([]*APIKeyRow, error)
 }
@@ -45,7 +46,7 @@ func (s *APIKeys) List(ctx context.Context, actor *app.User, tenantID uuid.UUID,
 		return nil, false, err
 	}
 	var rows []*APIKeyRow
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx APIKeyTx) (err error) {
 		rows, err = tx.ListAPIKeys(ctx, tenantID, page)
 		return err
 	})

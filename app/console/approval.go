@@ -80,7 +80,7 @@ func (s *Schedules) Pending(ctx context.Context, u *app.User, tenantID uuid.UUID
 	}
 	var out []*ApprovalPreview
 	var more bool
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx ScheduleTx) error {
 		rows, err := tx.EventsAwaitingApproval(ctx, tenantID, page)
 		if err != nil {
 			return err
@@ -102,7 +102,7 @@ func (s *Schedules) Preview(ctx context.Context, u *app.User, tenantID, eventID 
 		return nil, err
 	}
 	var out *ApprovalPreview
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx ScheduleTx) error {
 		e, err := tx.EventByID(ctx, tenantID, eventID, false)
 		if err != nil {
 			return err
@@ -288,7 +288,7 @@ const storedMessagesPerRecipient = 20
 
 // stored fills the preview of a routed event from its stored messages, one
 // recipient per contact, in the order the messages were created.
-func (s *Schedules) stored(ctx context.Context, tx Tx, u *app.User, p *ApprovalPreview, maxRecipients int) error {
+func (s *Schedules) stored(ctx context.Context, tx ScheduleTx, u *app.User, p *ApprovalPreview, maxRecipients int) error {
 	e := &p.Event.Event
 	p.Stored = true
 	if maxRecipients <= 0 || maxRecipients > app.MaxRecipients {
@@ -355,7 +355,7 @@ func (s *Schedules) stored(ctx context.Context, tx Tx, u *app.User, p *ApprovalP
 // event, channel and locale chain, and the recipients' contacts (loaded in
 // one query by loadContacts). Everything else goes to the transaction.
 type previewTx struct {
-	Tx
+	ScheduleTx
 	tenants   map[uuid.UUID]*app.Tenant
 	accounts  map[app.Channel]cached[*app.ChannelAccount]
 	templates map[string]cached[*app.Template]
@@ -367,9 +367,9 @@ type cached[T any] struct {
 	err error
 }
 
-func newPreviewTx(tx Tx) *previewTx {
+func newPreviewTx(tx ScheduleTx) *previewTx {
 	return &previewTx{
-		Tx: tx, tenants: map[uuid.UUID]*app.Tenant{}, accounts: map[app.Channel]cached[*app.ChannelAccount]{},
+		ScheduleTx: tx, tenants: map[uuid.UUID]*app.Tenant{}, accounts: map[app.Channel]cached[*app.ChannelAccount]{},
 		templates: map[string]cached[*app.Template]{}, contacts: map[app.Recipient]cached[*app.Contact]{},
 	}
 }
@@ -379,7 +379,7 @@ func (t *previewTx) TenantByID(ctx context.Context, id uuid.UUID) (*app.Tenant, 
 	if tn, ok := t.tenants[id]; ok {
 		return tn, nil
 	}
-	tn, err := t.Tx.TenantByID(ctx, id)
+	tn, err := t.ScheduleTx.TenantByID(ctx, id)
 	if err == nil {
 		t.tenants[id] = tn
 	}
@@ -392,7 +392,7 @@ func (t *previewTx) ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch ap
 	if c, ok := t.accounts[ch]; ok {
 		return c.v, c.err
 	}
-	a, err := t.Tx.ActiveAccount(ctx, tenantID, ch)
+	a, err := t.ScheduleTx.ActiveAccount(ctx, tenantID, ch)
 	if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 		return nil, err
 	}
@@ -407,7 +407,7 @@ func (t *previewTx) FindTemplate(ctx context.Context, tenantID uuid.UUID, event 
 	if c, ok := t.templates[key]; ok {
 		return c.v, c.err
 	}
-	tp, err := t.Tx.FindTemplate(ctx, tenantID, event, ch, locales)
+	tp, err := t.ScheduleTx.FindTemplate(ctx, tenantID, event, ch, locales)
 	if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 		return nil, err
 	}
@@ -420,7 +420,7 @@ func (t *previewTx) FindTemplate(ctx context.Context, tenantID uuid.UUID, event 
 func (t *previewTx) FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*app.Contact, error) {
 	c, ok := t.contacts[app.Recipient{PassengerProfileID: profileID, Phone: phone, Email: email}]
 	if !ok {
-		return t.Tx.FindContact(ctx, tenantID, profileID, phone, email)
+		return t.ScheduleTx.FindContact(ctx, tenantID, profileID, phone, email)
 	}
 	if c.err != nil {
 		return nil, c.err
@@ -448,7 +448,7 @@ func (t *previewTx) loadContacts(ctx context.Context, tenantID uuid.UUID, rs []a
 			emails = append(emails, rc.Email)
 		}
 	}
-	cs, err := t.Tx.ContactCandidates(ctx, tenantID, profiles, phones, emails)
+	cs, err := t.ScheduleTx.ContactCandidates(ctx, tenantID, profiles, phones, emails)
 	if err != nil {
 		return err
 	}
@@ -501,7 +501,7 @@ func pickContact(cs []*app.Contact, rc app.Recipient) *app.Contact {
 // previewContact is the contact routing would use for a recipient, without
 // storing anything: the stored contact with the request's newer details, or
 // a new one made from the request.
-func previewContact(ctx context.Context, tx Tx, tenantID uuid.UUID, rc app.Recipient) (*app.Contact, bool, error) {
+func previewContact(ctx context.Context, tx ScheduleTx, tenantID uuid.UUID, rc app.Recipient) (*app.Contact, bool, error) {
 	c, err := tx.FindContact(ctx, tenantID, rc.PassengerProfileID, rc.Phone, rc.Email)
 	switch {
 	case app.ErrorCode(err) == app.ENOTFOUND:

@@ -101,8 +101,11 @@ type AuditFilter struct {
 // AuditTenantPlatform is the tenant filter value for entries of no tenant.
 const AuditTenantPlatform = "platform"
 
-// AuditLogStore reads the audit log for the console.
-type AuditLogStore interface {
+// AuditLogTx reads the audit log for the console.
+type AuditLogTx interface {
+	app.Tx
+	TenantBySlug(ctx context.Context, slug string) (*app.Tenant, error)
+	ListTenants(ctx context.Context) ([]*app.Tenant, error)
 	// AuditRecords returns one page of entries, newest first.
 	AuditRecords(ctx context.Context, q AuditQuery, page PageRequest) ([]*AuditRecord, error)
 	// RecentAuditActions returns the distinct actions among the newest
@@ -137,7 +140,7 @@ func (r *ChainReport) Intact() bool { return len(r.Breaks) == 0 }
 // AuditLog serves the console's audit pages: a tenant's own log, and the
 // platform's view of every chain with its verification.
 type AuditLog struct {
-	Store Store
+	Store app.Store[AuditLogTx]
 	Audit *app.Audit
 	Now   app.Clock
 }
@@ -202,7 +205,7 @@ func (a *AuditLog) TenantEntries(ctx context.Context, u *app.User, tenantID uuid
 	}
 	q.TenantID = &tenantID
 	var rows []*AuditRecord
-	err = a.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err = a.Store.InTenant(ctx, tenantID, func(tx AuditLogTx) (err error) {
 		rows, err = tx.AuditRecords(ctx, q, page)
 		return err
 	})
@@ -224,7 +227,7 @@ func (a *AuditLog) PlatformEntries(ctx context.Context, u *app.User, f AuditFilt
 		return nil, false, err
 	}
 	var rows []*AuditRecord
-	err = a.Store.InPlatform(ctx, func(tx Tx) error {
+	err = a.Store.InPlatform(ctx, func(tx AuditLogTx) error {
 		switch slug := strings.ToLower(strings.TrimSpace(f.Tenant)); slug {
 		case "":
 			q.AllTenants = true
@@ -253,7 +256,7 @@ func (a *AuditLog) PlatformEntries(ctx context.Context, u *app.User, f AuditFilt
 // the platform's), sorted.
 func (a *AuditLog) Actions(ctx context.Context, tenantID *uuid.UUID) ([]string, error) {
 	var seen []string
-	run := func(tx Tx) (err error) {
+	run := func(tx AuditLogTx) (err error) {
 		seen, err = tx.RecentAuditActions(ctx, tenantID)
 		return err
 	}
@@ -284,7 +287,7 @@ func (a *AuditLog) Tenants(ctx context.Context, u *app.User) ([]*app.Tenant, err
 		return nil, err
 	}
 	var ts []*app.Tenant
-	err := a.Store.InPlatform(ctx, func(tx Tx) (err error) {
+	err := a.Store.InPlatform(ctx, func(tx AuditLogTx) (err error) {
 		ts, err = tx.ListTenants(ctx)
 		return err
 	})

@@ -74,8 +74,9 @@ type WaitingWork struct {
 	AwaitingApproval int `db:"awaiting_approval"`
 }
 
-// DashboardStore reads the figures of a tenant's dashboard.
-type DashboardStore interface {
+// DashboardTx reads the figures of a tenant's dashboard.
+type DashboardTx interface {
+	app.Tx
 	// MessageCounts counts the tenant's messages created in [bounds[0],
 	// to) by bucket (bounds are the buckets' starts, ascending), channel
 	// and current status.
@@ -177,7 +178,7 @@ type Dashboard struct {
 
 // Dashboards builds tenant dashboards.
 type Dashboards struct {
-	Store Store
+	Store app.Store[DashboardTx]
 	// Quotas are the configured monthly quotas per plan and channel.
 	Quotas map[string]map[app.Channel]int
 	Now    app.Clock
@@ -203,7 +204,7 @@ func (d *Dashboards) Load(ctx context.Context, u *app.User, t *app.Tenant, q Das
 	var counts []MessageCount
 	var usage map[app.Channel]int
 	var waiting *WaitingWork
-	err = d.Store.InTenant(ctx, t.ID, func(tx Tx) (err error) {
+	err = d.Store.InTenant(ctx, t.ID, func(tx DashboardTx) (err error) {
 		if db.HasMessages, db.HasEvents, err = tx.HasActivity(ctx, t.ID); err != nil {
 			return err
 		}

@@ -13,9 +13,19 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-// ConsoleMessageStore holds the console's reads of messages, events and
+// MessageTx holds the console's reads of messages, events and
 // replies: the booking panel and the messages explorer.
-type ConsoleMessageStore interface {
+type MessageTx interface {
+	app.PlanTx
+	app.InsertTx
+	InsertAudit(ctx context.Context, e *app.AuditEntry) error
+	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Contact, error)
+	InsertMessageEvent(ctx context.Context, e *app.MessageEvent) error
+	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Template, error)
+	MessagesByEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*app.Message, error)
+	TenantByID(ctx context.Context, id uuid.UUID) (*app.Tenant, error)
+	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Event, error)
+	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Message, error)
 	// ExplorerMessages returns the tenant's messages matching f, newest first.
 	ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f MessageFilter, page PageRequest) ([]*app.Message, error)
 	// PanelEvents returns the events about a booking, trip or invoice,
@@ -225,7 +235,7 @@ const (
 // MessageConsole serves the console's booking panel and messages explorer,
 // and its message actions: resend, retry and cancel.
 type MessageConsole struct {
-	Store    Store
+	Store    app.Store[MessageTx]
 	Queue    app.Queue
 	Router   *app.Router
 	Messages *app.Messages
@@ -235,7 +245,7 @@ type MessageConsole struct {
 // List returns a page of the tenant's messages matching f, newest first.
 func (s *MessageConsole) List(ctx context.Context, tenantID uuid.UUID, f MessageFilter, page PageRequest) ([]*app.Message, bool, error) {
 	var ms []*app.Message
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx MessageTx) (err error) {
 		ms, err = tx.ExplorerMessages(ctx, tenantID, f, page)
 		return err
 	})
@@ -254,7 +264,7 @@ func (s *MessageConsole) Panel(ctx context.Context, tenantID uuid.UUID, entityTy
 		return nil, app.Errorf(app.ENOTFOUND, "There are no %q records; look up a booking, trip or invoice.", entityType)
 	}
 	p := &BookingPanel{EntityType: entityType, EntityID: entityID}
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx MessageTx) error {
 		var err error
 		if p.Events, err = tx.PanelEvents(ctx, tenantID, entityType, entityID, panelEventLimit); err != nil {
 			return err
@@ -298,14 +308,14 @@ func (s *MessageConsole) Panel(ctx context.Context, tenantID uuid.UUID, entityTy
 
 // trails loads the timelines of messages and the replies on their
 // conversations, and gives each reply to the message it answers.
-func (s *MessageConsole) trails(ctx context.Context, tx Tx, tenantID uuid.UUID, ms []*app.Message) ([]*MessageTrail, []*app.InboundMessage, error) {
+func (s *MessageConsole) trails(ctx context.Context, tx MessageTx, tenantID uuid.UUID, ms []*app.Message) ([]*MessageTrail, []*app.InboundMessage, error) {
 	return s.pageTrails(ctx, tx, tenantID, ms, ms)
 }
 
 // pageTrails is trails for the page shown of a longer list: timelines for
 // the page's messages, replies on the conversations of all, each given to
 // the message it answers among all.
-func (s *MessageConsole) pageTrails(ctx context.Context, tx Tx, tenantID uuid.UUID, all, ms []*app.Message) ([]*MessageTrail, []*app.InboundMessage, error) {
+func (s *MessageConsole) pageTrails(ctx context.Context, tx MessageTx, tenantID uuid.UUID, all, ms []*app.Message) ([]*MessageTrail, []*app.InboundMessage, error) {
 	ids := make([]uuid.UUID, len(ms))
 	for i, m := range ms {
 		ids[i] = m.ID
@@ -365,7 +375,7 @@ func AttributeReplies(ms []*app.Message, replies []*app.InboundMessage) map[uuid
 }
 
 // actors names the triggered_by ids of messages.
-func (s *MessageConsole) actors(ctx context.Context, tx Tx, tenantID uuid.UUID, ms []*app.Message) (map[uuid.UUID]string, error) {
+func (s *MessageConsole) actors(ctx context.Context, tx MessageTx, tenantID uuid.UUID, ms []*app.Message) (map[uuid.UUID]string, error) {
 	var ids []uuid.UUID
 	seen := map[uuid.UUID]bool{}
 	for _, m := range ms {
@@ -395,7 +405,7 @@ func (s *MessageConsole) actors(ctx context.Context, tx Tx, tenantID uuid.UUID, 
 // and the retries linked to it.
 func (s *MessageConsole) Detail(ctx context.Context, tenantID, id uuid.UUID) (*MessageView, error) {
 	v := &MessageView{}
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx MessageTx) error {
 		m, err := tx.MessageByID(ctx, tenantID, id, false)
 		if err != nil {
 			return err

@@ -38,7 +38,7 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 	}
 	actor := u.Actor()
 	var retry *app.Message
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx MessageTx) error {
 		m, err := tx.MessageByID(ctx, tenantID, id, true)
 		if err != nil {
 			return err
@@ -120,7 +120,7 @@ func (s *MessageConsole) Cancel(ctx context.Context, u *app.User, tenantID, id u
 	}
 	actor := u.Actor()
 	var m *app.Message
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx MessageTx) (err error) {
 		if m, err = tx.MessageByID(ctx, tenantID, id, true); err != nil {
 			return err
 		}

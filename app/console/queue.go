@@ -132,8 +132,10 @@ type QueueAdmin interface {
 	CancelJob(ctx context.Context, tx app.Tx, id int64) (*Job, error)
 }
 
-// QueueStore reads the job queue's figures that River offers no API for.
-type QueueStore interface {
+// QueueTx reads the job queue's figures that River offers no API for.
+type QueueTx interface {
+	app.Tx
+	InsertAudit(ctx context.Context, e *app.AuditEntry) error
 	// JobCounts counts jobs by queue and state.
 	JobCounts(ctx context.Context) ([]JobCount, error)
 	// RegisterQueue records a queue in the job queue's queue table if no
@@ -166,7 +168,7 @@ const RecentErrorsShown = 10
 // Queues lets operators watch and steer the job queues shared by every
 // tenant.
 type Queues struct {
-	Store Store
+	Store app.Store[QueueTx]
 	Admin QueueAdmin
 	Now   app.Clock
 }
@@ -177,7 +179,7 @@ func (s *Queues) Overview(ctx context.Context, u *app.User) (*QueueOverview, err
 		return nil, err
 	}
 	out := &QueueOverview{}
-	err := s.Store.InPlatform(ctx, func(tx Tx) error {
+	err := s.Store.InPlatform(ctx, func(tx QueueTx) error {
 		summaries, err := s.summaries(ctx, tx)
 		if err != nil {
 			return err
@@ -191,7 +193,7 @@ func (s *Queues) Overview(ctx context.Context, u *app.User) (*QueueOverview, err
 
 // summaries joins Herald's queues, any other queue River knows, and the
 // job counts.
-func (s *Queues) summaries(ctx context.Context, tx Tx) ([]QueueSummary, error) {
+func (s *Queues) summaries(ctx context.Context, tx QueueTx) ([]QueueSummary, error) {
 	infos, err := s.Admin.Queues(ctx, tx)
 	if err != nil {
 		return nil, err
@@ -236,7 +238,7 @@ func (s *Queues) Queue(ctx context.Context, u *app.User, name string) (*QueueSum
 		return nil, err
 	}
 	var out *QueueSummary
-	err := s.Store.InPlatform(ctx, func(tx Tx) error {
+	err := s.Store.InPlatform(ctx, func(tx QueueTx) error {
 		summaries, err := s.summaries(ctx, tx)
 		if err != nil {
 			return err
@@ -276,7 +278,7 @@ func (s *Queues) Jobs(ctx context.Context, u *app.User, queue string, q JobListQ
 	}
 	q.Queues = []string{queue}
 	var out []*Job
-	err := s.Store.InPlatform(ctx, func(tx Tx) (err error) {
+	err := s.Store.InPlatform(ctx, func(tx QueueTx) (err error) {
 		out, err = s.Admin.Jobs(ctx, tx, q)
 		return err
 	})
@@ -299,7 +301,7 @@ func (s *Queues) Job(ctx context.Context, u *app.User, id int64) (*Job, error) {
 		return nil, err
 	}
 	var out *Job
-	err := s.Store.InPlatform(ctx, func(tx Tx) (err error) {
+	err := s.Store.InPlatform(ctx, func(tx QueueTx) (err error) {
 		out, err = s.Admin.Job(ctx, tx, id)
 		return err
 	})
@@ -320,7 +322,7 @@ func (s *Queues) setPaused(ctx context.Context, actor app.Actor, u *app.User, na
 	if err := app.RequirePermission(u, app.PermQueues); err != nil {
 		return err
 	}
-	return s.Store.InPlatform(ctx, func(tx Tx) error {
+	return s.Store.InPlatform(ctx, func(tx QueueTx) error {
 		summaries, err := s.summaries(ctx, tx)
 		if err != nil {
 			return err
@@ -362,7 +364,7 @@ func (s *Queues) setPaused(ctx context.Context, actor app.Actor, u *app.User, na
 // Retry makes a job that waits to retry, was given up, cancelled or
 // completed available to run now.
 func (s *Queues) Retry(ctx context.Context, actor app.Actor, u *app.User, id int64) (*Job, error) {
-	return s.change(ctx, actor, u, id, "job.retry", func(tx Tx, j *Job) (*Job, error) {
+	return s.change(ctx, actor, u, id, "job.retry", func(tx QueueTx, j *Job) (*Job, error) {
 		if !j.CanRetry() {
 			return nil, app.Errorf(app.ECONFLICT, "Job %d is %s; only jobs that are retryable, discarded, cancelled or completed can be retried.", j.ID, j.State)
 		}
@@ -373,7 +375,7 @@ func (s *Queues) Retry(ctx context.Context, actor app.Actor, u *app.User, id int
 // Cancel stops a job that has not finished. A running job's worker is
 // asked to stop; the job is cancelled when it does.
 func (s *Queues) Cancel(ctx context.Context, actor app.Actor, u *app.User, id int64) (*Job, error) {
-	return s.change(ctx, actor, u, id, "job.cancel", func(tx Tx, j *Job) (*Job, error) {
+	return s.change(ctx, actor, u, id, "job.cancel", func(tx QueueTx, j *Job) (*Job, error) {
 		if !j.CanCancel() {
 			return nil, app.Errorf(app.ECONFLICT, "Job %d is already %s; there is nothing to cancel.", j.ID, j.State)
 		}
@@ -384,12 +386,12 @@ func (s *Queues) Cancel(ctx context.Context, actor app.Actor, u *app.User, id in
 // change runs one job action with its audit entry in one transaction. The
 // entry belongs to the platform: queues are shared, so the job's tenant is
 // recorded in the metadata.
-func (s *Queues) change(ctx context.Context, actor app.Actor, u *app.User, id int64, action string, fn func(Tx, *Job) (*Job, error)) (*Job, error) {
+func (s *Queues) change(ctx context.Context, actor app.Actor, u *app.User, id int64, action string, fn func(QueueTx, *Job) (*Job, error)) (*Job, error) {
 	if err := app.RequirePermission(u, app.PermQueues); err != nil {
 		return nil, err
 	}
 	var out *Job
-	err := s.Store.InPlatform(ctx, func(tx Tx) error {
+	err := s.Store.InPlatform(ctx, func(tx QueueTx) error {
 		j, err := s.Admin.Job(ctx, tx, id)
 		if err != nil {
 			return err

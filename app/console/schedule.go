@@ -29,9 +29,13 @@ type ScheduleFilter struct {
 	EntityID string
 }
 
-// ScheduleStore reads what the scheduled-notifications and approvals pages
+// ScheduleTx reads what the scheduled-notifications and approvals pages
 // show. Changes go through Intake, as they do for the API.
-type ScheduleStore interface {
+type ScheduleTx interface {
+	app.PlanTx
+	FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*app.Contact, error)
+	TenantByID(ctx context.Context, id uuid.UUID) (*app.Tenant, error)
+	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Event, error)
 	// UpcomingEvents returns the tenant's events that are not sent yet and
 	// can still be cancelled (SCHEDULED, or AWAITING_APPROVAL with or
 	// without a time), soonest first, those without a time last; Due marks
@@ -65,7 +69,7 @@ const DateTimeLocalLayout = "2006-01-02T15:04"
 // console and the API change events in exactly the same way; Schedules adds
 // the console's permission checks and readable input errors.
 type Schedules struct {
-	Store  Store
+	Store  app.Store[ScheduleTx]
 	Intake *app.Intake
 	// Router plans the messages an event awaiting approval would send,
 	// with the same template lookup and channel rules as routing.
@@ -90,7 +94,7 @@ func (s *Schedules) Upcoming(ctx context.Context, u *app.User, tenantID uuid.UUI
 		return nil, false, app.FieldErrorf("entity", "A booking, trip or invoice id has at most 200 characters.")
 	}
 	var rows []*ScheduledEvent
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx ScheduleTx) (err error) {
 		rows, err = tx.UpcomingEvents(ctx, tenantID, f, s.Now(), page)
 		return err
 	})
@@ -107,7 +111,7 @@ func (s *Schedules) Event(ctx context.Context, u *app.User, tenantID, eventID uu
 		return nil, err
 	}
 	var e *app.Event
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx ScheduleTx) (err error) {
 		e, err = tx.EventByID(ctx, tenantID, eventID, false)
 		return err
 	})

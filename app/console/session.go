@@ -32,8 +32,12 @@ const SessionTTL = 12 * time.Hour
 // ends, so a stolen cookie does not live forever.
 const SessionMaxAge = 7 * 24 * time.Hour
 
-// SessionStore is what sign-in needs beyond reading users.
-type SessionStore interface {
+// SessionTx is what sign-in needs beyond reading users.
+type SessionTx interface {
+	app.Tx
+	InsertAudit(ctx context.Context, e *app.AuditEntry) error
+	UserByID(ctx context.Context, id uuid.UUID) (*app.User, error)
+	UserByEmail(ctx context.Context, email string) (*app.User, error)
 	// CountLoginAttempt counts one attempt under each key in a single
 	// atomic step and returns every key's count; a count whose window
 	// started before since starts again at one.
@@ -56,7 +60,7 @@ type SessionStore interface {
 // cookie holding the user id and the session version; bumping the version
 // here revokes every cookie issued before.
 type Sessions struct {
-	Store        Store
+	Store        app.Store[SessionTx]
 	Users        *app.Users
 	Now          app.Clock
 	AccountLimit int
@@ -110,7 +114,7 @@ func (s *Sessions) countAttempt(ctx context.Context, email, ip string) (throttle
 		keys = append(keys, addressKey(ip))
 	}
 	var counts map[string]int
-	err = s.Store.InPlatform(ctx, func(tx Tx) (err error) {
+	err = s.Store.InPlatform(ctx, func(tx SessionTx) (err error) {
 		counts, err = tx.CountLoginAttempt(ctx, keys, now.Add(-window), now)
 		return err
 	})
@@ -138,7 +142,7 @@ func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*app.
 	}
 
 	var u *app.User
-	err = s.Store.InPlatform(ctx, func(tx Tx) error {
+	err = s.Store.InPlatform(ctx, func(tx SessionTx) error {
 		norm, err := app.NormalizeEmail("email", email)
 		if err == nil {
 			u, err = tx.UserByEmail(ctx, norm)
@@ -164,7 +168,7 @@ func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*app.
 			tenantID = u.TenantID
 			meta["user_id"] = u.ID.String()
 		}
-		err := s.Store.InPlatform(ctx, func(tx Tx) error {
+		err := s.Store.InPlatform(ctx, func(tx SessionTx) error {
 			return tx.InsertAudit(ctx, app.Actor{Type: app.ActorSystem, Label: ip}.Entry(tenantID, "session.login_failed", "user", email, meta))
 		})
 		if err != nil {
@@ -173,7 +177,7 @@ func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*app.
 		return nil, ErrBadCredentials
 	}
 
-	err = s.Store.InPlatform(ctx, func(tx Tx) error {
+	err = s.Store.InPlatform(ctx, func(tx SessionTx) error {
 		// A success clears the account's count and takes back the attempt
 		// counted under the address, so that many people signing in from
 		// one office do not lock it.
@@ -208,7 +212,7 @@ func (s *Sessions) dummyHash() []byte {
 // sessionVersion, or ErrSessionEnded.
 func (s *Sessions) User(ctx context.Context, userID uuid.UUID, sessionVersion int) (*app.User, error) {
 	var u *app.User
-	err := s.Store.InPlatform(ctx, func(tx Tx) (err error) {
+	err := s.Store.InPlatform(ctx, func(tx SessionTx) (err error) {
 		u, err = tx.UserByID(ctx, userID)
 		return err
 	})
@@ -226,7 +230,7 @@ func (s *Sessions) User(ctx context.Context, userID uuid.UUID, sessionVersion in
 // Logout ends every session of the user: signing out on one device signs
 // out everywhere, which is what a user who fears a stolen session wants.
 func (s *Sessions) Logout(ctx context.Context, u *app.User) error {
-	return s.Store.InPlatform(ctx, func(tx Tx) error {
+	return s.Store.InPlatform(ctx, func(tx SessionTx) error {
 		v, err := tx.BumpSessionVersion(ctx, u.ID, s.Now())
 		if err != nil {
 			return err
@@ -254,7 +258,7 @@ func (s *Sessions) ChangePassword(ctx context.Context, u *app.User, current, nex
 	if !u.CheckPassword(current) {
 		return app.FieldErrorf("current", "The current password is wrong.")
 	}
-	if err := s.Store.InPlatform(ctx, func(tx Tx) error {
+	if err := s.Store.InPlatform(ctx, func(tx SessionTx) error {
 		return tx.ClearLoginFailures(ctx, accountKey(u.Email))
 	}); err != nil {
 		return err
@@ -273,7 +277,7 @@ func (s *Sessions) ChangePassword(ctx context.Context, u *app.User, current, nex
 	if err != nil {
 		return err
 	}
-	return s.Store.InPlatform(ctx, func(tx Tx) error {
+	return s.Store.InPlatform(ctx, func(tx SessionTx) error {
 		v, err := tx.SetPassword(ctx, u.ID, hash, s.Now())
 		if err != nil {
 			return err
@@ -284,7 +288,7 @@ func (s *Sessions) ChangePassword(ctx context.Context, u *app.User, current, nex
 }
 
 func (s *Sessions) audit(ctx context.Context, tenantID *uuid.UUID, actor app.Actor, action string, meta map[string]any) error {
-	return s.Store.InPlatform(ctx, func(tx Tx) error {
+	return s.Store.InPlatform(ctx, func(tx SessionTx) error {
 		return tx.InsertAudit(ctx, actor.Entry(tenantID, action, "session", "", meta))
 	})
 }

@@ -18,12 +18,19 @@ import (
 // history, comparisons and restores, as a signed-in user.
 type Templates struct {
 	*app.Templates
-	Store Store
+	Store app.Store[TemplateTx]
 }
 
-// TemplateConsoleStore serves the console's template pages: lists, history
+// TemplateTx serves the console's template pages: lists, history
 // and activation. Creating and saving use TemplateStore.
-type TemplateConsoleStore interface {
+type TemplateTx interface {
+	app.Tx
+	InsertAudit(ctx context.Context, e *app.AuditEntry) error
+	LockTemplate(ctx context.Context, tenantID, id uuid.UUID) (*app.Template, error)
+	UpdateTemplate(ctx context.Context, t *app.Template) error
+	InsertTemplateVersion(ctx context.Context, t *app.Template) error
+	CreateTemplates(ctx context.Context, ts []*app.Template) error
+	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Template, error)
 	// ListTemplates returns the tenant's templates matching f, most
 	// recently updated first.
 	ListTemplates(ctx context.Context, tenantID uuid.UUID, f TemplateFilter, page PageRequest) ([]*app.Template, error)
@@ -132,7 +139,7 @@ func (s *Templates) List(ctx context.Context, u *app.User, tenantID uuid.UUID, f
 	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, false, err
 	}
-	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
 		rows, err = tx.ListTemplates(ctx, tenantID, f, page)
 		return err
 	})
@@ -148,7 +155,7 @@ func (s *Templates) Locales(ctx context.Context, u *app.User, tenantID uuid.UUID
 	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, err
 	}
-	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
 		out, err = tx.TemplateLocales(ctx, tenantID)
 		return err
 	})
@@ -160,7 +167,7 @@ func (s *Templates) Get(ctx context.Context, u *app.User, tenantID, id uuid.UUID
 	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, err
 	}
-	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
 		t, err = tx.TemplateByID(ctx, tenantID, id)
 		return err
 	})
@@ -212,7 +219,7 @@ func (s *Templates) Create(ctx context.Context, u *app.User, tenantID uuid.UUID,
 	if in.WhatsAppTemplate != nil {
 		t.WhatsAppTemplate, _ = json.Marshal(in.WhatsAppTemplate)
 	}
-	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
 		_, err := tx.TemplateByKey(ctx, tenantID, t.TriggerEvent, t.Channel, t.Locale)
 		switch {
 		case err == nil:
@@ -286,7 +293,7 @@ func (s *Templates) History(ctx context.Context, u *app.User, tenantID, id uuid.
 	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, nil, false, err
 	}
-	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
 		if t, err = tx.TemplateByID(ctx, tenantID, id); err != nil {
 			return err
 		}
@@ -323,7 +330,7 @@ func (s *Templates) Compare(ctx context.Context, u *app.User, tenantID, id uuid.
 		return nil, err
 	}
 	var c TemplateComparison
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) (err error) {
 		if c.Template, err = tx.TemplateByID(ctx, tenantID, id); err != nil {
 			return err
 		}
@@ -359,7 +366,7 @@ func (s *Templates) Restore(ctx context.Context, u *app.User, tenantID, id uuid.
 	}
 	actor := u.Actor()
 	var t *app.Template
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) (err error) {
 		if t, err = tx.LockTemplate(ctx, tenantID, id); err != nil {
 			return err
 		}
@@ -397,7 +404,7 @@ func (s *Templates) SetActive(ctx context.Context, u *app.User, tenantID, id uui
 	}
 	actor := u.Actor()
 	var t *app.Template
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) (err error) {
 		if t, err = tx.TemplateByID(ctx, tenantID, id); err != nil {
 			return err
 		}

@@ -18,7 +18,7 @@ const MaxSuspendReason = 500
 // plans, suspension, and each tenant's own settings.
 type Tenants struct {
 	*app.Tenants
-	Store Store
+	Store app.Store[TenantTx]
 	// APIKeys forgets a suspended tenant's keys at once in this process.
 	APIKeys *app.APIKeys
 }
@@ -33,8 +33,10 @@ type TenantSummary struct {
 	MessagesThisMonth int `db:"messages_this_month"`
 }
 
-// TenantAdminStore reads and changes tenants for the console.
-type TenantAdminStore interface {
+// TenantTx reads and changes tenants for the console.
+type TenantTx interface {
+	app.Tx
+	InsertAudit(ctx context.Context, e *app.AuditEntry) error
 	// ListTenantSummaries returns tenants whose name or slug contains
 	// search, newest first, with their user and monthly message counts.
 	ListTenantSummaries(ctx context.Context, search string, month time.Time, page PageRequest) ([]*TenantSummary, error)
@@ -79,7 +81,7 @@ func (s *Tenants) List(ctx context.Context, u *app.User, search string, page Pag
 		return nil, false, err
 	}
 	var rows []*TenantSummary
-	err := s.Store.InPlatform(ctx, func(tx Tx) (err error) {
+	err := s.Store.InPlatform(ctx, func(tx TenantTx) (err error) {
 		rows, err = tx.ListTenantSummaries(ctx, strings.TrimSpace(search), monthStart(s.Now()), page)
 		return err
 	})
@@ -120,7 +122,7 @@ func (c TenantChanges) note(field string, from, to any) {
 func (s *Tenants) update(ctx context.Context, u *app.User, id uuid.UUID, action string, change func(t *app.Tenant, c TenantChanges) error) (*app.Tenant, TenantChanges, error) {
 	var t *app.Tenant
 	changes := TenantChanges{}
-	err := s.Store.InTenant(ctx, id, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, id, func(tx TenantTx) (err error) {
 		if t, err = tx.LockTenant(ctx, id); err != nil {
 			return err
 		}

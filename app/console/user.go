@@ -16,12 +16,15 @@ import (
 // roles, disabling and password resets.
 type Users struct {
 	*app.Users
-	Store Store
+	Store app.Store[UserTx]
 }
 
-// UserAdminStore reads and changes a tenant's console users. Every method
+// UserTx reads and changes a tenant's console users. Every method
 // takes the tenant and filters on it.
-type UserAdminStore interface {
+type UserTx interface {
+	app.Tx
+	InsertAudit(ctx context.Context, e *app.AuditEntry) error
+	CreateUser(ctx context.Context, u *app.User) error
 	// ListTenantUsers returns the tenant's users, newest first.
 	ListTenantUsers(ctx context.Context, tenantID uuid.UUID, page PageRequest) ([]*app.User, error)
 	// TenantUser returns one of the tenant's users, locking the row when
@@ -84,7 +87,7 @@ func (s *Users) ListInTenant(ctx context.Context, actor *app.User, tenantID uuid
 		return nil, false, err
 	}
 	var rows []*app.User
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx UserTx) (err error) {
 		rows, err = tx.ListTenantUsers(ctx, tenantID, page)
 		return err
 	})
@@ -102,7 +105,7 @@ func (s *Users) InTenant(ctx context.Context, actor *app.User, tenantID, id uuid
 		return nil, err
 	}
 	var u *app.User
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx UserTx) (err error) {
 		u, err = tx.TenantUser(ctx, tenantID, id, false)
 		return err
 	})
@@ -142,7 +145,7 @@ func (s *Users) Invite(ctx context.Context, actor *app.User, tenantID uuid.UUID,
 		ID: uuid.New(), TenantID: &tenantID, Email: email, Name: name, PasswordHash: hash, Role: role,
 		SessionVersion: 1, MustChangePassword: true, CreatedAt: now, UpdatedAt: now,
 	}
-	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx UserTx) error {
 		if err := tx.CreateUser(ctx, u); err != nil {
 			return err
 		}
@@ -159,12 +162,12 @@ func (s *Users) Invite(ctx context.Context, actor *app.User, tenantID uuid.UUID,
 // changeUser locks one of the tenant's users, lets change edit it and
 // stores it with an audit entry.
 func (s *Users) changeUser(ctx context.Context, actor *app.User, tenantID, id uuid.UUID, action string,
-	change func(tx Tx, u *app.User) (map[string]any, error)) (*app.User, error) {
+	change func(tx UserTx, u *app.User) (map[string]any, error)) (*app.User, error) {
 	if err := requireTenantAccess(actor, app.PermUsers, tenantID); err != nil {
 		return nil, err
 	}
 	var u *app.User
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx UserTx) (err error) {
 		// The tenant first, then the user: manager A demoting B while B
 		// demotes A would otherwise each hold one row and wait for the
 		// other's in lastManager.
@@ -192,7 +195,7 @@ func (s *Users) changeUser(ctx context.Context, actor *app.User, tenantID, id uu
 
 // lastManager refuses to take the tenant's last active manager away: the
 // tenant would have nobody left who can manage it.
-func lastManager(ctx context.Context, tx Tx, u *app.User, doing string) error {
+func lastManager(ctx context.Context, tx UserTx, u *app.User, doing string) error {
 	if u.Role != app.RoleManager || u.DisabledAt != nil {
 		return nil
 	}
@@ -211,7 +214,7 @@ func lastManager(ctx context.Context, tx Tx, u *app.User, doing string) error {
 // ChangeRole makes the user a manager or support. Nobody changes their own
 // role, and the last active manager stays a manager.
 func (s *Users) ChangeRole(ctx context.Context, actor *app.User, tenantID, id uuid.UUID, role string) (*app.User, error) {
-	return s.changeUser(ctx, actor, tenantID, id, "user.role_change", func(tx Tx, u *app.User) (map[string]any, error) {
+	return s.changeUser(ctx, actor, tenantID, id, "user.role_change", func(tx UserTx, u *app.User) (map[string]any, error) {
 		role, err := validateTenantRole(role)
 		switch {
 		case err != nil:
@@ -239,7 +242,7 @@ func (s *Users) ChangeRole(ctx context.Context, actor *app.User, tenantID, id uu
 // Disable stops the user: they cannot sign in, and every session they have
 // ends at once. Nobody disables themselves, nor the last active manager.
 func (s *Users) Disable(ctx context.Context, actor *app.User, tenantID, id uuid.UUID) (*app.User, error) {
-	return s.changeUser(ctx, actor, tenantID, id, "user.disable", func(tx Tx, u *app.User) (map[string]any, error) {
+	return s.changeUser(ctx, actor, tenantID, id, "user.disable", func(tx UserTx, u *app.User) (map[string]any, error) {
 		switch {
 		case u.DisabledAt != nil:
 			return nil, nil
@@ -258,7 +261,7 @@ func (s *Users) Disable(ctx context.Context, actor *app.User, tenantID, id uuid.
 
 // Enable lets a disabled user sign in again.
 func (s *Users) Enable(ctx context.Context, actor *app.User, tenantID, id uuid.UUID) (*app.User, error) {
-	return s.changeUser(ctx, actor, tenantID, id, "user.enable", func(tx Tx, u *app.User) (map[string]any, error) {
+	return s.changeUser(ctx, actor, tenantID, id, "user.enable", func(tx UserTx, u *app.User) (map[string]any, error) {
 		if u.DisabledAt == nil {
 			return nil, nil
 		}
@@ -276,7 +279,7 @@ func (s *Users) ResetPassword(ctx context.Context, actor *app.User, tenantID, id
 	if err != nil {
 		return nil, "", err
 	}
-	u, err := s.changeUser(ctx, actor, tenantID, id, "user.password_reset", func(tx Tx, u *app.User) (map[string]any, error) {
+	u, err := s.changeUser(ctx, actor, tenantID, id, "user.password_reset", func(tx UserTx, u *app.User) (map[string]any, error) {
 		if u.ID == actor.ID {
 			return nil, app.Errorf(app.ECONFLICT, "Change your own password under your account, not here.")
 		}

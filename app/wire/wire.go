@@ -107,27 +107,26 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		return nil, fmt.Errorf("HERALD_SECRET_KEY: %w", err)
 	}
 	store, queue, now := d.Store(), jobs.NewQueue(inserter), time.Now
-	pipeline := db.Scope[app.PipelineTx](store)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), db.NewPoolCollector(d))
 	metrics := jobs.NewMetrics(reg)
 
 	s := &Services{Config: cfg, Log: log, DB: d, Store: store, Queue: queue, Registry: reg}
-	s.Accounts = &app.Accounts{Store: pipeline, Sealer: sealer, Now: now}
+	s.Accounts = &app.Accounts{Store: db.Scope[app.AccountTx](store), Sealer: sealer, Now: now}
 	provisioner := &app.Provisioner{Accounts: s.Accounts, Now: now}
-	s.Tenants = &app.Tenants{Store: pipeline, Now: now, Provision: provisioner.Provision}
-	s.Users = &app.Users{Store: pipeline, Now: now}
-	s.APIKeys = &app.APIKeys{Store: pipeline, Lookup: store, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
-	s.Templates = &app.Templates{Store: pipeline, Now: now}
-	s.Intake = &app.Intake{Store: pipeline, Queue: queue, Now: now}
-	s.Router = &app.Router{Store: pipeline, Queue: queue, Now: now, Log: log}
-	s.Receipts = &app.Receipts{Store: pipeline, Metrics: metrics, Now: now, Log: log}
+	s.Tenants = &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: now, Provision: provisioner.Provision}
+	s.Users = &app.Users{Store: db.Scope[app.UserTx](store), Now: now}
+	s.APIKeys = &app.APIKeys{Store: db.Scope[app.APIKeyTx](store), Lookup: store, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
+	s.Templates = &app.Templates{Store: db.Scope[app.TemplateTx](store), Now: now}
+	s.Intake = &app.Intake{Store: db.Scope[app.IntakeTx](store), Queue: queue, Now: now}
+	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log}
+	s.Receipts = &app.Receipts{Store: db.Scope[app.ReceiptTx](store), Metrics: metrics, Now: now, Log: log}
 	s.Breakers = &app.Breakers{
 		Threshold: cfg.BreakerThreshold, Window: cfg.BreakerWindow, OpenFor: cfg.BreakerOpenFor,
-		Store: pipeline, Metrics: metrics, Log: log, Now: now,
+		Store: db.Scope[app.BreakerTx](store), Metrics: metrics, Log: log, Now: now,
 	}
 	s.Dispatcher = &app.Dispatcher{
-		Store: pipeline, Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
+		Store: db.Scope[app.DispatchTx](store), Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
 		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics,
 		Providers: provider.Set{
 			"meta":    &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log},
@@ -140,29 +139,28 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 			}},
 		},
 	}
-	s.Messages = &app.Messages{Store: pipeline, Queue: queue, Router: s.Router, Now: now}
-	s.Maintenance = &app.Maintenance{Store: pipeline, Queue: queue, Now: now, Log: log}
-	s.Audit = &app.Audit{Store: pipeline, Log: log}
+	s.Messages = &app.Messages{Store: db.Scope[app.MessagesTx](store), Queue: queue, Router: s.Router, Now: now}
+	s.Maintenance = &app.Maintenance{Store: db.Scope[app.MaintenanceTx](store), Queue: queue, Now: now, Log: log}
+	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log}
 	s.Health = &app.Health{Probe: d, Now: now}
-	s.Inbound = &app.Inbound{Store: pipeline, Now: now}
-	s.Hooks = &app.Hooks{Store: pipeline, Accounts: s.Accounts}
+	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Now: now}
+	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts}
 
-	cs := db.Scope[console.Tx](store)
 	s.Console = Console{
-		Tenants:    &console.Tenants{Tenants: s.Tenants, Store: cs, APIKeys: s.APIKeys},
-		Users:      &console.Users{Users: s.Users, Store: cs},
-		APIKeys:    &console.APIKeys{APIKeys: s.APIKeys, Store: cs},
-		Templates:  &console.Templates{Templates: s.Templates, Store: cs},
-		Sessions:   &console.Sessions{Store: cs, Users: s.Users, Now: now},
-		Dashboards: &console.Dashboards{Store: cs, Quotas: cfg.Quotas, Now: now},
-		Queues:     &console.Queues{Store: cs, Admin: queue.Admin(), Now: now},
+		Tenants:    &console.Tenants{Tenants: s.Tenants, Store: db.Scope[console.TenantTx](store), APIKeys: s.APIKeys},
+		Users:      &console.Users{Users: s.Users, Store: db.Scope[console.UserTx](store)},
+		APIKeys:    &console.APIKeys{APIKeys: s.APIKeys, Store: db.Scope[console.APIKeyTx](store)},
+		Templates:  &console.Templates{Templates: s.Templates, Store: db.Scope[console.TemplateTx](store)},
+		Sessions:   &console.Sessions{Store: db.Scope[console.SessionTx](store), Users: s.Users, Now: now},
+		Dashboards: &console.Dashboards{Store: db.Scope[console.DashboardTx](store), Quotas: cfg.Quotas, Now: now},
+		Queues:     &console.Queues{Store: db.Scope[console.QueueTx](store), Admin: queue.Admin(), Now: now},
 		ChannelAccounts: &console.ChannelAccounts{
-			Store: cs, Accounts: s.Accounts, Queue: queue, Now: now,
+			Store: db.Scope[console.ChannelTx](store), Accounts: s.Accounts, Queue: queue, Now: now,
 			CheckWebhookURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
 		},
-		MessageConsole: &console.MessageConsole{Store: cs, Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
-		Schedules:      &console.Schedules{Store: cs, Intake: s.Intake, Router: s.Router, Now: now},
-		AuditLog:       &console.AuditLog{Store: cs, Audit: s.Audit, Now: now},
+		MessageConsole: &console.MessageConsole{Store: db.Scope[console.MessageTx](store), Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
+		Schedules:      &console.Schedules{Store: db.Scope[console.ScheduleTx](store), Intake: s.Intake, Router: s.Router, Now: now},
+		AuditLog:       &console.AuditLog{Store: db.Scope[console.AuditLogTx](store), Audit: s.Audit, Now: now},
 	}
 	return s, nil
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/heraldhq/herald/app/console"
 )
 
-// UpcomingEvents implements console.ScheduleStore. Every event that can still
-// be rescheduled or cancelled is listed, whether its send_at has passed
-// (due: the scheduler has not routed it yet) or it has none (awaiting
-// approval without a time). The status list matches the partial index
+// UpcomingEvents serves console.ScheduleTx. Every event that can still be
+// rescheduled or cancelled is listed, whether its send_at has passed (due:
+// the scheduler has not routed it yet) or it has none (awaiting approval
+// without a time). The status list matches the partial index
 // events_pending_idx (tenant_id, send_at), which serves both the filter and
 // the order; events without a send_at come last (NULLS LAST is the index's
 // own order).
@@ -42,7 +42,7 @@ func (t *Tx) UpcomingEvents(ctx context.Context, tenantID uuid.UUID, f console.S
 	return rows, mapErr(err)
 }
 
-// EventsAwaitingApproval implements console.ScheduleStore.
+// EventsAwaitingApproval serves console.ScheduleTx.
 func (t *Tx) EventsAwaitingApproval(ctx context.Context, tenantID uuid.UUID, page console.PageRequest) ([]*console.ScheduledEvent, error) {
 	rows := []*console.ScheduledEvent{}
 	err := t.tx.SelectContext(ctx, &rows, `
@@ -52,7 +52,7 @@ func (t *Tx) EventsAwaitingApproval(ctx context.Context, tenantID uuid.UUID, pag
 	return rows, mapErr(err)
 }
 
-// ExistingMessageKeys implements console.ScheduleStore.
+// ExistingMessageKeys serves console.ScheduleTx.
 func (t *Tx) ExistingMessageKeys(ctx context.Context, tenantID uuid.UUID, keys []string) ([]string, error) {
 	out := []string{}
 	if len(keys) == 0 {
@@ -63,7 +63,7 @@ func (t *Tx) ExistingMessageKeys(ctx context.Context, tenantID uuid.UUID, keys [
 	return out, mapErr(err)
 }
 
-// ContactCandidates implements console.ScheduleStore.
+// ContactCandidates serves console.ScheduleTx.
 func (t *Tx) ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileIDs, phones, emails []string) ([]*app.Contact, error) {
 	out := []*app.Contact{}
 	if len(profileIDs)+len(phones)+len(emails) == 0 {
@@ -76,7 +76,7 @@ func (t *Tx) ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileI
 	return out, mapErr(err)
 }
 
-// ContactsByIDs implements console.ScheduleStore.
+// ContactsByIDs serves console.ScheduleTx.
 func (t *Tx) ContactsByIDs(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) ([]*app.Contact, error) {
 	out := []*app.Contact{}
 	if len(ids) == 0 {
@@ -87,7 +87,7 @@ func (t *Tx) ContactsByIDs(ctx context.Context, tenantID uuid.UUID, ids []uuid.U
 	return out, mapErr(err)
 }
 
-// EventMessagesByContact implements console.ScheduleStore. The recipients are
+// EventMessagesByContact serves console.ScheduleTx. The recipients are
 // ordered by their first message; messages without a contact count as one
 // recipient, as DISTINCT counts NULLs.
 func (t *Tx) EventMessagesByContact(ctx context.Context, tenantID, eventID uuid.UUID, maxContacts, maxMessages int) ([]*app.Message, int, error) {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"html"
 	"maps"
 	"net/mail"
 	"regexp"
@@ -18,8 +19,17 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-// ChannelStore serves the console's channel-account pages.
-type ChannelStore interface {
+// ChannelTx serves the console's channel-account pages.
+type ChannelTx interface {
+	app.Tx
+	Timeline(ctx context.Context, tenantID, messageID uuid.UUID) ([]*app.MessageEvent, error)
+	InsertMessage(ctx context.Context, m *app.Message, first *app.MessageEvent) (bool, error)
+	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Message, error)
+	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
+	InsertAudit(ctx context.Context, e *app.AuditEntry) error
+	CreateAccount(ctx context.Context, a *app.ChannelAccount) error
+	AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*app.ChannelAccount, error)
+	ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch app.Channel) (*app.ChannelAccount, error)
 	// ListAccounts returns the tenant's accounts, newest first.
 	ListAccounts(ctx context.Context, tenantID uuid.UUID, f AccountFilter, page PageRequest) ([]*app.ChannelAccount, error)
 	// AccountForUpdate returns an account and locks it until the
@@ -279,7 +289,7 @@ type AccountDetail struct {
 // ChannelAccounts manages channel accounts from the console: settings and
 // write-only secrets per provider, activation, suspension and test sends.
 type ChannelAccounts struct {
-	Store    Store
+	Store    app.Store[ChannelTx]
 	Accounts *app.Accounts
 	Queue    app.Queue
 	// CheckWebhookURLFunc applies the WEBHOOK adapter's destination rules to
@@ -296,7 +306,7 @@ const TestTrigger = "CHANNEL_TEST"
 func (s *ChannelAccounts) List(ctx context.Context, tenantID uuid.UUID, f AccountFilter, page PageRequest) ([]*AccountRow, bool, error) {
 	var rows []*AccountRow
 	var more bool
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
 		as, err := tx.ListAccounts(ctx, tenantID, f, page)
 		if err != nil {
 			return err
@@ -309,7 +319,7 @@ func (s *ChannelAccounts) List(ctx context.Context, tenantID uuid.UUID, f Accoun
 }
 
 // rows adds the rate and breaker state to accounts.
-func (s *ChannelAccounts) rows(ctx context.Context, tx Tx, tenantID uuid.UUID, as []*app.ChannelAccount) ([]*AccountRow, error) {
+func (s *ChannelAccounts) rows(ctx context.Context, tx ChannelTx, tenantID uuid.UUID, as []*app.ChannelAccount) ([]*AccountRow, error) {
 	ids := make([]uuid.UUID, len(as))
 	keys := make([]string, len(as))
 	for i, a := range as {
@@ -354,7 +364,7 @@ func rateKey(a *app.ChannelAccount) string {
 // Get returns an account with its state, history and recent messages.
 func (s *ChannelAccounts) Get(ctx context.Context, tenantID, id uuid.UUID) (*AccountDetail, error) {
 	var d AccountDetail
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
 		a, err := tx.AccountByID(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -424,7 +434,7 @@ func (s *ChannelAccounts) Create(ctx context.Context, u *app.User, tenantID uuid
 		return nil, "", err
 	}
 	audit["channel"], audit["provider"], audit["name"], audit["status"] = a.Channel, a.Provider, a.Name, a.Status
-	err = s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
 		if err := tx.CreateAccount(ctx, a); err != nil {
 			return err
 		}
@@ -442,7 +452,7 @@ func (s *ChannelAccounts) Update(ctx context.Context, u *app.User, tenantID, id 
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return err
 	}
-	return s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	return s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
 		a, err := tx.AccountForUpdate(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -498,7 +508,7 @@ func (s *ChannelAccounts) RotateSigningSecret(ctx context.Context, u *app.User, 
 		return "", err
 	}
 	secret := newSigningSecret()
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
 		a, err := tx.AccountForUpdate(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -544,7 +554,7 @@ func (s *ChannelAccounts) Activate(ctx context.Context, u *app.User, tenantID, i
 		return err
 	}
 	actor := u.Actor()
-	return s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	return s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
 		a, err := tx.AccountForUpdate(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -625,7 +635,7 @@ func (s *ChannelAccounts) Suspend(ctx context.Context, u *app.User, tenantID, id
 	case len([]rune(reason)) > MaxReasonLength:
 		return app.FieldErrorf("reason", "The reason must be at most %d characters.", MaxReasonLength)
 	}
-	return s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	return s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
 		a, err := tx.AccountForUpdate(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -651,7 +661,7 @@ func (s *ChannelAccounts) SendTest(ctx context.Context, u *app.User, tenantID, i
 	}
 	actor := u.Actor()
 	var m *app.Message
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
 		a, err := tx.AccountByID(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -669,7 +679,7 @@ func (s *ChannelAccounts) SendTest(ctx context.Context, u *app.User, tenantID, i
 		body := fmt.Sprintf("This is a test message from Herald through the channel account %q, sent by %s at %s.",
 			a.Name, actor.Label, now.UTC().Format("2006-01-02 15:04 UTC"))
 		if a.Channel == app.Email {
-			body = "<p>" + htmlEscape(body) + "</p>"
+			body = "<p>" + html.EscapeString(body) + "</p>"
 		}
 		m = &app.Message{
 			ID: uuid.New(), TenantID: tenantID, CorrelationID: "test:" + requestID.String(),
@@ -697,7 +707,7 @@ func (s *ChannelAccounts) SendTest(ctx context.Context, u *app.User, tenantID, i
 // TestMessage returns a message sent through the account, with its timeline.
 func (s *ChannelAccounts) TestMessage(ctx context.Context, tenantID, accountID, messageID uuid.UUID) (*app.MessageDetail, error) {
 	var d app.MessageDetail
-	err := s.Store.InTenant(ctx, tenantID, func(tx Tx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) (err error) {
 		if d.Message, err = tx.MessageByID(ctx, tenantID, messageID, false); err != nil {
 			return err
 		}
@@ -751,10 +761,6 @@ func addressKind(ch app.Channel) string {
 	}
 	return "recipient"
 }
-
-var htmlReplacer = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
-
-func htmlEscape(s string) string { return htmlReplacer.Replace(s) }
 
 var (
 	awsRegionPattern   = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
