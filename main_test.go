@@ -75,6 +75,25 @@ func TestRun_Usage(t *testing.T) {
 	})
 }
 
+func TestRun_HelpEnv(t *testing.T) {
+	t.Parallel()
+	b := &testBundle{env: map[string]string{}}
+
+	require.Contains(t, b.mustHerald(t, "help"), "herald help env", "the usage points to the variables")
+
+	out := b.mustHerald(t, "help", "env")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Len(t, lines, 1+len(envVars()), "a heading and a line per variable")
+	for i, v := range envVars() {
+		fields := strings.Fields(lines[1+i])
+		require.Equal(t, v.Name, fields[0], "the variables in table order")
+		if v.Default != "" {
+			require.Equal(t, v.Default, fields[1], "%s shows its default", v.Name)
+		}
+		require.Contains(t, lines[1+i], v.Usage)
+	}
+}
+
 func TestRun_Migrate(t *testing.T) {
 	t.Parallel()
 	b := &testBundle{env: map[string]string{
