@@ -493,13 +493,13 @@ func TestConsoleChannels_DefaultCredentials(t *testing.T) {
 	})
 
 	t.Run("ServiceRefusesToo", func(t *testing.T) {
-		_, _, err := c.server.ChannelAccounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{
+		_, _, err := c.server.Accounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{
 			Provider: "sns", Name: "direct", Credentials: appconsole.CredentialsDefault,
 			Config: map[string]string{"region": "eu-west-1", "sms_type": "Transactional"},
 		})
 		require.Equal(t, app.EINVALID, app.ErrorCode(err))
 		require.Equal(t, "credentials", app.ErrorField(err))
-		_, _, err = c.server.ChannelAccounts.Create(c.ctx, c.users[asSupport], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "x", Channel: "SMS"})
+		_, _, err = c.server.Accounts.Create(c.ctx, c.users[asSupport], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "x", Channel: "SMS"})
 		require.Equal(t, app.EFORBIDDEN, app.ErrorCode(err))
 	})
 }
@@ -589,12 +589,12 @@ func TestConsoleChannels_ActivateSuspend(t *testing.T) {
 	})
 
 	t.Run("IncompleteAccountNotActivated", func(t *testing.T) {
-		a, _, err := c.server.ChannelAccounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "Spare", Channel: "WEBHOOK"})
+		a, _, err := c.server.Accounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "Spare", Channel: "WEBHOOK"})
 		require.NoError(t, err)
-		require.NoError(t, c.server.ChannelAccounts.Activate(c.ctx, c.users[asManager], c.tenant.ID, a.ID, false))
+		require.NoError(t, c.server.Accounts.Activate(c.ctx, c.users[asManager], c.tenant.ID, a.ID, false))
 		// A webhook account whose secret went missing cannot go live.
 		c.exec(`UPDATE channel_accounts SET provider = 'webhook', config = '{"url":"https://hooks.example.com/x"}', status = 'PENDING' WHERE id = $1`, a.ID)
-		err = c.server.ChannelAccounts.Activate(c.ctx, c.users[asManager], c.tenant.ID, a.ID, true)
+		err = c.server.Accounts.Activate(c.ctx, c.users[asManager], c.tenant.ID, a.ID, true)
 		require.Equal(t, app.ECONFLICT, app.ErrorCode(err))
 		require.Contains(t, app.ErrorMessage(err), "signing secret")
 	})
@@ -604,7 +604,7 @@ func TestConsoleChannels_WebhookSecret(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t, pipelineOpts{noWorkers: true})
 	// Production rules: https only.
-	c.server.ChannelAccounts.CheckWebhookURLFunc = func(raw string) error { return webhook.CheckURL(raw, false) }
+	c.server.Accounts.CheckWebhookURLFunc = func(raw string) error { return webhook.CheckURL(raw, false) }
 	s := c.signIn(asManager)
 
 	s.page(channelsPrefix + "/new?provider=webhook")
@@ -799,7 +799,7 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 	})
 
 	t.Run("OnlyActiveAccounts", func(t *testing.T) {
-		a, _, err := c.server.ChannelAccounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "Spare e-mail", Channel: "EMAIL"})
+		a, _, err := c.server.Accounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "Spare e-mail", Channel: "EMAIL"})
 		require.NoError(t, err)
 		p := channelsPrefix + "/" + a.ID.String() + "/test"
 		doc := s.page(p)

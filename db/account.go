@@ -15,7 +15,7 @@ import (
 
 const accountColumns = `id, tenant_id, channel, provider, name, status, config, secrets, secrets_key_id, verify_token, suspended_reason, created_at, updated_at`
 
-// CreateAccount serves app.AccountTx, app.ProvisionTx and console.ChannelTx.
+// CreateAccount serves app.AccountTx, app.ProvisionTx and console.AccountTx.
 func (t *Tx) CreateAccount(ctx context.Context, a *app.ChannelAccount) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO channel_accounts (`+accountColumns+`)
@@ -23,7 +23,7 @@ func (t *Tx) CreateAccount(ctx context.Context, a *app.ChannelAccount) error {
 	return mapErr(err)
 }
 
-// AccountByID serves console.ChannelTx.
+// AccountByID serves console.AccountTx.
 func (t *Tx) AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*app.ChannelAccount, error) {
 	var a app.ChannelAccount
 	err := t.tx.GetContext(ctx, &a, `SELECT `+accountColumns+` FROM channel_accounts WHERE tenant_id = $1 AND id = $2`, tenantID, id)
@@ -34,7 +34,7 @@ func (t *Tx) AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Chan
 }
 
 // ActiveAccount returns the tenant's ACTIVE account on the channel. It
-// serves app.PlanTx and console.ChannelTx.
+// serves app.PlanTx and console.AccountTx.
 func (t *Tx) ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch app.Channel) (*app.ChannelAccount, error) {
 	var a app.ChannelAccount
 	err := t.tx.GetContext(ctx, &a, `
@@ -47,7 +47,7 @@ func (t *Tx) ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch app.Chann
 }
 
 // SetAccountStatus serves app.AccountTx, app.DispatchTx and
-// console.ChannelTx.
+// console.AccountTx.
 func (t *Tx) SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error {
 	res, err := t.tx.ExecContext(ctx, `
 		UPDATE channel_accounts SET status = $3, suspended_reason = nullif($4, ''), updated_at = $5
@@ -71,7 +71,7 @@ func (t *Tx) AccountsByProvider(ctx context.Context, tenantID uuid.UUID, provide
 	return as, mapErr(err)
 }
 
-// ListAccounts serves console.ChannelTx.
+// ListAccounts serves console.AccountTx.
 func (t *Tx) ListAccounts(ctx context.Context, tenantID uuid.UUID, f console.AccountFilter, page console.PageRequest) ([]*app.ChannelAccount, error) {
 	where, args := []string{"tenant_id = $1"}, []any{tenantID}
 	if f.Channel != "" {
@@ -91,7 +91,7 @@ func (t *Tx) ListAccounts(ctx context.Context, tenantID uuid.UUID, f console.Acc
 	return as, mapErr(err)
 }
 
-// AccountForUpdate serves console.ChannelTx.
+// AccountForUpdate serves console.AccountTx.
 func (t *Tx) AccountForUpdate(ctx context.Context, tenantID, id uuid.UUID) (*app.ChannelAccount, error) {
 	var a app.ChannelAccount
 	err := t.tx.GetContext(ctx, &a, `SELECT `+accountColumns+` FROM channel_accounts WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id)
@@ -101,7 +101,7 @@ func (t *Tx) AccountForUpdate(ctx context.Context, tenantID, id uuid.UUID) (*app
 	return &a, nil
 }
 
-// UpdateAccount serves console.ChannelTx.
+// UpdateAccount serves console.AccountTx.
 func (t *Tx) UpdateAccount(ctx context.Context, a *app.ChannelAccount) error {
 	res, err := t.tx.NamedExecContext(ctx, `
 		UPDATE channel_accounts
@@ -116,7 +116,7 @@ func (t *Tx) UpdateAccount(ctx context.Context, a *app.ChannelAccount) error {
 	return nil
 }
 
-// RateBuckets serves console.ChannelTx. Buckets are keyed by tenant and
+// RateBuckets serves console.AccountTx. Buckets are keyed by tenant and
 // account, so the keys the caller builds from its own accounts scope it.
 func (t *Tx) RateBuckets(ctx context.Context, keys []string) (map[string]console.RateBucket, error) {
 	out := map[string]console.RateBucket{}
@@ -136,7 +136,7 @@ func (t *Tx) RateBuckets(ctx context.Context, keys []string) (map[string]console
 	return out, nil
 }
 
-// BreakerStates serves console.ChannelTx. from the audit entries the
+// BreakerStates serves console.AccountTx. from the audit entries the
 // breakers write on every transition.
 func (t *Tx) BreakerStates(ctx context.Context, tenantID uuid.UUID, accountIDs []uuid.UUID) (map[uuid.UUID]console.BreakerTransition, error) {
 	out := map[uuid.UUID]console.BreakerTransition{}
@@ -172,7 +172,7 @@ func (t *Tx) BreakerStates(ctx context.Context, tenantID uuid.UUID, accountIDs [
 	return out, nil
 }
 
-// AccountAudit serves console.ChannelTx.
+// AccountAudit serves console.AccountTx.
 func (t *Tx) AccountAudit(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.AuditEntry, error) {
 	var rows []struct {
 		app.AuditEntry
@@ -197,7 +197,7 @@ func (t *Tx) AccountAudit(ctx context.Context, tenantID, accountID uuid.UUID, li
 	return out, nil
 }
 
-// MessagesByAccount serves console.ChannelTx, newest first.
+// MessagesByAccount serves console.AccountTx, newest first.
 func (t *Tx) MessagesByAccount(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.Message, error) {
 	ms := []*app.Message{}
 	err := t.tx.SelectContext(ctx, &ms, `

@@ -14,7 +14,7 @@ import (
 
 // InsertAudit serves app.AccountTx, app.APIKeyTx, app.BreakerTx,
 // app.DispatchTx, app.IntakeTx, app.MessagesTx, app.TemplateTx,
-// app.TenantTx, app.UserTx, console.ChannelTx, console.MessageTx,
+// app.TenantTx, app.UserTx, console.AccountTx, console.MessageTx,
 // console.QueueTx, console.SessionTx, console.TemplateTx, console.TenantTx
 // and console.UserTx. The audit_log_chain trigger assigns the id and both
 // hashes.

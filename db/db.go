@@ -134,7 +134,7 @@ var (
 
 	_ console.APIKeyTx    = (*Tx)(nil)
 	_ console.AuditLogTx  = (*Tx)(nil)
-	_ console.ChannelTx   = (*Tx)(nil)
+	_ console.AccountTx   = (*Tx)(nil)
 	_ console.DashboardTx = (*Tx)(nil)
 	_ console.MessageTx   = (*Tx)(nil)
 	_ console.QueueTx     = (*Tx)(nil)

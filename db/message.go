@@ -19,7 +19,7 @@ const messageColumns = `id, tenant_id, event_id, correlation_id, idempotency_key
 	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
 	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at`
 
-// InsertMessage serves app.InsertTx and console.ChannelTx: the message and
+// InsertMessage serves app.InsertTx and console.AccountTx: the message and
 // its first timeline entry in one statement, the entry only when the message
 // is new.
 func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.MessageEvent) (bool, error) {
@@ -62,7 +62,7 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 	return n == 1, nil
 }
 
-// MessageByID serves app.MessagesTx, console.ChannelTx and
+// MessageByID serves app.MessagesTx, console.AccountTx and
 // console.MessageTx.
 func (t *Tx) MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Message, error) {
 	q := `SELECT ` + messageColumns + ` FROM messages WHERE tenant_id = $1 AND id = $2`
@@ -143,7 +143,7 @@ func (t *Tx) InsertMessageEvent(ctx context.Context, e *app.MessageEvent) error 
 	return mapErr(err)
 }
 
-// Timeline serves app.MessagesTx and console.ChannelTx, oldest first.
+// Timeline serves app.MessagesTx and console.AccountTx, oldest first.
 func (t *Tx) Timeline(ctx context.Context, tenantID, messageID uuid.UUID) ([]*app.MessageEvent, error) {
 	rows, err := t.tx.QueryxContext(ctx, `
 		SELECT id, tenant_id, message_id, from_status, to_status, source, detail, at

@@ -38,7 +38,7 @@ func (s *Server) handleChannelList(c *fiber.Ctx) error {
 	case app.AccountActive, app.AccountPending, app.AccountSuspended, app.AccountDisabled:
 		f.Status = st
 	}
-	rows, more, err := s.ChannelAccounts.List(c.UserContext(), tenantOf(c).ID, f, req)
+	rows, more, err := s.Accounts.List(c.UserContext(), tenantOf(c).ID, f, req)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (s *Server) handleChannelCreate(c *fiber.Ctx) error {
 			views.FormErrors{"": "Choose the provider of the new account."}))
 	}
 	f := accountForm(c, spec)
-	a, secret, err := s.ChannelAccounts.Create(c.UserContext(), userOf(c), tenantOf(c).ID, f)
+	a, secret, err := s.Accounts.Create(c.UserContext(), userOf(c), tenantOf(c).ID, f)
 	switch code := app.ErrorCode(err); {
 	case code == app.EINVALID || code == app.ECONFLICT:
 		return s.formAgain(c, "Add "+spec.Label+" account", spec, nil, f, err)
@@ -152,7 +152,7 @@ func (s *Server) handleChannelDetail(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.ChannelAccounts.Get(c.UserContext(), tenantOf(c).ID, id)
+	d, err := s.Accounts.Get(c.UserContext(), tenantOf(c).ID, id)
 	if err != nil {
 		return err
 	}
@@ -180,7 +180,7 @@ func (s *Server) handleChannelEdit(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.ChannelAccounts.Get(c.UserContext(), tenantOf(c).ID, id)
+	d, err := s.Accounts.Get(c.UserContext(), tenantOf(c).ID, id)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (s *Server) handleChannelUpdate(c *fiber.Ctx) error {
 		return err
 	}
 	tenantID := tenantOf(c).ID
-	d, err := s.ChannelAccounts.Get(c.UserContext(), tenantID, id)
+	d, err := s.Accounts.Get(c.UserContext(), tenantID, id)
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (s *Server) handleChannelUpdate(c *fiber.Ctx) error {
 		return app.Errorf(app.ENOTFOUND, "This account cannot be edited here.")
 	}
 	f := accountForm(c, d.Spec)
-	err = s.ChannelAccounts.Update(c.UserContext(), userOf(c), tenantID, id, f)
+	err = s.Accounts.Update(c.UserContext(), userOf(c), tenantID, id, f)
 	switch code := app.ErrorCode(err); {
 	case code == app.EINVALID || code == app.ECONFLICT:
 		return s.formAgain(c, "Edit "+d.Name, d.Spec, d, f, err)
@@ -223,7 +223,7 @@ func (s *Server) handleChannelActivate(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	err = s.ChannelAccounts.Activate(c.UserContext(), userOf(c), tenantOf(c).ID, id, c.FormValue("replace") == "1")
+	err = s.Accounts.Activate(c.UserContext(), userOf(c), tenantOf(c).ID, id, c.FormValue("replace") == "1")
 	back := tenantPath(c, "/channels/"+id.String())
 	switch {
 	case app.ErrorCode(err) == app.ECONFLICT:
@@ -243,10 +243,10 @@ func (s *Server) handleChannelSuspend(c *fiber.Ctx) error {
 		return err
 	}
 	tenantID, reason := tenantOf(c).ID, c.FormValue("reason")
-	err = s.ChannelAccounts.Suspend(c.UserContext(), userOf(c), tenantID, id, reason)
+	err = s.Accounts.Suspend(c.UserContext(), userOf(c), tenantID, id, reason)
 	switch code := app.ErrorCode(err); {
 	case code == app.EINVALID:
-		d, gerr := s.ChannelAccounts.Get(c.UserContext(), tenantID, id)
+		d, gerr := s.Accounts.Get(c.UserContext(), tenantID, id)
 		if gerr != nil {
 			return gerr
 		}
@@ -272,14 +272,14 @@ func (s *Server) handleChannelRotate(c *fiber.Ctx) error {
 		return err
 	}
 	tenantID := tenantOf(c).ID
-	secret, err := s.ChannelAccounts.RotateSigningSecret(c.UserContext(), userOf(c), tenantID, id)
+	secret, err := s.Accounts.RotateSigningSecret(c.UserContext(), userOf(c), tenantID, id)
 	if app.ErrorCode(err) == app.ECONFLICT {
 		s.flash(c, "error", app.ErrorMessage(err))
 		return c.Redirect(tenantPath(c, "/channels/"+id.String()), fiber.StatusSeeOther)
 	} else if err != nil {
 		return err
 	}
-	d, err := s.ChannelAccounts.Get(c.UserContext(), tenantID, id)
+	d, err := s.Accounts.Get(c.UserContext(), tenantID, id)
 	if err != nil {
 		return err
 	}
@@ -293,7 +293,7 @@ func (s *Server) handleChannelTestForm(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.ChannelAccounts.Get(c.UserContext(), tenantOf(c).ID, id)
+	d, err := s.Accounts.Get(c.UserContext(), tenantOf(c).ID, id)
 	if err != nil {
 		return err
 	}
@@ -308,10 +308,10 @@ func (s *Server) handleChannelTest(c *fiber.Ctx) error {
 		return err
 	}
 	tenantID, to := tenantOf(c).ID, c.FormValue("to")
-	m, err := s.ChannelAccounts.SendTest(c.UserContext(), userOf(c), tenantID, id, to)
+	m, err := s.Accounts.SendTest(c.UserContext(), userOf(c), tenantID, id, to)
 	switch code := app.ErrorCode(err); {
 	case code == app.EINVALID || code == app.ECONFLICT:
-		d, gerr := s.ChannelAccounts.Get(c.UserContext(), tenantID, id)
+		d, gerr := s.Accounts.Get(c.UserContext(), tenantID, id)
 		if gerr != nil {
 			return gerr
 		}
@@ -341,11 +341,11 @@ func (s *Server) handleChannelTestResult(c *fiber.Ctx) error {
 		return err
 	}
 	tenantID := tenantOf(c).ID
-	d, err := s.ChannelAccounts.Get(c.UserContext(), tenantID, id)
+	d, err := s.Accounts.Get(c.UserContext(), tenantID, id)
 	if err != nil {
 		return err
 	}
-	m, err := s.ChannelAccounts.TestMessage(c.UserContext(), tenantID, id, messageID)
+	m, err := s.Accounts.TestMessage(c.UserContext(), tenantID, id, messageID)
 	if err != nil {
 		return err
 	}

@@ -43,13 +43,13 @@ type Server struct {
 	Templates *console.Templates
 
 	// The console's other services.
-	Sessions        *console.Sessions
-	Dashboards      *console.Dashboards
-	Queues          *console.Queues
-	ChannelAccounts *console.ChannelAccounts
-	MessageConsole  *console.MessageConsole
-	Schedules       *console.Schedules
-	AuditLog        *console.AuditLog
+	Sessions       *console.Sessions
+	Dashboards     *console.Dashboards
+	Queues         *console.Queues
+	Accounts       *console.Accounts
+	MessageConsole *console.MessageConsole
+	Schedules      *console.Schedules
+	AuditLog       *console.AuditLog
 
 	// Registry receives the HTTP metrics and serves /metrics.
 	Registry *prometheus.Registry

@@ -19,8 +19,8 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-// ChannelTx serves the console's channel-account pages.
-type ChannelTx interface {
+// AccountTx serves the console's channel-account pages.
+type AccountTx interface {
 	app.Tx
 	Timeline(ctx context.Context, tenantID, messageID uuid.UUID) ([]*app.MessageEvent, error)
 	InsertMessage(ctx context.Context, m *app.Message, first *app.MessageEvent) (bool, error)
@@ -286,12 +286,12 @@ type AccountDetail struct {
 	Messages []*app.Message
 }
 
-// ChannelAccounts manages channel accounts from the console: settings and
+// Accounts manages channel accounts from the console: settings and
 // write-only secrets per provider, activation, suspension and test sends.
-type ChannelAccounts struct {
-	Store    app.Store[ChannelTx]
-	Accounts *app.Accounts
-	Queue    app.Queue
+type Accounts struct {
+	*app.Accounts
+	Store app.Store[AccountTx]
+	Queue app.Queue
 	// CheckWebhookURLFunc applies the WEBHOOK adapter's destination rules to
 	// a URL without sending anything; nil accepts https URLs only.
 	CheckWebhookURLFunc func(raw string) error
@@ -303,10 +303,10 @@ const TestTrigger = "CHANNEL_TEST"
 
 // List returns a page of the tenant's channel accounts with their rate
 // and breaker state.
-func (s *ChannelAccounts) List(ctx context.Context, tenantID uuid.UUID, f AccountFilter, page PageRequest) ([]*AccountRow, bool, error) {
+func (s *Accounts) List(ctx context.Context, tenantID uuid.UUID, f AccountFilter, page PageRequest) ([]*AccountRow, bool, error) {
 	var rows []*AccountRow
 	var more bool
-	err := s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
 		as, err := tx.ListAccounts(ctx, tenantID, f, page)
 		if err != nil {
 			return err
@@ -319,7 +319,7 @@ func (s *ChannelAccounts) List(ctx context.Context, tenantID uuid.UUID, f Accoun
 }
 
 // rows adds the rate and breaker state to accounts.
-func (s *ChannelAccounts) rows(ctx context.Context, tx ChannelTx, tenantID uuid.UUID, as []*app.ChannelAccount) ([]*AccountRow, error) {
+func (s *Accounts) rows(ctx context.Context, tx AccountTx, tenantID uuid.UUID, as []*app.ChannelAccount) ([]*AccountRow, error) {
 	ids := make([]uuid.UUID, len(as))
 	keys := make([]string, len(as))
 	for i, a := range as {
@@ -362,9 +362,9 @@ func rateKey(a *app.ChannelAccount) string {
 }
 
 // Get returns an account with its state, history and recent messages.
-func (s *ChannelAccounts) Get(ctx context.Context, tenantID, id uuid.UUID) (*AccountDetail, error) {
+func (s *Accounts) Get(ctx context.Context, tenantID, id uuid.UUID) (*AccountDetail, error) {
 	var d AccountDetail
-	err := s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
 		a, err := tx.AccountByID(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -404,7 +404,7 @@ func (s *ChannelAccounts) Get(ctx context.Context, tenantID, id uuid.UUID) (*Acc
 // Create validates the form and stores a new PENDING account. For webhook
 // accounts it returns the generated signing secret, which the caller shows
 // once and Herald never shows again.
-func (s *ChannelAccounts) Create(ctx context.Context, u *app.User, tenantID uuid.UUID, f AccountForm) (*app.ChannelAccount, string, error) {
+func (s *Accounts) Create(ctx context.Context, u *app.User, tenantID uuid.UUID, f AccountForm) (*app.ChannelAccount, string, error) {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return nil, "", err
 	}
@@ -434,7 +434,7 @@ func (s *ChannelAccounts) Create(ctx context.Context, u *app.User, tenantID uuid
 		return nil, "", err
 	}
 	audit["channel"], audit["provider"], audit["name"], audit["status"] = a.Channel, a.Provider, a.Name, a.Status
-	err = s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
 		if err := tx.CreateAccount(ctx, a); err != nil {
 			return err
 		}
@@ -448,11 +448,11 @@ func (s *ChannelAccounts) Create(ctx context.Context, u *app.User, tenantID uuid
 
 // Update changes an account's name and settings. A blank secret keeps the
 // stored one; Clear removes optional ones.
-func (s *ChannelAccounts) Update(ctx context.Context, u *app.User, tenantID, id uuid.UUID, f AccountForm) error {
+func (s *Accounts) Update(ctx context.Context, u *app.User, tenantID, id uuid.UUID, f AccountForm) error {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return err
 	}
-	return s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
+	return s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
 		a, err := tx.AccountForUpdate(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -488,7 +488,7 @@ func (s *ChannelAccounts) Update(ctx context.Context, u *app.User, tenantID, id 
 }
 
 // seal replaces the account's sealed secrets.
-func (s *ChannelAccounts) seal(a *app.ChannelAccount, secrets map[string]string) error {
+func (s *Accounts) seal(a *app.ChannelAccount, secrets map[string]string) error {
 	if len(secrets) == 0 {
 		a.Secrets, a.SecretsKeyID = nil, nil
 		return nil
@@ -503,12 +503,12 @@ func (s *ChannelAccounts) seal(a *app.ChannelAccount, secrets map[string]string)
 
 // RotateSigningSecret gives a webhook account a new signing secret, which
 // signs every delivery from now on, and returns it to be shown once.
-func (s *ChannelAccounts) RotateSigningSecret(ctx context.Context, u *app.User, tenantID, id uuid.UUID) (string, error) {
+func (s *Accounts) RotateSigningSecret(ctx context.Context, u *app.User, tenantID, id uuid.UUID) (string, error) {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return "", err
 	}
 	secret := newSigningSecret()
-	err := s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
 		a, err := tx.AccountForUpdate(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -549,12 +549,12 @@ func newSigningSecret() string {
 // Activate makes the account the channel's sending account. Only one
 // account per channel is ACTIVE: while another is, activation fails with
 // ECONFLICT unless replace is set, which suspends the other first.
-func (s *ChannelAccounts) Activate(ctx context.Context, u *app.User, tenantID, id uuid.UUID, replace bool) error {
+func (s *Accounts) Activate(ctx context.Context, u *app.User, tenantID, id uuid.UUID, replace bool) error {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return err
 	}
 	actor := u.Actor()
-	return s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
+	return s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
 		a, err := tx.AccountForUpdate(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -599,7 +599,7 @@ func (s *ChannelAccounts) Activate(ctx context.Context, u *app.User, tenantID, i
 }
 
 // complete checks an account has what sending needs before it goes live.
-func (s *ChannelAccounts) complete(a *app.ChannelAccount) error {
+func (s *Accounts) complete(a *app.ChannelAccount) error {
 	spec, ok := ProviderSpecOf(a.Provider)
 	if !ok {
 		return nil
@@ -624,7 +624,7 @@ func (s *ChannelAccounts) complete(a *app.ChannelAccount) error {
 const MaxReasonLength = 500
 
 // Suspend stops an account from sending, with a reason the tenant sees.
-func (s *ChannelAccounts) Suspend(ctx context.Context, u *app.User, tenantID, id uuid.UUID, reason string) error {
+func (s *Accounts) Suspend(ctx context.Context, u *app.User, tenantID, id uuid.UUID, reason string) error {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return err
 	}
@@ -635,7 +635,7 @@ func (s *ChannelAccounts) Suspend(ctx context.Context, u *app.User, tenantID, id
 	case len([]rune(reason)) > MaxReasonLength:
 		return app.FieldErrorf("reason", "The reason must be at most %d characters.", MaxReasonLength)
 	}
-	return s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
+	return s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
 		a, err := tx.AccountForUpdate(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -655,13 +655,13 @@ func (s *ChannelAccounts) Suspend(ctx context.Context, u *app.User, tenantID, id
 // as every other message: a QUEUED message row triggered by the user, its
 // timeline, and a dispatch job. The account must be ACTIVE, because the
 // dispatcher sends through ACTIVE accounts only.
-func (s *ChannelAccounts) SendTest(ctx context.Context, u *app.User, tenantID, id uuid.UUID, to string) (*app.Message, error) {
+func (s *Accounts) SendTest(ctx context.Context, u *app.User, tenantID, id uuid.UUID, to string) (*app.Message, error) {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return nil, err
 	}
 	actor := u.Actor()
 	var m *app.Message
-	err := s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) error {
+	err := s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
 		a, err := tx.AccountByID(ctx, tenantID, id)
 		if err != nil {
 			return err
@@ -705,9 +705,9 @@ func (s *ChannelAccounts) SendTest(ctx context.Context, u *app.User, tenantID, i
 }
 
 // TestMessage returns a message sent through the account, with its timeline.
-func (s *ChannelAccounts) TestMessage(ctx context.Context, tenantID, accountID, messageID uuid.UUID) (*app.MessageDetail, error) {
+func (s *Accounts) TestMessage(ctx context.Context, tenantID, accountID, messageID uuid.UUID) (*app.MessageDetail, error) {
 	var d app.MessageDetail
-	err := s.Store.InTenant(ctx, tenantID, func(tx ChannelTx) (err error) {
+	err := s.Store.InTenant(ctx, tenantID, func(tx AccountTx) (err error) {
 		if d.Message, err = tx.MessageByID(ctx, tenantID, messageID, false); err != nil {
 			return err
 		}
@@ -776,7 +776,7 @@ var (
 // merges them with the stored ones (nil when creating). It returns the
 // config, the secrets to seal, and audit metadata naming what changed (never
 // a secret's value).
-func (s *ChannelAccounts) settings(u *app.User, spec *ProviderSpec, f AccountForm, storedConfig app.Attrs, storedSecrets map[string]string) (app.Attrs, map[string]string, map[string]any, error) {
+func (s *Accounts) settings(u *app.User, spec *ProviderSpec, f AccountForm, storedConfig app.Attrs, storedSecrets map[string]string) (app.Attrs, map[string]string, map[string]any, error) {
 	creating := storedSecrets == nil
 	config := app.Attrs{}
 	// Settings the form does not show (rate overrides set by an operator)
@@ -884,7 +884,7 @@ func (s *ChannelAccounts) settings(u *app.User, spec *ProviderSpec, f AccountFor
 }
 
 // checkSetting validates and normalises one non-secret setting.
-func checkSetting(s *ChannelAccounts, spec *ProviderSpec, fd ProviderField, v string) (string, error) {
+func checkSetting(s *Accounts, spec *ProviderSpec, fd ProviderField, v string) (string, error) {
 	field := "config_" + fd.Key
 	if v == "" {
 		if fd.Required {

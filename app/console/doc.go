@@ -3,6 +3,6 @@
 // approvals, templates with their history, channel accounts, queues, the audit
 // log, and the administration of tenants, users and API keys. Each service
 // checks the signed-in user's permission, runs in a store of its own
-// (DashboardTx, ChannelTx, ...) and builds on the pipeline's services in app;
+// (DashboardTx, AccountTx, ...) and builds on the pipeline's services in app;
 // web's console handlers call them and views render what they return.
 package console

@@ -63,17 +63,17 @@ type Services struct {
 
 // Console is the console's services.
 type Console struct {
-	Tenants         *console.Tenants
-	Users           *console.Users
-	APIKeys         *console.APIKeys
-	Templates       *console.Templates
-	Sessions        *console.Sessions
-	Dashboards      *console.Dashboards
-	Queues          *console.Queues
-	ChannelAccounts *console.ChannelAccounts
-	MessageConsole  *console.MessageConsole
-	Schedules       *console.Schedules
-	AuditLog        *console.AuditLog
+	Tenants        *console.Tenants
+	Users          *console.Users
+	APIKeys        *console.APIKeys
+	Templates      *console.Templates
+	Sessions       *console.Sessions
+	Dashboards     *console.Dashboards
+	Queues         *console.Queues
+	Accounts       *console.Accounts
+	MessageConsole *console.MessageConsole
+	Schedules      *console.Schedules
+	AuditLog       *console.AuditLog
 }
 
 // Connect opens the database pool (named role in pg_stat_activity) and
@@ -154,8 +154,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Sessions:   &console.Sessions{Store: db.Scope[console.SessionTx](store), Users: s.Users, Now: now},
 		Dashboards: &console.Dashboards{Store: db.Scope[console.DashboardTx](store), Quotas: cfg.Quotas, Now: now},
 		Queues:     &console.Queues{Store: db.Scope[console.QueueTx](store), Admin: queue.Admin(), Now: now},
-		ChannelAccounts: &console.ChannelAccounts{
-			Store: db.Scope[console.ChannelTx](store), Accounts: s.Accounts, Queue: queue, Now: now,
+		Accounts: &console.Accounts{
+			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, Now: now,
 			CheckWebhookURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
 		},
 		MessageConsole: &console.MessageConsole{Store: db.Scope[console.MessageTx](store), Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
@@ -174,7 +174,7 @@ func (s *Services) Web(version string) *web.Server {
 		SNSVerifier: &awsnotify.Verifier{},
 		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
 		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
-		ChannelAccounts: s.Console.ChannelAccounts, MessageConsole: s.Console.MessageConsole,
+		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
 		Registry: s.Registry, Version: version,
 	}
