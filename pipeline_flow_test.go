@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -11,90 +14,76 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/webhook"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/web/webtest"
 )
-
-// withRecipient returns a BOOKING_CONFIRMED request for one recipient.
-func withRecipient(eventID, booking string, recipient map[string]any, channels ...string) map[string]any {
-	b := notification(eventID, booking)
-	b["recipients"] = []map[string]any{recipient}
-	if len(channels) > 0 {
-		b["channels"] = channels
-	}
-	return b
-}
-
-func onlyMessage(t *testing.T, ms []*app.Message) *app.Message {
-	t.Helper()
-	require.Len(t, ms, 1, describeMessages(ms))
-	return ms[0]
-}
 
 func TestPipeline_Scheduling(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{})
+	p := webtest.New(t, webtest.Options{})
 
 	t.Run("ScheduledSendFires", func(t *testing.T) {
 		t.Parallel()
-		b := notification("sched-1", "BK-S1")
+		b := webtest.Notification("sched-1", "BK-S1")
 		b["send_at"] = time.Now().Add(1500 * time.Millisecond).Format(time.RFC3339Nano)
-		id := p.submit(b)
-		e := p.event(id)
+		id := p.Submit(b)
+		e := p.Event(id)
 		require.Equal(t, app.EventScheduled, e.Status)
 		require.Empty(t, e.Messages, "nothing is sent before send_at")
-		p.waitMessages(id, "sent after send_at", func(ms []*app.Message) bool { return len(ms) == 2 })
-		require.Equal(t, app.EventRouted, p.event(id).Status)
+		p.WaitMessages(id, "sent after send_at", func(ms []*app.Message) bool { return len(ms) == 2 })
+		require.Equal(t, app.EventRouted, p.Event(id).Status)
 	})
 
 	t.Run("RescheduleMakesOldJobANoOp", func(t *testing.T) {
 		t.Parallel()
-		b := notification("sched-2", "BK-S2")
+		b := webtest.Notification("sched-2", "BK-S2")
 		b["send_at"] = time.Now().Add(time.Hour).Format(time.RFC3339)
-		id := p.submit(b)
+		id := p.Submit(b)
 
 		var e struct {
 			Version int
 			Status  string
 		}
 		newAt := time.Now().Add(2 * time.Hour)
-		require.Equal(t, http.StatusOK, p.request(http.MethodPatch, "/api/v1/notifications/"+id.String(), map[string]any{"send_at": newAt}, &e))
+		require.Equal(t, http.StatusOK, p.Request(http.MethodPatch, "/api/v1/notifications/"+id.String(), map[string]any{"send_at": newAt}, &e))
 		require.Equal(t, 2, e.Version)
 
 		// The job scheduled for the first time comes due: it must do nothing.
-		require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
-		after := p.event(id)
+		require.NoError(t, p.Services.Router.Route(p.Ctx, app.RouteJob{TenantID: p.Tenant.ID, EventID: id, Version: 1}))
+		after := p.Event(id)
 		require.Equal(t, app.EventScheduled, after.Status)
 		require.Empty(t, after.Messages)
-		require.Equal(t, 2, p.count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1`, id.String()))
+		require.Equal(t, 2, p.Count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1`, id.String()))
 
 		// The current version's job routes.
-		require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 2}))
-		require.Equal(t, app.EventRouted, p.event(id).Status)
+		require.NoError(t, p.Services.Router.Route(p.Ctx, app.RouteJob{TenantID: p.Tenant.ID, EventID: id, Version: 2}))
+		require.Equal(t, app.EventRouted, p.Event(id).Status)
 
-		var res apiErr
-		require.Equal(t, http.StatusConflict, p.request(http.MethodPatch, "/api/v1/notifications/"+id.String(), map[string]any{"send_at": newAt}, &res),
+		var res webtest.APIError
+		require.Equal(t, http.StatusConflict, p.Request(http.MethodPatch, "/api/v1/notifications/"+id.String(), map[string]any{"send_at": newAt}, &res),
 			"a routed event cannot be rescheduled")
-		require.Equal(t, http.StatusUnprocessableEntity, p.request(http.MethodPatch, "/api/v1/notifications/"+uuid.NewString(), map[string]any{"send_at": time.Now().Add(-time.Hour)}, &res))
+		require.Equal(t, http.StatusUnprocessableEntity, p.Request(http.MethodPatch, "/api/v1/notifications/"+uuid.NewString(), map[string]any{"send_at": time.Now().Add(-time.Hour)}, &res))
 		require.Equal(t, "send_at_in_past", res.Error.Code)
 	})
 
 	t.Run("Cancel", func(t *testing.T) {
 		t.Parallel()
-		b := notification("sched-3", "BK-S3")
+		b := webtest.Notification("sched-3", "BK-S3")
 		b["send_at"] = time.Now().Add(time.Hour).Format(time.RFC3339)
-		id := p.submit(b)
+		id := p.Submit(b)
 		var e struct{ Status string }
-		require.Equal(t, http.StatusOK, p.request(http.MethodDelete, "/api/v1/notifications/"+id.String(), nil, &e))
+		require.Equal(t, http.StatusOK, p.Request(http.MethodDelete, "/api/v1/notifications/"+id.String(), nil, &e))
 		require.Equal(t, app.EventCancelled, e.Status)
-		require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
-		require.Empty(t, p.event(id).Messages, "a cancelled event's job does nothing")
-		require.Equal(t, 1, p.count(`SELECT count(*) FROM audit_log WHERE action = 'notification.cancel' AND target_id = $1`, id.String()))
+		require.NoError(t, p.Services.Router.Route(p.Ctx, app.RouteJob{TenantID: p.Tenant.ID, EventID: id, Version: 1}))
+		require.Empty(t, p.Event(id).Messages, "a cancelled event's job does nothing")
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM audit_log WHERE action = 'notification.cancel' AND target_id = $1`, id.String()))
 	})
 }
 
 func TestPipeline_Approval(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{})
+	p := webtest.New(t, webtest.Options{})
 	incident := func(eventID string) map[string]any {
 		return map[string]any{
 			"event_id": eventID, "trigger_event": "INCIDENT_BROADCAST",
@@ -106,36 +95,36 @@ func TestPipeline_Approval(t *testing.T) {
 	}
 
 	t.Run("ApproveSendsFirstChannelOfChain", func(t *testing.T) {
-		id := p.submit(incident("inc-1"))
-		require.Equal(t, app.EventAwaitingApproval, p.event(id).Status)
-		require.Zero(t, p.count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1`, id.String()),
+		id := p.Submit(incident("inc-1"))
+		require.Equal(t, app.EventAwaitingApproval, p.Event(id).Status)
+		require.Zero(t, p.Count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1`, id.String()),
 			"nothing is queued before a manager approves")
 
 		var e struct{ Status string }
-		require.Equal(t, http.StatusOK, p.request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/approve", nil, &e))
+		require.Equal(t, http.StatusOK, p.Request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/approve", nil, &e))
 		require.Equal(t, app.EventReceived, e.Status)
-		m := onlyMessage(t, p.waitMessages(id, "the WhatsApp message read", allStatus(app.MessageRead)))
+		m := webtest.OnlyMessage(t, p.WaitMessages(id, "the WhatsApp message read", webtest.AllStatus(app.MessageRead)))
 		require.Equal(t, app.WhatsApp, m.Channel, "with a fallback chain only the first usable channel is sent")
 
-		var res apiErr
-		require.Equal(t, http.StatusConflict, p.request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/approve", nil, &res))
+		var res webtest.APIError
+		require.Equal(t, http.StatusConflict, p.Request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/approve", nil, &res))
 	})
 
 	t.Run("RejectNeedsReason", func(t *testing.T) {
-		id := p.submit(incident("inc-2"))
-		var res apiErr
-		require.Equal(t, http.StatusUnprocessableEntity, p.request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/reject", map[string]any{}, &res))
+		id := p.Submit(incident("inc-2"))
+		var res webtest.APIError
+		require.Equal(t, http.StatusUnprocessableEntity, p.Request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/reject", map[string]any{}, &res))
 		require.Equal(t, "missing_reason", res.Error.Code)
 		var e struct{ Status, DecisionReason string }
-		require.Equal(t, http.StatusOK, p.request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/reject", map[string]any{"reason": "false alarm"}, &e))
+		require.Equal(t, http.StatusOK, p.Request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/reject", map[string]any{"reason": "false alarm"}, &e))
 		require.Equal(t, app.EventRejected, e.Status)
-		require.Empty(t, p.event(id).Messages)
+		require.Empty(t, p.Event(id).Messages)
 	})
 }
 
 func TestPipeline_Routing(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{})
+	p := webtest.New(t, webtest.Options{})
 
 	t.Run("LocaleFallbackChain", func(t *testing.T) {
 		for _, tc := range []struct{ locale, want string }{
@@ -143,69 +132,59 @@ func TestPipeline_Routing(t *testing.T) {
 			{"fr-FR", "de-DE"}, // no French: the tenant's default
 			{"de-DE", "de-DE"},
 		} {
-			id := p.submit(withRecipient("loc-"+tc.locale, "BK-L-"+tc.locale, map[string]any{
+			id := p.Submit(webtest.WithRecipient("loc-"+tc.locale, "BK-L-"+tc.locale, map[string]any{
 				"name": "A", "email": "a-" + tc.locale + "@example.com", "locale": tc.locale}, "EMAIL"))
-			m := onlyMessage(t, p.waitMessages(id, "routed", func(ms []*app.Message) bool { return len(ms) == 1 }))
+			m := webtest.OnlyMessage(t, p.WaitMessages(id, "routed", func(ms []*app.Message) bool { return len(ms) == 1 }))
 			require.Equal(t, tc.want, *m.Locale, tc.locale)
 		}
 	})
 
 	t.Run("NoTemplatesFound", func(t *testing.T) {
 		// Deactivate every SMS template of the event, then ask for SMS only.
-		require.NoError(t, p.svc.Store.InTenant(p.ctx, p.tenant.ID, func(tx *db.Tx) error {
-			_, err := tx.SQL().ExecContext(p.ctx, `UPDATE templates SET is_active = false WHERE tenant_id = $1 AND trigger_event = 'BOOKING_CONFIRMED'`, p.tenant.ID)
+		require.NoError(t, p.Services.Store.InTenant(p.Ctx, p.Tenant.ID, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(p.Ctx, `UPDATE templates SET is_active = false WHERE tenant_id = $1 AND trigger_event = 'BOOKING_CONFIRMED'`, p.Tenant.ID)
 			return err
 		}))
 		t.Cleanup(func() {
-			_ = p.svc.Store.InTenant(p.ctx, p.tenant.ID, func(tx *db.Tx) error {
-				_, err := tx.SQL().ExecContext(p.ctx, `UPDATE templates SET is_active = true WHERE tenant_id = $1`, p.tenant.ID)
+			_ = p.Services.Store.InTenant(p.Ctx, p.Tenant.ID, func(tx *db.Tx) error {
+				_, err := tx.SQL().ExecContext(p.Ctx, `UPDATE templates SET is_active = true WHERE tenant_id = $1`, p.Tenant.ID)
 				return err
 			})
 		})
-		id := p.submit(notification("notpl-1", "BK-NT"))
-		m := onlyMessage(t, p.waitMessages(id, "one FAILED message", allStatus(app.MessageFailed)))
+		id := p.Submit(webtest.Notification("notpl-1", "BK-NT"))
+		m := webtest.OnlyMessage(t, p.WaitMessages(id, "one FAILED message", webtest.AllStatus(app.MessageFailed)))
 		require.Equal(t, app.ReasonNoTemplates, *m.FailedReason)
-		require.Zero(t, p.count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1`, m.ID.String()))
+		require.Zero(t, p.Count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1`, m.ID.String()))
 	})
 
 	t.Run("NoActiveChannels", func(t *testing.T) {
-		other := newPipeline(t, pipelineOpts{})
+		other := webtest.New(t, webtest.Options{})
 		for _, ch := range []app.Channel{app.Email, app.WhatsApp} {
-			acct := activeAccount(t, other, ch)
-			require.NoError(t, other.svc.Accounts.SetStatus(other.ctx, app.CLIActor, other.tenant.ID, acct.ID, app.AccountDisabled, ""))
+			acct := other.ActiveAccount(ch)
+			require.NoError(t, other.Services.Accounts.SetStatus(other.Ctx, app.CLIActor, other.Tenant.ID, acct.ID, app.AccountDisabled, ""))
 		}
-		id := other.submit(notification("noch-1", "BK-NC"))
-		m := onlyMessage(t, other.waitMessages(id, "one FAILED message", allStatus(app.MessageFailed)))
+		id := other.Submit(webtest.Notification("noch-1", "BK-NC"))
+		m := webtest.OnlyMessage(t, other.WaitMessages(id, "one FAILED message", webtest.AllStatus(app.MessageFailed)))
 		require.Equal(t, app.ReasonNoActiveChannels, *m.FailedReason)
 	})
 
 	t.Run("GroupBookingReachesEveryPassenger", func(t *testing.T) {
-		b := notification("group-1", "BK-G")
+		b := webtest.Notification("group-1", "BK-G")
 		b["recipients"] = []map[string]any{
 			{"name": "Anna", "email": "anna.g@example.com"},
 			{"name": "Ben", "email": "ben.g@example.com"},
 		}
 		b["channels"] = []string{"EMAIL"}
-		id := p.submit(b)
-		ms := p.waitMessages(id, "both delivered", allStatus(app.MessageRead))
+		id := p.Submit(b)
+		ms := p.WaitMessages(id, "both delivered", webtest.AllStatus(app.MessageRead))
 		require.Len(t, ms, 2)
 		require.NotEqual(t, ms[0].ContactID, ms[1].ContactID)
 	})
 }
 
-func activeAccount(t *testing.T, p *pipeline, ch app.Channel) *app.ChannelAccount {
-	t.Helper()
-	var a *app.ChannelAccount
-	require.NoError(t, p.svc.Store.InTenant(p.ctx, p.tenant.ID, func(tx *db.Tx) (err error) {
-		a, err = tx.ActiveAccount(p.ctx, p.tenant.ID, ch)
-		return err
-	}))
-	return a
-}
-
 func TestPipeline_Dispatch(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{})
+	p := webtest.New(t, webtest.Options{})
 
 	t.Run("FallbackWhatsAppToSMS", func(t *testing.T) {
 		t.Parallel()
@@ -215,8 +194,8 @@ func TestPipeline_Dispatch(t *testing.T) {
 			"context":        map[string]any{"passenger_name": "A", "tour_name": "Gardasee", "update_message": "Alles frei."},
 			"fallback_chain": []string{"WHATSAPP", "SMS"},
 		}
-		id := p.submit(b)
-		ms := p.waitMessages(id, "WhatsApp failed and SMS read", func(ms []*app.Message) bool {
+		id := p.Submit(b)
+		ms := p.WaitMessages(id, "WhatsApp failed and SMS read", func(ms []*app.Message) bool {
 			return len(ms) == 2 && ms[1].Status == app.MessageRead
 		})
 		wa, sms := ms[0], ms[1]
@@ -231,11 +210,11 @@ func TestPipeline_Dispatch(t *testing.T) {
 
 	t.Run("TransientThenSuccess", func(t *testing.T) {
 		t.Parallel()
-		id := p.submit(withRecipient("tr-1", "BK-T", map[string]any{"name": "A", "email": "flaky@example.com"}, "EMAIL"))
-		m := onlyMessage(t, p.waitMessages(id, "read after a retry", allStatus(app.MessageRead)))
+		id := p.Submit(webtest.WithRecipient("tr-1", "BK-T", map[string]any{"name": "A", "email": "flaky@example.com"}, "EMAIL"))
+		m := webtest.OnlyMessage(t, p.WaitMessages(id, "read after a retry", webtest.AllStatus(app.MessageRead)))
 		require.Equal(t, 2, m.Attempts)
 		var retried bool
-		for _, e := range p.timeline(m.ID) {
+		for _, e := range p.Timeline(m.ID) {
 			if e.Detail["will_retry"] == true {
 				retried = true
 			}
@@ -245,28 +224,28 @@ func TestPipeline_Dispatch(t *testing.T) {
 
 	t.Run("RetriesExhausted", func(t *testing.T) {
 		t.Parallel()
-		id := p.submit(withRecipient("ex-1", "BK-E", map[string]any{"name": "A", "email": "down@example.com"}, "EMAIL"))
-		m := onlyMessage(t, p.waitMessages(id, "failed after five attempts", allStatus(app.MessageFailed)))
+		id := p.Submit(webtest.WithRecipient("ex-1", "BK-E", map[string]any{"name": "A", "email": "down@example.com"}, "EMAIL"))
+		m := webtest.OnlyMessage(t, p.WaitMessages(id, "failed after five attempts", webtest.AllStatus(app.MessageFailed)))
 		require.Equal(t, app.ReasonRetriesExhausted, *m.FailedReason)
 		require.Equal(t, "sandbox_unavailable", *m.ErrorCode, "the last provider code is kept")
-		require.Equal(t, 1, p.count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1 AND attempt = 5 AND state = 'completed'`, m.ID.String()))
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1 AND attempt = 5 AND state = 'completed'`, m.ID.String()))
 	})
 
 	t.Run("PermanentFailureWithoutChain", func(t *testing.T) {
 		t.Parallel()
-		id := p.submit(withRecipient("perm-1", "BK-P", map[string]any{"name": "A", "email": "fail@example.com"}, "EMAIL"))
-		m := onlyMessage(t, p.waitMessages(id, "failed at once", allStatus(app.MessageFailed)))
+		id := p.Submit(webtest.WithRecipient("perm-1", "BK-P", map[string]any{"name": "A", "email": "fail@example.com"}, "EMAIL"))
+		m := webtest.OnlyMessage(t, p.WaitMessages(id, "failed at once", webtest.AllStatus(app.MessageFailed)))
 		require.Equal(t, app.ReasonProviderRejected, *m.FailedReason)
 		require.Equal(t, 1, m.Attempts, "a permanent failure is not retried")
 	})
 
 	t.Run("RateLimitedSnoozes", func(t *testing.T) {
 		t.Parallel()
-		id := p.submit(withRecipient("rl-1", "BK-RL", map[string]any{"name": "A", "email": "throttle@example.com"}, "EMAIL"))
-		m := onlyMessage(t, p.waitMessages(id, "read after the snooze", allStatus(app.MessageRead)))
+		id := p.Submit(webtest.WithRecipient("rl-1", "BK-RL", map[string]any{"name": "A", "email": "throttle@example.com"}, "EMAIL"))
+		m := webtest.OnlyMessage(t, p.WaitMessages(id, "read after the snooze", webtest.AllStatus(app.MessageRead)))
 		require.Equal(t, 1, m.Attempts, "a snooze does not use an attempt")
 		var snoozed bool
-		for _, e := range p.timeline(m.ID) {
+		for _, e := range p.Timeline(m.ID) {
 			snoozed = snoozed || e.Detail["rate_limited"] == "sandbox_throttled"
 		}
 		require.True(t, snoozed, "the snooze is on the timeline")
@@ -277,41 +256,41 @@ func TestPipeline_Dispatch(t *testing.T) {
 // the account can be suspended between them.
 func TestDispatcher_SuspendedAccount(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{noWorkers: true})
-	id := p.submit(withRecipient("susp-1", "BK-SU", map[string]any{"name": "A", "email": "a@example.com"}, "EMAIL"))
-	require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
-	m := onlyMessage(t, p.event(id).Messages)
+	p := webtest.New(t, webtest.Options{NoWorkers: true})
+	id := p.Submit(webtest.WithRecipient("susp-1", "BK-SU", map[string]any{"name": "A", "email": "a@example.com"}, "EMAIL"))
+	require.NoError(t, p.Services.Router.Route(p.Ctx, app.RouteJob{TenantID: p.Tenant.ID, EventID: id, Version: 1}))
+	m := webtest.OnlyMessage(t, p.Event(id).Messages)
 	require.Equal(t, app.MessageQueued, m.Status)
 
-	acct := activeAccount(t, p, app.Email)
-	err := p.svc.Accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, acct.ID, app.AccountSuspended, "")
+	acct := p.ActiveAccount(app.Email)
+	err := p.Services.Accounts.SetStatus(p.Ctx, app.CLIActor, p.Tenant.ID, acct.ID, app.AccountSuspended, "")
 	require.Equal(t, "reason", app.ErrorField(err), "suspending needs a reason")
-	require.NoError(t, p.svc.Accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, acct.ID, app.AccountSuspended, "Billing problem at the provider"))
+	require.NoError(t, p.Services.Accounts.SetStatus(p.Ctx, app.CLIActor, p.Tenant.ID, acct.ID, app.AccountSuspended, "Billing problem at the provider"))
 
 	completed := false
-	out, err := p.svc.Dispatcher.Dispatch(p.ctx, app.DispatchJob{TenantID: p.tenant.ID, MessageID: m.ID, Channel: app.Email}, 1, 5,
+	out, err := p.Services.Dispatcher.Dispatch(p.Ctx, app.DispatchJob{TenantID: p.Tenant.ID, MessageID: m.ID, Channel: app.Email}, 1, 5,
 		func(context.Context, app.Tx) error { completed = true; return nil })
 	require.NoError(t, err)
 	require.True(t, out.Done)
 	require.True(t, completed, "the job completes in the dispatcher's transaction")
-	m = onlyMessage(t, p.event(id).Messages)
+	m = webtest.OnlyMessage(t, p.Event(id).Messages)
 	require.Equal(t, app.MessageFailed, m.Status)
 	require.Equal(t, app.ReasonChannelSuspended, *m.FailedReason)
 }
 
 func TestReceipts(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{})
+	p := webtest.New(t, webtest.Options{})
 	// A silent address: the sandbox sends but never reports, so the test
 	// delivers the receipts itself.
-	id := p.submit(withRecipient("rc-1", "BK-RC", map[string]any{"name": "A", "email": "silent@example.com"}, "EMAIL"))
-	m := onlyMessage(t, p.waitMessages(id, "sent", allStatus(app.MessageSent)))
+	id := p.Submit(webtest.WithRecipient("rc-1", "BK-RC", map[string]any{"name": "A", "email": "silent@example.com"}, "EMAIL"))
+	m := webtest.OnlyMessage(t, p.WaitMessages(id, "sent", webtest.AllStatus(app.MessageSent)))
 	ext := *m.ExternalMessageID
 	apply := func(receiptID, status string) string {
-		outcome, _ := p.svc.Receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: ext, ReceiptID: receiptID, Status: status})
+		outcome, _ := p.Services.Receipts.Apply(p.Ctx, provider.Receipt{Provider: "sandbox", ExternalID: ext, ReceiptID: receiptID, Status: status})
 		return outcome
 	}
-	status := func() string { return onlyMessage(t, p.event(id).Messages).Status }
+	status := func() string { return webtest.OnlyMessage(t, p.Event(id).Messages).Status }
 
 	require.Equal(t, app.ReceiptApplied, apply("r-read", provider.StatusRead), "read may arrive before delivered")
 	require.Equal(t, app.MessageRead, status())
@@ -322,20 +301,20 @@ func TestReceipts(t *testing.T) {
 	require.Equal(t, app.MessageRead, status())
 
 	var receiptsOnTimeline int
-	for _, e := range p.timeline(m.ID) {
+	for _, e := range p.Timeline(m.ID) {
 		if e.Source == app.SourceWebhook {
 			receiptsOnTimeline++
 		}
 	}
 	require.Equal(t, 3, receiptsOnTimeline, "every new receipt is on the timeline, replays are not")
 
-	outcome, err := p.svc.Receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: "sbx_nobody", Status: provider.StatusDelivered})
+	outcome, err := p.Services.Receipts.Apply(p.Ctx, provider.Receipt{Provider: "sandbox", ExternalID: "sbx_nobody", Status: provider.StatusDelivered})
 	require.Equal(t, app.ReceiptUnknown, outcome)
 	require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
 
 	t.Run("BounceAfterSent", func(t *testing.T) {
-		id := p.submit(withRecipient("rc-2", "BK-RC2", map[string]any{"name": "A", "email": "bounce@example.com"}, "EMAIL"))
-		m := onlyMessage(t, p.waitMessages(id, "bounced", allStatus(app.MessageFailed)))
+		id := p.Submit(webtest.WithRecipient("rc-2", "BK-RC2", map[string]any{"name": "A", "email": "bounce@example.com"}, "EMAIL"))
+		m := webtest.OnlyMessage(t, p.WaitMessages(id, "bounced", webtest.AllStatus(app.MessageFailed)))
 		require.NotNil(t, m.SentAt)
 		require.Equal(t, "sandbox_bounce", *m.ErrorCode)
 	})
@@ -343,127 +322,127 @@ func TestReceipts(t *testing.T) {
 
 func TestMaintenance(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{noWorkers: true})
+	p := webtest.New(t, webtest.Options{NoWorkers: true})
 	exec := func(q string, args ...any) {
 		t.Helper()
-		require.NoError(t, p.svc.Store.InPlatform(p.ctx, func(tx *db.Tx) error {
-			_, err := tx.SQL().ExecContext(p.ctx, q, args...)
+		require.NoError(t, p.Services.Store.InPlatform(p.Ctx, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(p.Ctx, q, args...)
 			return err
 		}))
 	}
 
 	t.Run("RequeueStuck", func(t *testing.T) {
-		id := p.submit(withRecipient("st-1", "BK-ST", map[string]any{"name": "A", "email": "a@example.com"}, "EMAIL"))
-		require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
-		m := onlyMessage(t, p.event(id).Messages)
+		id := p.Submit(webtest.WithRecipient("st-1", "BK-ST", map[string]any{"name": "A", "email": "a@example.com"}, "EMAIL"))
+		require.NoError(t, p.Services.Router.Route(p.Ctx, app.RouteJob{TenantID: p.Tenant.ID, EventID: id, Version: 1}))
+		m := webtest.OnlyMessage(t, p.Event(id).Messages)
 		// The job is lost (an operator deleted it) and the message has waited.
 		exec(`DELETE FROM river_job WHERE kind = 'dispatch'`)
-		n, err := p.svc.Maintenance.RequeueStuck(p.ctx)
+		n, err := p.Services.Maintenance.RequeueStuck(p.Ctx)
 		require.NoError(t, err)
 		require.Zero(t, n, "a message queued a moment ago is not stuck yet")
 		exec(`UPDATE messages SET queued_at = now() - interval '10 minutes' WHERE id = $1`, m.ID)
-		n, err = p.svc.Maintenance.RequeueStuck(p.ctx)
+		n, err = p.Services.Maintenance.RequeueStuck(p.Ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		require.Equal(t, 1, p.count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1`, m.ID.String()))
-		n, err = p.svc.Maintenance.RequeueStuck(p.ctx)
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1`, m.ID.String()))
+		n, err = p.Services.Maintenance.RequeueStuck(p.Ctx)
 		require.NoError(t, err)
 		require.Zero(t, n, "a message with a live job is left alone")
 	})
 
 	t.Run("RetentionPrunesOnlyOldAndFinished", func(t *testing.T) {
-		exec(`UPDATE tenants SET retention_days = 30 WHERE id = $1`, p.tenant.ID)
+		exec(`UPDATE tenants SET retention_days = 30 WHERE id = $1`, p.Tenant.ID)
 		ids := map[string]uuid.UUID{}
 		for _, name := range []string{"old-done", "old-queued", "new-done"} {
-			id := p.submit(withRecipient("ret-"+name, "BK-"+name, map[string]any{"name": "A", "email": name + "@example.com"}, "EMAIL"))
-			require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
+			id := p.Submit(webtest.WithRecipient("ret-"+name, "BK-"+name, map[string]any{"name": "A", "email": name + "@example.com"}, "EMAIL"))
+			require.NoError(t, p.Services.Router.Route(p.Ctx, app.RouteJob{TenantID: p.Tenant.ID, EventID: id, Version: 1}))
 			ids[name] = id
 		}
 		exec(`UPDATE messages SET status = 'DELIVERED' WHERE event_id IN ($1, $2)`, ids["old-done"], ids["new-done"])
 		exec(`UPDATE messages SET created_at = now() - interval '40 days' WHERE event_id IN ($1, $2)`, ids["old-done"], ids["old-queued"])
 		exec(`UPDATE events SET created_at = now() - interval '40 days' WHERE id IN ($1, $2)`, ids["old-done"], ids["old-queued"])
 
-		res, err := p.svc.Maintenance.Prune(p.ctx)
+		res, err := p.Services.Maintenance.Prune(p.Ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, res.Messages)
 		require.Equal(t, 1, res.Events)
-		require.Zero(t, p.count(`SELECT count(*) FROM messages WHERE event_id = $1`, ids["old-done"]))
-		require.Zero(t, p.count(`SELECT count(*) FROM events WHERE id = $1`, ids["old-done"]))
-		require.Equal(t, 1, p.count(`SELECT count(*) FROM messages WHERE event_id = $1`, ids["old-queued"]), "unfinished work is kept")
-		require.Equal(t, 1, p.count(`SELECT count(*) FROM messages WHERE event_id = $1`, ids["new-done"]), "recent work is kept")
+		require.Zero(t, p.Count(`SELECT count(*) FROM messages WHERE event_id = $1`, ids["old-done"]))
+		require.Zero(t, p.Count(`SELECT count(*) FROM events WHERE id = $1`, ids["old-done"]))
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM messages WHERE event_id = $1`, ids["old-queued"]), "unfinished work is kept")
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM messages WHERE event_id = $1`, ids["new-done"]), "recent work is kept")
 	})
 }
 
 func TestPipeline_CancelRoutedCancelsQueuedMessages(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{noWorkers: true})
-	id := p.submit(notification("cq-1", "BK-CQ"))
-	require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
-	require.Len(t, p.event(id).Messages, 2)
+	p := webtest.New(t, webtest.Options{NoWorkers: true})
+	id := p.Submit(webtest.Notification("cq-1", "BK-CQ"))
+	require.NoError(t, p.Services.Router.Route(p.Ctx, app.RouteJob{TenantID: p.Tenant.ID, EventID: id, Version: 1}))
+	require.Len(t, p.Event(id).Messages, 2)
 
 	var e struct{ Status string }
-	require.Equal(t, http.StatusOK, p.request(http.MethodDelete, "/api/v1/notifications/"+id.String(), nil, &e))
+	require.Equal(t, http.StatusOK, p.Request(http.MethodDelete, "/api/v1/notifications/"+id.String(), nil, &e))
 	require.Equal(t, app.EventCancelled, e.Status)
-	for _, m := range p.event(id).Messages {
+	for _, m := range p.Event(id).Messages {
 		require.Equal(t, app.MessageCancelled, m.Status)
-		tl := p.timeline(m.ID)
+		tl := p.Timeline(m.ID)
 		require.Equal(t, app.MessageCancelled, *tl[len(tl)-1].ToStatus)
 	}
 	// A dispatch job that runs afterwards finds nothing to send.
-	m := p.event(id).Messages[0]
-	out, err := p.svc.Dispatcher.Dispatch(p.ctx, app.DispatchJob{TenantID: p.tenant.ID, MessageID: m.ID, Channel: m.Channel}, 1, 5,
+	m := p.Event(id).Messages[0]
+	out, err := p.Services.Dispatcher.Dispatch(p.Ctx, app.DispatchJob{TenantID: p.Tenant.ID, MessageID: m.ID, Channel: m.Channel}, 1, 5,
 		func(context.Context, app.Tx) error { return nil })
 	require.NoError(t, err)
 	require.True(t, out.Done)
-	require.Equal(t, app.MessageCancelled, p.event(id).Messages[0].Status)
+	require.Equal(t, app.MessageCancelled, p.Event(id).Messages[0].Status)
 }
 
 func TestPipeline_OtherTenantMessages404(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{noWorkers: true})
-	id := p.submit(notification("ot-1", "BK-OT"))
-	require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
-	m := p.event(id).Messages[0]
+	p := webtest.New(t, webtest.Options{NoWorkers: true})
+	id := p.Submit(webtest.Notification("ot-1", "BK-OT"))
+	require.NoError(t, p.Services.Router.Route(p.Ctx, app.RouteJob{TenantID: p.Tenant.ID, EventID: id, Version: 1}))
+	m := p.Event(id).Messages[0]
 
-	other, err := p.svc.Tenants.Create(p.ctx, app.CLIActor, app.TenantInput{Slug: "intruder", Name: "Intruder"})
+	other, err := p.Services.Tenants.Create(p.Ctx, app.CLIActor, app.TenantInput{Slug: "intruder", Name: "Intruder"})
 	require.NoError(t, err)
-	_, key, err := p.svc.APIKeys.Create(p.ctx, app.CLIActor, other.ID, "k")
+	_, key, err := p.Services.APIKeys.Create(p.Ctx, app.CLIActor, other.ID, "k")
 	require.NoError(t, err)
 
-	var res apiErr
-	require.Equal(t, http.StatusNotFound, p.requestWithKey(key, http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &res))
-	require.Equal(t, http.StatusNotFound, p.requestWithKey(key, http.MethodPost, "/api/v1/bookings/BK-OT/resend", map[string]any{"channel": "EMAIL"}, &res),
+	var res webtest.APIError
+	require.Equal(t, http.StatusNotFound, p.RequestWithKey(key, http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &res))
+	require.Equal(t, http.StatusNotFound, p.RequestWithKey(key, http.MethodPost, "/api/v1/bookings/BK-OT/resend", map[string]any{"channel": "EMAIL"}, &res),
 		"another tenant's booking has no notifications to resend")
-	require.Equal(t, http.StatusNotFound, p.requestWithKey(key, http.MethodPost, "/api/v1/bookings/BK-OT/resend",
+	require.Equal(t, http.StatusNotFound, p.RequestWithKey(key, http.MethodPost, "/api/v1/bookings/BK-OT/resend",
 		map[string]any{"channel": "EMAIL", "template_id": *m.TemplateID}, &res), "nor can its templates be named")
-	require.Equal(t, 2, p.count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, p.tenant.ID), "nothing was created")
+	require.Equal(t, 2, p.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, p.Tenant.ID), "nothing was created")
 }
 
 func TestTemplates_SaveKeepsHistory(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{noWorkers: true})
+	p := webtest.New(t, webtest.Options{NoWorkers: true})
 	var tmpl *app.Template
-	require.NoError(t, p.svc.Store.InTenant(p.ctx, p.tenant.ID, func(tx *db.Tx) (err error) {
-		tmpl, err = tx.FindTemplate(p.ctx, p.tenant.ID, "BOOKING_CONFIRMED", app.Email, []string{"en"})
+	require.NoError(t, p.Services.Store.InTenant(p.Ctx, p.Tenant.ID, func(tx *db.Tx) (err error) {
+		tmpl, err = tx.FindTemplate(p.Ctx, p.Tenant.ID, "BOOKING_CONFIRMED", app.Email, []string{"en"})
 		return err
 	}))
 	original := tmpl.Body
 
-	saved, warnings, err := p.svc.Templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{
+	saved, warnings, err := p.Services.Templates.Save(p.Ctx, app.CLIActor, p.Tenant.ID, tmpl.ID, app.TemplateInput{
 		Subject: "Booked: {{tour_name}}", Body: "<p>Hi {{passenger_name}}, see {{seat_number}}.</p>", IsActive: true,
 	})
 	require.NoError(t, err)
 	require.Equal(t, 2, saved.Version)
 	require.Equal(t, []string{"seat_number"}, warnings, "unknown placeholders are warnings, not errors")
-	require.Equal(t, 1, p.count(`SELECT count(*) FROM template_versions WHERE template_id = $1 AND version = 1 AND body = $2`, tmpl.ID, original))
+	require.Equal(t, 1, p.Count(`SELECT count(*) FROM template_versions WHERE template_id = $1 AND version = 1 AND body = $2`, tmpl.ID, original))
 
-	_, _, err = p.svc.Templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{Body: "<p>x</p>", IsActive: true})
+	_, _, err = p.Services.Templates.Save(p.Ctx, app.CLIActor, p.Tenant.ID, tmpl.ID, app.TemplateInput{Body: "<p>x</p>", IsActive: true})
 	require.Equal(t, "subject", app.ErrorField(err), "e-mail templates need a subject")
-	require.Equal(t, 1, p.count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, tmpl.ID), "a refused save stores nothing")
+	require.Equal(t, 1, p.Count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, tmpl.ID), "a refused save stores nothing")
 
-	id := p.submit(withRecipient("tpl-1", "BK-TPL", map[string]any{"name": "A", "email": "a@example.com", "locale": "en"}, "EMAIL"))
-	require.NoError(t, p.svc.Router.Route(p.ctx, app.RouteJob{TenantID: p.tenant.ID, EventID: id, Version: 1}))
-	m := onlyMessage(t, p.event(id).Messages)
+	id := p.Submit(webtest.WithRecipient("tpl-1", "BK-TPL", map[string]any{"name": "A", "email": "a@example.com", "locale": "en"}, "EMAIL"))
+	require.NoError(t, p.Services.Router.Route(p.Ctx, app.RouteJob{TenantID: p.Tenant.ID, EventID: id, Version: 1}))
+	m := webtest.OnlyMessage(t, p.Event(id).Messages)
 	require.Equal(t, "Booked: Gardasee", m.Subject)
 	require.Equal(t, "<p>Hi Anna Schmidt, see .</p>", m.Body, "a missing variable renders empty")
 	require.Equal(t, 2, *m.TemplateVersion)
@@ -471,11 +450,11 @@ func TestTemplates_SaveKeepsHistory(t *testing.T) {
 
 func TestPipeline_QuotaExceeded(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{env: map[string]string{"HERALD_QUOTA_PRO_SMS": "1"}})
-	first := p.submit(withRecipient("q-1", "BK-Q1", map[string]any{"name": "A", "phone": "+4915123451111"}, "SMS"))
-	p.waitMessages(first, "first SMS sent", allStatus(app.MessageRead))
-	second := p.submit(withRecipient("q-2", "BK-Q2", map[string]any{"name": "B", "phone": "+4915123452222", "email": "b@example.com"}, "SMS", "EMAIL"))
-	ms := p.waitMessages(second, "SMS over quota, e-mail read", func(ms []*app.Message) bool {
+	p := webtest.New(t, webtest.Options{Config: func(cfg *app.Config) { cfg.Quotas[app.PlanPro][app.SMS] = 1 }})
+	first := p.Submit(webtest.WithRecipient("q-1", "BK-Q1", map[string]any{"name": "A", "phone": "+4915123451111"}, "SMS"))
+	p.WaitMessages(first, "first SMS sent", webtest.AllStatus(app.MessageRead))
+	second := p.Submit(webtest.WithRecipient("q-2", "BK-Q2", map[string]any{"name": "B", "phone": "+4915123452222", "email": "b@example.com"}, "SMS", "EMAIL"))
+	ms := p.WaitMessages(second, "SMS over quota, e-mail read", func(ms []*app.Message) bool {
 		done := 0
 		for _, m := range ms {
 			if m.Status == app.MessageFailed || m.Status == app.MessageRead {
@@ -495,40 +474,79 @@ func TestPipeline_QuotaExceeded(t *testing.T) {
 
 func TestMaintenance_MarkStale(t *testing.T) {
 	t.Parallel()
-	p := newPipeline(t, pipelineOpts{})
-	id := p.submit(withRecipient("stale-1", "BK-STL", map[string]any{"name": "A", "email": "silent@example.com"}, "EMAIL"))
-	m := onlyMessage(t, p.waitMessages(id, "sent", allStatus(app.MessageSent)))
+	p := webtest.New(t, webtest.Options{})
+	id := p.Submit(webtest.WithRecipient("stale-1", "BK-STL", map[string]any{"name": "A", "email": "silent@example.com"}, "EMAIL"))
+	m := webtest.OnlyMessage(t, p.WaitMessages(id, "sent", webtest.AllStatus(app.MessageSent)))
 
-	n, err := p.svc.Maintenance.MarkStale(p.ctx)
+	n, err := p.Services.Maintenance.MarkStale(p.Ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "a message sent a moment ago is not stale")
 
-	require.NoError(t, p.svc.Store.InPlatform(p.ctx, func(tx *db.Tx) error {
-		_, err := tx.SQL().ExecContext(p.ctx, `UPDATE messages SET sent_at = now() - interval '25 hours' WHERE id = $1`, m.ID)
+	require.NoError(t, p.Services.Store.InPlatform(p.Ctx, func(tx *db.Tx) error {
+		_, err := tx.SQL().ExecContext(p.Ctx, `UPDATE messages SET sent_at = now() - interval '25 hours' WHERE id = $1`, m.ID)
 		return err
 	}))
-	n, err = p.svc.Maintenance.MarkStale(p.ctx)
+	n, err = p.Services.Maintenance.MarkStale(p.Ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	var got struct {
 		Status  string
 		StaleAt *time.Time `json:"stale_at"`
 	}
-	require.Equal(t, http.StatusOK, p.request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &got))
+	require.Equal(t, http.StatusOK, p.Request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &got))
 	require.Equal(t, app.MessageSent, got.Status)
 	require.NotNil(t, got.StaleAt, "staleness is visible through the API")
-	tl := p.timeline(m.ID)
+	tl := p.Timeline(m.ID)
 	require.Equal(t, true, tl[len(tl)-1].Detail["stale"])
 
-	n, err = p.svc.Maintenance.MarkStale(p.ctx)
+	n, err = p.Services.Maintenance.MarkStale(p.Ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "a stale message is flagged once")
 
 	// A late receipt still counts, and clears the flag.
-	_, err = p.svc.Receipts.Apply(p.ctx, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, Status: provider.StatusDelivered})
+	_, err = p.Services.Receipts.Apply(p.Ctx, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, Status: provider.StatusDelivered})
 	require.NoError(t, err)
 	got.StaleAt = nil
-	require.Equal(t, http.StatusOK, p.request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &got))
+	require.Equal(t, http.StatusOK, p.Request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &got))
 	require.Equal(t, app.MessageDelivered, got.Status)
 	require.Nil(t, got.StaleAt)
+}
+
+// TestChannel_Webhook sends on the WEBHOOK channel through the real adapter
+// to a tenant receiver, which checks the signature as a tenant would.
+func TestChannel_Webhook(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_test_secret"
+	got := make(chan map[string]any, 4)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !webhook.Verify(secret, r.Header.Get("Herald-Signature"), r.Header.Get("Herald-Timestamp"), body, time.Now(), time.Minute) {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var payload map[string]any
+		_ = json.Unmarshal(body, &payload)
+		got <- payload
+	}))
+	t.Cleanup(receiver.Close)
+	p := webtest.New(t, webtest.Options{Providers: provider.Set{"webhook": &webhook.Provider{AllowHTTP: true, AllowPrivate: true}}})
+	_, err := p.Services.Accounts.Create(p.Ctx, app.CLIActor, p.Tenant.ID, app.AccountInput{
+		Channel: app.Webhook, Provider: "webhook", Name: "Booking system", Activate: true,
+		Config: app.Attrs{"url": receiver.URL + "/herald"}, Secrets: map[string]string{"signing_secret": secret},
+	})
+	require.NoError(t, err)
+
+	id := p.Submit(webtest.WithRecipient("wh-1", "BK-WH", map[string]any{"name": "A", "email": "a@example.com"}, "WEBHOOK"))
+	m := webtest.OnlyMessage(t, p.WaitMessages(id, "delivered to the receiver", webtest.AllStatus(app.MessageSent)))
+	select {
+	case payload := <-got:
+		require.Equal(t, m.ID.String(), payload["id"])
+		var event map[string]any
+		require.NoError(t, json.Unmarshal([]byte(payload["body"].(string)), &event), "the body is the event as JSON")
+		require.Equal(t, "BOOKING_CONFIRMED", event["trigger_event"])
+		require.Equal(t, "Gardasee", event["context"].(map[string]any)["tour_name"])
+	case <-time.After(5 * time.Second):
+		t.Fatal("the receiver got nothing")
+	}
+	require.Nil(t, m.TemplateID, "the webhook channel needs no template")
 }

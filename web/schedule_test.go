@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"context"
@@ -17,13 +17,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
-	appconsole "github.com/heraldhq/herald/app/console"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
 // scheduled is a BOOKING_CONFIRMED request for booking, sent at at.
 func scheduled(eventID, booking string, at time.Time) map[string]any {
-	b := notification(eventID, booking)
+	b := webtest.Notification(eventID, booking)
 	b["send_at"] = at.UTC().Format(time.RFC3339)
 	return b
 }
@@ -43,11 +44,11 @@ type storedSchedule struct {
 	Status  string
 }
 
-func (c *console) schedule(id uuid.UUID) storedSchedule {
-	c.t.Helper()
+func (c *consoleBundle) schedule(id uuid.UUID) storedSchedule {
+	c.T.Helper()
 	var s storedSchedule
-	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
-		e, err := tx.EventByID(c.ctx, c.tenant.ID, id, false)
+	require.NoError(c.T, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+		e, err := tx.EventByID(c.Ctx, c.Tenant.ID, id, false)
 		if err != nil {
 			return err
 		}
@@ -58,33 +59,33 @@ func (c *console) schedule(id uuid.UUID) storedSchedule {
 }
 
 // globexKey returns an API key of the other tenant.
-func (c *console) globexKey() string {
-	c.t.Helper()
-	_, key, err := c.svc.APIKeys.Create(c.ctx, app.CLIActor, c.other.ID, "globex system")
-	require.NoError(c.t, err)
+func (c *consoleBundle) globexKey() string {
+	c.T.Helper()
+	_, key, err := c.Services.APIKeys.Create(c.Ctx, app.CLIActor, c.other.ID, "globex system")
+	require.NoError(c.T, err)
 	return key
 }
 
-func (c *console) submitWithKey(key string, body map[string]any) uuid.UUID {
-	c.t.Helper()
+func (c *consoleBundle) submitWithKey(key string, body map[string]any) uuid.UUID {
+	c.T.Helper()
 	var res struct{ ID uuid.UUID }
-	require.Equal(c.t, http.StatusAccepted, c.requestWithKey(key, http.MethodPost, "/api/v1/notifications", body, &res))
+	require.Equal(c.T, http.StatusAccepted, c.RequestWithKey(key, http.MethodPost, "/api/v1/notifications", body, &res))
 	return res.ID
 }
 
 func TestConsoleScheduled(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	// A timezone without daylight saving keeps the expected texts exact.
-	c.exec(`UPDATE tenants SET timezone = 'Asia/Tokyo' WHERE id = $1`, c.tenant.ID)
+	c.Exec(`UPDATE tenants SET timezone = 'Asia/Tokyo' WHERE id = $1`, c.Tenant.ID)
 	tokyo, err := time.LoadLocation("Asia/Tokyo")
 	require.NoError(t, err)
 
 	now := time.Now().Truncate(time.Minute)
-	inThree := c.submit(scheduled("sch-3h", "BK-300", now.Add(3*time.Hour)))
-	inOne := c.submit(scheduled("sch-1h", "BK-100", now.Add(time.Hour)))
-	inTwo := c.submit(scheduled("sch-2h", "BK-200", now.Add(2*time.Hour)))
-	c.submit(notification("now-1", "BK-NOW")) // not scheduled: never listed
+	inThree := c.Submit(scheduled("sch-3h", "BK-300", now.Add(3*time.Hour)))
+	inOne := c.Submit(scheduled("sch-1h", "BK-100", now.Add(time.Hour)))
+	inTwo := c.Submit(scheduled("sch-2h", "BK-200", now.Add(2*time.Hour)))
+	c.Submit(webtest.Notification("now-1", "BK-NOW")) // not scheduled: never listed
 	globexEvent := c.submitWithKey(c.globexKey(), scheduled("globex-1", "GX-1", now.Add(time.Hour)))
 
 	manager, support := c.signIn(asManager), c.signIn(asSupport)
@@ -122,7 +123,7 @@ func TestConsoleScheduled(t *testing.T) {
 	t.Run("EmptyState", func(t *testing.T) {
 		doc := c.signIn(asOtherManager).page("/t/globex/scheduled?event=BOOKING_REFUNDED")
 		require.Contains(t, text(doc.Find(".empty")), "No scheduled notification matches")
-		c.exec(`UPDATE events SET status = 'CANCELLED' WHERE tenant_id = $1`, c.other.ID)
+		c.Exec(`UPDATE events SET status = 'CANCELLED' WHERE tenant_id = $1`, c.other.ID)
 		doc = c.signIn(asOtherManager).page("/t/globex/scheduled")
 		require.Empty(t, rowIDs(doc))
 		require.Contains(t, text(doc.Find(".empty")), "Nothing is scheduled")
@@ -146,9 +147,9 @@ func TestConsoleScheduled(t *testing.T) {
 		require.Equal(t, 2, after.Version)
 		require.Equal(t, app.EventScheduled, after.Status)
 		require.Equal(t, []string{inOne.String(), inThree.String(), inTwo.String()}, rowIDs(doc), "the list follows the new time")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'notification.reschedule' AND target_id = $1 AND actor_type = 'user' AND actor_id = $2`,
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'notification.reschedule' AND target_id = $1 AND actor_type = 'user' AND actor_id = $2`,
 			inTwo.String(), c.users[asManager].ID))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1 AND (args->>'version')::int = 2`, inTwo.String()),
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1 AND (args->>'version')::int = 2`, inTwo.String()),
 			"a route job for the new version")
 	})
 
@@ -168,7 +169,7 @@ func TestConsoleScheduled(t *testing.T) {
 			require.Equal(t, tc.value, typed, "what was typed stays in the field")
 			require.Equal(t, before, c.schedule(inThree), "nothing changed for %q", tc.value)
 		}
-		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE action = 'notification.reschedule' AND target_id = $1`, inThree.String()))
+		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'notification.reschedule' AND target_id = $1`, inThree.String()))
 	})
 
 	t.Run("Cancel", func(t *testing.T) {
@@ -179,7 +180,7 @@ func TestConsoleScheduled(t *testing.T) {
 		require.Contains(t, text(doc.Find(".flash-success")), "cancelled")
 		require.NotContains(t, rowIDs(doc), inThree.String())
 		require.Equal(t, app.EventCancelled, c.schedule(inThree).Status)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'notification.cancel' AND target_id = $1 AND actor_id = $2`,
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'notification.cancel' AND target_id = $1 AND actor_id = $2`,
 			inThree.String(), c.users[asManager].ID))
 
 		// A cancelled event cannot be rescheduled: a readable conflict.
@@ -231,7 +232,7 @@ func TestConsoleScheduled(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, resp.StatusCode)
 		resp = manager.post("/t/acme/scheduled/"+globexEvent.String()+"/reschedule", url.Values{"send_at": {"2099-01-01T10:00"}})
 		require.Equal(t, http.StatusNotFound, resp.StatusCode)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM events WHERE id = $1 AND version = 1`, globexEvent))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM events WHERE id = $1 AND version = 1`, globexEvent))
 
 		other := c.signIn(asOtherManager)
 		_, resp = other.get("/t/globex/scheduled/" + inOne.String())
@@ -241,11 +242,11 @@ func TestConsoleScheduled(t *testing.T) {
 
 func TestConsoleScheduled_Pagination(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	start := time.Now().Add(time.Hour).Truncate(time.Minute)
 	var ids []string
 	for i := range 27 {
-		id := c.submit(scheduled("page-"+strconv.Itoa(i), "BK-P"+strconv.Itoa(i), start.Add(time.Duration(i)*time.Minute)))
+		id := c.Submit(scheduled("page-"+strconv.Itoa(i), "BK-P"+strconv.Itoa(i), start.Add(time.Duration(i)*time.Minute)))
 		ids = append(ids, id.String())
 	}
 	s := c.signIn(asSupport)
@@ -272,7 +273,7 @@ func incident(eventID string) map[string]any {
 
 func TestConsoleApprovals(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{})
+	c := setupConsole(t, webtest.Options{})
 	manager, support := c.signIn(asManager), c.signIn(asSupport)
 
 	t.Run("EmptyState", func(t *testing.T) {
@@ -280,9 +281,9 @@ func TestConsoleApprovals(t *testing.T) {
 		require.Contains(t, text(doc.Find(".empty")), "Nothing awaits approval")
 	})
 
-	first := c.submit(incident("inc-1"))
-	second := c.submit(incident("inc-2"))
-	third := c.submit(incident("inc-3"))
+	first := c.Submit(incident("inc-1"))
+	second := c.Submit(incident("inc-2"))
+	third := c.Submit(incident("inc-3"))
 	globexEvent := c.submitWithKey(c.globexKey(), incident("globex-inc"))
 
 	t.Run("ListShowsRenderedMessages", func(t *testing.T) {
@@ -313,8 +314,8 @@ func TestConsoleApprovals(t *testing.T) {
 
 	t.Run("PreviewFollowsRouting", func(t *testing.T) {
 		// Without an active WhatsApp account routing skips it; the preview says so.
-		c.exec(`UPDATE channel_accounts SET status = 'SUSPENDED' WHERE tenant_id = $1 AND channel = 'WHATSAPP'`, c.tenant.ID)
-		defer c.exec(`UPDATE channel_accounts SET status = 'ACTIVE' WHERE tenant_id = $1 AND channel = 'WHATSAPP'`, c.tenant.ID)
+		c.Exec(`UPDATE channel_accounts SET status = 'SUSPENDED' WHERE tenant_id = $1 AND channel = 'WHATSAPP'`, c.Tenant.ID)
+		defer c.Exec(`UPDATE channel_accounts SET status = 'ACTIVE' WHERE tenant_id = $1 AND channel = 'WHATSAPP'`, c.Tenant.ID)
 		doc := manager.page("/t/acme/approvals/" + second.String())
 		wa := doc.Find(`.planned[data-channel=WHATSAPP]`)
 		require.Equal(t, "skipped", wa.AttrOr("data-role", ""))
@@ -336,7 +337,7 @@ func TestConsoleApprovals(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 		resp = support.post("/t/acme/approvals/"+first.String()+"/reject", url.Values{"reason": {"no"}})
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
-		require.Equal(t, app.EventAwaitingApproval, c.event(first).Status)
+		require.Equal(t, app.EventAwaitingApproval, c.Event(first).Status)
 	})
 
 	t.Run("RejectNeedsReason", func(t *testing.T) {
@@ -345,23 +346,23 @@ func TestConsoleApprovals(t *testing.T) {
 			doc, resp := manager.postPage("/t/acme/approvals/"+second.String()+"/reject", url.Values{"reason": {reason}})
 			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 			require.Contains(t, text(doc.Find(`textarea[name=reason] ~ .field-error`)), "Say why the notification is rejected")
-			require.Equal(t, app.EventAwaitingApproval, c.event(second).Status)
+			require.Equal(t, app.EventAwaitingApproval, c.Event(second).Status)
 		}
-		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE action = 'notification.reject'`))
+		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'notification.reject'`))
 
 		resp := manager.post("/t/acme/approvals/"+second.String()+"/reject", url.Values{"reason": {"False alarm: the road is open."}})
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		doc := manager.follow(resp)
 		require.Contains(t, text(doc.Find(".flash-success")), "rejected")
 		require.Zero(t, doc.Find(`section.approval[data-event-id="`+second.String()+`"]`).Length())
-		require.Equal(t, app.EventRejected, c.event(second).Status)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM events WHERE id = $1 AND decision_reason = 'False alarm: the road is open.' AND decided_by = $2`,
+		require.Equal(t, app.EventRejected, c.Event(second).Status)
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM events WHERE id = $1 AND decision_reason = 'False alarm: the road is open.' AND decided_by = $2`,
 			second, c.users[asManager].ID))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'notification.reject' AND target_id = $1 AND actor_id = $2 AND metadata->>'reason' = 'False alarm: the road is open.'`,
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'notification.reject' AND target_id = $1 AND actor_id = $2 AND metadata->>'reason' = 'False alarm: the road is open.'`,
 			second.String(), c.users[asManager].ID))
-		require.Zero(t, c.count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1`, second.String()),
+		require.Zero(t, c.Count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1`, second.String()),
 			"a rejected event is never routed")
-		require.Empty(t, c.event(second).Messages)
+		require.Empty(t, c.Event(second).Messages)
 	})
 
 	t.Run("ApproveRoutes", func(t *testing.T) {
@@ -369,11 +370,11 @@ func TestConsoleApprovals(t *testing.T) {
 		resp := manager.post("/t/acme/approvals/"+first.String()+"/approve", nil)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		require.Contains(t, text(manager.follow(resp).Find(".flash-success")), "approved")
-		m := onlyMessage(t, c.waitMessages(first, "the WhatsApp message read", allStatus(app.MessageRead)))
+		m := webtest.OnlyMessage(t, c.WaitMessages(first, "the WhatsApp message read", webtest.AllStatus(app.MessageRead)))
 		require.Equal(t, app.WhatsApp, m.Channel)
 		require.Contains(t, m.Body, "The coach is delayed by 90 minutes.")
-		require.Equal(t, app.EventRouted, c.event(first).Status)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'notification.approve' AND target_id = $1 AND actor_id = $2`,
+		require.Equal(t, app.EventRouted, c.Event(first).Status)
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'notification.approve' AND target_id = $1 AND actor_id = $2`,
 			first.String(), c.users[asManager].ID))
 
 		// The event's page now shows the stored messages, not a plan.
@@ -405,7 +406,7 @@ func TestConsoleApprovals(t *testing.T) {
 			resp = manager.post("/t/acme/approvals/"+globexEvent.String()+action, url.Values{"reason": {"x"}})
 			require.Equal(t, http.StatusNotFound, resp.StatusCode, action)
 		}
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM events WHERE id = $1 AND status = 'AWAITING_APPROVAL'`, globexEvent))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM events WHERE id = $1 AND status = 'AWAITING_APPROVAL'`, globexEvent))
 	})
 
 	t.Run("CSRF", func(t *testing.T) {
@@ -413,21 +414,21 @@ func TestConsoleApprovals(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 		resp = manager.post("/t/acme/approvals/"+third.String()+"/reject", url.Values{"csrf": {"forged"}, "reason": {"x"}})
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
-		require.Equal(t, app.EventAwaitingApproval, c.event(third).Status)
+		require.Equal(t, app.EventAwaitingApproval, c.Event(third).Status)
 	})
 
 	t.Run("ScheduledApprovalWaits", func(t *testing.T) {
 		b := incident("inc-later")
 		at := time.Now().Add(3 * time.Hour)
 		b["send_at"] = at.UTC().Format(time.RFC3339)
-		id := c.submit(b)
+		id := c.Submit(b)
 		// It is listed on both pages: it has a time and waits for a decision.
 		require.Contains(t, rowIDs(manager.page("/t/acme/scheduled")), id.String())
 		manager.page("/t/acme/approvals")
 		resp := manager.post("/t/acme/approvals/"+id.String()+"/approve", nil)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		require.Contains(t, text(manager.follow(resp).Find(".flash-success")), "it goes out at")
-		require.Equal(t, app.EventScheduled, c.event(id).Status)
+		require.Equal(t, app.EventScheduled, c.Event(id).Status)
 	})
 }
 
@@ -443,16 +444,16 @@ func (q *queryCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 
 // countingSchedules is the console's Schedules service over a pool of its
 // own that counts every statement (BEGIN, the tenant scope and COMMIT too).
-func (c *console) countingSchedules() (*appconsole.Schedules, *queryCounter) {
-	c.t.Helper()
+func (c *consoleBundle) countingSchedules() (*console.Schedules, *queryCounter) {
+	c.T.Helper()
 	counter := &queryCounter{}
-	cfg := c.svc.DB.Pool.Config()
+	cfg := c.Services.DB.Pool.Config()
 	cfg.ConnConfig.Tracer = counter
-	pool, err := pgxpool.NewWithConfig(c.ctx, cfg)
-	require.NoError(c.t, err)
+	pool, err := pgxpool.NewWithConfig(c.Ctx, cfg)
+	require.NoError(c.T, err)
 	d := db.New(pool)
-	c.t.Cleanup(d.Close)
-	return &appconsole.Schedules{Store: db.Scope[appconsole.ScheduleTx](d.Store()), Intake: c.svc.Intake, Router: c.svc.Router, Now: time.Now}, counter
+	c.T.Cleanup(d.Close)
+	return &console.Schedules{Store: db.Scope[console.ScheduleTx](d.Store()), Intake: c.Services.Intake, Router: c.Services.Router, Now: time.Now}, counter
 }
 
 // incidentFor is an INCIDENT_BROADCAST to three people.
@@ -470,15 +471,15 @@ func incidentFor(eventID string, n int) map[string]any {
 // channel of the chain; its queries must not grow with that product.
 func TestConsoleApprovals_QueryCount(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	for i := range 10 {
-		c.submit(incidentFor("inc-q-"+strconv.Itoa(i), i))
+		c.Submit(incidentFor("inc-q-"+strconv.Itoa(i), i))
 	}
 	schedules, counter := c.countingSchedules()
 	manager := c.users[asManager]
 
 	counter.n.Store(0)
-	previews, more, err := schedules.Pending(c.ctx, manager, c.tenant.ID, appconsole.PageRequest{Limit: 11}, 3)
+	previews, more, err := schedules.Pending(c.Ctx, manager, c.Tenant.ID, console.PageRequest{Limit: 11}, 3)
 	require.NoError(t, err)
 	require.False(t, more)
 	require.Len(t, previews, 10)
@@ -498,9 +499,9 @@ func TestConsoleApprovals_QueryCount(t *testing.T) {
 		people = append(people, map[string]any{"name": "P" + strconv.Itoa(i), "phone": fmt.Sprintf("+49170100%05d", i), "email": fmt.Sprintf("p%d@example.com", i), "locale": "en"})
 	}
 	big["recipients"] = people
-	bigID := c.submit(big)
+	bigID := c.Submit(big)
 	counter.n.Store(0)
-	p, err := schedules.Preview(c.ctx, manager, c.tenant.ID, bigID, 100)
+	p, err := schedules.Preview(c.Ctx, manager, c.Tenant.ID, bigID, 100)
 	require.NoError(t, err)
 	require.Len(t, p.Recipients, 100)
 	one := counter.n.Load()
@@ -517,11 +518,11 @@ func TestConsoleApprovals_QueryCount(t *testing.T) {
 // not only the recipient's own: templates print others from the context.
 func TestConsoleApprovals_MasksEveryAddress(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{})
+	c := setupConsole(t, webtest.Options{})
 	b := incident("inc-mask")
 	b["context"].(map[string]any)["incident_message"] = "Questions? Write to ops.desk@example.org or call the driver on +4930987654321."
 	b["context"].(map[string]any)["operator_phone"] = "+4989123456789"
-	id := c.submit(b)
+	id := c.Submit(b)
 	manager, support := c.signIn(asManager), c.signIn(asSupport)
 	others := []string{"ops.desk@example.org", "+4930987654321", "4930987654321", "+4989123456789", "4989123456789", "+4915123456789", "anna@example.com"}
 
@@ -562,7 +563,7 @@ func TestConsoleApprovals_MasksEveryAddress(t *testing.T) {
 		manager.page("/t/acme/approvals/" + id.String())
 		resp := manager.post("/t/acme/approvals/"+id.String()+"/approve", nil)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-		c.waitMessages(id, "the WhatsApp message read", allStatus(app.MessageRead))
+		c.WaitMessages(id, "the WhatsApp message read", webtest.AllStatus(app.MessageRead))
 		require.NotZero(t, support.page("/t/acme/approvals/"+id.String()).Find(`.planned[data-role=stored]`).Length())
 		check(t, true)
 	})
@@ -574,14 +575,14 @@ func TestConsoleApprovals_MasksEveryAddress(t *testing.T) {
 // time last.
 func TestConsoleScheduled_DueAndUntimed(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	now := time.Now().Truncate(time.Minute)
-	later := c.submit(scheduled("sch-later", "BK-L", now.Add(2*time.Hour)))
-	soon := c.submit(scheduled("sch-soon", "BK-S", now.Add(time.Hour)))
-	due := c.submit(scheduled("sch-due", "BK-D", now.Add(3*time.Hour)))
-	c.exec(`UPDATE events SET send_at = now() - interval '5 minutes' WHERE id = $1`, due)
-	untimed := c.submit(incident("inc-untimed"))
-	require.Equal(t, app.EventAwaitingApproval, c.event(untimed).Status)
+	later := c.Submit(scheduled("sch-later", "BK-L", now.Add(2*time.Hour)))
+	soon := c.Submit(scheduled("sch-soon", "BK-S", now.Add(time.Hour)))
+	due := c.Submit(scheduled("sch-due", "BK-D", now.Add(3*time.Hour)))
+	c.Exec(`UPDATE events SET send_at = now() - interval '5 minutes' WHERE id = $1`, due)
+	untimed := c.Submit(incident("inc-untimed"))
+	require.Equal(t, app.EventAwaitingApproval, c.Event(untimed).Status)
 
 	manager := c.signIn(asManager)
 	doc := manager.page("/t/acme/scheduled")
@@ -601,7 +602,7 @@ func TestConsoleScheduled_DueAndUntimed(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		doc = manager.follow(resp)
 		require.NotContains(t, rowIDs(doc), id.String())
-		require.Equal(t, app.EventCancelled, c.event(id).Status)
+		require.Equal(t, app.EventCancelled, c.Event(id).Status)
 	}
 	require.Equal(t, []string{soon.String(), later.String()}, rowIDs(doc))
 }

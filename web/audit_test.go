@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"encoding/json"
@@ -12,17 +12,19 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/web/webtest"
 )
 
 // auditAt appends an audit entry written at a given time, as the chain
 // trigger would chain any entry. tenantID nil is a platform entry.
-func (c *console) auditAt(tenantID *uuid.UUID, actorType, label, action, targetType, targetID string, meta map[string]any, at time.Time) int64 {
-	c.t.Helper()
+func (c *consoleBundle) auditAt(tenantID *uuid.UUID, actorType, label, action, targetType, targetID string, meta map[string]any, at time.Time) int64 {
+	c.T.Helper()
 	b, err := json.Marshal(meta)
-	require.NoError(c.t, err)
-	c.exec(`INSERT INTO audit_log (tenant_id, actor_type, actor_label, action, target_type, target_id, metadata, at)
+	require.NoError(c.T, err)
+	c.Exec(`INSERT INTO audit_log (tenant_id, actor_type, actor_label, action, target_type, target_id, metadata, at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, tenantID, actorType, label, action, targetType, targetID, b, at)
-	return int64(c.count(`SELECT max(id)::int FROM audit_log`))
+	return int64(c.Count(`SELECT max(id)::int FROM audit_log`))
 }
 
 // auditIDs returns the entry ids of an audit page's rows, in order.
@@ -38,8 +40,8 @@ func auditIDs(doc *goquery.Document) []int64 {
 
 func TestConsoleAudit(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
-	acme, globex := c.tenant.ID, c.other.ID
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	acme, globex := c.Tenant.ID, c.other.ID
 	day := func(s string) time.Time {
 		tm, err := time.Parse(time.RFC3339, s)
 		require.NoError(t, err)
@@ -86,7 +88,7 @@ func TestConsoleAudit(t *testing.T) {
 	})
 
 	t.Run("ConsoleChangesAreListed", func(t *testing.T) {
-		id := c.submit(scheduled("audited", "BK-A", time.Now().Add(time.Hour)))
+		id := c.Submit(scheduled("audited", "BK-A", time.Now().Add(time.Hour)))
 		manager.page("/t/acme/scheduled")
 		require.Equal(t, http.StatusSeeOther, manager.post("/t/acme/scheduled/"+id.String()+"/cancel", nil).StatusCode)
 		doc := manager.page("/t/acme/audit?action=notification.cancel&actor=manager@acme")
@@ -192,7 +194,7 @@ func TestConsoleAudit(t *testing.T) {
 
 		// Removing an entry from the middle of globex's chain breaks the
 		// link of the one after it.
-		c.exec(`DELETE FROM audit_log WHERE id = (SELECT id FROM audit_log WHERE tenant_id = $1 AND actor_label = 'pager@globex.test' ORDER BY id LIMIT 1 OFFSET 5)`, globex)
+		c.Exec(`DELETE FROM audit_log WHERE id = (SELECT id FROM audit_log WHERE tenant_id = $1 AND actor_label = 'pager@globex.test' ORDER BY id LIMIT 1 OFFSET 5)`, globex)
 		doc = operator.page("/audit?verify=1&tenant=globex")
 		require.Equal(t, "1 break(s) found", text(doc.Find(".chain-result .badge")))
 		require.Contains(t, text(doc.Find(".chain-breaks")), "in tenant globex: link to the previous entry is broken.")

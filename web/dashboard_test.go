@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"fmt"
@@ -13,19 +13,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
 // dashMessage inserts one message of a tenant created at the given time, as
 // the pipeline would have left it.
-func (c *console) dashMessage(tenantID uuid.UUID, ch app.Channel, status string, at time.Time, stale bool) {
-	c.t.Helper()
+func (c *consoleBundle) dashMessage(tenantID uuid.UUID, ch app.Channel, status string, at time.Time, stale bool) {
+	c.T.Helper()
 	var staleAt *time.Time
 	if stale {
 		s := at.Add(24 * time.Hour)
 		staleAt = &s
 	}
 	id := uuid.New()
-	c.exec(`INSERT INTO messages (id, tenant_id, correlation_id, idempotency_key, trigger_event, channel, to_address, status,
+	c.Exec(`INSERT INTO messages (id, tenant_id, correlation_id, idempotency_key, trigger_event, channel, to_address, status,
 			queued_at, created_at, updated_at, stale_at)
 		VALUES ($1, $2, 'evt-dash', $3, 'BOOKING_CONFIRMED', $4, 'anna@example.com', $5, $6, $6, $6, $7)`,
 		id, tenantID, "dash:"+id.String(), ch, status, at, staleAt)
@@ -74,16 +75,16 @@ func totalsCell(doc *goquery.Document, channel, status string) string {
 
 func TestConsoleDashboard_EmptyTenant(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 
 	t.Run("SaysHowToStart", func(t *testing.T) {
 		doc := c.signIn(asManager).page("/t/acme/")
 		require.Equal(t, "No messages yet", text(doc.Find(".empty .empty-title")))
 		curl := doc.Find("pre.curl").Text()
-		require.Contains(t, curl, "curl -X POST "+strings.TrimSuffix(c.cfg.BaseURL.String(), "/")+"/api/v1/notifications")
+		require.Contains(t, curl, "curl -X POST "+strings.TrimSuffix(c.Config.BaseURL.String(), "/")+"/api/v1/notifications")
 		require.Contains(t, curl, `Authorization: Bearer $HERALD_API_KEY`)
 		require.Contains(t, curl, `"trigger_event": "BOOKING_CONFIRMED"`)
-		require.NotContains(t, doc.Text(), c.key, "no API key is ever shown")
+		require.NotContains(t, doc.Text(), c.Key, "no API key is ever shown")
 		href, ok := doc.Find(`.empty a[href="/t/acme/api-keys"]`).Attr("href")
 		require.True(t, ok, "managers are sent to create a key")
 		require.Equal(t, "/t/acme/api-keys", href)
@@ -98,10 +99,10 @@ func TestConsoleDashboard_EmptyTenant(t *testing.T) {
 	})
 
 	t.Run("ScheduledEventsAloneShowTheDashboard", func(t *testing.T) {
-		body := notification("evt-later", "BK-LATER")
+		body := webtest.Notification("evt-later", "BK-LATER")
 		sendAt := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
 		body["send_at"] = sendAt.Format(time.RFC3339)
-		c.submit(body)
+		c.Submit(body)
 		doc := c.signIn(asManager).page("/t/acme/")
 		require.Zero(t, doc.Find(".empty pre.curl").Length())
 		require.Equal(t, 1, doc.Find("svg.chart").Length())
@@ -113,9 +114,9 @@ func TestConsoleDashboard_EmptyTenant(t *testing.T) {
 
 func TestConsoleDashboard_Figures(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	// A zone half an hour off UTC: hours and days must be the tenant's.
-	c.exec(`UPDATE tenants SET timezone = 'Asia/Kolkata' WHERE id = $1`, c.tenant.ID)
+	c.Exec(`UPDATE tenants SET timezone = 'Asia/Kolkata' WHERE id = $1`, c.Tenant.ID)
 	loc, err := time.LoadLocation("Asia/Kolkata")
 	require.NoError(t, err)
 
@@ -139,7 +140,7 @@ func TestConsoleDashboard_Figures(t *testing.T) {
 		rows = append(rows, row{old, app.Email, app.MessageDelivered, false})
 	}
 	for _, r := range rows {
-		c.dashMessage(c.tenant.ID, r.ch, r.status, r.at, r.stale)
+		c.dashMessage(c.Tenant.ID, r.ch, r.status, r.at, r.stale)
 	}
 	// expect is what the chart must show: bucket -> status -> count, for
 	// the rows created since from.
@@ -275,20 +276,20 @@ func TestConsoleDashboard_Figures(t *testing.T) {
 
 func TestConsoleDashboard_Quota(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	month := time.Now().UTC()
 	month = time.Date(month.Year(), month.Month(), 1, 0, 0, 0, 0, time.UTC)
 	usage := func(tenantID uuid.UUID, ch app.Channel, m time.Time, shard, n int) {
-		c.exec(`INSERT INTO usage_counters (tenant_id, channel, month, shard, count) VALUES ($1, $2, $3, $4, $5)`, tenantID, ch, m, shard, n)
+		c.Exec(`INSERT INTO usage_counters (tenant_id, channel, month, shard, count) VALUES ($1, $2, $3, $4, $5)`, tenantID, ch, m, shard, n)
 	}
 	// acme is on PRO: 1000 e-mails, 500 WhatsApp, 500 SMS, webhooks unlimited.
-	usage(c.tenant.ID, app.Email, month, 0, 850)
-	usage(c.tenant.ID, app.Email, month, 7, 10)
-	usage(c.tenant.ID, app.WhatsApp, month, 2, 100)
-	usage(c.tenant.ID, app.Webhook, month, 0, 7)
-	usage(c.tenant.ID, app.SMS, month.AddDate(0, -1, 0), 0, 499)
+	usage(c.Tenant.ID, app.Email, month, 0, 850)
+	usage(c.Tenant.ID, app.Email, month, 7, 10)
+	usage(c.Tenant.ID, app.WhatsApp, month, 2, 100)
+	usage(c.Tenant.ID, app.Webhook, month, 0, 7)
+	usage(c.Tenant.ID, app.SMS, month.AddDate(0, -1, 0), 0, 499)
 	usage(c.other.ID, app.WhatsApp, month, 0, 40)
-	c.dashMessage(c.tenant.ID, app.Email, app.MessageDelivered, time.Now().Add(-time.Minute), false)
+	c.dashMessage(c.Tenant.ID, app.Email, app.MessageDelivered, time.Now().Add(-time.Minute), false)
 
 	doc := c.signIn(asManager).page("/t/acme/")
 	row := func(ch app.Channel) *goquery.Selection {
@@ -318,7 +319,7 @@ func TestConsoleDashboard_Quota(t *testing.T) {
 	require.Zero(t, hook.Find("svg").Length())
 
 	t.Run("UsedUp", func(t *testing.T) {
-		usage(c.tenant.ID, app.WhatsApp, month, 3, 400)
+		usage(c.Tenant.ID, app.WhatsApp, month, 3, 400)
 		doc := c.signIn(asManager).page("/t/acme/")
 		wa := doc.Find(`table.quota tr[data-channel="WHATSAPP"]`)
 		require.Equal(t, "100 %", strings.TrimSuffix(text(wa.Find(".quota-pct")), " used up"))
@@ -327,9 +328,11 @@ func TestConsoleDashboard_Quota(t *testing.T) {
 
 	t.Run("ConfiguredQuotas", func(t *testing.T) {
 		// The quotas come from the configuration, as the dispatcher's do.
-		c2 := newConsole(t, pipelineOpts{noWorkers: true, env: map[string]string{"HERALD_QUOTA_PRO_EMAIL": "unlimited", "HERALD_QUOTA_PRO_SMS": "20"}})
-		c2.dashMessage(c2.tenant.ID, app.Email, app.MessageDelivered, time.Now().Add(-time.Minute), false)
-		c2.exec(`INSERT INTO usage_counters (tenant_id, channel, month, shard, count) VALUES ($1, 'SMS', $2, 0, 17)`, c2.tenant.ID, month)
+		c2 := setupConsole(t, webtest.Options{NoWorkers: true, Config: func(cfg *app.Config) {
+			cfg.Quotas[app.PlanPro][app.Email], cfg.Quotas[app.PlanPro][app.SMS] = app.Unlimited, 20
+		}})
+		c2.dashMessage(c2.Tenant.ID, app.Email, app.MessageDelivered, time.Now().Add(-time.Minute), false)
+		c2.Exec(`INSERT INTO usage_counters (tenant_id, channel, month, shard, count) VALUES ($1, 'SMS', $2, 0, 17)`, c2.Tenant.ID, month)
 		doc := c2.signIn(asManager).page("/t/acme/")
 		require.Equal(t, "unlimited", text(doc.Find(`table.quota tr[data-channel="EMAIL"] .quota-limit`)))
 		require.Equal(t, "17 of 20", text(doc.Find(`table.quota tr[data-channel="SMS"] .quota-used`)))
@@ -341,10 +344,10 @@ func TestConsoleDashboard_Quota(t *testing.T) {
 // real pipeline made: events through the API, River workers, the sandbox.
 func TestConsoleDashboard_Pipeline(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{})
-	ids := []uuid.UUID{c.submit(notification("evt-d1", "BK-D1")), c.submit(notification("evt-d2", "BK-D2"))}
+	c := setupConsole(t, webtest.Options{})
+	ids := []uuid.UUID{c.Submit(webtest.Notification("evt-d1", "BK-D1")), c.Submit(webtest.Notification("evt-d2", "BK-D2"))}
 	for _, id := range ids {
-		c.waitMessages(id, "READ", allStatus(app.MessageRead))
+		c.WaitMessages(id, "READ", webtest.AllStatus(app.MessageRead))
 	}
 	for _, path := range []string{"/t/acme/", "/t/acme/?range=7d"} {
 		doc := c.signIn(asManager).page(path)

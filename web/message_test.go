@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"context"
@@ -14,9 +14,10 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
-// Anna's addresses as notification() sends them, and as messages store them.
+// Anna's addresses as webtest.Notification() sends them, and as messages store them.
 const (
 	annaPhone = "+4915123456789"
 	annaEmail = "anna@example.com"
@@ -38,25 +39,25 @@ func delivered(ms []*app.Message) bool {
 
 // routeNow routes an event as the route job would, for tests without
 // workers: its messages are then QUEUED with their dispatch jobs waiting.
-func (c *console) routeNow(tenantID, eventID uuid.UUID) []*app.Message {
-	c.t.Helper()
-	require.NoError(c.t, c.svc.Router.Route(c.ctx, app.RouteJob{TenantID: tenantID, EventID: eventID, Version: 1}))
+func (c *consoleBundle) routeNow(tenantID, eventID uuid.UUID) []*app.Message {
+	c.T.Helper()
+	require.NoError(c.T, c.Services.Router.Route(c.Ctx, app.RouteJob{TenantID: tenantID, EventID: eventID, Version: 1}))
 	var ms []*app.Message
-	require.NoError(c.t, c.svc.Store.InTenant(c.ctx, tenantID, func(tx *db.Tx) (err error) {
-		ms, err = tx.MessagesByEvent(c.ctx, tenantID, eventID)
+	require.NoError(c.T, c.Services.Store.InTenant(c.Ctx, tenantID, func(tx *db.Tx) (err error) {
+		ms, err = tx.MessagesByEvent(c.Ctx, tenantID, eventID)
 		return err
 	}))
-	require.NotEmpty(c.t, ms)
+	require.NotEmpty(c.T, ms)
 	return ms
 }
 
 // submitOther submits a notification for the other tenant, globex.
-func (c *console) submitOther(body map[string]any) uuid.UUID {
-	c.t.Helper()
-	_, key, err := c.svc.APIKeys.Create(c.ctx, app.CLIActor, c.other.ID, "globex system "+uuid.NewString()[:6])
-	require.NoError(c.t, err)
+func (c *consoleBundle) submitOther(body map[string]any) uuid.UUID {
+	c.T.Helper()
+	_, key, err := c.Services.APIKeys.Create(c.Ctx, app.CLIActor, c.other.ID, "globex system "+uuid.NewString()[:6])
+	require.NoError(c.T, err)
 	var res struct{ ID uuid.UUID }
-	require.Equal(c.t, http.StatusAccepted, c.requestWithKey(key, http.MethodPost, "/api/v1/notifications", body, &res))
+	require.Equal(c.T, http.StatusAccepted, c.RequestWithKey(key, http.MethodPost, "/api/v1/notifications", body, &res))
 	return res.ID
 }
 
@@ -76,18 +77,18 @@ func rowTexts(sel *goquery.Selection) []string {
 
 func TestConsoleMessages_BookingPanel(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{})
+	c := setupConsole(t, webtest.Options{})
 
-	bk1 := c.submit(notification("evt-panel-1", "BK-1"))
-	bk2 := c.submit(notification("evt-panel-2", "BK-2"))
-	first := c.waitMessages(bk1, "BK-1 delivered", delivered)
-	c.waitMessages(bk2, "BK-2 delivered", delivered)
+	bk1 := c.Submit(webtest.Notification("evt-panel-1", "BK-1"))
+	bk2 := c.Submit(webtest.Notification("evt-panel-2", "BK-2"))
+	first := c.WaitMessages(bk1, "BK-1 delivered", delivered)
+	c.WaitMessages(bk2, "BK-2 delivered", delivered)
 	// Globex has a booking with the same id: its panel is its own.
-	globexBody := notification("evt-globex-1", "BK-1")
+	globexBody := webtest.Notification("evt-globex-1", "BK-1")
 	globexBody["recipients"] = []map[string]any{{"name": "Gus Globex", "phone": "+4915188887777", "email": "gus@globex.example"}}
 	c.submitOther(globexBody)
 	require.Eventually(t, func() bool {
-		return c.count(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND status IN ('DELIVERED', 'READ')`, c.other.ID) == 2
+		return c.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND status IN ('DELIVERED', 'READ')`, c.other.ID) == 2
 	}, 20*time.Second, 50*time.Millisecond)
 
 	t.Run("SearchForm", func(t *testing.T) {
@@ -174,7 +175,7 @@ func TestConsoleMessages_BookingPanel(t *testing.T) {
 		require.NotEmpty(t, emailTemplate)
 		require.NotEmpty(t, waTemplate)
 
-		before := c.count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, c.tenant.ID)
+		before := c.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, c.Tenant.ID)
 		for name, tc := range map[string]struct {
 			form  url.Values
 			field string
@@ -202,8 +203,8 @@ func TestConsoleMessages_BookingPanel(t *testing.T) {
 			require.Equal(t, http.StatusNotFound, resp.StatusCode)
 			require.Contains(t, text(doc.Find(".flash-error")), "No notification about booking BK-404")
 		})
-		require.Equal(t, before, c.count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, c.tenant.ID), "bad resends store nothing")
-		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE action = 'message.resend'`))
+		require.Equal(t, before, c.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, c.Tenant.ID), "bad resends store nothing")
+		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'message.resend'`))
 
 		resp := s.post("/t/acme/bookings/booking/BK-1/resend", url.Values{"channel": {"EMAIL"}, "template_id": {emailTemplate}})
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
@@ -212,8 +213,8 @@ func TestConsoleMessages_BookingPanel(t *testing.T) {
 		require.Contains(t, text(doc.Find(".flash-success")), "1 new message")
 
 		var resent app.Message
-		require.NoError(t, c.svc.Store.InTenant(c.ctx, c.tenant.ID, func(tx *db.Tx) error {
-			ms, err := tx.MessagesByEntity(c.ctx, c.tenant.ID, "booking", "BK-1")
+		require.NoError(t, c.Services.Store.InTenant(c.Ctx, c.Tenant.ID, func(tx *db.Tx) error {
+			ms, err := tx.MessagesByEntity(c.Ctx, c.Tenant.ID, "booking", "BK-1")
 			for _, m := range ms {
 				if m.TriggeredBy != nil {
 					resent = *m
@@ -230,14 +231,14 @@ func TestConsoleMessages_BookingPanel(t *testing.T) {
 		require.Equal(t, 3, doc.Find(`tr[id^="message-"]`).Length(), "both the original and the resend are shown")
 		original := byChannel(first, app.Email)
 		require.Contains(t, text(doc.Find("#message-"+original.ID.String())), "automatic")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM messages WHERE id = $1 AND status = $2 AND triggered_by IS NULL`,
-			original.ID, c.event(bk1).Messages[0].Status), "the original is untouched")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'message.resend' AND actor_id = $1 AND target_id = 'BK-1'`,
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status = $2 AND triggered_by IS NULL`,
+			original.ID, c.Event(bk1).Messages[0].Status), "the original is untouched")
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'message.resend' AND actor_id = $1 AND target_id = 'BK-1'`,
 			c.users[asSupport].ID))
 
 		// The resend goes out like any message.
 		require.Eventually(t, func() bool {
-			return c.count(`SELECT count(*) FROM messages WHERE id = $1 AND status IN ('DELIVERED', 'READ')`, resent.ID) == 1
+			return c.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status IN ('DELIVERED', 'READ')`, resent.ID) == 1
 		}, 20*time.Second, 50*time.Millisecond)
 		detail := s.page("/t/acme/messages/" + resent.ID.String())
 		require.Contains(t, text(detail.Find("dl.facts")), "support@acme.test (manual)")
@@ -255,36 +256,36 @@ func TestConsoleMessages_BookingPanel(t *testing.T) {
 	t.Run("ResendNeedsCSRF", func(t *testing.T) {
 		s := c.signIn(asManager)
 		s.page("/t/acme/bookings/booking/BK-1")
-		before := c.count(`SELECT count(*) FROM messages`)
+		before := c.Count(`SELECT count(*) FROM messages`)
 		resp := s.post("/t/acme/bookings/booking/BK-1/resend", url.Values{"csrf": {"forged"}, "channel": {"EMAIL"}})
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
-		require.Equal(t, before, c.count(`SELECT count(*) FROM messages`))
+		require.Equal(t, before, c.Count(`SELECT count(*) FROM messages`))
 	})
 }
 
 func TestConsoleMessages_Explorer(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 
 	// Fourteen confirmed bookings (e-mail and WhatsApp each), one cancelled
 	// booking for another passenger, and a globex message.
 	var confirmed []*app.Message
 	for i := range 14 {
-		id := c.submit(notification("evt-x-"+string(rune('a'+i)), "BK-X"+string(rune('a'+i))))
-		confirmed = append(confirmed, c.routeNow(c.tenant.ID, id)...)
+		id := c.Submit(webtest.Notification("evt-x-"+string(rune('a'+i)), "BK-X"+string(rune('a'+i))))
+		confirmed = append(confirmed, c.routeNow(c.Tenant.ID, id)...)
 	}
-	cancelled := notification("evt-cancel", "BK-C")
+	cancelled := webtest.Notification("evt-cancel", "BK-C")
 	cancelled["trigger_event"] = "BOOKING_CANCELLED"
 	cancelled["context"].(map[string]any)["cancellation_fee"] = "45,00 €"
 	cancelled["recipients"] = []map[string]any{{"name": "Ben Berg", "phone": "+4915199990001", "email": "ben@example.com"}}
-	ben := c.routeNow(c.tenant.ID, c.submit(cancelled))
-	globex := c.routeNow(c.other.ID, c.submitOther(notification("evt-globex", "BK-G")))
+	ben := c.routeNow(c.Tenant.ID, c.Submit(cancelled))
+	globex := c.routeNow(c.other.ID, c.submitOther(webtest.Notification("evt-globex", "BK-G")))
 
 	failed, stale, lateNight := confirmed[0], confirmed[1], confirmed[2]
-	c.exec(`UPDATE messages SET status = 'FAILED', failed_reason = 'provider_rejected', error_code = 'sandbox_rejected', failed_at = now() WHERE id = $1`, failed.ID)
-	c.exec(`UPDATE messages SET status = 'SENT', sent_at = now() - interval '2 days', stale_at = now() WHERE id = $1`, stale.ID)
+	c.Exec(`UPDATE messages SET status = 'FAILED', failed_reason = 'provider_rejected', error_code = 'sandbox_rejected', failed_at = now() WHERE id = $1`, failed.ID)
+	c.Exec(`UPDATE messages SET status = 'SENT', sent_at = now() - interval '2 days', stale_at = now() WHERE id = $1`, stale.ID)
 	// 23:30 UTC on 10 March is already 11 March in Berlin.
-	c.exec(`UPDATE messages SET created_at = '2026-03-10T23:30:00Z' WHERE id = $1`, lateNight.ID)
+	c.Exec(`UPDATE messages SET created_at = '2026-03-10T23:30:00Z' WHERE id = $1`, lateNight.ID)
 
 	s := c.signIn(asManager)
 	ids := func(doc *goquery.Document) []string {
@@ -404,19 +405,19 @@ func TestConsoleMessages_Explorer(t *testing.T) {
 
 func TestConsoleMessages_Detail(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{})
+	c := setupConsole(t, webtest.Options{})
 
-	id := c.submit(notification("evt-detail", "BK-D"))
-	ms := c.waitMessages(id, "delivered", delivered)
+	id := c.Submit(webtest.Notification("evt-detail", "BK-D"))
+	ms := c.WaitMessages(id, "delivered", delivered)
 	wa, email := byChannel(ms, app.WhatsApp), byChannel(ms, app.Email)
 	// Anna answers on WhatsApp; a provider's raw receipt quotes her number.
-	_, err := c.server.Inbound.Record(c.ctx, c.tenant.ID, app.InboundMessage{
+	_, err := c.Server.Inbound.Record(c.Ctx, c.Tenant.ID, app.InboundMessage{
 		Channel: app.WhatsApp, Provider: "meta", ExternalID: "wamid.reply-1", From: annaPhone, Kind: "text",
 		Body: "Danke! Bitte ruft mich an: " + annaPhone, ReceivedAt: time.Now(),
 	})
 	require.NoError(t, err)
-	c.exec(`INSERT INTO message_events (tenant_id, message_id, source, detail, at)
-		VALUES ($1, $2, 'webhook', $3, now())`, c.tenant.ID, wa.ID,
+	c.Exec(`INSERT INTO message_events (tenant_id, message_id, source, detail, at)
+		VALUES ($1, $2, 'webhook', $3, now())`, c.Tenant.ID, wa.ID,
 		`{"receipt": "info", "raw": "{\"recipient_id\":\"4915123456789\",\"status\":\"read\"}", "code": "131047"}`)
 
 	t.Run("EveryField", func(t *testing.T) {
@@ -437,7 +438,7 @@ func TestConsoleMessages_Detail(t *testing.T) {
 
 	t.Run("EmailPreviewIsText", func(t *testing.T) {
 		// A template author's HTML must never run in the console.
-		c.exec(`UPDATE messages SET body = $2 WHERE id = $1`, email.ID,
+		c.Exec(`UPDATE messages SET body = $2 WHERE id = $1`, email.ID,
 			`<p>Hallo Anna,</p><script>alert(1)</script><img src=x onerror="alert(2)"><p>Gardasee &amp; mehr</p>`)
 		doc := c.signIn(asManager).page("/t/acme/messages/" + email.ID.String())
 		require.Zero(t, doc.Find("main script, main img").Length())
@@ -519,13 +520,13 @@ func TestConsoleMessages_Detail(t *testing.T) {
 
 func TestConsoleMessages_Retry(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{})
+	c := setupConsole(t, webtest.Options{})
 
 	// The sandbox rejects numbers ending in 0000 for good.
-	body := notification("evt-retry", "BK-R")
+	body := webtest.Notification("evt-retry", "BK-R")
 	body["recipients"] = []map[string]any{{"name": "Rita Reject", "phone": "+4915123450000", "email": "rita@example.com"}}
-	id := c.submit(body)
-	ms := c.waitMessages(id, "WhatsApp failed, e-mail delivered", func(ms []*app.Message) bool {
+	id := c.Submit(body)
+	ms := c.WaitMessages(id, "WhatsApp failed, e-mail delivered", func(ms []*app.Message) bool {
 		wa, em := byChannel(ms, app.WhatsApp), byChannel(ms, app.Email)
 		return wa != nil && em != nil && wa.Status == app.MessageFailed && (em.Status == app.MessageDelivered || em.Status == app.MessageRead)
 	})
@@ -557,17 +558,17 @@ func TestConsoleMessages_Retry(t *testing.T) {
 	require.Equal(t, "/t/acme/messages/"+failed.ID.String(), doc.Find(".msg-links a").AttrOr("href", ""))
 	require.Contains(t, text(doc.Find("dl.facts")), "support@acme.test (manual)")
 
-	require.Equal(t, 1, c.count(`SELECT count(*) FROM messages WHERE id = $1 AND idempotency_key = $2 AND triggered_by = $3
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE id = $1 AND idempotency_key = $2 AND triggered_by = $3
 		AND channel = 'WHATSAPP' AND event_id = $4`, retryID, "retry:"+failed.ID.String(), c.users[asSupport].ID, id))
-	require.Equal(t, 1, c.count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'FAILED'`, failed.ID), "the failed message stays FAILED")
-	require.Equal(t, 1, c.count(`SELECT count(*) FROM message_events WHERE message_id = $1 AND source = 'console' AND detail->>'retried_as' = $2`,
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'FAILED'`, failed.ID), "the failed message stays FAILED")
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM message_events WHERE message_id = $1 AND source = 'console' AND detail->>'retried_as' = $2`,
 		failed.ID, retryID.String()))
-	require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'message.retry' AND target_id = $1 AND actor_id = $2
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'message.retry' AND target_id = $1 AND actor_id = $2
 		AND metadata->>'retry_id' = $3`, failed.ID.String(), c.users[asSupport].ID, retryID.String()))
 
 	// The retry is dispatched like any message (and this address fails again).
 	require.Eventually(t, func() bool {
-		return c.count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'FAILED'`, retryID) == 1
+		return c.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'FAILED'`, retryID) == 1
 	}, 20*time.Second, 50*time.Millisecond)
 
 	t.Run("LinkedBothWays", func(t *testing.T) {
@@ -587,16 +588,16 @@ func TestConsoleMessages_Retry(t *testing.T) {
 		resp := support.post("/t/acme/messages/"+failed.ID.String()+"/retry", nil)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		require.Contains(t, text(support.follow(resp).Find(".flash-error")), "retried already")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM messages WHERE idempotency_key = $1`, "retry:"+failed.ID.String()))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE idempotency_key = $1`, "retry:"+failed.ID.String()))
 	})
 
 	t.Run("OnlyFailed", func(t *testing.T) {
-		before := c.count(`SELECT count(*) FROM messages`)
+		before := c.Count(`SELECT count(*) FROM messages`)
 		support.page("/t/acme/messages/" + email.ID.String())
 		resp := support.post("/t/acme/messages/"+email.ID.String()+"/retry", nil)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		require.Contains(t, text(support.follow(resp).Find(".flash-error")), "Only failed messages can be retried")
-		require.Equal(t, before, c.count(`SELECT count(*) FROM messages`))
+		require.Equal(t, before, c.Count(`SELECT count(*) FROM messages`))
 	})
 
 	t.Run("NeedsCSRF", func(t *testing.T) {
@@ -604,16 +605,16 @@ func TestConsoleMessages_Retry(t *testing.T) {
 		s.page("/t/acme/messages/" + retryID.String())
 		resp := s.post("/t/acme/messages/"+retryID.String()+"/retry", url.Values{"csrf": {"forged"}})
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
-		require.Zero(t, c.count(`SELECT count(*) FROM messages WHERE idempotency_key = $1`, "retry:"+retryID.String()))
+		require.Zero(t, c.Count(`SELECT count(*) FROM messages WHERE idempotency_key = $1`, "retry:"+retryID.String()))
 	})
 }
 
 func TestConsoleMessages_Cancel(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 
-	id := c.submit(notification("evt-cancel-q", "BK-Q"))
-	ms := c.routeNow(c.tenant.ID, id)
+	id := c.Submit(webtest.Notification("evt-cancel-q", "BK-Q"))
+	ms := c.routeNow(c.Tenant.ID, id)
 	queued := byChannel(ms, app.Email)
 	require.Equal(t, app.MessageQueued, queued.Status)
 	path := "/t/acme/messages/" + queued.ID.String()
@@ -629,14 +630,14 @@ func TestConsoleMessages_Cancel(t *testing.T) {
 		require.Zero(t, doc.Find(`form[action$="/cancel"]`).Length(), "support sees no cancel button")
 		require.Zero(t, doc.Find(`form[action$="/retry"]`).Length(), "a queued message cannot be retried")
 		require.Equal(t, http.StatusForbidden, s.post(path+"/cancel", nil).StatusCode)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'QUEUED'`, queued.ID))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'QUEUED'`, queued.ID))
 	})
 
 	t.Run("NeedsCSRF", func(t *testing.T) {
 		s := c.signIn(asManager)
 		s.page(path)
 		require.Equal(t, http.StatusForbidden, s.post(path+"/cancel", url.Values{"csrf": {"forged"}}).StatusCode)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'QUEUED'`, queued.ID))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'QUEUED'`, queued.ID))
 	})
 
 	s := c.signIn(asManager)
@@ -655,21 +656,21 @@ func TestConsoleMessages_Cancel(t *testing.T) {
 	require.Contains(t, text(doc.Find(".timeline li").Last()), "manager@acme.test")
 	require.Zero(t, doc.Find(`form[action$="/cancel"]`).Length())
 
-	require.Equal(t, 1, c.count(`SELECT count(*) FROM message_events WHERE message_id = $1 AND from_status = 'QUEUED' AND to_status = 'CANCELLED' AND source = 'console'`, queued.ID))
-	require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'message.cancel' AND target_id = $1 AND actor_id = $2`,
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM message_events WHERE message_id = $1 AND from_status = 'QUEUED' AND to_status = 'CANCELLED' AND source = 'console'`, queued.ID))
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'message.cancel' AND target_id = $1 AND actor_id = $2`,
 		queued.ID.String(), c.users[asManager].ID))
 	other := byChannel(ms, app.WhatsApp)
-	require.Equal(t, 1, c.count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'QUEUED'`, other.ID), "only that message is cancelled")
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'QUEUED'`, other.ID), "only that message is cancelled")
 
 	t.Run("DispatchJobDoesNothing", func(t *testing.T) {
 		completed := false
-		out, err := c.svc.Dispatcher.Dispatch(c.ctx, app.DispatchJob{TenantID: c.tenant.ID, MessageID: queued.ID, Channel: app.Email}, 1, 5,
+		out, err := c.Services.Dispatcher.Dispatch(c.Ctx, app.DispatchJob{TenantID: c.Tenant.ID, MessageID: queued.ID, Channel: app.Email}, 1, 5,
 			func(ctx context.Context, tx app.Tx) error { completed = true; return nil })
 		require.NoError(t, err)
 		require.True(t, out.Done)
 		require.False(t, completed)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'CANCELLED' AND sent_at IS NULL AND external_message_id IS NULL`, queued.ID))
-		require.Zero(t, c.count(`SELECT coalesce(sum(count), 0) FROM usage_counters WHERE tenant_id = $1`, c.tenant.ID))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'CANCELLED' AND sent_at IS NULL AND external_message_id IS NULL`, queued.ID))
+		require.Zero(t, c.Count(`SELECT coalesce(sum(count), 0) FROM usage_counters WHERE tenant_id = $1`, c.Tenant.ID))
 	})
 
 	t.Run("Twice", func(t *testing.T) {
@@ -677,7 +678,7 @@ func TestConsoleMessages_Cancel(t *testing.T) {
 		resp := s.post(path+"/cancel", nil)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		require.Contains(t, text(s.follow(resp).Find(".flash-error")), "Only queued messages can be cancelled")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'message.cancel'`))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'message.cancel'`))
 	})
 
 	t.Run("ShownOnPanel", func(t *testing.T) {
@@ -690,12 +691,12 @@ func TestConsoleMessages_Cancel(t *testing.T) {
 
 func TestConsoleMessages_Scheduled(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 
-	body := notification("evt-later", "BK-S")
+	body := webtest.Notification("evt-later", "BK-S")
 	sendAt := time.Date(2031, 5, 4, 6, 30, 0, 0, time.UTC)
 	body["send_at"] = sendAt.Format(time.RFC3339)
-	id := c.submit(body)
+	id := c.Submit(body)
 
 	doc := c.signIn(asSupport).page("/t/acme/bookings/booking/BK-S")
 	pending := doc.Find(".msg-pending")
@@ -711,12 +712,12 @@ func TestConsoleMessages_Scheduled(t *testing.T) {
 // address, managers in full.
 func TestConsoleMessages_FailureReasonsMasked(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
-	id := c.submit(notification("evt-bounce", "BK-F"))
-	email := byChannel(c.routeNow(c.tenant.ID, id), app.Email)
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	id := c.Submit(webtest.Notification("evt-bounce", "BK-F"))
+	email := byChannel(c.routeNow(c.Tenant.ID, id), app.Email)
 	const bounce = "550 5.1.1 <" + annaEmail + "> user unknown"
-	c.exec(`UPDATE messages SET status = 'FAILED', failed_reason = $2, error_code = 'bounce', failed_at = now() WHERE id = $1`, email.ID, bounce)
-	c.exec(`UPDATE events SET error = $2 WHERE id = $1`, id, "WhatsApp refused "+annaPhone+" and ben.o@example.org")
+	c.Exec(`UPDATE messages SET status = 'FAILED', failed_reason = $2, error_code = 'bounce', failed_at = now() WHERE id = $1`, email.ID, bounce)
+	c.Exec(`UPDATE events SET error = $2 WHERE id = $1`, id, "WhatsApp refused "+annaPhone+" and ben.o@example.org")
 
 	support, manager := c.signIn(asSupport), c.signIn(asManager)
 	pages := map[string]string{
@@ -754,27 +755,27 @@ func TestConsoleMessages_FailureReasonsMasked(t *testing.T) {
 // notifications and what is scheduled stay on every page.
 func TestConsoleMessages_PanelPaginated(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
-	id := c.submit(notification("evt-many", "BK-MANY"))
-	email := byChannel(c.routeNow(c.tenant.ID, id), app.Email)
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	id := c.Submit(webtest.Notification("evt-many", "BK-MANY"))
+	email := byChannel(c.routeNow(c.Tenant.ID, id), app.Email)
 	// 29 older copies of the e-mail, one a minute back: 31 messages in all.
-	c.exec(`INSERT INTO messages SELECT (jsonb_populate_record(NULL::messages, to_jsonb(m) || jsonb_build_object(
+	c.Exec(`INSERT INTO messages SELECT (jsonb_populate_record(NULL::messages, to_jsonb(m) || jsonb_build_object(
 			'id', gen_random_uuid(), 'idempotency_key', m.idempotency_key || ':copy-' || g, 'conversation_id', NULL,
 			'created_at', m.created_at - make_interval(mins => g), 'queued_at', m.queued_at - make_interval(mins => g)))).*
 		FROM messages m, generate_series(1, 29) g WHERE m.id = $1`, email.ID)
 	var all []*app.Message
-	require.NoError(t, c.svc.Store.InTenant(c.ctx, c.tenant.ID, func(tx *db.Tx) (err error) {
-		all, err = tx.MessagesByEntity(c.ctx, c.tenant.ID, "booking", "BK-MANY")
+	require.NoError(t, c.Services.Store.InTenant(c.Ctx, c.Tenant.ID, func(tx *db.Tx) (err error) {
+		all, err = tx.MessagesByEntity(c.Ctx, c.Tenant.ID, "booking", "BK-MANY")
 		return err
 	}))
 	require.Len(t, all, 31)
 	// The oldest failed and was retried by the newest: its Retry button is
 	// gone on page 2 too.
 	oldest := all[30]
-	c.exec(`UPDATE messages SET status = 'FAILED', failed_at = now() WHERE id = $1`, oldest.ID)
-	c.exec(`UPDATE messages SET idempotency_key = $2 WHERE id = $1`, all[0].ID, "retry:"+oldest.ID.String())
+	c.Exec(`UPDATE messages SET status = 'FAILED', failed_at = now() WHERE id = $1`, oldest.ID)
+	c.Exec(`UPDATE messages SET idempotency_key = $2 WHERE id = $1`, all[0].ID, "retry:"+oldest.ID.String())
 	unretried := all[29]
-	c.exec(`UPDATE messages SET status = 'FAILED', failed_at = now() WHERE id = $1`, unretried.ID)
+	c.Exec(`UPDATE messages SET status = 'FAILED', failed_at = now() WHERE id = $1`, unretried.ID)
 
 	ids := func(doc *goquery.Document) []string {
 		return doc.Find(`tr[id^="message-"]`).Map(func(_ int, s *goquery.Selection) string {

@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"encoding/json"
@@ -15,23 +15,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
-	appconsole "github.com/heraldhq/herald/app/console"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
 // riverJob puts a job in River's table in the given state, as River would
 // have left it, and returns its id. errs are the errors of failed attempts.
-func (c *console) riverJob(queue, kind, state string, args map[string]any, errs ...string) int64 {
-	c.t.Helper()
+func (c *consoleBundle) riverJob(queue, kind, state string, args map[string]any, errs ...string) int64 {
+	c.T.Helper()
 	raw, err := json.Marshal(args)
-	require.NoError(c.t, err)
+	require.NoError(c.T, err)
 	var finalized, attempted *time.Time
 	now := time.Now()
 	switch state {
-	case appconsole.JobCompleted, appconsole.JobCancelled, appconsole.JobDiscarded:
+	case console.JobCompleted, console.JobCancelled, console.JobDiscarded:
 		finalized = &now
 	}
-	if len(errs) > 0 || state == appconsole.JobRunning || finalized != nil {
+	if len(errs) > 0 || state == console.JobRunning || finalized != nil {
 		attempted = &now
 	}
 	var jsonErrs []string
@@ -49,16 +50,16 @@ func (c *console) riverJob(queue, kind, state string, args map[string]any, errs 
 		errArray = "{" + strings.Join(quoted, ",") + "}"
 	}
 	attempt := len(errs)
-	if state == appconsole.JobRunning || state == appconsole.JobCompleted {
+	if state == console.JobRunning || state == console.JobCompleted {
 		attempt++
 	}
 	scheduled := now
-	if state == appconsole.JobScheduled {
+	if state == console.JobScheduled {
 		scheduled = now.Add(time.Hour)
 	}
 	var id int64
-	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
-		return tx.SQL().QueryRowContext(c.ctx, `
+	require.NoError(c.T, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(c.Ctx, `
 			INSERT INTO river_job (args, kind, queue, state, attempt, max_attempts, errors, scheduled_at, attempted_at, finalized_at)
 			VALUES ($1, $2, $3, $4, $5, 5, $6::jsonb[], $7, $8, $9) RETURNING id`,
 			raw, kind, queue, state, attempt, errArray, scheduled, attempted, finalized).Scan(&id)
@@ -67,20 +68,20 @@ func (c *console) riverJob(queue, kind, state string, args map[string]any, errs 
 }
 
 // jobState reads a job's state straight from River's table.
-func (c *console) jobState(id int64) string {
-	c.t.Helper()
+func (c *consoleBundle) jobState(id int64) string {
+	c.T.Helper()
 	var st string
-	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
-		return tx.SQL().QueryRowContext(c.ctx, `SELECT state::text FROM river_job WHERE id = $1`, id).Scan(&st)
+	require.NoError(c.T, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(c.Ctx, `SELECT state::text FROM river_job WHERE id = $1`, id).Scan(&st)
 	}))
 	return st
 }
 
 // riverPaused reports what River's own client says about a queue's pause.
-func (c *console) riverPaused(name string) (known, paused bool) {
-	c.t.Helper()
-	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
-		qs, err := c.svc.Queue.Admin().Queues(c.ctx, tx)
+func (c *consoleBundle) riverPaused(name string) (known, paused bool) {
+	c.T.Helper()
+	require.NoError(c.T, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+		qs, err := c.Services.Queue.Admin().Queues(c.Ctx, tx)
 		for _, q := range qs {
 			if q.Name == name {
 				known, paused = true, q.PausedAt != nil
@@ -93,37 +94,37 @@ func (c *console) riverPaused(name string) (known, paused bool) {
 
 func TestConsoleQueues(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 
 	// Two events route now, one later: River holds their route jobs.
-	c.submit(notification("evt-q1", "BK-Q1"))
-	c.submit(notification("evt-q2", "BK-Q2"))
-	later := notification("evt-q3", "BK-Q3")
+	c.Submit(webtest.Notification("evt-q1", "BK-Q1"))
+	c.Submit(webtest.Notification("evt-q2", "BK-Q2"))
+	later := webtest.Notification("evt-q3", "BK-Q3")
 	later["send_at"] = time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
-	c.submit(later)
+	c.Submit(later)
 
 	msgID := uuid.New()
-	secretArgs := map[string]any{"tenant_id": c.tenant.ID, "message_id": msgID, "channel": "EMAIL", "to": "anna.secret@example.com", "body": "Your PIN is 4711"}
-	discarded := c.riverJob(app.QueueDispatchEmail, "dispatch", appconsole.JobDiscarded, secretArgs,
+	secretArgs := map[string]any{"tenant_id": c.Tenant.ID, "message_id": msgID, "channel": "EMAIL", "to": "anna.secret@example.com", "body": "Your PIN is 4711"}
+	discarded := c.riverJob(app.QueueDispatchEmail, "dispatch", console.JobDiscarded, secretArgs,
 		"ses: throttled", "ses: throttled", "ses: throttled", "ses: throttled", "ses: 550 mailbox unavailable")
-	retryable := c.riverJob(app.QueueDispatchSMS, "dispatch", appconsole.JobRetryable, map[string]any{"tenant_id": c.other.ID, "message_id": uuid.New()}, "sns: timeout after 10s")
-	completed := c.riverJob(app.QueueDispatchWhatsApp, "dispatch", appconsole.JobCompleted, map[string]any{"tenant_id": c.tenant.ID, "message_id": uuid.New()})
-	c.riverJob(app.QueueDispatchWhatsApp, "dispatch", appconsole.JobCompleted, map[string]any{"tenant_id": c.tenant.ID, "message_id": uuid.New()})
-	c.riverJob(app.QueueMaintenance, "retention", appconsole.JobCancelled, map[string]any{})
-	running := c.riverJob(app.QueueDispatchWebhook, "dispatch", appconsole.JobRunning, map[string]any{"tenant_id": c.tenant.ID, "message_id": uuid.New()})
+	retryable := c.riverJob(app.QueueDispatchSMS, "dispatch", console.JobRetryable, map[string]any{"tenant_id": c.other.ID, "message_id": uuid.New()}, "sns: timeout after 10s")
+	completed := c.riverJob(app.QueueDispatchWhatsApp, "dispatch", console.JobCompleted, map[string]any{"tenant_id": c.Tenant.ID, "message_id": uuid.New()})
+	c.riverJob(app.QueueDispatchWhatsApp, "dispatch", console.JobCompleted, map[string]any{"tenant_id": c.Tenant.ID, "message_id": uuid.New()})
+	c.riverJob(app.QueueMaintenance, "retention", console.JobCancelled, map[string]any{})
+	running := c.riverJob(app.QueueDispatchWebhook, "dispatch", console.JobRunning, map[string]any{"tenant_id": c.Tenant.ID, "message_id": uuid.New()})
 
 	ops := c.signIn(asOperator)
 	audits := func(action string) int {
-		return c.count(`SELECT count(*) FROM audit_log WHERE action = $1 AND tenant_id IS NULL AND actor_id = $2`, action, c.users[asOperator].ID)
+		return c.Count(`SELECT count(*) FROM audit_log WHERE action = $1 AND tenant_id IS NULL AND actor_id = $2`, action, c.users[asOperator].ID)
 	}
 
 	t.Run("CountsMatchRiver", func(t *testing.T) {
 		doc := ops.page("/queues")
-		for _, q := range appconsole.HeraldQueues {
+		for _, q := range console.HeraldQueues {
 			row := doc.Find(fmt.Sprintf(`table.queues tr[data-queue=%q]`, q))
 			require.Equal(t, 1, row.Length(), q)
-			for _, st := range appconsole.JobStates {
-				want := c.count(`SELECT count(*) FROM river_job WHERE queue = $1 AND state = $2::river_job_state`, q, st)
+			for _, st := range console.JobStates {
+				want := c.Count(`SELECT count(*) FROM river_job WHERE queue = $1 AND state = $2::river_job_state`, q, st)
 				require.Equal(t, strconv.Itoa(want), text(row.Find(fmt.Sprintf(`td[data-state=%q]`, st))), "%s %s", q, st)
 			}
 			require.Equal(t, "running", text(row.Find("[data-queue-state]")))
@@ -142,7 +143,7 @@ func TestConsoleQueues(t *testing.T) {
 		require.Contains(t, text(d), "5 / 5")
 		require.Contains(t, text(d), "dispatch_email")
 		require.Equal(t, "discarded", text(d.Find(".badge")))
-		require.Equal(t, c.tenant.ID.String(), d.Find(".ref").First().AttrOr("title", ""))
+		require.Equal(t, c.Tenant.ID.String(), d.Find(".ref").First().AttrOr("title", ""))
 		require.Contains(t, text(doc.Find(fmt.Sprintf(`table.jobs tr[data-job="%d"]`, retryable))), "sns: timeout after 10s")
 		html, _ := doc.Html()
 		require.NotContains(t, html, "anna.secret@example.com")
@@ -152,7 +153,7 @@ func TestConsoleQueues(t *testing.T) {
 		require.Len(t, doc.Find("ol.job-errors li").Nodes, 5, "every attempt's error")
 		require.Contains(t, text(doc.Find("ol.job-errors li").Last()), "Attempt 5")
 		require.Contains(t, text(doc.Find("dl.facts")), msgID.String())
-		require.Contains(t, text(doc.Find("dl.facts")), c.tenant.ID.String())
+		require.Contains(t, text(doc.Find("dl.facts")), c.Tenant.ID.String())
 		html, _ = doc.Html()
 		require.NotContains(t, html, "anna.secret@example.com")
 		require.NotContains(t, html, "4711")
@@ -173,7 +174,7 @@ func TestConsoleQueues(t *testing.T) {
 		_, paused := c.riverPaused(app.QueueDispatchEmail)
 		require.True(t, paused, "River's client reports the queue paused")
 		require.Equal(t, 1, audits("queue.pause"))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'queue.pause' AND target_type = 'queue' AND target_id = 'dispatch_email'`))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'queue.pause' AND target_type = 'queue' AND target_id = 'dispatch_email'`))
 
 		// Pausing again changes nothing and says why.
 		doc = ops.follow(ops.post("/queues/dispatch_email/pause", url.Values{"next": {"/queues/dispatch_email"}}))
@@ -206,19 +207,19 @@ func TestConsoleQueues(t *testing.T) {
 		require.Equal(t, "/queues/dispatch_email?state=discarded", resp.Header.Get("Location"))
 		doc = ops.follow(resp)
 		require.Contains(t, text(doc.Find(".flash-success")), fmt.Sprintf("Job %d (dispatch) will run again now.", discarded))
-		require.Equal(t, appconsole.JobAvailable, c.jobState(discarded))
+		require.Equal(t, console.JobAvailable, c.jobState(discarded))
 		require.Equal(t, 1, audits("job.retry"))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'job.retry' AND target_id = $1
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'job.retry' AND target_id = $1
 			AND metadata->>'from_state' = 'discarded' AND metadata->>'to_state' = 'available'
 			AND metadata->>'tenant_id' = $2 AND metadata->>'message_id' = $3 AND metadata->>'queue' = 'dispatch_email'`,
-			strconv.FormatInt(discarded, 10), c.tenant.ID.String(), msgID.String()))
-		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE action = 'job.retry' AND metadata::text LIKE '%anna.secret%'`))
+			strconv.FormatInt(discarded, 10), c.Tenant.ID.String(), msgID.String()))
+		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'job.retry' AND metadata::text LIKE '%anna.secret%'`))
 	})
 
 	t.Run("CancelScheduledJob", func(t *testing.T) {
 		var scheduled int64
-		require.NoError(t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
-			return tx.SQL().QueryRowContext(c.ctx, `SELECT id FROM river_job WHERE queue = 'route' AND state = 'scheduled'`).Scan(&scheduled)
+		require.NoError(t, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(c.Ctx, `SELECT id FROM river_job WHERE queue = 'route' AND state = 'scheduled'`).Scan(&scheduled)
 		}))
 		doc := ops.page("/queues/route?state=scheduled")
 		require.Equal(t, 1, doc.Find("table.jobs tbody tr").Length())
@@ -226,9 +227,9 @@ func TestConsoleQueues(t *testing.T) {
 		resp := ops.post(fmt.Sprintf("/queues/jobs/%d/cancel", scheduled), url.Values{"next": {"/queues/route?state=scheduled"}})
 		doc = ops.follow(resp)
 		require.Contains(t, text(doc.Find(".flash-success")), "is cancelled")
-		require.Equal(t, appconsole.JobCancelled, c.jobState(scheduled))
+		require.Equal(t, console.JobCancelled, c.jobState(scheduled))
 		require.Equal(t, "No scheduled jobs", text(doc.Find(".empty-title")))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'job.cancel' AND target_id = $1 AND metadata->>'from_state' = 'scheduled' AND metadata->>'event_id' IS NOT NULL`,
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'job.cancel' AND target_id = $1 AND metadata->>'from_state' = 'scheduled' AND metadata->>'event_id' IS NOT NULL`,
 			strconv.FormatInt(scheduled, 10)))
 	})
 
@@ -236,23 +237,23 @@ func TestConsoleQueues(t *testing.T) {
 		ops.page("/queues/dispatch_webhook")
 		doc := ops.follow(ops.post(fmt.Sprintf("/queues/jobs/%d/cancel", running), url.Values{"next": {"/queues/dispatch_webhook"}}))
 		require.Contains(t, text(doc.Find(".flash-success")), "its worker was asked to stop")
-		require.Equal(t, appconsole.JobRunning, c.jobState(running), "River cancels it when the worker stops")
+		require.Equal(t, console.JobRunning, c.jobState(running), "River cancels it when the worker stops")
 	})
 
 	t.Run("RefusedActionsChangeNothing", func(t *testing.T) {
-		before := c.count(`SELECT count(*) FROM audit_log`)
+		before := c.Count(`SELECT count(*) FROM audit_log`)
 		ops.page("/queues")
 		doc := ops.follow(ops.post(fmt.Sprintf("/queues/jobs/%d/cancel", completed), url.Values{"next": {"/queues"}}))
 		require.Contains(t, text(doc.Find(".flash-error")), fmt.Sprintf("Job %d is already completed; there is nothing to cancel.", completed))
-		require.Equal(t, appconsole.JobCompleted, c.jobState(completed))
+		require.Equal(t, console.JobCompleted, c.jobState(completed))
 
 		doc = ops.follow(ops.post(fmt.Sprintf("/queues/jobs/%d/retry", running), url.Values{"next": {"/queues"}}))
 		require.Contains(t, text(doc.Find(".flash-error")), "only jobs that are retryable, discarded, cancelled or completed can be retried")
-		require.Equal(t, before, c.count(`SELECT count(*) FROM audit_log`))
+		require.Equal(t, before, c.Count(`SELECT count(*) FROM audit_log`))
 	})
 
 	t.Run("BadInputs", func(t *testing.T) {
-		before := c.count(`SELECT count(*) FROM audit_log`)
+		before := c.Count(`SELECT count(*) FROM audit_log`)
 		doc, resp := ops.get("/queues/nope")
 		require.Equal(t, http.StatusNotFound, resp.StatusCode)
 		require.Contains(t, text(doc.Find("main, .error-card")), `There is no queue named "nope".`)
@@ -293,7 +294,7 @@ func TestConsoleQueues(t *testing.T) {
 		require.Equal(t, "/queues", resp.Header.Get("Location"))
 		ops.page("/queues")
 		require.Equal(t, http.StatusSeeOther, ops.post("/queues/route/resume", nil).StatusCode)
-		require.Equal(t, before+2, c.count(`SELECT count(*) FROM audit_log`), "only the pause and resume that happened")
+		require.Equal(t, before+2, c.Count(`SELECT count(*) FROM audit_log`), "only the pause and resume that happened")
 	})
 
 	t.Run("OnlyOperators", func(t *testing.T) {
@@ -311,7 +312,7 @@ func TestConsoleQueues(t *testing.T) {
 		}
 		_, paused := c.riverPaused(app.QueueRoute)
 		require.False(t, paused)
-		require.Equal(t, appconsole.JobRetryable, c.jobState(retryable))
+		require.Equal(t, console.JobRetryable, c.jobState(retryable))
 
 		doc := ops.page("/tenants")
 		require.Equal(t, "/queues", doc.Find(`.mainnav a:contains("Queues")`).AttrOr("href", ""))
@@ -321,7 +322,7 @@ func TestConsoleQueues(t *testing.T) {
 }
 
 // pathHome is where a user's start page is.
-func pathHome(c *console, who string) string {
+func pathHome(c *consoleBundle, who string) string {
 	if who == asOtherManager {
 		return "/t/globex/"
 	}
@@ -330,12 +331,12 @@ func pathHome(c *console, who string) string {
 
 func TestConsoleQueues_Pagination(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	var ids []int64
 	for i := range 30 {
-		ids = append(ids, c.riverJob(app.QueueMaintenance, "retention", appconsole.JobCompleted, map[string]any{"n": i}))
+		ids = append(ids, c.riverJob(app.QueueMaintenance, "retention", console.JobCompleted, map[string]any{"n": i}))
 	}
-	c.riverJob(app.QueueMaintenance, "retention", appconsole.JobDiscarded, map[string]any{}, "boom")
+	c.riverJob(app.QueueMaintenance, "retention", console.JobDiscarded, map[string]any{}, "boom")
 	ops := c.signIn(asOperator)
 	shown := func(doc *goquery.Document) []int64 {
 		var out []int64
@@ -384,22 +385,22 @@ func TestConsoleQueues_Pagination(t *testing.T) {
 // once workers run, and they run when it resumes.
 func TestConsoleQueues_PauseHoldsWorkers(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	ops := c.signIn(asOperator)
 	ops.page("/queues")
 	require.Equal(t, http.StatusSeeOther, ops.post("/queues/route/pause", nil).StatusCode)
 	_, paused := c.riverPaused(app.QueueRoute)
 	require.True(t, paused)
 
-	id := c.submit(notification("evt-paused", "BK-P"))
-	c.startWorkers()
+	id := c.Submit(webtest.Notification("evt-paused", "BK-P"))
+	c.StartWorkers()
 	time.Sleep(1500 * time.Millisecond)
-	require.Equal(t, app.EventReceived, c.event(id).Status, "the route queue is paused")
-	require.Equal(t, 1, c.count(`SELECT count(*) FROM river_job WHERE queue = 'route' AND state = 'available'`))
+	require.Equal(t, app.EventReceived, c.Event(id).Status, "the route queue is paused")
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM river_job WHERE queue = 'route' AND state = 'available'`))
 	doc := ops.page("/queues")
 	require.Equal(t, "paused", text(doc.Find(`tr[data-queue=route] [data-queue-state]`)))
 	require.Equal(t, "1", text(doc.Find(`tr[data-queue=route] td[data-state=available]`)))
 
 	require.Equal(t, http.StatusSeeOther, ops.post("/queues/route/resume", nil).StatusCode)
-	c.waitMessages(id, "both messages after resume", func(ms []*app.Message) bool { return len(ms) == 2 })
+	c.WaitMessages(id, "both messages after resume", func(ms []*app.Message) bool { return len(ms) == 2 })
 }

@@ -1,4 +1,4 @@
-package main
+package web_test
 
 // The console's browser tests: headless Chromium (Debian's package, which
 // `go tool task test` installs through web/browser.sh) driven with chromedp
@@ -26,6 +26,9 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
 // browserTimeout bounds a browser's whole life: a test whose Chromium hangs
@@ -251,10 +254,10 @@ func requireNoPageErrors(t *testing.T, ctx context.Context) {
 }
 
 // liveConsole is Herald served over a real TCP listener, for the browser:
-// the console's cast (newConsole: tenants, users, workers) with the HTTP app
+// the console's cast (setupConsole: tenants, users, workers) with the HTTP app
 // on 127.0.0.1.
 type liveConsole struct {
-	*console
+	*consoleBundle
 	// base is the console's URL, e.g. http://127.0.0.1:41234, without a
 	// trailing slash.
 	base string
@@ -266,17 +269,17 @@ func serveConsole(t *testing.T) *liveConsole {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	base := "http://" + ln.Addr().String()
-	// The base URL must be known before the config is loaded: it is the
-	// origin of the links and redirects Herald builds.
-	c := newConsole(t, pipelineOpts{env: map[string]string{"HERALD_BASE_URL": base}})
-	p := c.pipeline
+	baseURL := &url.URL{Scheme: "http", Host: ln.Addr().String()}
+	base := baseURL.String()
+	// The base URL must be known before Herald is built: it is the origin
+	// of the links and redirects Herald builds.
+	c := setupConsole(t, webtest.Options{Config: func(cfg *app.Config) { cfg.BaseURL = baseURL }})
 	served := make(chan error, 1)
-	go func() { served <- p.http.Listener(ln) }()
+	go func() { served <- c.App.Listener(ln) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := p.http.ShutdownWithContext(ctx); err != nil {
+		if err := c.App.ShutdownWithContext(ctx); err != nil {
 			t.Logf("console shutdown: %v", err)
 		}
 		// A test that ends at once (a skip) can shut down before the
@@ -292,7 +295,7 @@ func serveConsole(t *testing.T) *liveConsole {
 			t.Errorf("console server did not stop: %v", ctx.Err())
 		}
 	})
-	return &liveConsole{console: c, base: base}
+	return &liveConsole{consoleBundle: c, base: base}
 }
 
 // login signs in through the console's form and waits for the page that
@@ -344,21 +347,39 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 }
 
 // screenshotDir is where t's screenshots go: HERALD_TEST_OUTPUT (default
-// .test-output in the repository root, where go test runs this package)
-// /screenshots/<TestName>, as an absolute path so the log can be followed.
+// .test-output; a relative path is taken from the repository root, as when
+// the browser tests ran there) /screenshots/<TestName>, as an absolute path
+// so the log can be followed.
 func screenshotDir(t *testing.T) string {
 	t.Helper()
 	root := os.Getenv("HERALD_TEST_OUTPUT")
 	if root == "" {
 		root = ".test-output"
 	}
+	if !filepath.IsAbs(root) {
+		root = filepath.Join(repoRoot(t), root)
+	}
 	parts := strings.Split(t.Name(), "/")
 	for i, p := range parts {
 		parts[i] = fileName(p)
 	}
-	dir, err := filepath.Abs(filepath.Join(append([]string{root, "screenshots"}, parts...)...))
+	return filepath.Join(append([]string{root, "screenshots"}, parts...)...)
+}
+
+// repoRoot returns the repository's root: the nearest directory holding
+// go.mod above the package directory, where go test runs the tests.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
 	require.NoError(t, err)
-	return dir
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		require.NotEqual(t, dir, parent, "no go.mod above %s", dir)
+		dir = parent
+	}
 }
 
 // clearScreenshots removes t's screenshots of an earlier run, so that the

@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"fmt"
@@ -15,14 +15,15 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
 // templateID returns the id of a tenant's template.
-func (c *console) templateID(tenantID uuid.UUID, event string, ch app.Channel, locale string) uuid.UUID {
-	c.t.Helper()
+func (c *consoleBundle) templateID(tenantID uuid.UUID, event string, ch app.Channel, locale string) uuid.UUID {
+	c.T.Helper()
 	var id uuid.UUID
-	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
-		return tx.SQL().QueryRowContext(c.ctx,
+	require.NoError(c.T, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(c.Ctx,
 			`SELECT id FROM templates WHERE tenant_id = $1 AND trigger_event = $2 AND channel = $3 AND locale = $4`,
 			tenantID, event, ch, locale).Scan(&id)
 	}))
@@ -30,10 +31,10 @@ func (c *console) templateID(tenantID uuid.UUID, event string, ch app.Channel, l
 }
 
 // templateText returns a template's version, subject and body as stored.
-func (c *console) templateText(id uuid.UUID) (version int, subject, body string) {
-	c.t.Helper()
-	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
-		return tx.SQL().QueryRowContext(c.ctx, `SELECT version, subject, body FROM templates WHERE id = $1`, id).
+func (c *consoleBundle) templateText(id uuid.UUID) (version int, subject, body string) {
+	c.T.Helper()
+	require.NoError(c.T, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(c.Ctx, `SELECT version, subject, body FROM templates WHERE id = $1`, id).
 			Scan(&version, &subject, &body)
 	}))
 	return version, subject, body
@@ -48,14 +49,14 @@ func listRows(doc *goquery.Document) []string {
 
 func TestConsoleTemplates_List(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	s := c.signIn(asManager)
-	total := c.count(`SELECT count(*) FROM templates WHERE tenant_id = $1`, c.tenant.ID)
+	total := c.Count(`SELECT count(*) FROM templates WHERE tenant_id = $1`, c.Tenant.ID)
 	require.Greater(t, total, 50, "a new tenant has its default templates")
 
 	t.Run("NewestFirstWithColumns", func(t *testing.T) {
-		id := c.templateID(c.tenant.ID, "BOOKING_REFUNDED", app.Email, "en")
-		c.exec(`UPDATE templates SET updated_at = now() + interval '1 hour' WHERE id = $1`, id)
+		id := c.templateID(c.Tenant.ID, "BOOKING_REFUNDED", app.Email, "en")
+		c.Exec(`UPDATE templates SET updated_at = now() + interval '1 hour' WHERE id = $1`, id)
 		doc := s.page("/t/acme/templates")
 		rows := doc.Find("table.templates tbody tr")
 		require.Equal(t, 25, rows.Length(), "25 rows a page")
@@ -92,14 +93,14 @@ func TestConsoleTemplates_List(t *testing.T) {
 		require.Equal(t, 0, doc.Find("table.templates").Length())
 		require.Contains(t, text(doc.Find(".empty")), "No template matches these filters")
 
-		id := c.templateID(c.tenant.ID, "INVOICE_ISSUED", app.Email, "de-DE")
-		c.exec(`UPDATE templates SET is_active = false WHERE id = $1`, id)
+		id := c.templateID(c.Tenant.ID, "INVOICE_ISSUED", app.Email, "de-DE")
+		c.Exec(`UPDATE templates SET is_active = false WHERE id = $1`, id)
 		doc = s.page("/t/acme/templates?state=inactive")
 		require.Equal(t, []string{"INVOICE_ISSUED E-mail de-DE"}, listRows(doc))
 		require.Equal(t, "inactive", text(doc.Find("td.state")))
 		doc = s.page("/t/acme/templates?state=active&event=INVOICE_ISSUED")
 		require.Equal(t, []string{"INVOICE_ISSUED E-mail en"}, listRows(doc))
-		c.exec(`UPDATE templates SET is_active = true WHERE id = $1`, id)
+		c.Exec(`UPDATE templates SET is_active = true WHERE id = $1`, id)
 
 		// Unknown values are dropped, not refused.
 		doc = s.page("/t/acme/templates?event=NO_SUCH&channel=PIGEON&locale=!!")
@@ -107,7 +108,7 @@ func TestConsoleTemplates_List(t *testing.T) {
 	})
 
 	t.Run("PaginationKeepsFilters", func(t *testing.T) {
-		emails := c.count(`SELECT count(*) FROM templates WHERE tenant_id = $1 AND channel = 'EMAIL'`, c.tenant.ID)
+		emails := c.Count(`SELECT count(*) FROM templates WHERE tenant_id = $1 AND channel = 'EMAIL'`, c.Tenant.ID)
 		require.Greater(t, emails, 25)
 		doc := s.page("/t/acme/templates?channel=EMAIL")
 		require.Equal(t, 25, doc.Find("table.templates tbody tr").Length())
@@ -143,7 +144,7 @@ func TestConsoleTemplates_List(t *testing.T) {
 	})
 
 	t.Run("EmptyTenant", func(t *testing.T) {
-		c.exec(`DELETE FROM templates WHERE tenant_id = $1`, c.other.ID)
+		c.Exec(`DELETE FROM templates WHERE tenant_id = $1`, c.other.ID)
 		doc := c.signIn(asOtherManager).page("/t/globex/templates")
 		require.Contains(t, text(doc.Find(".empty")), "No templates yet")
 		require.Equal(t, 2, doc.Find(`a[href="/t/globex/templates/new"]`).Length(), "the page head and the empty state offer it")
@@ -152,9 +153,9 @@ func TestConsoleTemplates_List(t *testing.T) {
 
 func TestConsoleTemplates_Create(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	s := c.signIn(asManager)
-	countAll := func() int { return c.count(`SELECT count(*) FROM templates WHERE tenant_id = $1`, c.tenant.ID) }
+	countAll := func() int { return c.Count(`SELECT count(*) FROM templates WHERE tenant_id = $1`, c.Tenant.ID) }
 
 	t.Run("Form", func(t *testing.T) {
 		doc := s.page("/t/acme/templates/new")
@@ -184,7 +185,7 @@ func TestConsoleTemplates_Create(t *testing.T) {
 			"subject": {"Remboursement {{booking_reference}}"}, "body": {"<p>Bonjour {{passenger_name}},\r\n{{refund_amount}}</p>"},
 		})
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-		id := c.templateID(c.tenant.ID, "BOOKING_REFUNDED", app.Email, "fr-FR")
+		id := c.templateID(c.Tenant.ID, "BOOKING_REFUNDED", app.Email, "fr-FR")
 		require.Equal(t, "/t/acme/templates/"+id.String(), resp.Header.Get("Location"), "the locale is stored in its canonical form")
 		doc := s.follow(resp)
 		require.Contains(t, text(doc.Find(".flash-success")), "Template created as version 1")
@@ -194,8 +195,8 @@ func TestConsoleTemplates_Create(t *testing.T) {
 		require.Equal(t, 1, version)
 		require.Equal(t, "Remboursement {{booking_reference}}", subject)
 		require.Equal(t, "<p>Bonjour {{passenger_name}},\n{{refund_amount}}</p>", body, "line endings are stored as LF")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'template.create' AND target_id = $1 AND actor_id = $2`, id.String(), c.users[asManager].ID))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM templates WHERE id = $1 AND updated_by = $2 AND is_active`, id, c.users[asManager].ID))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'template.create' AND target_id = $1 AND actor_id = $2`, id.String(), c.users[asManager].ID))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM templates WHERE id = $1 AND updated_by = $2 AND is_active`, id, c.users[asManager].ID))
 	})
 
 	t.Run("UnknownPlaceholderWarns", func(t *testing.T) {
@@ -219,13 +220,13 @@ func TestConsoleTemplates_Create(t *testing.T) {
 			"wa_name": {"leg_started"}, "wa_language": {"nl"}, "wa_parameters": {"passenger_name, {{boarding_point_name}}"},
 		})
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-		id := c.templateID(c.tenant.ID, "SERVICE_LEG_STARTED", app.WhatsApp, "nl")
+		id := c.templateID(c.Tenant.ID, "SERVICE_LEG_STARTED", app.WhatsApp, "nl")
 		var spec string
-		require.NoError(t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
-			return tx.SQL().QueryRowContext(c.ctx, `SELECT whatsapp_template::text FROM templates WHERE id = $1`, id).Scan(&spec)
+		require.NoError(t, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(c.Ctx, `SELECT whatsapp_template::text FROM templates WHERE id = $1`, id).Scan(&spec)
 		}))
 		require.JSONEq(t, `{"name":"leg_started","language":"nl","parameters":["passenger_name","boarding_point_name"]}`, spec)
-		tp, err := c.svc.Console.Templates.Get(c.ctx, c.users[asManager], c.tenant.ID, id)
+		tp, err := c.Services.Console.Templates.Get(c.Ctx, c.users[asManager], c.Tenant.ID, id)
 		require.NoError(t, err)
 		got, err := tp.Spec()
 		require.NoError(t, err)
@@ -267,7 +268,7 @@ func TestConsoleTemplates_Create(t *testing.T) {
 				}
 				s.page("/t/acme/templates/new")
 				before := countAll()
-				audits := c.count(`SELECT count(*) FROM audit_log WHERE action = 'template.create'`)
+				audits := c.Count(`SELECT count(*) FROM audit_log WHERE action = 'template.create'`)
 				doc, resp := s.postPage("/t/acme/templates", form)
 				require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 				fieldErr := text(doc.Find(".field-error[role=alert]"))
@@ -278,7 +279,7 @@ func TestConsoleTemplates_Create(t *testing.T) {
 					require.Equal(t, 1, doc.Find(`[name=`+tc.field+`] ~ .field-error`).Length(), "the error sits under %s", tc.field)
 				}
 				require.Equal(t, before, countAll(), "nothing stored")
-				require.Equal(t, audits, c.count(`SELECT count(*) FROM audit_log WHERE action = 'template.create'`))
+				require.Equal(t, audits, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'template.create'`))
 				// What was typed stays in the form.
 				require.Equal(t, strings.ReplaceAll(form.Get("body"), "\r\n", "\n"), doc.Find(`textarea[name=body]`).Text())
 				require.Equal(t, form.Get("locale"), doc.Find(`input[name=locale]`).AttrOr("value", ""))
@@ -310,7 +311,7 @@ func TestConsoleTemplates_Create(t *testing.T) {
 
 func TestConsoleTemplates_Preview(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	s := c.signIn(asManager)
 	s.page("/t/acme/templates/new")
 
@@ -379,9 +380,9 @@ func TestConsoleTemplates_Preview(t *testing.T) {
 
 func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	s := c.signIn(asManager)
-	id := c.templateID(c.tenant.ID, "BOOKING_CONFIRMED", app.SMS, "en")
+	id := c.templateID(c.Tenant.ID, "BOOKING_CONFIRMED", app.SMS, "en")
 	path := "/t/acme/templates/" + id.String()
 	_, _, original := c.templateText(id)
 
@@ -402,8 +403,8 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 		version, _, body := c.templateText(id)
 		require.Equal(t, 2, version)
 		require.Equal(t, edited, body)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM template_versions WHERE template_id = $1 AND version = 1 AND body = $2`, id, original))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'template.update' AND target_id = $1`, id.String()))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM template_versions WHERE template_id = $1 AND version = 1 AND body = $2`, id, original))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'template.update' AND target_id = $1`, id.String()))
 	})
 
 	t.Run("UnknownPlaceholderWarnsAfterSave", func(t *testing.T) {
@@ -425,7 +426,7 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 		require.Equal(t, "Body is required.", text(doc.Find(`textarea[name=body] ~ .field-error`)))
 		version, _, _ := c.templateText(id)
 		require.Equal(t, 3, version)
-		require.Equal(t, 2, c.count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, id))
+		require.Equal(t, 2, c.Count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, id))
 
 		// Someone else saved in between: nothing is overwritten.
 		doc, resp = s.postPage(path, url.Values{"version": {"2"}, "body": {"stale text"}})
@@ -493,7 +494,7 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 		require.Contains(t, text(doc.Selection), "did not say which version of the template you started from")
 		version, _, _ := c.templateText(id)
 		require.Equal(t, 3, version, "nothing restored")
-		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE action = 'template.restore' AND target_id = $1`, id.String()))
+		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'template.restore' AND target_id = $1`, id.String()))
 	})
 
 	t.Run("Restore", func(t *testing.T) {
@@ -505,8 +506,8 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 		version, _, body := c.templateText(id)
 		require.Equal(t, 4, version)
 		require.Equal(t, original, body)
-		require.Equal(t, 3, c.count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, id), "the restore keeps what it replaced")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'template.restore' AND target_id = $1 AND (metadata->>'restored_version')::int = 1 AND (metadata->>'version')::int = 4 AND actor_id = $2`,
+		require.Equal(t, 3, c.Count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, id), "the restore keeps what it replaced")
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'template.restore' AND target_id = $1 AND (metadata->>'restored_version')::int = 1 AND (metadata->>'version')::int = 4 AND actor_id = $2`,
 			id.String(), c.users[asManager].ID))
 		doc = s.page(path + "/versions/1")
 		require.Contains(t, text(doc.Find(".flash-info")), "same text as the current version")
@@ -527,23 +528,23 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 		version, _, body := c.templateText(id)
 		require.Equal(t, 4, version)
 		require.Equal(t, original, body)
-		require.Zero(t, c.count(`SELECT count(*) FROM templates WHERE locale = 'sv'`))
+		require.Zero(t, c.Count(`SELECT count(*) FROM templates WHERE locale = 'sv'`))
 	})
 }
 
 func TestConsoleTemplates_DeactivateChangesRouting(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{})
+	c := setupConsole(t, webtest.Options{})
 	s := c.signIn(asManager)
-	enID := c.templateID(c.tenant.ID, "BOOKING_CONFIRMED", app.Email, "en")
-	deID := c.templateID(c.tenant.ID, "BOOKING_CONFIRMED", app.Email, "de-DE")
+	enID := c.templateID(c.Tenant.ID, "BOOKING_CONFIRMED", app.Email, "en")
+	deID := c.templateID(c.Tenant.ID, "BOOKING_CONFIRMED", app.Email, "de-DE")
 
 	send := func(eventID string) *app.Message {
 		t.Helper()
-		n := notification(eventID, "BK-"+eventID)
+		n := webtest.Notification(eventID, "BK-"+eventID)
 		n["recipients"].([]map[string]any)[0]["locale"] = "en"
 		n["channels"] = []string{"EMAIL"}
-		ms := c.waitMessages(c.submit(n), "the e-mail message", func(ms []*app.Message) bool {
+		ms := c.WaitMessages(c.Submit(n), "the e-mail message", func(ms []*app.Message) bool {
 			return len(ms) == 1 && ms[0].Status != app.MessageQueued
 		})
 		return ms[0]
@@ -567,7 +568,7 @@ func TestConsoleTemplates_DeactivateChangesRouting(t *testing.T) {
 	require.Contains(t, text(doc.Find(".flash-success")), "Template deactivated")
 	require.Contains(t, text(doc.Find(".flash-warning")), "This template is inactive")
 	require.Equal(t, 1, doc.Find(`form[action$="/reactivate"]`).Length())
-	require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'template.deactivate' AND target_id = $1 AND actor_id = $2`, enID.String(), c.users[asManager].ID))
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'template.deactivate' AND target_id = $1 AND actor_id = $2`, enID.String(), c.users[asManager].ID))
 	version, _, _ := c.templateText(enID)
 	require.Equal(t, 1, version, "activation is not a content change")
 
@@ -585,20 +586,20 @@ func TestConsoleTemplates_DeactivateChangesRouting(t *testing.T) {
 	s.page("/t/acme/templates/" + enID.String())
 	resp = s.post("/t/acme/templates/"+enID.String()+"/reactivate", nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
-	require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'template.reactivate' AND target_id = $1`, enID.String()))
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'template.reactivate' AND target_id = $1`, enID.String()))
 	m = send("ev-4")
 	require.Equal(t, "en", locale(m))
 
 	// Deactivating needs the form's token.
 	resp = s.post("/t/acme/templates/"+enID.String()+"/deactivate", url.Values{"csrf": {"forged"}})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
-	require.Equal(t, 1, c.count(`SELECT count(*) FROM templates WHERE id = $1 AND is_active`, enID))
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM templates WHERE id = $1 AND is_active`, enID))
 }
 
 func TestConsoleTemplates_Access(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
-	acmeID := c.templateID(c.tenant.ID, "BOOKING_CONFIRMED", app.Email, "en")
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	acmeID := c.templateID(c.Tenant.ID, "BOOKING_CONFIRMED", app.Email, "en")
 	globexID := c.templateID(c.other.ID, "BOOKING_CONFIRMED", app.Email, "en")
 
 	t.Run("SupportHasNoTemplates", func(t *testing.T) {
@@ -613,12 +614,12 @@ func TestConsoleTemplates_Access(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 		resp = s.post("/t/acme/templates/"+acmeID.String()+"/deactivate", nil)
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM templates WHERE id = $1 AND is_active`, acmeID))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM templates WHERE id = $1 AND is_active`, acmeID))
 
 		// The service refuses too, whatever route calls it.
-		_, err := c.svc.Console.Templates.SetActive(c.ctx, c.users[asSupport], c.tenant.ID, acmeID, false)
+		_, err := c.Services.Console.Templates.SetActive(c.Ctx, c.users[asSupport], c.Tenant.ID, acmeID, false)
 		require.Equal(t, app.EFORBIDDEN, app.ErrorCode(err))
-		_, _, err = c.svc.Console.Templates.Edit(c.ctx, c.users[asSupport], c.tenant.ID, acmeID, 0, app.TemplateInput{Subject: "x", Body: "x"})
+		_, _, err = c.Services.Console.Templates.Edit(c.Ctx, c.users[asSupport], c.Tenant.ID, acmeID, 0, app.TemplateInput{Subject: "x", Body: "x"})
 		require.Equal(t, app.EFORBIDDEN, app.ErrorCode(err))
 	})
 
@@ -647,7 +648,7 @@ func TestConsoleTemplates_Access(t *testing.T) {
 		version, _, body := c.templateText(acmeID)
 		require.Equal(t, 1, version)
 		require.NotEqual(t, "taken over", body)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM templates WHERE id = $1 AND is_active`, acmeID))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM templates WHERE id = $1 AND is_active`, acmeID))
 
 		// The manager of acme cannot reach globex's template through acme either.
 		m := c.signIn(asManager)
@@ -665,8 +666,8 @@ func TestConsoleTemplates_Access(t *testing.T) {
 // same way, and the pipeline's own Save serialises without a conflict.
 func TestConsoleTemplates_ConcurrentSaves(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
-	id := c.templateID(c.tenant.ID, "BOOKING_CONFIRMED", app.SMS, "en")
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	id := c.templateID(c.Tenant.ID, "BOOKING_CONFIRMED", app.SMS, "en")
 	path := "/t/acme/templates/" + id.String()
 	editors := []*session{c.signIn(asManager), c.signIn(asManager)}
 
@@ -727,9 +728,9 @@ func TestConsoleTemplates_ConcurrentSaves(t *testing.T) {
 			version, _, body := c.templateText(id)
 			require.Equal(t, base+1, version, "round %d", round)
 			require.Equal(t, bodies[won], body, "round %d: the winner's text is current", round)
-			require.Equal(t, 1, c.count(`SELECT count(*) FROM template_versions WHERE template_id = $1 AND version = $2`, id, base), "round %d: the replaced text is kept", round)
+			require.Equal(t, 1, c.Count(`SELECT count(*) FROM template_versions WHERE template_id = $1 AND version = $2`, id, base), "round %d: the replaced text is kept", round)
 		}
-		require.Equal(t, 10, c.count(`SELECT count(*) FROM audit_log WHERE action = 'template.update' AND target_id = $1`, id.String()))
+		require.Equal(t, 10, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'template.update' AND target_id = $1`, id.String()))
 	})
 
 	t.Run("MissingVersion", func(t *testing.T) {
@@ -782,7 +783,7 @@ func TestConsoleTemplates_ConcurrentSaves(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _, errs[i] = c.svc.Templates.Save(c.ctx, app.CLIActor, c.tenant.ID, id, app.TemplateInput{Body: fmt.Sprintf("Save %d.", i), IsActive: true})
+				_, _, errs[i] = c.Services.Templates.Save(c.Ctx, app.CLIActor, c.Tenant.ID, id, app.TemplateInput{Body: fmt.Sprintf("Save %d.", i), IsActive: true})
 			}()
 		}
 		wg.Wait()
@@ -791,6 +792,6 @@ func TestConsoleTemplates_ConcurrentSaves(t *testing.T) {
 		}
 		version, _, _ := c.templateText(id)
 		require.Equal(t, base+len(errs), version)
-		require.Equal(t, base+len(errs)-1, c.count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, id))
+		require.Equal(t, base+len(errs)-1, c.Count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, id))
 	})
 }

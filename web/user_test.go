@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"io"
@@ -13,14 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
 // userIDByEmail reads a user's id from the database.
-func (c *console) userIDByEmail(email string) uuid.UUID {
-	c.t.Helper()
+func (c *consoleBundle) userIDByEmail(email string) uuid.UUID {
+	c.T.Helper()
 	var id uuid.UUID
-	require.NoError(c.t, c.svc.Store.InPlatform(c.ctx, func(tx *db.Tx) error {
-		u, err := tx.UserByEmail(c.ctx, email)
+	require.NoError(c.T, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+		u, err := tx.UserByEmail(c.Ctx, email)
 		if err == nil {
 			id = u.ID
 		}
@@ -48,7 +49,7 @@ func addUser(t *testing.T, s *session, name, email, role string) string {
 
 func TestConsoleUsers_List(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	manager := c.signIn(asManager)
 
 	doc := manager.page("/t/acme/users")
@@ -73,7 +74,7 @@ func TestConsoleUsers_List(t *testing.T) {
 
 func TestConsoleUsers_Create(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	manager := c.signIn(asManager)
 
 	t.Run("Form", func(t *testing.T) {
@@ -84,7 +85,7 @@ func TestConsoleUsers_Create(t *testing.T) {
 	})
 
 	t.Run("BadInputStoresNothing", func(t *testing.T) {
-		users := c.count(`SELECT count(*) FROM users`)
+		users := c.Count(`SELECT count(*) FROM users`)
 		for _, tc := range []struct {
 			field, value, control, want string
 			status                      int
@@ -111,15 +112,15 @@ func TestConsoleUsers_Create(t *testing.T) {
 				require.Equal(t, tc.value, doc.Find(`input[name=`+tc.field+`]`).AttrOr("value", "x"), "the form keeps what was typed")
 			}
 		}
-		require.Equal(t, users, c.count(`SELECT count(*) FROM users`))
-		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.create' AND actor_type = 'user'`))
+		require.Equal(t, users, c.Count(`SELECT count(*) FROM users`))
+		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.create' AND actor_type = 'user'`))
 	})
 
 	t.Run("WithoutCSRFRefused", func(t *testing.T) {
 		manager.page("/t/acme/users/new")
 		resp := manager.post("/t/acme/users", url.Values{"csrf": {"forged"}, "name": {"Eve"}, "email": {"eve@acme.test"}, "role": {"manager"}})
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
-		require.Zero(t, c.count(`SELECT count(*) FROM users WHERE email = 'eve@acme.test'`))
+		require.Zero(t, c.Count(`SELECT count(*) FROM users WHERE email = 'eve@acme.test'`))
 	})
 
 	t.Run("TemporaryPasswordShownOnce", func(t *testing.T) {
@@ -137,9 +138,9 @@ func TestConsoleUsers_Create(t *testing.T) {
 		require.Contains(t, text(doc.Find(".secret-note")), "only time it is shown")
 
 		id := c.userIDByEmail("anna.berg@acme.test")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND tenant_id = $2 AND role = 'support' AND name = 'Anna Berg' AND must_change_password`, id, c.tenant.ID))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'user.create' AND target_id = $2 AND actor_id = $3`, c.tenant.ID, id.String(), c.users[asManager].ID))
-		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, password))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM users WHERE id = $1 AND tenant_id = $2 AND role = 'support' AND name = 'Anna Berg' AND must_change_password`, id, c.Tenant.ID))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'user.create' AND target_id = $2 AND actor_id = $3`, c.Tenant.ID, id.String(), c.users[asManager].ID))
+		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, password))
 
 		list := manager.page("/t/acme/users")
 		require.NotContains(t, list.Text(), password)
@@ -166,7 +167,7 @@ func TestConsoleUsers_Create(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		anna.follow(resp)
 		anna.page("/t/acme/")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND NOT must_change_password`, id))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM users WHERE id = $1 AND NOT must_change_password`, id))
 		require.Equal(t, http.StatusUnauthorized, c.anonymous().login("anna.berg@acme.test", password).StatusCode, "the temporary password is spent")
 		require.Equal(t, http.StatusSeeOther, c.anonymous().login("anna.berg@acme.test", "annas own secret").StatusCode)
 	})
@@ -177,13 +178,13 @@ func TestConsoleUsers_Create(t *testing.T) {
 		doc, resp := ops.postPage("/t/globex/users", url.Values{"name": {"Gina"}, "email": {"gina@globex.test"}, "role": {"manager"}})
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		temporaryPassword(t, doc)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE email = 'gina@globex.test' AND tenant_id = $1 AND role = 'manager'`, c.other.ID))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM users WHERE email = 'gina@globex.test' AND tenant_id = $1 AND role = 'manager'`, c.other.ID))
 	})
 }
 
 func TestConsoleUsers_Role(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	manager, ops := c.signIn(asManager), c.signIn(asOperator)
 	support := c.users[asSupport].ID.String()
 	boss := c.users[asManager].ID.String()
@@ -195,7 +196,7 @@ func TestConsoleUsers_Role(t *testing.T) {
 		doc, resp := manager.postPage("/t/acme/users/"+boss+"/role", url.Values{"role": {"support"}})
 		require.Equal(t, http.StatusConflict, resp.StatusCode)
 		require.Contains(t, text(doc.Find(".flash-error")), "You cannot change your own role")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager'`, boss))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager'`, boss))
 	})
 
 	t.Run("LastManagerStays", func(t *testing.T) {
@@ -208,7 +209,7 @@ func TestConsoleUsers_Role(t *testing.T) {
 		doc, resp = ops.postPage("/t/acme/users/"+boss+"/disable", nil)
 		require.Equal(t, http.StatusConflict, resp.StatusCode)
 		require.Contains(t, text(doc.Find(".flash-error")), "last active manager")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager' AND disabled_at IS NULL`, boss))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager' AND disabled_at IS NULL`, boss))
 	})
 
 	t.Run("BadRole", func(t *testing.T) {
@@ -218,7 +219,7 @@ func TestConsoleUsers_Role(t *testing.T) {
 			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, role)
 			require.NotEmpty(t, fieldError(doc, "select[name=role]"), role)
 		}
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'support'`, support))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'support'`, support))
 	})
 
 	t.Run("Promote", func(t *testing.T) {
@@ -227,8 +228,8 @@ func TestConsoleUsers_Role(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		doc := manager.follow(resp)
 		require.Contains(t, text(doc.Find(".flash-success")), "support@acme.test is now manager")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager'`, support))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.role_change' AND target_id = $1
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager'`, support))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.role_change' AND target_id = $1
 			AND metadata->>'from' = 'support' AND metadata->>'to' = 'manager' AND actor_id = $2`, support, boss))
 
 		// The promoted user holds the new permissions at their next request.
@@ -245,7 +246,7 @@ func TestConsoleUsers_Role(t *testing.T) {
 
 func TestConsoleUsers_DisableAndReset(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	manager := c.signIn(asManager)
 	support := c.users[asSupport].ID.String()
 
@@ -271,7 +272,7 @@ func TestConsoleUsers_DisableAndReset(t *testing.T) {
 		doc = manager.follow(resp)
 		require.Contains(t, text(doc.Find(".flash-success")), "disabled and signed out")
 		require.Equal(t, "DISABLED", text(doc.Find("dl.facts .badge")))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.disable' AND target_id = $1`, support))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.disable' AND target_id = $1`, support))
 
 		_, resp = staff.get("/t/acme/")
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "the live session ended")
@@ -282,7 +283,7 @@ func TestConsoleUsers_DisableAndReset(t *testing.T) {
 		resp = manager.post("/t/acme/users/"+support+"/enable", nil)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		require.Equal(t, "ACTIVE", text(manager.follow(resp).Find("dl.facts .badge")))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.enable' AND target_id = $1`, support))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.enable' AND target_id = $1`, support))
 		c.signIn(asSupport).page("/t/acme/")
 	})
 
@@ -298,8 +299,8 @@ func TestConsoleUsers_DisableAndReset(t *testing.T) {
 		require.NoError(t, err)
 		password := temporaryPassword(t, doc)
 		require.Contains(t, text(doc.Find(".page-head")), "every session they had has ended")
-		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, password))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.password_reset' AND target_id = $1`, support))
+		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, password))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.password_reset' AND target_id = $1`, support))
 
 		_, resp = staff.get("/t/acme/")
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "the live session ended")
@@ -326,7 +327,7 @@ func TestConsoleUsers_DisableAndReset(t *testing.T) {
 			resp = manager.post("/t/acme/users/"+globex+"/"+action, url.Values{"role": {"support"}})
 			require.Equal(t, http.StatusNotFound, resp.StatusCode, action)
 		}
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager' AND disabled_at IS NULL AND NOT must_change_password`, globex))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM users WHERE id = $1 AND role = 'manager' AND disabled_at IS NULL AND NOT must_change_password`, globex))
 		// The operator's own account is not a tenant user either.
 		_, resp = manager.get("/t/acme/users/" + c.users[asOperator].ID.String())
 		require.Equal(t, http.StatusNotFound, resp.StatusCode)
@@ -341,9 +342,9 @@ func TestConsoleUsers_DisableAndReset(t *testing.T) {
 // always keeps an active manager.
 func TestConsoleUsers_OpposingManagers(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	a, b := c.users[asManager].ID.String(), c.users[asSupport].ID.String()
-	c.exec(`UPDATE users SET role = 'manager' WHERE id = $1`, b)
+	c.Exec(`UPDATE users SET role = 'manager' WHERE id = $1`, b)
 	sessions := map[string]*session{a: c.signIn(asManager), b: c.signIn(asSupport)}
 	who := map[string]string{a: asManager, b: asSupport}
 
@@ -353,7 +354,7 @@ func TestConsoleUsers_OpposingManagers(t *testing.T) {
 		if round%2 == 1 {
 			action = "disable"
 		}
-		c.exec(`UPDATE users SET role = 'manager', disabled_at = NULL WHERE id IN ($1, $2)`, a, b)
+		c.Exec(`UPDATE users SET role = 'manager', disabled_at = NULL WHERE id IN ($1, $2)`, a, b)
 		for id, s := range sessions {
 			if _, resp := s.get("/t/acme/users"); resp.StatusCode != http.StatusOK {
 				sessions[id] = c.signIn(who[id]) // disabled in an earlier round
@@ -409,9 +410,9 @@ func TestConsoleUsers_OpposingManagers(t *testing.T) {
 			}
 		}
 		require.Equal(t, 1, won, "round %d (%s): exactly one of the two goes through: %v", round, action, answers)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM users WHERE id IN ($1, $2) AND role = 'manager' AND disabled_at IS NULL`, a, b),
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM users WHERE id IN ($1, $2) AND role = 'manager' AND disabled_at IS NULL`, a, b),
 			"round %d (%s): the tenant keeps one active manager", round, action)
 	}
-	require.Equal(t, 10, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.role_change'`))
-	require.Equal(t, 10, c.count(`SELECT count(*) FROM audit_log WHERE action = 'user.disable'`))
+	require.Equal(t, 10, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.role_change'`))
+	require.Equal(t, 10, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.disable'`))
 }

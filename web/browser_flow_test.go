@@ -1,4 +1,4 @@
-package main
+package web_test
 
 // The console's main flows as people use them, in a real browser: a manager
 // sets up a channel account, edits a template and follows a booking's
@@ -25,7 +25,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
-	appconsole "github.com/heraldhq/herald/app/console"
+	"github.com/heraldhq/herald/app/console"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
 // stepTimeout bounds one navigation or wait in the flows, so that a page
@@ -109,7 +110,7 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 
 	// An event through the JSON API, as the booking system sends it.
 	booking := "BK-BROWSER-" + uuid.NewString()[:8]
-	submitEvent(t, c.base, c.key, notification(uuid.NewString(), booking))
+	submitEvent(t, c.base, c.Key, webtest.Notification(uuid.NewString(), booking))
 
 	// The booking panel, found through the search form.
 	clickNav(t, ctx, "Bookings")
@@ -200,13 +201,13 @@ func TestBrowser_SupportMasking(t *testing.T) {
 	booking := "BK-MASK-" + uuid.NewString()[:8]
 	// A passenger of its own: the default notification's number is also
 	// the example the messages explorer's search field shows.
-	body := notification(uuid.NewString(), booking)
+	body := webtest.Notification(uuid.NewString(), booking)
 	body["recipients"] = []map[string]any{{
 		"name": "Lena Berg", "phone": "+49 170 5554567", "email": "lena.berg@example.org", "locale": "de-DE",
 	}}
-	event := c.submit(body)
-	msgs := c.waitMessages(event, "the booking's messages delivered", func(ms []*app.Message) bool {
-		return len(ms) > 0 && (allStatus(app.MessageDelivered)(ms) || allStatus(app.MessageRead)(ms))
+	event := c.Submit(body)
+	msgs := c.WaitMessages(event, "the booking's messages delivered", func(ms []*app.Message) bool {
+		return len(ms) > 0 && (webtest.AllStatus(app.MessageDelivered)(ms) || webtest.AllStatus(app.MessageRead)(ms))
 	})
 	ctx := newBrowser(t)
 
@@ -226,7 +227,7 @@ func TestBrowser_SupportMasking(t *testing.T) {
 	masked := []string{"+49 ••• ••• 4567", "l•••@example.org"}
 	for _, m := range msgs {
 		require.NotEmpty(t, m.ToAddress)
-		require.Contains(t, masked, appconsole.MaskAddress(m.ToAddress), "masked form of %s", m.ToAddress)
+		require.Contains(t, masked, console.MaskAddress(m.ToAddress), "masked form of %s", m.ToAddress)
 	}
 
 	clickNav(t, ctx, "Bookings")

@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"io"
@@ -14,12 +14,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
-	appconsole "github.com/heraldhq/herald/app/console"
+	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/app/provider/meta"
 	"github.com/heraldhq/herald/app/provider/ses"
 	"github.com/heraldhq/herald/app/provider/sns"
 	"github.com/heraldhq/herald/app/provider/webhook"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
 // Secrets typed into the forms of these tests; no HTML page may contain them.
@@ -68,11 +69,11 @@ func requireNoSecrets(t *testing.T, where, body string, secrets ...string) {
 }
 
 // accountsNamed returns the tenant's accounts with the name.
-func (c *console) accountsNamed(tenantID uuid.UUID, name string) []*app.ChannelAccount {
-	c.t.Helper()
+func (c *consoleBundle) accountsNamed(tenantID uuid.UUID, name string) []*app.ChannelAccount {
+	c.T.Helper()
 	var out []*app.ChannelAccount
-	require.NoError(c.t, c.svc.Store.InTenant(c.ctx, tenantID, func(tx *db.Tx) error {
-		as, err := tx.ListAccounts(c.ctx, tenantID, appconsole.AccountFilter{}, appconsole.PageRequest{Limit: 1000})
+	require.NoError(c.T, c.Services.Store.InTenant(c.Ctx, tenantID, func(tx *db.Tx) error {
+		as, err := tx.ListAccounts(c.Ctx, tenantID, console.AccountFilter{}, console.PageRequest{Limit: 1000})
 		for _, a := range as {
 			if a.Name == name {
 				out = append(out, a)
@@ -84,21 +85,21 @@ func (c *console) accountsNamed(tenantID uuid.UUID, name string) []*app.ChannelA
 }
 
 // account loads one account by id.
-func (c *console) account(tenantID, id uuid.UUID) *app.ChannelAccount {
-	c.t.Helper()
+func (c *consoleBundle) account(tenantID, id uuid.UUID) *app.ChannelAccount {
+	c.T.Helper()
 	var a *app.ChannelAccount
-	require.NoError(c.t, c.svc.Store.InTenant(c.ctx, tenantID, func(tx *db.Tx) (err error) {
-		a, err = tx.AccountByID(c.ctx, tenantID, id)
+	require.NoError(c.T, c.Services.Store.InTenant(c.Ctx, tenantID, func(tx *db.Tx) (err error) {
+		a, err = tx.AccountByID(c.Ctx, tenantID, id)
 		return err
 	}))
 	return a
 }
 
 // secretsOf decrypts an account's secrets.
-func (c *console) secretsOf(id uuid.UUID) map[string]string {
-	c.t.Helper()
-	m, err := c.svc.Accounts.Open(c.account(c.tenant.ID, id))
-	require.NoError(c.t, err)
+func (c *consoleBundle) secretsOf(id uuid.UUID) map[string]string {
+	c.T.Helper()
+	m, err := c.Services.Accounts.Open(c.account(c.Tenant.ID, id))
+	require.NoError(c.T, err)
 	return m
 }
 
@@ -147,26 +148,26 @@ func with(form url.Values, kv ...string) url.Values {
 
 func TestConsoleChannels_ProviderKeysMatchAdapters(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, meta.ConfigPhoneNumberID, appconsole.KeyMetaPhoneNumberID)
-	require.Equal(t, meta.SecretAccessToken, appconsole.KeyMetaAccessToken)
-	require.Equal(t, ses.ConfigRegion, appconsole.KeyAWSRegion)
-	require.Equal(t, ses.ConfigSenderEmail, appconsole.KeySESSenderEmail)
-	require.Equal(t, ses.ConfigSenderName, appconsole.KeySESSenderName)
-	require.Equal(t, ses.ConfigReplyTo, appconsole.KeySESReplyTo)
-	require.Equal(t, ses.ConfigConfigurationSet, appconsole.KeySESConfigurationSet)
-	require.Equal(t, ses.SecretAccessKeyID, appconsole.KeyAWSAccessKeyID)
-	require.Equal(t, ses.SecretSecretAccessKey, appconsole.KeyAWSSecretAccessKey)
-	require.Equal(t, ses.SecretSessionToken, appconsole.KeyAWSSessionToken)
-	require.Equal(t, sns.ConfigSenderID, appconsole.KeySNSSenderID)
-	require.Equal(t, sns.ConfigOriginationNumber, appconsole.KeySNSOriginationNumber)
-	require.Equal(t, sns.ConfigSMSType, appconsole.KeySNSSMSType)
-	require.Equal(t, webhook.ConfigURL, appconsole.KeyWebhookURL)
-	require.Equal(t, webhook.SecretSigningSecret, appconsole.KeyWebhookSigningSecret)
+	require.Equal(t, meta.ConfigPhoneNumberID, console.KeyMetaPhoneNumberID)
+	require.Equal(t, meta.SecretAccessToken, console.KeyMetaAccessToken)
+	require.Equal(t, ses.ConfigRegion, console.KeyAWSRegion)
+	require.Equal(t, ses.ConfigSenderEmail, console.KeySESSenderEmail)
+	require.Equal(t, ses.ConfigSenderName, console.KeySESSenderName)
+	require.Equal(t, ses.ConfigReplyTo, console.KeySESReplyTo)
+	require.Equal(t, ses.ConfigConfigurationSet, console.KeySESConfigurationSet)
+	require.Equal(t, ses.SecretAccessKeyID, console.KeyAWSAccessKeyID)
+	require.Equal(t, ses.SecretSecretAccessKey, console.KeyAWSSecretAccessKey)
+	require.Equal(t, ses.SecretSessionToken, console.KeyAWSSessionToken)
+	require.Equal(t, sns.ConfigSenderID, console.KeySNSSenderID)
+	require.Equal(t, sns.ConfigOriginationNumber, console.KeySNSOriginationNumber)
+	require.Equal(t, sns.ConfigSMSType, console.KeySNSSMSType)
+	require.Equal(t, webhook.ConfigURL, console.KeyWebhookURL)
+	require.Equal(t, webhook.SecretSigningSecret, console.KeyWebhookSigningSecret)
 }
 
 func TestConsoleChannels_List(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	s := c.signIn(asManager)
 
 	doc := s.page(channelsPrefix)
@@ -186,16 +187,16 @@ func TestConsoleChannels_List(t *testing.T) {
 	require.Equal(t, "PENDING", text(row.Find(".account-status .badge")))
 	require.Contains(t, text(row.Find(".rate")), "14/s, burst 14")
 	require.Contains(t, text(row.Find(".rate")), "full, never used")
-	c.exec(`INSERT INTO rate_buckets (key, tokens, refilled_at) VALUES ($1, 3, now())`, "rate:"+c.tenant.ID.String()+":"+id.String())
+	c.Exec(`INSERT INTO rate_buckets (key, tokens, refilled_at) VALUES ($1, 3, now())`, "rate:"+c.Tenant.ID.String()+":"+id.String())
 	doc = s.page(channelsPrefix)
 	tokens := text(doc.Find(`tr[data-account="` + id.String() + `"] .rate`))
 	require.Regexp(t, `\d+\.\d of 14 tokens now`, tokens)
 	require.NotContains(t, tokens, "never used")
 
 	// Breaker transitions recorded by the dispatcher show up.
-	c.exec(`INSERT INTO audit_log (tenant_id, actor_type, actor_label, action, target_type, target_id, metadata)
+	c.Exec(`INSERT INTO audit_log (tenant_id, actor_type, actor_label, action, target_type, target_id, metadata)
 		VALUES ($1, 'system', 'herald', 'channel_account.breaker', 'channel_account', $2, '{"from":"closed","to":"open","provider":"ses"}')`,
-		c.tenant.ID, id.String())
+		c.Tenant.ID, id.String())
 	doc = s.page(channelsPrefix)
 	require.Equal(t, "OPEN", text(doc.Find(`tr[data-account="`+id.String()+`"] .breaker .badge`)))
 
@@ -209,7 +210,7 @@ func TestConsoleChannels_List(t *testing.T) {
 
 	t.Run("EmptyState", func(t *testing.T) {
 		s := c.signIn(asOtherManager)
-		c.exec(`DELETE FROM channel_accounts WHERE tenant_id = $1`, c.other.ID)
+		c.Exec(`DELETE FROM channel_accounts WHERE tenant_id = $1`, c.other.ID)
 		doc := s.page("/t/globex/channels")
 		require.Contains(t, text(doc.Find(".empty")), "No channel accounts yet")
 		require.Equal(t, 2, doc.Find(`a[href="/t/globex/channels/new"]`).Length())
@@ -218,9 +219,9 @@ func TestConsoleChannels_List(t *testing.T) {
 
 func TestConsoleChannels_Create(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	s := c.signIn(asManager)
-	accounts := func() int { return c.count(`SELECT count(*) FROM channel_accounts WHERE tenant_id = $1`, c.tenant.ID) }
+	accounts := func() int { return c.Count(`SELECT count(*) FROM channel_accounts WHERE tenant_id = $1`, c.Tenant.ID) }
 	before := accounts()
 
 	t.Run("ProviderFirst", func(t *testing.T) {
@@ -326,7 +327,7 @@ func TestConsoleChannels_Create(t *testing.T) {
 			s.page(channelsPrefix + "/new?provider=" + tc.provider)
 			resp := s.post(channelsPrefix, tc.form)
 			id := createdID(t, resp)
-			a := c.account(c.tenant.ID, id)
+			a := c.account(c.Tenant.ID, id)
 			require.Equal(t, tc.channel, a.Channel)
 			require.Equal(t, app.AccountPending, a.Status)
 			for k, v := range tc.config {
@@ -342,13 +343,13 @@ func TestConsoleChannels_Create(t *testing.T) {
 			}
 			doc := s.follow(resp)
 			require.Contains(t, text(doc.Find(".flash")), "was created")
-			require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.create' AND target_id = $1 AND actor_id = $2`,
+			require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.create' AND target_id = $1 AND actor_id = $2`,
 				id.String(), c.users[asManager].ID))
 		})
 	}
 	t.Run("AuditHoldsNoSecrets", func(t *testing.T) {
 		for _, sec := range []string{metaToken, metaAppSecret, awsKeyID, awsSecret} {
-			require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, sec))
+			require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, sec))
 		}
 	})
 	t.Run("NoCSRF", func(t *testing.T) {
@@ -361,7 +362,7 @@ func TestConsoleChannels_Create(t *testing.T) {
 
 func TestConsoleChannels_Secrets(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	s := c.signIn(asManager)
 	s.page(channelsPrefix + "/new?provider=meta")
 	metaID := createdID(t, s.post(channelsPrefix, metaForm("WhatsApp main")))
@@ -395,7 +396,7 @@ func TestConsoleChannels_Secrets(t *testing.T) {
 		got := c.secretsOf(metaID)
 		require.Equal(t, metaToken, got["access_token"])
 		require.Equal(t, metaAppSecret, got["app_secret"])
-		a := c.account(c.tenant.ID, metaID)
+		a := c.account(c.Tenant.ID, metaID)
 		require.Equal(t, "WhatsApp renamed", a.Name)
 		require.Equal(t, "999999999", a.Config["waba_id"])
 	})
@@ -407,9 +408,9 @@ func TestConsoleChannels_Secrets(t *testing.T) {
 		got := c.secretsOf(metaID)
 		require.Equal(t, metaToken2, got["access_token"])
 		require.Equal(t, metaAppSecret, got["app_secret"], "the blank one stays")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.update' AND target_id = $1
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.update' AND target_id = $1
 			AND metadata->'secrets_set' @> '["access_token"]'`, metaID.String()))
-		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, metaToken2))
+		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, metaToken2))
 	})
 
 	t.Run("ClearOptional", func(t *testing.T) {
@@ -426,13 +427,13 @@ func TestConsoleChannels_Secrets(t *testing.T) {
 	})
 
 	t.Run("BadEditStoresNothing", func(t *testing.T) {
-		before := c.account(c.tenant.ID, sesID)
+		before := c.account(c.Tenant.ID, sesID)
 		s.page(channelsPrefix + "/" + sesID.String() + "/edit")
 		resp, body := s.postRaw(channelsPrefix+"/"+sesID.String(), with(sesForm("Changed name"), "config_region", "mars-1", "secret_secret_access_key", awsSecret))
 		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 		require.Contains(t, body, "not an AWS region")
 		requireNoSecrets(t, "edit with errors", body, all...)
-		after := c.account(c.tenant.ID, sesID)
+		after := c.account(c.Tenant.ID, sesID)
 		require.Equal(t, before.Name, after.Name)
 		require.Equal(t, before.Secrets, after.Secrets)
 		require.Equal(t, awsSecret2, c.secretsOf(sesID)["secret_access_key"])
@@ -441,12 +442,12 @@ func TestConsoleChannels_Secrets(t *testing.T) {
 
 func TestConsoleChannels_DefaultCredentials(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	manager, operator := c.signIn(asManager), c.signIn(asOperator)
 	// Posting adds the session's CSRF token to the form, so each post gets a copy.
 	defaults := with(sesForm("Platform e-mail"), "credentials", "default", "secret_access_key_id", "", "secret_secret_access_key", "")
 	defaultForm := func(kv ...string) url.Values { return with(defaults, kv...) }
-	n := func() int { return c.count(`SELECT count(*) FROM channel_accounts WHERE tenant_id = $1`, c.tenant.ID) }
+	n := func() int { return c.Count(`SELECT count(*) FROM channel_accounts WHERE tenant_id = $1`, c.Tenant.ID) }
 	before := n()
 
 	t.Run("RefusedForManager", func(t *testing.T) {
@@ -471,7 +472,7 @@ func TestConsoleChannels_DefaultCredentials(t *testing.T) {
 		require.Empty(t, c.secretsOf(id))
 		doc = operator.page(channelsPrefix + "/" + id.String())
 		require.Contains(t, text(doc.Find("dl.facts")), "Herald's default credential chain")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.create' AND target_id = $1
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.create' AND target_id = $1
 			AND metadata->'config'->>'credentials' = 'default'`, id.String()))
 	})
 
@@ -479,7 +480,7 @@ func TestConsoleChannels_DefaultCredentials(t *testing.T) {
 		manager.page(channelsPrefix + "/" + id.String() + "/edit")
 		resp, _ := manager.postRaw(channelsPrefix+"/"+id.String(), defaultForm("credentials", "keys", "name", "Renamed"))
 		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
-		require.Equal(t, "Platform e-mail", c.account(c.tenant.ID, id).Name)
+		require.Equal(t, "Platform e-mail", c.account(c.Tenant.ID, id).Name)
 
 		// With its own keys the account leaves the chain.
 		resp = manager.post(channelsPrefix+"/"+id.String(), with(sesForm("Own keys"), "credentials", "keys"))
@@ -493,24 +494,24 @@ func TestConsoleChannels_DefaultCredentials(t *testing.T) {
 	})
 
 	t.Run("ServiceRefusesToo", func(t *testing.T) {
-		_, _, err := c.server.Accounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{
-			Provider: "sns", Name: "direct", Credentials: appconsole.CredentialsDefault,
+		_, _, err := c.Server.Accounts.Create(c.Ctx, c.users[asManager], c.Tenant.ID, console.AccountForm{
+			Provider: "sns", Name: "direct", Credentials: console.CredentialsDefault,
 			Config: map[string]string{"region": "eu-west-1", "sms_type": "Transactional"},
 		})
 		require.Equal(t, app.EINVALID, app.ErrorCode(err))
 		require.Equal(t, "credentials", app.ErrorField(err))
-		_, _, err = c.server.Accounts.Create(c.ctx, c.users[asSupport], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "x", Channel: "SMS"})
+		_, _, err = c.Server.Accounts.Create(c.Ctx, c.users[asSupport], c.Tenant.ID, console.AccountForm{Provider: "sandbox", Name: "x", Channel: "SMS"})
 		require.Equal(t, app.EFORBIDDEN, app.ErrorCode(err))
 	})
 }
 
 func TestConsoleChannels_ActivateSuspend(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	s := c.signIn(asManager)
 	s.page(channelsPrefix + "/new?provider=meta")
 	metaID := createdID(t, s.post(channelsPrefix, metaForm("WhatsApp main")))
-	sandboxWA := c.accountsNamed(c.tenant.ID, "Sandbox WHATSAPP")[0]
+	sandboxWA := c.accountsNamed(c.Tenant.ID, "Sandbox WHATSAPP")[0]
 	detail := channelsPrefix + "/" + metaID.String()
 
 	t.Run("RefusedWhileAnotherIsActive", func(t *testing.T) {
@@ -520,8 +521,8 @@ func TestConsoleChannels_ActivateSuspend(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		doc = s.follow(resp)
 		require.Contains(t, text(doc.Find(".flash-error")), "Sandbox WHATSAPP is the active WHATSAPP account")
-		require.Equal(t, app.AccountPending, c.account(c.tenant.ID, metaID).Status)
-		require.Equal(t, app.AccountActive, c.account(c.tenant.ID, sandboxWA.ID).Status)
+		require.Equal(t, app.AccountPending, c.account(c.Tenant.ID, metaID).Status)
+		require.Equal(t, app.AccountActive, c.account(c.Tenant.ID, sandboxWA.ID).Status)
 	})
 
 	t.Run("ReplaceSuspendsTheOther", func(t *testing.T) {
@@ -529,15 +530,15 @@ func TestConsoleChannels_ActivateSuspend(t *testing.T) {
 		resp := s.post(detail+"/activate", url.Values{"replace": {"1"}})
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		require.Contains(t, text(s.follow(resp).Find(".flash")), "active")
-		require.Equal(t, app.AccountActive, c.account(c.tenant.ID, metaID).Status)
-		other := c.account(c.tenant.ID, sandboxWA.ID)
+		require.Equal(t, app.AccountActive, c.account(c.Tenant.ID, metaID).Status)
+		other := c.account(c.Tenant.ID, sandboxWA.ID)
 		require.Equal(t, app.AccountSuspended, other.Status)
 		require.Contains(t, *other.SuspendedReason, "Replaced by WhatsApp main")
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.status' AND target_id = $1
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.status' AND target_id = $1
 			AND actor_id = $2 AND metadata->>'status' = 'ACTIVE'`, metaID.String(), c.users[asManager].ID))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.status' AND target_id = $1
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.status' AND target_id = $1
 			AND actor_id = $2 AND metadata->>'status' = 'SUSPENDED'`, sandboxWA.ID.String(), c.users[asManager].ID))
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM channel_accounts WHERE tenant_id = $1 AND channel = 'WHATSAPP' AND status = 'ACTIVE'`, c.tenant.ID))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM channel_accounts WHERE tenant_id = $1 AND channel = 'WHATSAPP' AND status = 'ACTIVE'`, c.Tenant.ID))
 
 		// The suspended account shows its reason, on its page and in the list.
 		doc := s.page(channelsPrefix + "/" + sandboxWA.ID.String())
@@ -558,7 +559,7 @@ func TestConsoleChannels_ActivateSuspend(t *testing.T) {
 		doc, resp := s.postPage(detail+"/suspend", url.Values{"reason": {"   "}})
 		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 		require.Contains(t, text(doc.Find(`textarea[name=reason] ~ .field-error`)), "Say why")
-		require.Equal(t, app.AccountActive, c.account(c.tenant.ID, metaID).Status)
+		require.Equal(t, app.AccountActive, c.account(c.Tenant.ID, metaID).Status)
 		doc, resp = s.postPage(detail+"/suspend", url.Values{"reason": {strings.Repeat("x", 501)}})
 		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 		require.Contains(t, text(doc.Find(`.field-error`)), "at most 500")
@@ -570,12 +571,12 @@ func TestConsoleChannels_ActivateSuspend(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		doc := s.follow(resp)
 		require.Contains(t, text(doc.Find(".suspended-reason")), "Meta flagged the number")
-		a := c.account(c.tenant.ID, metaID)
+		a := c.account(c.Tenant.ID, metaID)
 		require.Equal(t, app.AccountSuspended, a.Status)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.status' AND target_id = $1
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.status' AND target_id = $1
 			AND actor_id = $2 AND metadata->>'reason' = 'Meta flagged the number; checking with support.'`, metaID.String(), c.users[asManager].ID))
 		for _, sec := range []string{metaToken, metaAppSecret} {
-			require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, sec))
+			require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, sec))
 		}
 	})
 
@@ -583,18 +584,18 @@ func TestConsoleChannels_ActivateSuspend(t *testing.T) {
 		// No account of the channel is active now: activation needs no replace.
 		s.page(detail)
 		require.Equal(t, http.StatusSeeOther, s.post(detail+"/activate", nil).StatusCode)
-		a := c.account(c.tenant.ID, metaID)
+		a := c.account(c.Tenant.ID, metaID)
 		require.Equal(t, app.AccountActive, a.Status)
 		require.Nil(t, a.SuspendedReason)
 	})
 
 	t.Run("IncompleteAccountNotActivated", func(t *testing.T) {
-		a, _, err := c.server.Accounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "Spare", Channel: "WEBHOOK"})
+		a, _, err := c.Server.Accounts.Create(c.Ctx, c.users[asManager], c.Tenant.ID, console.AccountForm{Provider: "sandbox", Name: "Spare", Channel: "WEBHOOK"})
 		require.NoError(t, err)
-		require.NoError(t, c.server.Accounts.Activate(c.ctx, c.users[asManager], c.tenant.ID, a.ID, false))
+		require.NoError(t, c.Server.Accounts.Activate(c.Ctx, c.users[asManager], c.Tenant.ID, a.ID, false))
 		// A webhook account whose secret went missing cannot go live.
-		c.exec(`UPDATE channel_accounts SET provider = 'webhook', config = '{"url":"https://hooks.example.com/x"}', status = 'PENDING' WHERE id = $1`, a.ID)
-		err = c.server.Accounts.Activate(c.ctx, c.users[asManager], c.tenant.ID, a.ID, true)
+		c.Exec(`UPDATE channel_accounts SET provider = 'webhook', config = '{"url":"https://hooks.example.com/x"}', status = 'PENDING' WHERE id = $1`, a.ID)
+		err = c.Server.Accounts.Activate(c.Ctx, c.users[asManager], c.Tenant.ID, a.ID, true)
 		require.Equal(t, app.ECONFLICT, app.ErrorCode(err))
 		require.Contains(t, app.ErrorMessage(err), "signing secret")
 	})
@@ -602,16 +603,16 @@ func TestConsoleChannels_ActivateSuspend(t *testing.T) {
 
 func TestConsoleChannels_WebhookSecret(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	// Production rules: https only.
-	c.server.Accounts.CheckWebhookURLFunc = func(raw string) error { return webhook.CheckURL(raw, false) }
+	c.Server.Accounts.CheckWebhookURLFunc = func(raw string) error { return webhook.CheckURL(raw, false) }
 	s := c.signIn(asManager)
 
 	s.page(channelsPrefix + "/new?provider=webhook")
 	doc, resp := s.postPage(channelsPrefix, url.Values{"provider": {"webhook"}, "name": {"Plain"}, "config_url": {"http://hooks.example.com/herald"}})
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 	require.Contains(t, text(doc.Find(`[name=config_url] ~ .field-error`)), "https://")
-	require.Empty(t, c.accountsNamed(c.tenant.ID, "Plain"))
+	require.Empty(t, c.accountsNamed(c.Tenant.ID, "Plain"))
 
 	resp, body := s.postRaw(channelsPrefix, url.Values{"provider": {"webhook"}, "name": {"Booking system"}, "config_url": {"https://hooks.example.com/herald"}})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -619,7 +620,7 @@ func TestConsoleChannels_WebhookSecret(t *testing.T) {
 	require.NoError(t, err)
 	shown := text(doc.Find(".secret-value"))
 	require.True(t, strings.HasPrefix(shown, "whsec_"), shown)
-	created := c.accountsNamed(c.tenant.ID, "Booking system")
+	created := c.accountsNamed(c.Tenant.ID, "Booking system")
 	require.Len(t, created, 1)
 	id := created[0].ID
 	require.Equal(t, shown, c.secretsOf(id)["signing_secret"])
@@ -650,11 +651,11 @@ func TestConsoleChannels_WebhookSecret(t *testing.T) {
 		require.Equal(t, rotated, c.secretsOf(id)["signing_secret"])
 		_, page := s.rawBody(channelsPrefix + "/" + id.String())
 		requireNoSecrets(t, "account page", page, shown, rotated)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.rotate_secret' AND target_id = $1`, id.String()))
-		require.Zero(t, c.count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%whsec_%'`))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.rotate_secret' AND target_id = $1`, id.String()))
+		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%whsec_%'`))
 
 		// Only webhook accounts have one.
-		sb := c.accountsNamed(c.tenant.ID, "Sandbox SMS")[0]
+		sb := c.accountsNamed(c.Tenant.ID, "Sandbox SMS")[0]
 		doc = s.follow(s.post(channelsPrefix+"/"+sb.ID.String()+"/rotate", nil))
 		require.Contains(t, text(doc.Find(".flash-error")), "Only webhook accounts")
 	})
@@ -662,7 +663,7 @@ func TestConsoleChannels_WebhookSecret(t *testing.T) {
 
 func TestConsoleChannels_Setup(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	s := c.signIn(asManager)
 	s.page(channelsPrefix + "/new?provider=meta")
 	metaID := createdID(t, s.post(channelsPrefix, metaForm("WhatsApp main")))
@@ -670,11 +671,11 @@ func TestConsoleChannels_Setup(t *testing.T) {
 	sesID := createdID(t, s.post(channelsPrefix, sesForm("Bookings e-mail")))
 	s.page(channelsPrefix + "/new?provider=sns")
 	snsID := createdID(t, s.post(channelsPrefix, snsForm("SMS main")))
-	base := strings.TrimSuffix(c.cfg.BaseURL.String(), "/")
+	base := strings.TrimSuffix(c.Config.BaseURL.String(), "/")
 
 	doc := s.page(channelsPrefix + "/" + metaID.String())
 	require.Equal(t, base+"/webhooks/meta/acme", text(doc.Find(".channel-setup .webhook-url")))
-	require.Equal(t, c.account(c.tenant.ID, metaID).VerifyToken, text(doc.Find(".channel-setup .verify-token")))
+	require.Equal(t, c.account(c.Tenant.ID, metaID).VerifyToken, text(doc.Find(".channel-setup .verify-token")))
 	require.Contains(t, text(doc.Find("dl.facts")), meta.DefaultVersion)
 
 	doc = s.page(channelsPrefix + "/" + sesID.String())
@@ -685,7 +686,7 @@ func TestConsoleChannels_Setup(t *testing.T) {
 	doc = s.page(channelsPrefix + "/" + snsID.String())
 	require.Equal(t, base+"/webhooks/sns-sms", text(doc.Find(".channel-setup .webhook-url")))
 
-	sb := c.accountsNamed(c.tenant.ID, "Sandbox EMAIL")[0]
+	sb := c.accountsNamed(c.Tenant.ID, "Sandbox EMAIL")[0]
 	doc = s.page(channelsPrefix + "/" + sb.ID.String())
 	table := text(doc.Find(".channel-setup table.sandbox-addresses"))
 	for _, want := range []string{"fail@", "flaky@", "bounce@", "…0000", "not on WhatsApp"} {
@@ -694,25 +695,25 @@ func TestConsoleChannels_Setup(t *testing.T) {
 	require.Contains(t, text(doc.Find(".recent-messages, .empty")), "Nothing sent")
 
 	// The verify token answers Meta's subscription check.
-	resp, err := c.http.Test(httptest.NewRequest(http.MethodGet, "/webhooks/meta/acme?hub.mode=subscribe&hub.challenge=42&hub.verify_token="+
-		c.account(c.tenant.ID, metaID).VerifyToken, nil), -1)
+	resp, err := c.App.Test(httptest.NewRequest(http.MethodGet, "/webhooks/meta/acme?hub.mode=subscribe&hub.challenge=42&hub.verify_token="+
+		c.account(c.Tenant.ID, metaID).VerifyToken, nil), -1)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
 func TestConsoleChannels_TestSend(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{})
+	c := setupConsole(t, webtest.Options{})
 	s := c.signIn(asManager)
-	email := c.accountsNamed(c.tenant.ID, "Sandbox EMAIL")[0]
-	sms := c.accountsNamed(c.tenant.ID, "Sandbox SMS")[0]
+	email := c.accountsNamed(c.Tenant.ID, "Sandbox EMAIL")[0]
+	sms := c.accountsNamed(c.Tenant.ID, "Sandbox SMS")[0]
 	path := channelsPrefix + "/" + email.ID.String() + "/test"
 
 	waitStatus := func(id uuid.UUID, want ...string) *app.Message {
 		t.Helper()
 		var m *app.Message
 		require.Eventually(t, func() bool {
-			d, err := c.svc.Messages.Get(c.ctx, c.tenant.ID, id)
+			d, err := c.Services.Messages.Get(c.Ctx, c.Tenant.ID, id)
 			require.NoError(t, err)
 			m = d.Message
 			for _, w := range want {
@@ -747,13 +748,13 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 		m := waitStatus(id, app.MessageDelivered, app.MessageRead)
 		require.Equal(t, c.users[asManager].ID, *m.TriggeredBy)
 		require.Equal(t, email.ID, *m.ChannelAccountID)
-		require.Equal(t, appconsole.TestTrigger, m.TriggerEvent)
+		require.Equal(t, console.TestTrigger, m.TriggerEvent)
 		require.Equal(t, "anna@example.com", m.ToAddress)
-		tl := c.timeline(id)
+		tl := c.Timeline(id)
 		require.GreaterOrEqual(t, len(tl), 3, "queued, sent, delivered")
 		require.Equal(t, app.SourceConsole, tl[0].Source)
 		require.Equal(t, app.SourceDispatch, tl[1].Source)
-		require.Equal(t, 1, c.count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.test_send' AND target_id = $1 AND actor_id = $2`,
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.test_send' AND target_id = $1 AND actor_id = $2`,
 			email.ID.String(), c.users[asManager].ID))
 
 		doc = s.page(path + "/" + id.String())
@@ -783,7 +784,7 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 	})
 
 	t.Run("BadRecipient", func(t *testing.T) {
-		n := c.count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, c.tenant.ID)
+		n := c.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, c.Tenant.ID)
 		s.page(path)
 		doc, resp := s.postPage(path, url.Values{"to": {"not an address"}})
 		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
@@ -795,11 +796,11 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 		require.Contains(t, text(doc.Find(`.field-error`)), "not a phone number")
 		doc, _ = s.postPage(p, url.Values{"to": {""}})
 		require.Contains(t, text(doc.Find(`.field-error`)), "Enter the phone number")
-		require.Equal(t, n, c.count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, c.tenant.ID))
+		require.Equal(t, n, c.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, c.Tenant.ID))
 	})
 
 	t.Run("OnlyActiveAccounts", func(t *testing.T) {
-		a, _, err := c.server.Accounts.Create(c.ctx, c.users[asManager], c.tenant.ID, appconsole.AccountForm{Provider: "sandbox", Name: "Spare e-mail", Channel: "EMAIL"})
+		a, _, err := c.Server.Accounts.Create(c.Ctx, c.users[asManager], c.Tenant.ID, console.AccountForm{Provider: "sandbox", Name: "Spare e-mail", Channel: "EMAIL"})
 		require.NoError(t, err)
 		p := channelsPrefix + "/" + a.ID.String() + "/test"
 		doc := s.page(p)
@@ -807,13 +808,13 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 		doc, resp := s.postPage(p, url.Values{"to": {"anna@example.com"}})
 		require.Equal(t, http.StatusConflict, resp.StatusCode)
 		require.Contains(t, text(doc.Find(".flash-error")), "activate the account first")
-		require.Zero(t, c.count(`SELECT count(*) FROM messages WHERE channel_account_id = $1`, a.ID))
+		require.Zero(t, c.Count(`SELECT count(*) FROM messages WHERE channel_account_id = $1`, a.ID))
 	})
 
 	t.Run("OtherAccountsMessage", func(t *testing.T) {
 		var id uuid.UUID
-		require.NoError(t, c.svc.Store.InTenant(c.ctx, c.tenant.ID, func(tx *db.Tx) error {
-			ms, err := tx.MessagesByAccount(c.ctx, c.tenant.ID, email.ID, 1)
+		require.NoError(t, c.Services.Store.InTenant(c.Ctx, c.Tenant.ID, func(tx *db.Tx) error {
+			ms, err := tx.MessagesByAccount(c.Ctx, c.Tenant.ID, email.ID, 1)
 			id = ms[0].ID
 			return err
 		}))
@@ -824,16 +825,16 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 
 func TestConsoleChannels_Access(t *testing.T) {
 	t.Parallel()
-	c := newConsole(t, pipelineOpts{noWorkers: true})
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	var channelRoutes []string
-	for _, r := range c.server.ConsoleRoutes() {
+	for _, r := range c.Server.ConsoleRoutes() {
 		if strings.HasPrefix(r.Path, "/t/:tenant/channels") {
 			require.Equal(t, app.PermChannels, r.Perm, r.Path)
 			channelRoutes = append(channelRoutes, r.Method+" "+r.Path)
 		}
 	}
 	require.Len(t, channelRoutes, 12)
-	acmeAccount := c.accountsNamed(c.tenant.ID, "Sandbox EMAIL")[0]
+	acmeAccount := c.accountsNamed(c.Tenant.ID, "Sandbox EMAIL")[0]
 	globexAccount := c.accountsNamed(c.other.ID, "Sandbox EMAIL")[0]
 	fill := func(route string, id uuid.UUID) string {
 		p := strings.Replace(route, ":tenant", "acme", 1)
@@ -857,7 +858,7 @@ func TestConsoleChannels_Access(t *testing.T) {
 			}
 			require.Equal(t, http.StatusForbidden, status, r)
 		}
-		require.Equal(t, app.AccountActive, c.account(c.tenant.ID, acmeAccount.ID).Status)
+		require.Equal(t, app.AccountActive, c.account(c.Tenant.ID, acmeAccount.ID).Status)
 	})
 
 	t.Run("OtherTenantsAccountsAre404", func(t *testing.T) {

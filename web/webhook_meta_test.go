@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"crypto/hmac"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
 // fakeMeta speaks the Graph API's send endpoint.
@@ -65,19 +66,19 @@ func statusHook(wamid, status string, at time.Time) []byte {
 func TestWebhook_Meta(t *testing.T) {
 	t.Parallel()
 	fake := newFakeMeta(t)
-	p := newPipeline(t, pipelineOpts{env: map[string]string{"HERALD_META_BASE_URL": fake.URL}})
-	sb := activeAccount(t, p, app.WhatsApp)
-	require.NoError(t, p.svc.Accounts.SetStatus(p.ctx, app.CLIActor, p.tenant.ID, sb.ID, app.AccountDisabled, ""))
+	p := webtest.New(t, webtest.Options{Config: func(cfg *app.Config) { cfg.MetaBaseURL = fake.URL }})
+	sb := p.ActiveAccount(app.WhatsApp)
+	require.NoError(t, p.Services.Accounts.SetStatus(p.Ctx, app.CLIActor, p.Tenant.ID, sb.ID, app.AccountDisabled, ""))
 	const appSecret = "meta-app-secret"
-	acct, err := p.svc.Accounts.Create(p.ctx, app.CLIActor, p.tenant.ID, app.AccountInput{
+	acct, err := p.Services.Accounts.Create(p.Ctx, app.CLIActor, p.Tenant.ID, app.AccountInput{
 		Channel: app.WhatsApp, Provider: "meta", Name: "Acme WhatsApp", Activate: true,
 		Config:  app.Attrs{"phone_number_id": "1234567890", "waba_id": "WABA"},
 		Secrets: map[string]string{"access_token": "EAAG-test-token", "app_secret": appSecret},
 	})
 	require.NoError(t, err)
 
-	id := p.submit(withRecipient("meta-1", "BK-META", map[string]any{"name": "Anna", "phone": "+4915123456789"}, "WHATSAPP"))
-	m := onlyMessage(t, p.waitMessages(id, "sent through Meta", allStatus(app.MessageSent)))
+	id := p.Submit(webtest.WithRecipient("meta-1", "BK-META", map[string]any{"name": "Anna", "phone": "+4915123456789"}, "WHATSAPP"))
+	m := webtest.OnlyMessage(t, p.WaitMessages(id, "sent through Meta", webtest.AllStatus(app.MessageSent)))
 	require.Equal(t, "wamid.TEST1", *m.ExternalMessageID)
 	fake.mu.Lock()
 	require.Equal(t, "text", fake.requests[0]["type"])
@@ -86,7 +87,7 @@ func TestWebhook_Meta(t *testing.T) {
 
 	verify := func(token string) (int, string) {
 		req := httptest.NewRequest(http.MethodGet, "/webhooks/meta/acme?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token="+token, nil)
-		resp, err := p.http.Test(req, -1)
+		resp, err := p.App.Test(req, -1)
 		require.NoError(t, err)
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
@@ -98,7 +99,7 @@ func TestWebhook_Meta(t *testing.T) {
 		status, _ = verify("wrong")
 		require.Equal(t, http.StatusForbidden, status)
 		req := httptest.NewRequest(http.MethodGet, "/webhooks/meta/nobody?hub.mode=subscribe&hub.challenge=1&hub.verify_token=x", nil)
-		resp, err := p.http.Test(req, -1)
+		resp, err := p.App.Test(req, -1)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNotFound, resp.StatusCode)
 	})
@@ -108,11 +109,11 @@ func TestWebhook_Meta(t *testing.T) {
 		if signature != "" {
 			h["X-Hub-Signature-256"] = signature
 		}
-		return p.post("/webhooks/meta/acme", body, h)
+		return postWebhook(p, "/webhooks/meta/acme", body, h)
 	}
 	status := func() string {
 		var d struct{ Status string }
-		p.request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &d)
+		p.Request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &d)
 		return d.Status
 	}
 
@@ -145,17 +146,17 @@ func TestWebhook_Meta(t *testing.T) {
 
 	t.Run("TemplateSend", func(t *testing.T) {
 		var tmpl *app.Template
-		require.NoError(t, p.svc.Store.InTenant(p.ctx, p.tenant.ID, func(tx *db.Tx) (err error) {
-			tmpl, err = tx.FindTemplate(p.ctx, p.tenant.ID, "BOOKING_CONFIRMED", app.WhatsApp, []string{"de-DE"})
+		require.NoError(t, p.Services.Store.InTenant(p.Ctx, p.Tenant.ID, func(tx *db.Tx) (err error) {
+			tmpl, err = tx.FindTemplate(p.Ctx, p.Tenant.ID, "BOOKING_CONFIRMED", app.WhatsApp, []string{"de-DE"})
 			return err
 		}))
-		_, _, err := p.svc.Templates.Save(p.ctx, app.CLIActor, p.tenant.ID, tmpl.ID, app.TemplateInput{
+		_, _, err := p.Services.Templates.Save(p.Ctx, app.CLIActor, p.Tenant.ID, tmpl.ID, app.TemplateInput{
 			Body: tmpl.Body, IsActive: true,
 			WhatsAppTemplate: &app.WhatsAppTemplateSpec{Name: "booking_confirmed_v2", Language: "de", Parameters: []string{"passenger_name", "tour_name"}},
 		})
 		require.NoError(t, err)
-		id := p.submit(withRecipient("meta-2", "BK-META2", map[string]any{"name": "Ben", "phone": "+4915123456788"}, "WHATSAPP"))
-		p.waitMessages(id, "sent as a template", allStatus(app.MessageSent))
+		id := p.Submit(webtest.WithRecipient("meta-2", "BK-META2", map[string]any{"name": "Ben", "phone": "+4915123456788"}, "WHATSAPP"))
+		p.WaitMessages(id, "sent as a template", webtest.AllStatus(app.MessageSent))
 		fake.mu.Lock()
 		defer fake.mu.Unlock()
 		last := fake.requests[len(fake.requests)-1]
@@ -179,10 +180,10 @@ func TestWebhook_Meta(t *testing.T) {
 		_, out = post(body, signMeta(appSecret, body))
 		require.EqualValues(t, 1, out["outcomes"].(map[string]any)["inbound_duplicate"])
 
-		require.Equal(t, 1, p.count(`SELECT count(*) FROM inbound_messages i JOIN contacts c ON c.id = i.contact_id
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM inbound_messages i JOIN contacts c ON c.id = i.contact_id
 			WHERE i.external_id = 'wamid.IN1' AND c.phone = '+4915123456789' AND i.conversation_id IS NOT NULL
 			AND i.body = 'Is there parking at the bus station?'`), "the reply is on Anna's booking conversation")
-		require.Equal(t, 1, p.count(`SELECT count(*) FROM contacts WHERE phone = '+4915123456789'
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM contacts WHERE phone = '+4915123456789'
 			AND whatsapp_window_until = $1`, at.Add(24*time.Hour)), "the 24 h window's end is recorded")
 	})
 }

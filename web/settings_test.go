@@ -1,0 +1,96 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/web/webtest"
+)
+
+func TestConsoleTenants_Settings(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	manager := c.signIn(asManager)
+
+	t.Run("Page", func(t *testing.T) {
+		doc := manager.page("/t/acme/settings")
+		require.Equal(t, "de-DE", doc.Find(`input[name=locale]`).AttrOr("value", ""))
+		require.Equal(t, "Europe/Berlin", doc.Find(`input[name=timezone]`).AttrOr("value", ""))
+		require.Equal(t, "", doc.Find(`input[name=retention]`).AttrOr("value", "x"))
+		require.Contains(t, text(doc.Find(`input[name=retention] ~ .hint`)), "default of 90 days")
+		require.Equal(t, "PRO", text(doc.Find("dd.plan")), "managers see the plan")
+		require.Equal(t, 0, doc.Find(`[name=plan]`).Length(), "but cannot change it")
+		require.Equal(t, 0, doc.Find(`a[href^="/tenants/"]`).Length())
+
+		doc = c.signIn(asOperator).page("/t/acme/settings")
+		require.Equal(t, 1, doc.Find(`a[href="/tenants/`+c.Tenant.ID.String()+`"]`).Length(), "operators are pointed to the plan")
+
+		_, resp := c.signIn(asSupport).get("/t/acme/settings")
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		_, resp = c.signIn(asOtherManager).get("/t/acme/settings")
+		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	})
+
+	t.Run("BadInputStoresNothing", func(t *testing.T) {
+		for _, tc := range []struct{ field, value, control, want string }{
+			{"locale", "", "input[name=locale]", "is not a valid language tag"},
+			{"locale", "@@", "input[name=locale]", "is not a valid language tag"},
+			{"timezone", "Mars/Base", "input[name=timezone]", "is not a known IANA name"},
+			{"timezone", "", "input[name=timezone]", "Time zone is required"},
+			{"timezone", "Local", "input[name=timezone]", "Time zone is required"},
+			{"retention", "0", "input[name=retention]", "from 1 to 3650 days"},
+			{"retention", "3651", "input[name=retention]", "from 1 to 3650 days"},
+			{"retention", "1.5", "input[name=retention]", "whole number of days"},
+		} {
+			form := url.Values{"locale": {"en"}, "timezone": {"America/New_York"}, "retention": {"30"}}
+			form.Set(tc.field, tc.value)
+			manager.page("/t/acme/settings")
+			doc, resp := manager.postPage("/t/acme/settings", form)
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "%s=%q", tc.field, tc.value)
+			require.Contains(t, fieldError(doc, tc.control), tc.want, "%s=%q", tc.field, tc.value)
+			require.Equal(t, tc.value, doc.Find(`input[name=`+tc.field+`]`).AttrOr("value", "x"), "the form keeps what was typed")
+		}
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM tenants WHERE id = $1 AND default_locale = 'de-DE' AND timezone = 'Europe/Berlin' AND retention_days IS NULL`, c.Tenant.ID))
+		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'tenant.settings'`))
+	})
+
+	t.Run("Saves", func(t *testing.T) {
+		manager.page("/t/acme/settings")
+		resp := manager.post("/t/acme/settings", url.Values{"locale": {"en-gb"}, "timezone": {"America/New_York"}, "retention": {"30"}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, "/t/acme/settings", resp.Header.Get("Location"))
+		doc := manager.follow(resp)
+		require.Contains(t, text(doc.Find(".flash-success")), "Settings saved")
+		require.Equal(t, "en-GB", doc.Find(`input[name=locale]`).AttrOr("value", ""))
+		require.Equal(t, "30", doc.Find(`input[name=retention]`).AttrOr("value", ""))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM tenants WHERE id = $1 AND default_locale = 'en-GB' AND timezone = 'America/New_York' AND retention_days = 30`, c.Tenant.ID))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'tenant.settings' AND actor_id = $2
+			AND metadata->'timezone'->>'from' = 'Europe/Berlin' AND metadata->'timezone'->>'to' = 'America/New_York'`, c.Tenant.ID, c.users[asManager].ID))
+		// Times are now shown in the new time zone.
+		require.Contains(t, text(manager.page("/t/acme/api-keys").Find("tbody time").First()), "E") // EST or EDT
+
+		// The API reports the new settings.
+		var tenant struct {
+			RetentionDays int    `json:"retention_days"`
+			Timezone      string `json:"timezone"`
+		}
+		require.Equal(t, http.StatusOK, c.Request(http.MethodGet, "/api/v1/tenant", nil, &tenant))
+		require.Equal(t, 30, tenant.RetentionDays)
+		require.Equal(t, "America/New_York", tenant.Timezone)
+
+		// Empty retention is the default again.
+		manager.page("/t/acme/settings")
+		require.Equal(t, http.StatusSeeOther, manager.post("/t/acme/settings", url.Values{"locale": {"en-GB"}, "timezone": {"America/New_York"}, "retention": {""}}).StatusCode)
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM tenants WHERE id = $1 AND retention_days IS NULL`, c.Tenant.ID))
+	})
+
+	t.Run("WithoutCSRFRefused", func(t *testing.T) {
+		manager.page("/t/acme/settings")
+		resp := manager.post("/t/acme/settings", url.Values{"csrf": {"forged"}, "locale": {"fr-FR"}, "timezone": {"Europe/Paris"}})
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		require.Zero(t, c.Count(`SELECT count(*) FROM tenants WHERE default_locale = 'fr-FR'`))
+	})
+}
