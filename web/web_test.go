@@ -6,67 +6,38 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/gofiber/fiber/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
-	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/db"
-	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/web"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
+// testBundle is Herald as webtest builds it (wired as the herald binary
+// wires it, with the tenant acme), without workers: these tests are about
+// the HTTP shell around the services.
 type testBundle struct {
-	app     *fiber.App
-	server  *web.Server
-	db      *db.DB
-	tenants *app.Tenants
-	apiKeys *app.APIKeys
-	ctx     context.Context
-}
-
-func testConfig(t *testing.T) app.Config {
-	t.Helper()
-	// What package main makes of an empty environment, as far as web reads
-	// it: dev, on the default address, with no keys.
-	return app.Config{Env: app.EnvDev, Addr: ":8080", BaseURL: &url.URL{Scheme: "http", Host: "localhost:8080"}}
-}
-
-func newServer(t *testing.T, d *db.DB) *web.Server {
-	store := d.Store()
-	return &web.Server{
-		Config:   testConfig(t),
-		Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Health:   &app.Health{Probe: d, Now: time.Now},
-		APIKeys:  &console.APIKeys{APIKeys: &app.APIKeys{Store: db.Scope[app.APIKeyTx](store), Lookup: store, Now: time.Now, CacheTTL: time.Minute}},
-		Tenants:  &console.Tenants{Tenants: &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: time.Now}},
-		Registry: prometheus.NewRegistry(),
-		Version:  "test",
-	}
+	*webtest.Herald
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	d := dbtest.NewDB(t)
-	s := newServer(t, d)
-	return &testBundle{app: s.App(), server: s, db: d, tenants: s.Tenants.Tenants, apiKeys: s.APIKeys.APIKeys, ctx: context.Background()}
+	return &testBundle{Herald: webtest.New(t, webtest.Options{NoWorkers: true})}
 }
 
 func (b *testBundle) do(t *testing.T, req *http.Request) *http.Response {
 	t.Helper()
-	resp, err := b.app.Test(req, -1)
+	resp, err := b.App.Test(req, -1)
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
 	return resp
@@ -86,9 +57,8 @@ func decodeError(t *testing.T, resp *http.Response) (code, message, field string
 func TestAPIKeyAuth(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	tn, err := b.tenants.Create(b.ctx, app.CLIActor, app.TenantInput{Slug: "acme", Name: "Acme Tours", Plan: "PRO"})
-	require.NoError(t, err)
-	key, secret, err := b.apiKeys.Create(b.ctx, app.CLIActor, tn.ID, "booking system")
+	tn := b.Tenant // acme, on the PRO plan
+	key, secret, err := b.Services.APIKeys.Create(b.Ctx, app.CLIActor, tn.ID, "key under test")
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(secret, key.Prefix), "the visible prefix is the start of the secret")
 
@@ -128,7 +98,7 @@ func TestAPIKeyAuth(t *testing.T) {
 	})
 
 	t.Run("RevokedIsRefused", func(t *testing.T) {
-		_, err := b.apiKeys.Revoke(b.ctx, app.CLIActor, tn.ID, key.ID)
+		_, err := b.Services.APIKeys.Revoke(b.Ctx, app.CLIActor, tn.ID, key.ID)
 		require.NoError(t, err)
 		resp := get("Bearer " + secret)
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
@@ -155,7 +125,7 @@ func TestReadyz(t *testing.T) {
 	t.Run("DegradedWhenJobsWait", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		_, err := b.db.SQL.ExecContext(b.ctx, `
+		_, err := b.Services.DB.SQL.ExecContext(b.Ctx, `
 			INSERT INTO river_job (kind, args, queue, state, scheduled_at, max_attempts, priority)
 			VALUES ('stuck', '{}', 'route', 'available', now() - interval '10 minutes', 5, 1)`)
 		require.NoError(t, err)
@@ -169,11 +139,15 @@ func TestReadyz(t *testing.T) {
 
 	t.Run("UnhealthyWhenDatabaseUnreachable", func(t *testing.T) {
 		t.Parallel()
+		b := setup(t)
 		pool, err := pgxpool.New(context.Background(), "postgres://herald:herald@127.0.0.1:1/herald?connect_timeout=1")
 		require.NoError(t, err)
 		d := db.New(pool)
 		t.Cleanup(d.Close)
-		a := newServer(t, d).App()
+		// Everything else stays wired as in production; only the health
+		// check's probe now reads a database that does not answer.
+		b.Services.Health.Probe = d
+		a := b.App
 		resp, err := a.Test(httptest.NewRequest(http.MethodGet, "/readyz", nil), -1)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
@@ -199,8 +173,8 @@ func TestErrorHandler(t *testing.T) {
 		}
 		return &app.Error{Code: c.Params("code"), Message: "Failure " + c.Params("code") + ".", Field: "thing"}
 	}
-	b.app.Get("/webhooks/fail/:code", fail)
-	b.app.Get("/console/fail/:code", fail)
+	b.App.Get("/webhooks/fail/:code", fail)
+	b.App.Get("/console/fail/:code", fail)
 
 	cases := map[string]int{
 		app.EINVALID:      422,
@@ -263,8 +237,8 @@ func TestErrorHandler(t *testing.T) {
 		// fasthttp rejects the body before routing, so this needs a real listener.
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
-		go func() { _ = b.app.Listener(ln) }()
-		t.Cleanup(func() { _ = b.app.Shutdown() })
+		go func() { _ = b.App.Listener(ln) }()
+		t.Cleanup(func() { _ = b.App.Shutdown() })
 		// The announced length alone is refused, before any body is sent.
 		conn, err := net.Dial("tcp", ln.Addr().String())
 		require.NoError(t, err)
