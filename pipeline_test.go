@@ -250,3 +250,31 @@ func TestAPI_EventsRegistry(t *testing.T) {
 		}
 	}
 }
+
+// TestWebtest_ConfigMatchesBinary checks that the tests' Herald (webtest)
+// runs with what the binary makes of an empty environment, but for what the
+// harness sets on purpose: fresh keys, its own database, a smaller pool and
+// a faster sandbox. A default changed in the loader shows up here, instead
+// of the tests quietly running another configuration than production.
+func TestWebtest_ConfigMatchesBinary(t *testing.T) {
+	t.Parallel()
+	const databaseURL = "postgres://herald:herald@127.0.0.1:54320/herald_test_config?sslmode=disable"
+	env := map[string]string{
+		"DATABASE_URL":         databaseURL,
+		"HERALD_DATA_DIR":      t.TempDir(),
+		"HERALD_DB_MAX_CONNS":  "12",
+		"HERALD_SANDBOX_DELAY": "20ms",
+	}
+	want, err := loadConfig(func(k string) string { return env[k] })
+	require.NoError(t, err)
+
+	got := webtest.Config(databaseURL)
+	require.Len(t, got.SecretKey, len(want.SecretKey))
+	require.Len(t, got.SessionKey, len(want.SessionKey))
+	require.NotEqual(t, webtest.Config(databaseURL).SessionKey, got.SessionKey, "every Herald gets keys of its own")
+	got.SecretKey, got.SessionKey = want.SecretKey, want.SessionKey
+	require.Equal(t, want, got)
+
+	got.Quotas[app.PlanPro][app.SMS] = 1
+	require.NotEqual(t, 1, app.DefaultQuotas[app.PlanPro][app.SMS], "a test's quota leaves the defaults alone")
+}
