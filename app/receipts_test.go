@@ -1,0 +1,474 @@
+package app_test
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/meta"
+	"github.com/heraldhq/herald/db"
+)
+
+func TestReceipts_Apply(t *testing.T) {
+	t.Parallel()
+
+	// receipt is a Meta status for a message, as meta.ParseWebhook makes it.
+	receipt := func(m *app.Message, status string, at time.Time) provider.Receipt {
+		ts := strconv.FormatInt(at.Unix(), 10)
+		return provider.Receipt{Provider: meta.Name, ExternalID: *m.ExternalMessageID,
+			ReceiptID: *m.ExternalMessageID + ":" + status + ":" + ts, Status: status, At: at}
+	}
+
+	t.Run("DeliveredThenRead", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+		deliveredAt, readAt := testStart.Add(time.Minute), testStart.Add(time.Hour)
+
+		outcome, err := b.svc.Receipts.Apply(b.ctx, receipt(m, provider.StatusDelivered, deliveredAt))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		got := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageDelivered, got.Status)
+		require.True(t, got.DeliveredAt.Equal(deliveredAt), "delivered at the receipt's time")
+
+		outcome, err = b.svc.Receipts.Apply(b.ctx, receipt(m, provider.StatusRead, readAt))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		got = b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageRead, got.Status)
+		require.True(t, got.ReadAt.Equal(readAt))
+		require.True(t, got.DeliveredAt.Equal(deliveredAt), "reading keeps the delivery time")
+
+		tl := b.timeline(t, tn.ID, m.ID)
+		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageDelivered, app.MessageRead}, statuses(tl))
+		hooks := fromSource(tl, app.SourceWebhook)
+		require.Len(t, hooks, 2)
+		require.Equal(t, provider.StatusRead, hooks[1].Detail["receipt"])
+		require.True(t, hooks[1].At.Equal(readAt))
+	})
+
+	t.Run("MetaStatusWebhook", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+		// Meta's sample names our message: delivered, sent (late), read, and
+		// a failure of a message Herald does not know.
+		body := strings.ReplaceAll(string(readTestdata(t, "status_webhook.json")), testdataWamid, *m.ExternalMessageID)
+		hook, err := meta.ParseWebhook([]byte(body))
+		require.NoError(t, err)
+		require.Len(t, hook.Receipts, 4)
+
+		var outcomes []string
+		for _, r := range hook.Receipts {
+			outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+			if outcome == app.ReceiptUnknown {
+				require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
+			} else {
+				require.NoError(t, err)
+			}
+			outcomes = append(outcomes, outcome)
+		}
+		require.Equal(t, []string{app.ReceiptApplied, app.ReceiptRecorded, app.ReceiptApplied, app.ReceiptUnknown}, outcomes)
+		got := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageRead, got.Status)
+		require.True(t, got.ReadAt.Equal(time.Unix(1750857512, 0)))
+		hooks := fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook)
+		require.Len(t, hooks, 3, "every status of the message is on its timeline")
+		require.Equal(t, "no status change: delivered does not move to sent", hooks[1].Detail["note"])
+		require.Contains(t, hooks[0].Detail["raw"], `"status":"delivered"`)
+
+		// Meta delivers at least once: the same post again changes nothing.
+		for _, r := range hook.Receipts[:3] {
+			outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+			require.NoError(t, err)
+			require.Equal(t, app.ReceiptDuplicate, outcome)
+		}
+		require.Len(t, fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook), 3)
+	})
+
+	t.Run("SameReceiptTwice", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+		r := receipt(m, provider.StatusDelivered, testStart.Add(time.Minute))
+
+		outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		delivered := b.message(t, tn.ID, m.ID)
+		outcome, err = b.svc.Receipts.Apply(b.ctx, r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptDuplicate, outcome)
+
+		require.Equal(t, delivered, b.message(t, tn.ID, m.ID))
+		require.Len(t, fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook), 1, "the timeline has the receipt once")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE provider = 'meta' AND receipt_id = $1`, r.ReceiptID))
+	})
+
+	t.Run("OutOfOrderNeverMovesBack", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+		readAt := testStart.Add(2 * time.Minute)
+
+		outcome, err := b.svc.Receipts.Apply(b.ctx, receipt(m, provider.StatusRead, readAt))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome, "read may come before delivered")
+		got := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageRead, got.Status)
+		require.True(t, got.DeliveredAt.Equal(readAt), "a read message was delivered, at the latest when read")
+
+		for _, status := range []string{provider.StatusDelivered, provider.StatusSent, provider.StatusFailed} {
+			outcome, err := b.svc.Receipts.Apply(b.ctx, receipt(m, status, testStart.Add(time.Minute)))
+			require.NoError(t, err)
+			require.Equal(t, app.ReceiptRecorded, outcome, "a late %s is recorded only", status)
+		}
+		got = b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageRead, got.Status)
+		require.True(t, got.DeliveredAt.Equal(readAt))
+		require.Nil(t, got.FailedAt)
+		require.Nil(t, got.ErrorCode)
+
+		tl := b.timeline(t, tn.ID, m.ID)
+		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageRead}, statuses(tl))
+		hooks := fromSource(tl, app.SourceWebhook)
+		require.Len(t, hooks, 4)
+		require.Equal(t, "no status change: read does not move to delivered", hooks[1].Detail["note"])
+		require.Nil(t, hooks[1].ToStatus)
+	})
+
+	t.Run("UnknownProviderID", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+		r := provider.Receipt{Provider: meta.Name, ExternalID: "wamid.nobody", Status: provider.StatusDelivered}
+
+		outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+		require.Equal(t, app.ReceiptUnknown, outcome)
+		require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE provider = 'meta' AND receipt_id = 'wamid.nobody:delivered'
+			AND outcome = 'unknown' AND tenant_id IS NULL AND message_id IS NULL`), "kept, with no tenant, until its message is known")
+
+		// Until then a replay is unknown again, not a duplicate.
+		outcome, _ = b.svc.Receipts.Apply(b.ctx, r)
+		require.Equal(t, app.ReceiptUnknown, outcome)
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts`))
+
+		// Messages are matched by provider and id: another provider's
+		// receipt with a Meta id names nothing.
+		outcome, err = b.svc.Receipts.Apply(b.ctx, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, Status: provider.StatusRead})
+		require.Equal(t, app.ReceiptUnknown, outcome)
+		require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
+		require.Equal(t, app.MessageSent, b.message(t, tn.ID, m.ID).Status)
+	})
+
+	t.Run("ReceiptBeforeSendAppliedOnReplay", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		// Meta's status can overtake the commit of the send it is about.
+		early := provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: fakeWamid(1) + ":delivered:1",
+			Status: provider.StatusDelivered, At: testStart.Add(time.Second)}
+		outcome, _ := b.svc.Receipts.Apply(b.ctx, early)
+		require.Equal(t, app.ReceiptUnknown, outcome)
+
+		sent := b.sendOK(t, m)
+		require.Equal(t, fakeWamid(1), *sent.ExternalMessageID)
+		require.Equal(t, app.MessageSent, sent.Status, "the send does not look at receipts kept for its id")
+
+		outcome, err := b.svc.Receipts.Apply(b.ctx, early)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome, "the same receipt again, once the message is known, applies")
+		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status)
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE receipt_id = $1 AND outcome = 'matched'
+			AND tenant_id = $2 AND message_id = $3`, early.ReceiptID, tn.ID, m.ID))
+	})
+
+	t.Run("ReceiptBeforeSendAppliedAtSend", func(t *testing.T) {
+		t.Parallel()
+		t.Skip("bug: a receipt that overtakes the send's commit is kept but never applied unless replayed (DESIGN.md Receipts: applied in the transaction that records the external id)")
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		early := provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: fakeWamid(1) + ":delivered:1",
+			Status: provider.StatusDelivered, At: testStart.Add(time.Second)}
+		outcome, _ := b.svc.Receipts.Apply(b.ctx, early)
+		require.Equal(t, app.ReceiptUnknown, outcome)
+
+		// The webhook answered 200, so Meta does not send it again.
+		b.sendOK(t, m)
+		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status)
+	})
+
+	t.Run("OtherTenantsMessageUntouched", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		acme, globex := b.tenant(t, "acme"), b.tenant(t, "globex")
+		ma := b.sentViaMeta(t, acme, "BK-1")
+		mg := b.sentViaMeta(t, globex, "BK-1")
+		globexBefore := b.timeline(t, globex.ID, mg.ID)
+
+		outcome, err := b.svc.Receipts.Apply(b.ctx, receipt(ma, provider.StatusDelivered, testStart.Add(time.Minute)))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		require.Equal(t, app.MessageDelivered, b.message(t, acme.ID, ma.ID).Status)
+		require.Equal(t, app.MessageSent, b.message(t, globex.ID, mg.ID).Status)
+		require.Equal(t, globexBefore, b.timeline(t, globex.ID, mg.ID))
+
+		// The receipt is stored as the message's tenant's; the other
+		// tenant's scope does not see it.
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE tenant_id = $1 AND message_id = $2`, acme.ID, ma.ID))
+		var seen int
+		require.NoError(t, b.svc.Store.InTenant(b.ctx, globex.ID, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM webhook_receipts`).Scan(&seen)
+		}))
+		require.Zero(t, seen)
+	})
+
+	t.Run("ForeignReceiptThroughOtherTenantsWebhook", func(t *testing.T) {
+		t.Parallel()
+		t.Skip("bug: Receipts.Apply matches (provider, external id) across all tenants; a status posted to one tenant's Meta webhook moves another tenant's message (DESIGN.md Receipts: stored as foreign, never applied)")
+		b := setupPipeline(t, nil)
+		acme, globex := b.tenant(t, "acme"), b.tenant(t, "globex")
+		ma := b.sentViaMeta(t, acme, "BK-1")
+		b.useMeta(t, globex, nil)
+
+		// Globex's own app secret signs a status naming Acme's message.
+		body := strings.ReplaceAll(string(readTestdata(t, "status_webhook.json")), testdataWamid, *ma.ExternalMessageID)
+		mac := hmac.New(sha256.New, []byte("app-secret-globex"))
+		mac.Write([]byte(body))
+		req := httptest.NewRequest(http.MethodPost, "/webhooks/meta/globex", bytes.NewReader([]byte(body)))
+		req.Header.Set(meta.SignatureHeader, "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := b.svc.Web("test").App().Test(req, -1)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+
+		require.Equal(t, app.MessageSent, b.message(t, acme.ID, ma.ID).Status, "another tenant's webhook cannot move Acme's message")
+		require.Empty(t, fromSource(b.timeline(t, acme.ID, ma.ID), app.SourceWebhook))
+	})
+
+	t.Run("FailedReceipt", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+		// Meta's failed status from the sample, for our message.
+		hook, err := meta.ParseWebhook(readTestdata(t, "status_webhook.json"))
+		require.NoError(t, err)
+		r := hook.Receipts[3]
+		require.Equal(t, provider.StatusFailed, r.Status)
+		r.ExternalID, r.ReceiptID = *m.ExternalMessageID, *m.ExternalMessageID+":failed:1750857401"
+
+		outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		got := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageFailed, got.Status)
+		require.Equal(t, "131026", *got.ErrorCode)
+		require.Equal(t, "Message undeliverable", *got.FailedReason, "the provider's reason, as the receipt gives it")
+		require.True(t, got.FailedAt.Equal(time.Unix(1750857401, 0)))
+		require.NotNil(t, got.SentAt, "FAILED after SENT keeps when it was sent")
+		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageFailed}, statuses(b.timeline(t, tn.ID, m.ID)))
+
+		// Nothing moves a failed message on.
+		outcome, err = b.svc.Receipts.Apply(b.ctx, receipt(m, provider.StatusRead, testStart.Add(time.Hour)))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptRecorded, outcome)
+		require.Equal(t, app.MessageFailed, b.message(t, tn.ID, m.ID).Status)
+	})
+
+	t.Run("FailedReceiptFallsBack", func(t *testing.T) {
+		t.Parallel()
+		t.Skip("bug: a failure reported after acceptance does not continue the fallback chain (DESIGN.md Receipts); Receipts.Apply only marks the message FAILED")
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		wa := b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS"))
+		wa = b.sendOK(t, wa)
+
+		r := receipt(wa, provider.StatusFailed, testStart.Add(time.Minute))
+		r.Code, r.Reason = "131026", "Message undeliverable"
+		outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		failed := b.message(t, tn.ID, wa.ID)
+		require.Equal(t, app.MessageFailed, failed.Status)
+		require.Equal(t, app.ReasonFallbackTriggered+"SMS", *failed.FailedReason)
+		fallbackOf(t, b, tn, failed)
+	})
+
+	t.Run("ComplaintBlocksEmailAddress", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sendOK(t, b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "EMAIL")))
+		r := provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, ReceiptID: "ses-complaint-1",
+			Status: provider.StatusFailed, Code: "complaint", Complaint: true, At: testStart.Add(time.Hour)}
+
+		outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		require.Equal(t, app.MessageFailed, b.message(t, tn.ID, m.ID).Status)
+		var c *app.Contact
+		require.NoError(t, b.svc.Store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) (err error) {
+			c, err = tx.ContactByID(b.ctx, tn.ID, *m.ContactID)
+			return err
+		}))
+		require.NotNil(t, c.EmailComplainedAt)
+		require.True(t, c.EmailComplainedAt.Equal(r.At))
+		require.Empty(t, c.Address(app.Email), "the address is not used for e-mail again")
+	})
+
+	t.Run("InfoOnTimelineOnly", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+		b.clock.Advance(time.Minute)
+
+		outcome, err := b.svc.Receipts.Apply(b.ctx, provider.Receipt{Provider: meta.Name, ExternalID: *m.ExternalMessageID,
+			ReceiptID: "open-1", Status: provider.StatusInfo, Code: "open"})
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptRecorded, outcome)
+		require.Equal(t, app.MessageSent, b.message(t, tn.ID, m.ID).Status)
+		hooks := fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook)
+		require.Len(t, hooks, 1)
+		require.Nil(t, hooks[0].ToStatus)
+		require.Equal(t, "open", hooks[0].Detail["code"])
+		require.True(t, hooks[0].At.Equal(b.clock.Now()), "a receipt without a time is stamped with the clock")
+
+		_, err = b.svc.Receipts.Apply(b.ctx, provider.Receipt{Provider: meta.Name, ExternalID: *m.ExternalMessageID, Status: "deleted"})
+		require.Equal(t, app.EINVALID, app.ErrorCode(err))
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts`), "an unknown status is not stored")
+	})
+
+	t.Run("ConcurrentDuplicatesApplyOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+		r := receipt(m, provider.StatusDelivered, testStart.Add(time.Minute))
+
+		const n = 8
+		outcomes := make([]string, n)
+		errs := make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				outcomes[i], errs[i] = b.svc.Receipts.Apply(b.ctx, r)
+			}()
+		}
+		close(start)
+		wg.Wait()
+
+		counts := map[string]int{}
+		for i := range n {
+			require.NoError(t, errs[i])
+			counts[outcomes[i]]++
+		}
+		require.Equal(t, map[string]int{app.ReceiptApplied: 1, app.ReceiptDuplicate: n - 1}, counts)
+		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status)
+		require.Len(t, fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook), 1)
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE receipt_id = $1`, r.ReceiptID))
+	})
+
+	t.Run("ConcurrentDeliveredAndRead", func(t *testing.T) {
+		t.Parallel()
+		t.Skip("bug: Apply moves a message only from the status it read before locking it; a READ racing a DELIVERED of the same message is recorded but lost (message stays DELIVERED)")
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+
+		// Hold the message's row so that both receipts read it as SENT and
+		// then queue for it, delivered first: the interleaving of two
+		// webhook posts arriving together, made certain with a lock.
+		locked, release, unlocked := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+		go func() {
+			unlocked <- b.svc.Store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error {
+				if _, err := tx.SQL().ExecContext(b.ctx, `SELECT 1 FROM messages WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tn.ID, m.ID); err != nil {
+					return err
+				}
+				close(locked)
+				<-release
+				return nil
+			})
+		}()
+		<-locked
+		waiting := func(n int) func() bool {
+			return func() bool {
+				var got int
+				err := b.svc.DB.SQL.QueryRowContext(b.ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got)
+				return err == nil && got == n
+			}
+		}
+		var wg sync.WaitGroup
+		outcomes := make([]string, 2)
+		for i, status := range []string{provider.StatusDelivered, provider.StatusRead} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				outcomes[i], _ = b.svc.Receipts.Apply(b.ctx, receipt(m, status, testStart.Add(time.Duration(i+1)*time.Minute)))
+			}()
+			require.Eventually(t, waiting(i+1), 30*time.Second, 10*time.Millisecond)
+		}
+		close(release)
+		require.NoError(t, <-unlocked)
+		wg.Wait()
+
+		require.Equal(t, app.MessageRead, b.message(t, tn.ID, m.ID).Status, "read was received: outcomes %v", outcomes)
+	})
+
+	t.Run("SandboxLifecycle", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sendOK(t, b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "SMS")))
+
+		for _, want := range []string{app.MessageDelivered, app.MessageRead} {
+			outcome, err := b.svc.Receipts.Apply(b.ctx, b.nextReport(t))
+			require.NoError(t, err)
+			require.Equal(t, app.ReceiptApplied, outcome)
+			require.Equal(t, want, b.message(t, tn.ID, m.ID).Status)
+		}
+		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageDelivered, app.MessageRead},
+			statuses(b.timeline(t, tn.ID, m.ID)))
+	})
+}
+
+// sentViaMeta gives the tenant a Meta WhatsApp account and sends one
+// message through it (the fake answers with a fresh id).
+func (b *pipelineBundle) sentViaMeta(t *testing.T, tn *app.Tenant, ref string) *app.Message {
+	t.Helper()
+	if a := b.activeAccount(t, tn.ID, app.WhatsApp); a.Provider != meta.Name {
+		b.useMeta(t, tn, nil)
+	}
+	return b.sendOK(t, b.routeOne(t, tn, booking("evt-"+ref, ref, anna, "WHATSAPP")))
+}

@@ -1,0 +1,495 @@
+package app_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/sandbox"
+	"github.com/heraldhq/herald/app/wire"
+	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
+)
+
+// The dispatcher and receipt tests run Herald's services as production wires
+// them (wire.Connect) on a database of their own. Only the provider's far end
+// is faked: Meta's Graph API is an httptest server answering with the
+// payloads in provider/meta/testdata, so the real adapter builds, sends and
+// classifies; the sandbox provider runs as it is.
+
+// testStart is the injected clock's first reading: mid-month, so that a test
+// can move to the next month without crossing it by accident.
+var testStart = time.Date(2027, time.March, 15, 9, 0, 0, 0, time.UTC)
+
+// Meta account settings of the tests' WhatsApp accounts.
+const (
+	metaPhoneNumberID = "106540352242922"
+	metaAccessToken   = "EAAG-test-token"
+)
+
+// testClock is the services' Clock: it moves only when a test says so.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// pipelineBundle is one Herald, wired by wire.Connect, on its own database.
+type pipelineBundle struct {
+	ctx   context.Context
+	cfg   app.Config
+	svc   *wire.Services
+	clock *testClock
+	meta  *metaAPI
+	// reports receives the sandbox's receipts instead of Receipts.Apply, so
+	// that a test decides when (and whether) they are applied.
+	reports chan provider.Receipt
+	keys    map[uuid.UUID]*app.APIKey
+}
+
+// setupPipeline builds Herald with a configuration written out as a literal;
+// configure, when given, adjusts it before the services are built.
+func setupPipeline(t *testing.T, configure func(*app.Config)) *pipelineBundle {
+	t.Helper()
+	meta := newMetaAPI(t)
+	quotas := map[string]map[app.Channel]int{}
+	for plan, limits := range app.DefaultQuotas {
+		quotas[plan] = maps.Clone(limits)
+	}
+	cfg := app.Config{
+		Env:              app.EnvDev,
+		Addr:             ":8080",
+		BaseURL:          &url.URL{Scheme: "http", Host: "localhost:8080"},
+		DatabaseURL:      dbtest.URL(dbtest.CreateDatabase(t)),
+		SecretKey:        randomBytes(t, 32),
+		SecretKeyID:      "k1",
+		SessionKey:       randomBytes(t, 48),
+		LogLevel:         slog.LevelWarn,
+		LogFormat:        "text",
+		DBMaxConns:       12,
+		Quotas:           quotas,
+		SandboxDelay:     0,
+		BreakerThreshold: 10,
+		BreakerWindow:    5 * time.Minute,
+		BreakerOpenFor:   time.Minute,
+		MetaBaseURL:      meta.srv.URL,
+		ShutdownTimeout:  5 * time.Second,
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	var logOut io.Writer = io.Discard
+	if testing.Verbose() {
+		logOut = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	ctx := context.Background()
+	svc, err := wire.Connect(ctx, cfg, log, "test")
+	require.NoError(t, err)
+	t.Cleanup(svc.Close)
+
+	clock := &testClock{now: testStart}
+	svc.Accounts.Now, svc.Tenants.Now, svc.Users.Now, svc.APIKeys.Now = clock.Now, clock.Now, clock.Now, clock.Now
+	svc.Templates.Now, svc.Intake.Now, svc.Router.Now, svc.Receipts.Now = clock.Now, clock.Now, clock.Now, clock.Now
+	svc.Breakers.Now, svc.Dispatcher.Now, svc.Messages.Now, svc.Inbound.Now = clock.Now, clock.Now, clock.Now, clock.Now
+
+	b := &pipelineBundle{ctx: ctx, cfg: cfg, svc: svc, clock: clock, meta: meta,
+		reports: make(chan provider.Receipt, 64), keys: map[uuid.UUID]*app.APIKey{}}
+	sb, ok := svc.Dispatcher.Providers[sandbox.Name].(*sandbox.Provider)
+	require.True(t, ok, "the sandbox is wired")
+	sb.Report = func(_ context.Context, r provider.Receipt) error {
+		b.reports <- r
+		return nil
+	}
+	return b
+}
+
+func randomBytes(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return b
+}
+
+// tenant creates a PRO tenant (sandbox accounts and default templates
+// included) with an API key for its requests.
+func (b *pipelineBundle) tenant(t *testing.T, slug string) *app.Tenant {
+	t.Helper()
+	tn, err := b.svc.Tenants.Create(b.ctx, app.CLIActor, app.TenantInput{Slug: slug, Name: "Tenant " + slug, Plan: app.PlanPro})
+	require.NoError(t, err)
+	k, _, err := b.svc.APIKeys.Create(b.ctx, app.CLIActor, tn.ID, "booking system")
+	require.NoError(t, err)
+	b.keys[tn.ID] = k
+	return tn
+}
+
+// useMeta replaces the tenant's sandbox WhatsApp account with an ACTIVE Meta
+// account pointed at the fake Graph API; config adds to its settings.
+func (b *pipelineBundle) useMeta(t *testing.T, tn *app.Tenant, config app.Attrs) *app.ChannelAccount {
+	t.Helper()
+	sb := b.activeAccount(t, tn.ID, app.WhatsApp)
+	require.NoError(t, b.svc.Accounts.SetStatus(b.ctx, app.CLIActor, tn.ID, sb.ID, app.AccountDisabled, ""))
+	cfg := app.Attrs{"phone_number_id": metaPhoneNumberID, "waba_id": "102290129340398"}
+	maps.Copy(cfg, config)
+	a, err := b.svc.Accounts.Create(b.ctx, app.CLIActor, tn.ID, app.AccountInput{
+		Channel: app.WhatsApp, Provider: "meta", Name: "WhatsApp " + tn.Slug, Activate: true, Config: cfg,
+		Secrets: map[string]string{"access_token": metaAccessToken, "app_secret": "app-secret-" + tn.Slug},
+	})
+	require.NoError(t, err)
+	return a
+}
+
+func (b *pipelineBundle) activeAccount(t *testing.T, tenantID uuid.UUID, ch app.Channel) *app.ChannelAccount {
+	t.Helper()
+	var a *app.ChannelAccount
+	require.NoError(t, b.svc.Store.InTenant(b.ctx, tenantID, func(tx *db.Tx) (err error) {
+		a, err = tx.ActiveAccount(b.ctx, tenantID, ch)
+		return err
+	}))
+	return a
+}
+
+func (b *pipelineBundle) account(t *testing.T, tenantID, id uuid.UUID) *app.ChannelAccount {
+	t.Helper()
+	var a *app.ChannelAccount
+	require.NoError(t, b.svc.Store.InTenant(b.ctx, tenantID, func(tx *db.Tx) (err error) {
+		a, err = tx.AccountByID(b.ctx, tenantID, id)
+		return err
+	}))
+	return a
+}
+
+// booking is a valid BOOKING_CONFIRMED request for one passenger, on the
+// channels named (the event's own channels when none are).
+func booking(eventID, ref, phone string, channels ...string) map[string]any {
+	req := map[string]any{
+		"event_id":      eventID,
+		"trigger_event": "BOOKING_CONFIRMED",
+		"recipients": []map[string]any{{
+			"name": "Anna Schmidt", "phone": phone, "email": "anna@example.com", "locale": "de-DE",
+		}},
+		"context": map[string]any{
+			"passenger_name": "Anna Schmidt", "tour_name": "Gardasee", "departure_date": "2027-04-12",
+			"booking_reference": ref, "deposit_amount": "150,00 €",
+		},
+		"conversation_context": map[string]any{"type": "booking", "id": ref},
+	}
+	if len(channels) > 0 {
+		req["channels"] = channels
+	}
+	return req
+}
+
+// withFallback turns a request into a fallback chain over the channels.
+func withFallback(req map[string]any, chain ...string) map[string]any {
+	delete(req, "channels")
+	req["fallback_chain"] = chain
+	return req
+}
+
+// route submits the request through Intake, as the API does, runs its
+// route job's work, and returns the event's messages.
+func (b *pipelineBundle) route(t *testing.T, tn *app.Tenant, req map[string]any) []*app.Message {
+	t.Helper()
+	body, err := json.Marshal(req)
+	require.NoError(t, err)
+	res, err := b.svc.Intake.Submit(b.ctx, b.keys[tn.ID], body)
+	require.NoError(t, err)
+	require.False(t, res.Duplicate)
+	require.NoError(t, b.svc.Router.Route(b.ctx, app.RouteJob{TenantID: tn.ID, EventID: res.ID, Version: 1}))
+	return b.messagesOf(t, tn.ID, res.ID)
+}
+
+// messagesOf returns an event's messages, oldest first.
+func (b *pipelineBundle) messagesOf(t *testing.T, tenantID, eventID uuid.UUID) []*app.Message {
+	t.Helper()
+	var ms []*app.Message
+	require.NoError(t, b.svc.Store.InTenant(b.ctx, tenantID, func(tx *db.Tx) (err error) {
+		ms, err = tx.MessagesByEvent(b.ctx, tenantID, eventID)
+		return err
+	}))
+	return ms
+}
+
+// routeOne routes a request that makes exactly one QUEUED message.
+func (b *pipelineBundle) routeOne(t *testing.T, tn *app.Tenant, req map[string]any) *app.Message {
+	t.Helper()
+	ms := b.route(t, tn, req)
+	require.Len(t, ms, 1)
+	require.Equal(t, app.MessageQueued, ms[0].Status)
+	return ms[0]
+}
+
+func (b *pipelineBundle) message(t *testing.T, tenantID, id uuid.UUID) *app.Message {
+	t.Helper()
+	var m *app.Message
+	require.NoError(t, b.svc.Store.InTenant(b.ctx, tenantID, func(tx *db.Tx) (err error) {
+		m, err = tx.MessageByID(b.ctx, tenantID, id, false)
+		return err
+	}))
+	return m
+}
+
+func (b *pipelineBundle) timeline(t *testing.T, tenantID, id uuid.UUID) []*app.MessageEvent {
+	t.Helper()
+	var es []*app.MessageEvent
+	require.NoError(t, b.svc.Store.InTenant(b.ctx, tenantID, func(tx *db.Tx) (err error) {
+		es, err = tx.Timeline(b.ctx, tenantID, id)
+		return err
+	}))
+	return es
+}
+
+// statuses lists the status changes on a timeline, in order.
+func statuses(es []*app.MessageEvent) []string {
+	var out []string
+	for _, e := range es {
+		if e.ToStatus != nil {
+			out = append(out, *e.ToStatus)
+		}
+	}
+	return out
+}
+
+// fromSource keeps the timeline entries of one source.
+func fromSource(es []*app.MessageEvent, source string) []*app.MessageEvent {
+	var out []*app.MessageEvent
+	for _, e := range es {
+		if e.Source == source {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// usage is the tenant's count of sends on the channel in the clock's month.
+func (b *pipelineBundle) usage(t *testing.T, tenantID uuid.UUID, ch app.Channel) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.svc.Store.InTenant(b.ctx, tenantID, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(b.ctx, `SELECT coalesce(sum(count), 0) FROM usage_counters
+			WHERE tenant_id = $1 AND channel = $2 AND month = $3`, tenantID, ch, app.MonthOf(b.clock.Now())).Scan(&n)
+	}))
+	return n
+}
+
+// count runs a counting query in the platform scope, for what no service
+// reads back (job rows, receipt rows, audit entries).
+func (b *pipelineBundle) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.svc.Store.InPlatform(b.ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(b.ctx, query, args...).Scan(&n)
+	}))
+	return n
+}
+
+// dispatchJobs counts the River dispatch jobs of a message.
+func (b *pipelineBundle) dispatchJobs(t *testing.T, messageID uuid.UUID) int {
+	t.Helper()
+	return b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1`, messageID.String())
+}
+
+// fallbackOf returns the message queued, with its dispatch job, when failed
+// fell back to the next channel of its chain.
+func fallbackOf(t *testing.T, b *pipelineBundle, tn *app.Tenant, failed *app.Message) *app.Message {
+	t.Helper()
+	var next *app.Message
+	for _, m := range b.messagesOf(t, tn.ID, *failed.EventID) {
+		if m.FallbackOf != nil && *m.FallbackOf == failed.ID {
+			require.Nil(t, next, "one fallback message")
+			next = m
+		}
+	}
+	require.NotNil(t, next, "a fallback message was queued")
+	require.Equal(t, app.MessageQueued, next.Status)
+	require.Equal(t, failed.CorrelationID, next.CorrelationID, "fallback messages share the correlation id")
+	require.Equal(t, 1, b.dispatchJobs(t, next.ID), "its dispatch job is queued in the same transaction")
+	return next
+}
+
+// completion records the dispatcher's calls of its CompleteFunc, which the
+// job runner uses to finish the job in the dispatcher's transaction.
+type completion struct {
+	mu      sync.Mutex
+	calls   int
+	tenants []uuid.UUID
+	// err, when set, is what complete returns.
+	err error
+}
+
+func (c *completion) complete(_ context.Context, tx app.Tx) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls++
+	c.tenants = append(c.tenants, tx.TenantID())
+	return c.err
+}
+
+func (c *completion) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+// dispatch runs the message's dispatch job as attempt of maxAttempts.
+func (b *pipelineBundle) dispatch(m *app.Message, attempt, maxAttempts int, c *completion) (app.DispatchOutcome, error) {
+	job := app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}
+	return b.svc.Dispatcher.Dispatch(b.ctx, job, attempt, maxAttempts, c.complete)
+}
+
+// sendOK dispatches a message that must be sent, and returns it as stored.
+func (b *pipelineBundle) sendOK(t *testing.T, m *app.Message) *app.Message {
+	t.Helper()
+	c := &completion{}
+	out, err := b.dispatch(m, 1, 5, c)
+	require.NoError(t, err)
+	require.True(t, out.Done)
+	sent := b.message(t, m.TenantID, m.ID)
+	require.Equal(t, app.MessageSent, sent.Status)
+	return sent
+}
+
+// metaAPI stands in for the Graph API's send endpoint: it records each send
+// and answers with the next queued reply, or with success.
+type metaAPI struct {
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	sends   []metaSend
+	replies []metaReply
+	// before, when set, runs in the handler before it answers.
+	before func()
+}
+
+// metaSend is one request the fake received.
+type metaSend struct {
+	Path          string
+	Authorization string
+	Body          map[string]any
+}
+
+// metaReply is an answer: status and body (an error), or, without a body,
+// success with a fresh message id.
+type metaReply struct {
+	status     int
+	body       []byte
+	retryAfter string
+}
+
+func newMetaAPI(t *testing.T) *metaAPI {
+	t.Helper()
+	success := readTestdata(t, "send_success.json")
+	var n int
+	m := &metaAPI{}
+	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || r.Method != http.MethodPost {
+			http.Error(w, `{"error":{"message":"bad request","code":100}}`, http.StatusBadRequest)
+			return
+		}
+		m.mu.Lock()
+		m.sends = append(m.sends, metaSend{Path: r.URL.Path, Authorization: r.Header.Get("Authorization"), Body: body})
+		var reply metaReply
+		if len(m.replies) > 0 {
+			reply, m.replies = m.replies[0], m.replies[1:]
+		}
+		n++
+		id := fakeWamid(n)
+		before := m.before
+		m.mu.Unlock()
+		if before != nil {
+			before()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if reply.body != nil {
+			if reply.retryAfter != "" {
+				w.Header().Set("Retry-After", reply.retryAfter)
+			}
+			w.WriteHeader(reply.status)
+			_, _ = w.Write(reply.body)
+			return
+		}
+		_, _ = w.Write([]byte(strings.ReplaceAll(string(success), testdataWamid, id)))
+	}))
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+// fakeWamid is the message id the fake answers its nth send with; every
+// send counts, the refused ones too.
+func fakeWamid(n int) string {
+	return fmt.Sprintf("wamid.HBgLNDkxNTExMjM0NTY3OBUCABEYEjQ2QjM1RjQ2%04d", n)
+}
+
+// testdataWamid is the message id in the testdata samples.
+const testdataWamid = "wamid.HBgNNDkxNTExMjM0NTY3OBUCABEYEjQ2QjM1RjQ2RUVGQTc2QzIzMwA="
+
+// reply queues answers for the next sends.
+func (m *metaAPI) reply(rs ...metaReply) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.replies = append(m.replies, rs...)
+}
+
+// graphError is the reply of Meta's error sample error_<code>.json.
+func graphError(t *testing.T, code string) metaReply {
+	t.Helper()
+	return metaReply{status: http.StatusBadRequest, body: readTestdata(t, "error_"+code+".json")}
+}
+
+func (m *metaAPI) received() []metaSend {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]metaSend(nil), m.sends...)
+}
+
+// readTestdata reads a sample of Meta's payloads from the adapter's testdata.
+func readTestdata(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("provider", "meta", "testdata", name))
+	require.NoError(t, err)
+	return b
+}
+
+// nextReport waits for the sandbox's next receipt.
+func (b *pipelineBundle) nextReport(t *testing.T) provider.Receipt {
+	t.Helper()
+	select {
+	case r := <-b.reports:
+		return r
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sandbox reported nothing")
+		return provider.Receipt{}
+	}
+}
