@@ -287,7 +287,7 @@ func TestReceipts(t *testing.T) {
 	m := webtest.OnlyMessage(t, p.WaitMessages(id, "sent", webtest.AllStatus(app.MessageSent)))
 	ext := *m.ExternalMessageID
 	apply := func(receiptID, status string) string {
-		outcome, _ := p.Services.Receipts.Apply(p.Ctx, provider.Receipt{Provider: "sandbox", ExternalID: ext, ReceiptID: receiptID, Status: status})
+		outcome, _ := p.Services.Receipts.Apply(p.Ctx, app.Internal, provider.Receipt{Provider: "sandbox", ExternalID: ext, ReceiptID: receiptID, Status: status})
 		return outcome
 	}
 	status := func() string { return webtest.OnlyMessage(t, p.Event(id).Messages).Status }
@@ -308,7 +308,7 @@ func TestReceipts(t *testing.T) {
 	}
 	require.Equal(t, 3, receiptsOnTimeline, "every new receipt is on the timeline, replays are not")
 
-	outcome, err := p.Services.Receipts.Apply(p.Ctx, provider.Receipt{Provider: "sandbox", ExternalID: "sbx_nobody", Status: provider.StatusDelivered})
+	outcome, err := p.Services.Receipts.Apply(p.Ctx, app.Internal, provider.Receipt{Provider: "sandbox", ExternalID: "sbx_nobody", Status: provider.StatusDelivered})
 	require.Equal(t, app.ReceiptUnknown, outcome)
 	require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
 
@@ -504,7 +504,7 @@ func TestMaintenance_MarkStale(t *testing.T) {
 	require.Zero(t, n, "a stale message is flagged once")
 
 	// A late receipt still counts, and clears the flag.
-	_, err = p.Services.Receipts.Apply(p.Ctx, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, Status: provider.StatusDelivered})
+	_, err = p.Services.Receipts.Apply(p.Ctx, app.Internal, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, Status: provider.StatusDelivered})
 	require.NoError(t, err)
 	got.StaleAt = nil
 	require.Equal(t, http.StatusOK, p.Request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &got))

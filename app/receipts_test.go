@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
@@ -38,14 +39,14 @@ func TestReceipts_Apply(t *testing.T) {
 		m := b.sentViaMeta(t, tn, "BK-1")
 		deliveredAt, readAt := testStart.Add(time.Minute), testStart.Add(time.Hour)
 
-		outcome, err := b.svc.Receipts.Apply(b.ctx, receipt(m, provider.StatusDelivered, deliveredAt))
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), receipt(m, provider.StatusDelivered, deliveredAt))
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptApplied, outcome)
 		got := b.message(t, tn.ID, m.ID)
 		require.Equal(t, app.MessageDelivered, got.Status)
 		require.True(t, got.DeliveredAt.Equal(deliveredAt), "delivered at the receipt's time")
 
-		outcome, err = b.svc.Receipts.Apply(b.ctx, receipt(m, provider.StatusRead, readAt))
+		outcome, err = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), receipt(m, provider.StatusRead, readAt))
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptApplied, outcome)
 		got = b.message(t, tn.ID, m.ID)
@@ -75,7 +76,7 @@ func TestReceipts_Apply(t *testing.T) {
 
 		var outcomes []string
 		for _, r := range hook.Receipts {
-			outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+			outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
 			if outcome == app.ReceiptUnknown {
 				require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
 			} else {
@@ -94,7 +95,7 @@ func TestReceipts_Apply(t *testing.T) {
 
 		// Meta delivers at least once: the same post again changes nothing.
 		for _, r := range hook.Receipts[:3] {
-			outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+			outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
 			require.NoError(t, err)
 			require.Equal(t, app.ReceiptDuplicate, outcome)
 		}
@@ -108,11 +109,11 @@ func TestReceipts_Apply(t *testing.T) {
 		m := b.sentViaMeta(t, tn, "BK-1")
 		r := receipt(m, provider.StatusDelivered, testStart.Add(time.Minute))
 
-		outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptApplied, outcome)
 		delivered := b.message(t, tn.ID, m.ID)
-		outcome, err = b.svc.Receipts.Apply(b.ctx, r)
+		outcome, err = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptDuplicate, outcome)
 
@@ -128,7 +129,7 @@ func TestReceipts_Apply(t *testing.T) {
 		m := b.sentViaMeta(t, tn, "BK-1")
 		readAt := testStart.Add(2 * time.Minute)
 
-		outcome, err := b.svc.Receipts.Apply(b.ctx, receipt(m, provider.StatusRead, readAt))
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), receipt(m, provider.StatusRead, readAt))
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptApplied, outcome, "read may come before delivered")
 		got := b.message(t, tn.ID, m.ID)
@@ -136,7 +137,7 @@ func TestReceipts_Apply(t *testing.T) {
 		require.True(t, got.DeliveredAt.Equal(readAt), "a read message was delivered, at the latest when read")
 
 		for _, status := range []string{provider.StatusDelivered, provider.StatusSent, provider.StatusFailed} {
-			outcome, err := b.svc.Receipts.Apply(b.ctx, receipt(m, status, testStart.Add(time.Minute)))
+			outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), receipt(m, status, testStart.Add(time.Minute)))
 			require.NoError(t, err)
 			require.Equal(t, app.ReceiptRecorded, outcome, "a late %s is recorded only", status)
 		}
@@ -161,20 +162,20 @@ func TestReceipts_Apply(t *testing.T) {
 		m := b.sentViaMeta(t, tn, "BK-1")
 		r := provider.Receipt{Provider: meta.Name, ExternalID: "wamid.nobody", Status: provider.StatusDelivered}
 
-		outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
 		require.Equal(t, app.ReceiptUnknown, outcome)
 		require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE provider = 'meta' AND receipt_id = 'wamid.nobody:delivered'
 			AND outcome = 'unknown' AND tenant_id IS NULL AND message_id IS NULL`), "kept, with no tenant, until its message is known")
 
 		// Until then a replay is unknown again, not a duplicate.
-		outcome, _ = b.svc.Receipts.Apply(b.ctx, r)
+		outcome, _ = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
 		require.Equal(t, app.ReceiptUnknown, outcome)
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts`))
 
 		// Messages are matched by provider and id: another provider's
 		// receipt with a Meta id names nothing.
-		outcome, err = b.svc.Receipts.Apply(b.ctx, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, Status: provider.StatusRead})
+		outcome, err = b.svc.Receipts.Apply(b.ctx, app.Internal, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, Status: provider.StatusRead})
 		require.Equal(t, app.ReceiptUnknown, outcome)
 		require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
 		require.Equal(t, app.MessageSent, b.message(t, tn.ID, m.ID).Status)
@@ -189,14 +190,14 @@ func TestReceipts_Apply(t *testing.T) {
 		// Meta's status can overtake the commit of the send it is about.
 		early := provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: fakeWamid(1) + ":delivered:1",
 			Status: provider.StatusDelivered, At: testStart.Add(time.Second)}
-		outcome, _ := b.svc.Receipts.Apply(b.ctx, early)
+		outcome, _ := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), early)
 		require.Equal(t, app.ReceiptUnknown, outcome)
 
 		sent := b.sendOK(t, m)
 		require.Equal(t, fakeWamid(1), *sent.ExternalMessageID)
 		require.Equal(t, app.MessageSent, sent.Status, "the send does not look at receipts kept for its id")
 
-		outcome, err := b.svc.Receipts.Apply(b.ctx, early)
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), early)
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptApplied, outcome, "the same receipt again, once the message is known, applies")
 		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status)
@@ -213,7 +214,7 @@ func TestReceipts_Apply(t *testing.T) {
 		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
 		early := provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: fakeWamid(1) + ":delivered:1",
 			Status: provider.StatusDelivered, At: testStart.Add(time.Second)}
-		outcome, _ := b.svc.Receipts.Apply(b.ctx, early)
+		outcome, _ := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), early)
 		require.Equal(t, app.ReceiptUnknown, outcome)
 
 		// The webhook answered 200, so Meta does not send it again.
@@ -229,7 +230,7 @@ func TestReceipts_Apply(t *testing.T) {
 		mg := b.sentViaMeta(t, globex, "BK-1")
 		globexBefore := b.timeline(t, globex.ID, mg.ID)
 
-		outcome, err := b.svc.Receipts.Apply(b.ctx, receipt(ma, provider.StatusDelivered, testStart.Add(time.Minute)))
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, acme), receipt(ma, provider.StatusDelivered, testStart.Add(time.Minute)))
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptApplied, outcome)
 		require.Equal(t, app.MessageDelivered, b.message(t, acme.ID, ma.ID).Status)
@@ -248,7 +249,6 @@ func TestReceipts_Apply(t *testing.T) {
 
 	t.Run("ForeignReceiptThroughOtherTenantsWebhook", func(t *testing.T) {
 		t.Parallel()
-		t.Skip("bug: Receipts.Apply matches (provider, external id) across all tenants; a status posted to one tenant's Meta webhook moves another tenant's message (DESIGN.md Receipts: stored as foreign, never applied)")
 		b := setupPipeline(t, nil)
 		acme, globex := b.tenant(t, "acme"), b.tenant(t, "globex")
 		ma := b.sentViaMeta(t, acme, "BK-1")
@@ -268,6 +268,15 @@ func TestReceipts_Apply(t *testing.T) {
 
 		require.Equal(t, app.MessageSent, b.message(t, acme.ID, ma.ID).Status, "another tenant's webhook cannot move Acme's message")
 		require.Empty(t, fromSource(b.timeline(t, acme.ID, ma.ID), app.SourceWebhook))
+		// Kept as Globex's, under a key of its own, so that Acme's genuine
+		// receipts with the same ids still apply.
+		require.Equal(t, 3, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE outcome = 'foreign' AND tenant_id = $1 AND message_id IS NULL`, globex.ID))
+		hook, err := meta.ParseWebhook([]byte(body))
+		require.NoError(t, err)
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, acme), hook.Receipts[0])
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		require.Equal(t, app.MessageDelivered, b.message(t, acme.ID, ma.ID).Status)
 	})
 
 	t.Run("FailedReceipt", func(t *testing.T) {
@@ -282,7 +291,7 @@ func TestReceipts_Apply(t *testing.T) {
 		require.Equal(t, provider.StatusFailed, r.Status)
 		r.ExternalID, r.ReceiptID = *m.ExternalMessageID, *m.ExternalMessageID+":failed:1750857401"
 
-		outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptApplied, outcome)
 		got := b.message(t, tn.ID, m.ID)
@@ -294,7 +303,7 @@ func TestReceipts_Apply(t *testing.T) {
 		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageFailed}, statuses(b.timeline(t, tn.ID, m.ID)))
 
 		// Nothing moves a failed message on.
-		outcome, err = b.svc.Receipts.Apply(b.ctx, receipt(m, provider.StatusRead, testStart.Add(time.Hour)))
+		outcome, err = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), receipt(m, provider.StatusRead, testStart.Add(time.Hour)))
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptRecorded, outcome)
 		require.Equal(t, app.MessageFailed, b.message(t, tn.ID, m.ID).Status)
@@ -311,7 +320,7 @@ func TestReceipts_Apply(t *testing.T) {
 
 		r := receipt(wa, provider.StatusFailed, testStart.Add(time.Minute))
 		r.Code, r.Reason = "131026", "Message undeliverable"
-		outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptApplied, outcome)
 		failed := b.message(t, tn.ID, wa.ID)
@@ -328,7 +337,7 @@ func TestReceipts_Apply(t *testing.T) {
 		r := provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, ReceiptID: "ses-complaint-1",
 			Status: provider.StatusFailed, Code: "complaint", Complaint: true, At: testStart.Add(time.Hour)}
 
-		outcome, err := b.svc.Receipts.Apply(b.ctx, r)
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptApplied, outcome)
 		require.Equal(t, app.MessageFailed, b.message(t, tn.ID, m.ID).Status)
@@ -349,7 +358,7 @@ func TestReceipts_Apply(t *testing.T) {
 		m := b.sentViaMeta(t, tn, "BK-1")
 		b.clock.Advance(time.Minute)
 
-		outcome, err := b.svc.Receipts.Apply(b.ctx, provider.Receipt{Provider: meta.Name, ExternalID: *m.ExternalMessageID,
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), provider.Receipt{Provider: meta.Name, ExternalID: *m.ExternalMessageID,
 			ReceiptID: "open-1", Status: provider.StatusInfo, Code: "open"})
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptRecorded, outcome)
@@ -360,7 +369,7 @@ func TestReceipts_Apply(t *testing.T) {
 		require.Equal(t, "open", hooks[0].Detail["code"])
 		require.True(t, hooks[0].At.Equal(b.clock.Now()), "a receipt without a time is stamped with the clock")
 
-		_, err = b.svc.Receipts.Apply(b.ctx, provider.Receipt{Provider: meta.Name, ExternalID: *m.ExternalMessageID, Status: "deleted"})
+		_, err = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), provider.Receipt{Provider: meta.Name, ExternalID: *m.ExternalMessageID, Status: "deleted"})
 		require.Equal(t, app.EINVALID, app.ErrorCode(err))
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts`), "an unknown status is not stored")
 	})
@@ -371,6 +380,7 @@ func TestReceipts_Apply(t *testing.T) {
 		tn := b.tenant(t, "acme")
 		m := b.sentViaMeta(t, tn, "BK-1")
 		r := receipt(m, provider.StatusDelivered, testStart.Add(time.Minute))
+		via := b.via(t, tn)
 
 		const n = 8
 		outcomes := make([]string, n)
@@ -382,7 +392,7 @@ func TestReceipts_Apply(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				outcomes[i], errs[i] = b.svc.Receipts.Apply(b.ctx, r)
+				outcomes[i], errs[i] = b.svc.Receipts.Apply(b.ctx, via, r)
 			}()
 		}
 		close(start)
@@ -401,7 +411,6 @@ func TestReceipts_Apply(t *testing.T) {
 
 	t.Run("ConcurrentDeliveredAndRead", func(t *testing.T) {
 		t.Parallel()
-		t.Skip("bug: Apply moves a message only from the status it read before locking it; a READ racing a DELIVERED of the same message is recorded but lost (message stays DELIVERED)")
 		b := setupPipeline(t, nil)
 		tn := b.tenant(t, "acme")
 		m := b.sentViaMeta(t, tn, "BK-1")
@@ -431,11 +440,12 @@ func TestReceipts_Apply(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		outcomes := make([]string, 2)
+		via := b.via(t, tn)
 		for i, status := range []string{provider.StatusDelivered, provider.StatusRead} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				outcomes[i], _ = b.svc.Receipts.Apply(b.ctx, receipt(m, status, testStart.Add(time.Duration(i+1)*time.Minute)))
+				outcomes[i], _ = b.svc.Receipts.Apply(b.ctx, via, receipt(m, status, testStart.Add(time.Duration(i+1)*time.Minute)))
 			}()
 			require.Eventually(t, waiting(i+1), 30*time.Second, 10*time.Millisecond)
 		}
@@ -453,7 +463,7 @@ func TestReceipts_Apply(t *testing.T) {
 		m := b.sendOK(t, b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "SMS")))
 
 		for _, want := range []string{app.MessageDelivered, app.MessageRead} {
-			outcome, err := b.svc.Receipts.Apply(b.ctx, b.nextReport(t))
+			outcome, err := b.svc.Receipts.Apply(b.ctx, app.Internal, b.nextReport(t))
 			require.NoError(t, err)
 			require.Equal(t, app.ReceiptApplied, outcome)
 			require.Equal(t, want, b.message(t, tn.ID, m.ID).Status)
@@ -461,6 +471,29 @@ func TestReceipts_Apply(t *testing.T) {
 		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageDelivered, app.MessageRead},
 			statuses(b.timeline(t, tn.ID, m.ID)))
 	})
+}
+
+// via is what a receipt posted to the tenant's own webhooks came through:
+// any of its channel accounts.
+func (b *pipelineBundle) via(t *testing.T, tn *app.Tenant) app.Via {
+	t.Helper()
+	via := app.Via{TenantID: tn.ID, Route: "test:" + tn.Slug}
+	require.NoError(t, b.svc.Store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error {
+		rows, err := tx.SQL().QueryContext(b.ctx, `SELECT id FROM channel_accounts WHERE tenant_id = $1`, tn.ID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id uuid.UUID
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			via.Accounts = append(via.Accounts, id)
+		}
+		return rows.Err()
+	}))
+	return via
 }
 
 // sentViaMeta gives the tenant a Meta WhatsApp account and sends one

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,6 +70,23 @@ func (t *Tx) AccountsByProvider(ctx context.Context, tenantID uuid.UUID, provide
 	err := t.tx.SelectContext(ctx, &as, `
 		SELECT `+accountColumns+` FROM channel_accounts
 		WHERE tenant_id = $1 AND provider = $2 AND status <> 'DISABLED' ORDER BY created_at`, tenantID, provider)
+	return as, mapErr(err)
+}
+
+// AccountsByConfig serves app.HookTx: the provider's accounts of every
+// tenant, whatever their status, whose settings equal match (a missing
+// setting equals ""). It runs in platform scope: Amazon's webhooks are
+// shared by tenants.
+func (t *Tx) AccountsByConfig(ctx context.Context, provider string, match map[string]string) ([]*app.ChannelAccount, error) {
+	where, args := []string{"provider = $1"}, []any{provider}
+	for _, k := range slices.Sorted(maps.Keys(match)) {
+		args = append(args, k, match[k])
+		where = append(where, fmt.Sprintf("coalesce(config->>$%d, '') = $%d", len(args)-1, len(args)))
+	}
+	as := []*app.ChannelAccount{}
+	err := t.tx.SelectContext(ctx, &as, `
+		SELECT `+accountColumns+` FROM channel_accounts
+		WHERE `+strings.Join(where, " AND ")+` ORDER BY created_at LIMIT 1000`, args...)
 	return as, mapErr(err)
 }
 

@@ -167,25 +167,24 @@ func (t *Tx) Timeline(ctx context.Context, tenantID, messageID uuid.UUID) ([]*ap
 	return out, rows.Err()
 }
 
-// MessageByExternalID serves app.ReceiptTx. It runs in platform scope:
-// provider webhooks learn the tenant from the message.
+// MessageByExternalID serves app.ReceiptTx. It runs in platform scope, so
+// that a receipt naming another tenant's message is recognised as foreign,
+// and locks the message: receipts of one message apply one after the other,
+// each from the status the previous one left.
 func (t *Tx) MessageByExternalID(ctx context.Context, providerName, externalID string) (*app.Message, error) {
 	var m app.Message
-	err := t.tx.GetContext(ctx, &m, `SELECT `+messageColumns+` FROM messages WHERE provider = $1 AND external_message_id = $2`, providerName, externalID)
+	err := t.tx.GetContext(ctx, &m, `SELECT `+messageColumns+` FROM messages WHERE provider = $1 AND external_message_id = $2 FOR UPDATE`, providerName, externalID)
 	if err != nil {
 		return nil, notFound(err, "No message from %s with id %s.", providerName, externalID)
 	}
 	return &m, nil
 }
 
-// StoreReceipt records a receipt once; false means it was seen before. It
-// serves app.ReceiptTx. A receipt stored while its message was unknown may
-// be stored again once the message is known.
-func (t *Tx) StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt) (bool, error) {
-	outcome := "matched"
-	if messageID == nil {
-		outcome = "unknown"
-	}
+// StoreReceipt records a receipt that is not applied (unknown, foreign)
+// once; false means it was seen before. It serves app.ReceiptTx. A receipt
+// stored while its message was unknown may be stored again once the
+// message is known.
+func (t *Tx) StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt, outcome string) (bool, error) {
 	body, _ := json.Marshal(map[string]string{"status": r.Status, "code": r.Code, "reason": r.Reason, "external_id": r.ExternalID, "raw": r.Raw})
 	var id int64
 	err := t.tx.GetContext(ctx, &id, `

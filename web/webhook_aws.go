@@ -48,8 +48,8 @@ func (s *Server) snsEnvelope(c *fiber.Ctx) (*awsnotify.Envelope, error) {
 }
 
 // applyReceipt hands a verified receipt to the pipeline and answers.
-func (s *Server) applyReceipt(c *fiber.Ctx, r provider.Receipt) error {
-	outcome, err := s.Receipts.Apply(c.UserContext(), r)
+func (s *Server) applyReceipt(c *fiber.Ctx, via app.Via, r provider.Receipt) error {
+	outcome, err := s.Receipts.Apply(c.UserContext(), via, r)
 	if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 		return err
 	}
@@ -71,7 +71,13 @@ func (s *Server) handleWebhookSES(c *fiber.Ctx) error {
 		s.Log.Warn("SES event not understood", "message_id", e.MessageID, "err", err)
 		return c.JSON(fiber.Map{"outcome": "ignored"})
 	}
-	return s.applyReceipt(c, r)
+	// The event touches only messages of the accounts that hear this topic
+	// and send with the configuration set it names.
+	via, err := s.Hooks.SESVia(c.UserContext(), e.TopicArn, r.AccountRef)
+	if err != nil {
+		return err
+	}
+	return s.applyReceipt(c, via, r)
 }
 
 // handleWebhookSMS receives SNS SMS delivery-status records: inside a signed
@@ -79,6 +85,8 @@ func (s *Server) handleWebhookSES(c *fiber.Ctx) error {
 // post may carry one record or an array of them.
 func (s *Server) handleWebhookSMS(c *fiber.Ctx) error {
 	var records [][]byte
+	// topic stays empty for records posted with the deployment's secret.
+	var topic string
 	if c.Get("x-amz-sns-message-type") != "" {
 		e, err := s.snsEnvelope(c)
 		if err != nil || e == nil {
@@ -87,7 +95,7 @@ func (s *Server) handleWebhookSMS(c *fiber.Ctx) error {
 			}
 			return err
 		}
-		records = [][]byte{[]byte(e.Message)}
+		records, topic = [][]byte{[]byte(e.Message)}, e.TopicArn
 	} else {
 		secret := c.Get("X-Herald-Webhook-Secret")
 		if s.Config.SMSStatusSecret == "" || subtle.ConstantTimeCompare([]byte(secret), []byte(s.Config.SMSStatusSecret)) != 1 {
@@ -106,13 +114,17 @@ func (s *Server) handleWebhookSMS(c *fiber.Ctx) error {
 			records = [][]byte{[]byte(body)}
 		}
 	}
+	via, err := s.Hooks.SMSVia(c.UserContext(), topic)
+	if err != nil {
+		return err
+	}
 	outcomes := make([]string, 0, len(records))
 	for _, rec := range records {
 		r, err := awsnotify.SMSReceipt(rec)
 		if err != nil {
 			return &app.Error{Code: app.EMALFORMED, Message: err.Error()}
 		}
-		outcome, err := s.Receipts.Apply(c.UserContext(), r)
+		outcome, err := s.Receipts.Apply(c.UserContext(), via, r)
 		if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 			return err
 		}

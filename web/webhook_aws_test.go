@@ -265,3 +265,105 @@ func TestWebhook_SMS(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, status)
 	})
 }
+
+// TestWebhook_ReceiptBinding checks that SES events and SMS statuses touch
+// only messages of the accounts that hear the topic (or secret) they came
+// through: another tenant's topic naming Acme's message is foreign.
+func TestWebhook_ReceiptBinding(t *testing.T) {
+	t.Parallel()
+	const globexTopic = "arn:aws:sns:eu-central-1:222222222222:globex-events"
+	const secret = "sms-status-secret-0123456789"
+	sns := awsnotifytest.New(t)
+	fake := fakeAWS(t).URL
+	p := webtest.New(t, webtest.Options{
+		Config: func(cfg *app.Config) {
+			cfg.SNSTopicARNs, cfg.SMSStatusSecret = []string{sesTopic, globexTopic}, secret
+		},
+		Providers: provider.Set{"ses": &ses.Provider{Endpoint: fake}, "sns": &snsadapter.Provider{Endpoint: fake}},
+		SNS:       sns,
+	})
+	useProvider(t, p, app.Email, "ses")
+	useProvider(t, p, app.SMS, "sns")
+	// Globex runs its own AWS account and topic, which it can publish
+	// anything to.
+	globex, err := p.Services.Tenants.Create(p.Ctx, app.CLIActor, app.TenantInput{Slug: "globex", Name: "Globex", Plan: app.PlanPro})
+	require.NoError(t, err)
+	for _, spec := range []struct {
+		ch       app.Channel
+		provider string
+	}{{app.Email, "ses"}, {app.SMS, "sns"}} {
+		_, err := p.Services.Accounts.Create(p.Ctx, app.CLIActor, globex.ID, app.AccountInput{
+			Channel: spec.ch, Provider: spec.provider, Name: "Globex " + spec.provider,
+			Config: app.Attrs{"region": "eu-central-1", "sender_email": "info@globex.example", "configuration_set": "globex-set",
+				app.AccountStatusTopic: globexTopic},
+			Secrets: map[string]string{"access_key_id": "AKIAHERALDTEST000002", "secret_access_key": "not-a-real-secret"},
+		})
+		require.NoError(t, err)
+	}
+	snsHeaders := map[string]string{"x-amz-sns-message-type": "Notification"}
+	status := func(m *app.Message) string {
+		var d struct{ Status string }
+		p.Request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &d)
+		return d.Status
+	}
+	foreignRows := func() int {
+		return p.Count(`SELECT count(*) FROM webhook_receipts WHERE outcome = 'foreign' AND tenant_id IS NULL AND message_id IS NULL`)
+	}
+
+	t.Run("SESThroughOtherTenantsTopic", func(t *testing.T) {
+		id := p.Submit(webtest.WithRecipient("bind-ses", "BK-BIND-SES", map[string]any{"name": "A", "email": "a@example.com"}, "EMAIL"))
+		m := webtest.OnlyMessage(t, p.WaitMessages(id, "sent", webtest.AllStatus(app.MessageSent)))
+		bounce := func(topic, tags string) []byte {
+			return envelopeJSON(t, sns.Notification(topic, `{"eventType":"Bounce","mail":{"messageId":"`+*m.ExternalMessageID+`"`+tags+
+				`},"bounce":{"bounceType":"Permanent","bounceSubType":"General","timestamp":"2026-11-21T10:00:00.000Z"}}`))
+		}
+		before := foreignRows()
+		forged := bounce(globexTopic, `,"tags":{"ses:configuration-set":["globex-set"]}`)
+		for range 2 {
+			code, out := postWebhook(p, "/webhooks/ses", forged, snsHeaders)
+			require.Equal(t, http.StatusOK, code)
+			require.Contains(t, []any{app.ReceiptForeign, app.ReceiptDuplicate}, out["outcome"])
+		}
+		// Globex's configuration set on the shared topic names no account
+		// of Acme's either.
+		code, out := postWebhook(p, "/webhooks/ses", bounce(sesTopic, `,"tags":{"ses:configuration-set":["globex-set"]}`), snsHeaders)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, app.ReceiptForeign, out["outcome"])
+		require.Equal(t, before+2, foreignRows(), "each forged event is kept once, as foreign, under no tenant")
+		require.Equal(t, app.MessageSent, status(m), "no other tenant's topic moves Acme's message")
+		require.Empty(t, webhookEntries(p.Timeline(m.ID)))
+
+		// The event through the shared topic, for Acme's account, applies.
+		code, out = postWebhook(p, "/webhooks/ses", bounce(sesTopic, ""), snsHeaders)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, app.ReceiptApplied, out["outcome"])
+		require.Equal(t, app.MessageFailed, status(m))
+	})
+
+	t.Run("SMSThroughOtherTenantsTopic", func(t *testing.T) {
+		id := p.Submit(webtest.WithRecipient("bind-sms", "BK-BIND-SMS", map[string]any{"name": "A", "phone": "+4915123452001"}, "SMS"))
+		m := webtest.OnlyMessage(t, p.WaitMessages(id, "sent", webtest.AllStatus(app.MessageSent)))
+		rec := `{"notification":{"messageId":"` + *m.ExternalMessageID + `","timestamp":"2026-11-21 10:00:00.000"},"delivery":{"providerResponse":"x"},"status":"FAILURE"}`
+		code, out := postWebhook(p, "/webhooks/sns-sms", envelopeJSON(t, sns.Notification(globexTopic, rec)), snsHeaders)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, []any{app.ReceiptForeign}, out["outcomes"])
+		require.Equal(t, app.MessageSent, status(m))
+
+		// The deployment's own secret serves accounts that claim no topic.
+		code, out = postWebhook(p, "/webhooks/sns-sms", []byte(rec), map[string]string{"X-Herald-Webhook-Secret": secret})
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, []any{app.ReceiptApplied}, out["outcomes"])
+		require.Equal(t, app.MessageFailed, status(m))
+	})
+}
+
+// webhookEntries keeps the timeline entries receipts wrote.
+func webhookEntries(es []*app.MessageEvent) []*app.MessageEvent {
+	var out []*app.MessageEvent
+	for _, e := range es {
+		if e.Source == app.SourceWebhook {
+			out = append(out, e)
+		}
+	}
+	return out
+}

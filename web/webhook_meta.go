@@ -4,6 +4,7 @@ import (
 	"net/url"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider/meta"
@@ -17,8 +18,8 @@ func (s *Server) handleWebhookMetaVerify(c *fiber.Ctx) error {
 		return err
 	}
 	query, _ := url.ParseQuery(string(c.Request().URI().QueryString()))
-	for _, token := range creds.VerifyTokens {
-		if challenge, ok := meta.VerifyChallenge(query, token); ok {
+	for _, a := range creds.Accounts {
+		if challenge, ok := meta.VerifyChallenge(query, a.VerifyToken); ok {
 			c.Type("txt")
 			return c.SendString(challenge)
 		}
@@ -35,14 +36,15 @@ func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
 		return err
 	}
 	body, header := c.Body(), c.Get("X-Hub-Signature-256")
-	verified := false
-	for _, secret := range creds.AppSecrets {
-		if meta.VerifySignature(secret, body, header) {
-			verified = true
-			break
+	// Every account whose secret verifies is remembered: statuses bind to
+	// the accounts that signed them (and whose number they name).
+	var verified []uuid.UUID
+	for _, a := range creds.Accounts {
+		if meta.VerifySignature(a.AppSecret, body, header) {
+			verified = append(verified, a.ID)
 		}
 	}
-	if !verified {
+	if len(verified) == 0 {
 		s.Log.Warn("Meta webhook signature rejected", "tenant", c.Params("tenant"), "has_header", header != "")
 		return app.Errorf(app.EUNAUTHORIZED, "The X-Hub-Signature-256 signature does not match.")
 	}
@@ -54,7 +56,7 @@ func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
 	}
 	outcomes := map[string]int{}
 	for _, r := range hook.Receipts {
-		outcome, err := s.Receipts.Apply(c.UserContext(), r)
+		outcome, err := s.Receipts.Apply(c.UserContext(), creds.Via(verified, r.AccountRef), r)
 		if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 			return err
 		}

@@ -128,6 +128,17 @@ func TestWebhook_Meta(t *testing.T) {
 		require.Equal(t, app.MessageSent, status())
 	})
 
+	t.Run("OtherPhoneNumberIsForeign", func(t *testing.T) {
+		// Signed with the tenant's own secret, but about a number that is
+		// not the account's: it cannot touch the account's messages.
+		body := []byte(strings.Replace(string(statusHook("wamid.TEST1", "failed", time.Now())), `"phone_number_id":"1234567890"`, `"phone_number_id":"999"`, 1))
+		code, out := post(body, signMeta(appSecret, body))
+		require.Equal(t, http.StatusOK, code)
+		require.EqualValues(t, 1, out["outcomes"].(map[string]any)[app.ReceiptForeign])
+		require.Equal(t, app.MessageSent, status())
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM webhook_receipts WHERE outcome = 'foreign' AND tenant_id = $1 AND message_id IS NULL`, p.Tenant.ID))
+	})
+
 	t.Run("StatusesOutOfOrderAndReplayed", func(t *testing.T) {
 		now := time.Now()
 		read := statusHook("wamid.TEST1", "read", now)

@@ -131,12 +131,19 @@ const (
 	KeySNSOriginationNumber = "origination_number"
 	KeySNSSMSType           = "sms_type"
 
+	// KeyAWSStatusTopic is the SNS topic an SES or SNS account's delivery
+	// events come through (app.AccountStatusTopic).
+	KeyAWSStatusTopic = app.AccountStatusTopic
+
 	KeyWebhookURL           = "url"
 	KeyWebhookSigningSecret = "signing_secret"
 )
 
 var awsRegionField = ProviderField{Key: KeyAWSRegion, Label: "AWS region", Required: true, Example: "eu-central-1",
 	Hint: "The region the account's identities live in, such as eu-central-1."}
+
+var awsStatusTopicField = ProviderField{Key: KeyAWSStatusTopic, Label: "Status topic ARN", Example: "arn:aws:sns:eu-central-1:123456789012:herald-events",
+	Hint: "The SNS topic of your own AWS account that delivery events come through; receipts through it touch only this account's messages. Leave empty when Herald's operator provides the topic."}
 
 var awsKeyFields = []ProviderField{
 	{Key: KeyAWSAccessKeyID, Label: "Access key ID", Secret: true, AWSKey: true, Example: "AKIA…",
@@ -178,6 +185,7 @@ var ProviderSpecs = []ProviderSpec{
 				Hint: "Needed for delivery, bounce and complaint events; see the account page for the SNS steps."},
 			{Key: KeySESReplyTo, Label: "Reply-to", Example: "service@example.com",
 				Hint: "One or more addresses, separated by commas."},
+			awsStatusTopicField,
 		}, awsKeyFields...),
 	},
 	{
@@ -192,6 +200,7 @@ var ProviderSpecs = []ProviderSpec{
 			{Key: KeySNSSMSType, Label: "SMS type", Required: true,
 				Hint:    "Transactional messages are routed for reliability; promotional ones for cost.",
 				Options: []FieldOption{{"Transactional", "Transactional"}, {"Promotional", "Promotional"}}},
+			awsStatusTopicField,
 		}, awsKeyFields...),
 	},
 	{
@@ -766,6 +775,7 @@ var (
 	awsRegionPattern   = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]{1,2}$`)
 	digitsPattern      = regexp.MustCompile(`^[0-9]{5,32}$`)
 	configSetPattern   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	snsTopicPattern    = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$`)
 	senderIDPattern    = regexp.MustCompile(`^[A-Za-z0-9]*[A-Za-z][A-Za-z0-9]*$`)
 	shortCodePattern   = regexp.MustCompile(`^[0-9]{3,8}$`)
 	e164Pattern        = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
@@ -952,6 +962,10 @@ func checkSetting(s *Accounts, spec *ProviderSpec, fd ProviderField, v string) (
 	case KeySNSSenderID:
 		if len(v) > 11 || !senderIDPattern.MatchString(v) {
 			return "", app.FieldErrorf(field, "A sender ID has 1 to 11 letters and digits, with at least one letter.")
+		}
+	case KeyAWSStatusTopic:
+		if !snsTopicPattern.MatchString(v) {
+			return "", app.FieldErrorf(field, "%q is not an SNS topic ARN; they look like arn:aws:sns:eu-central-1:123456789012:name.", v)
 		}
 	case KeySNSOriginationNumber:
 		if !e164Pattern.MatchString(v) && !shortCodePattern.MatchString(v) {

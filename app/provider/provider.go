@@ -121,6 +121,11 @@ const (
 type Receipt struct {
 	Provider   string
 	ExternalID string
+	// AccountRef is the provider-side account the payload says the receipt
+	// is about (Meta's metadata.phone_number_id, the SES configuration set
+	// of the mail), or empty when it says none. Receipts only touch
+	// messages of the channel account it names.
+	AccountRef string
 	// ReceiptID identifies this report; a replay carries the same id.
 	ReceiptID string
 	Status    string

@@ -134,7 +134,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 			"ses":     &ses.Provider{Log: log},
 			"sns":     &sns.Provider{Log: log},
 			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
-				_, err := s.Receipts.Apply(ctx, r)
+				_, err := s.Receipts.Apply(ctx, app.Internal, r)
 				return err
 			}},
 		},

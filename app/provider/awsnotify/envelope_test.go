@@ -126,7 +126,10 @@ func TestSESReceipt(t *testing.T) {
 			require.Equal(t, tc.complaint, r.Complaint)
 		})
 	}
-	_, err := awsnotify.SESReceipt(`{"eventType":"Delivery"}`, "x")
+	r, err := awsnotify.SESReceipt(`{"eventType":"Delivery","mail":{"messageId":"m1","tags":{"ses:configuration-set":["acme-events"],"tenant_id":["t"]}}}`, "sns-2")
+	require.NoError(t, err)
+	require.Equal(t, "acme-events", r.AccountRef, "the configuration set names the account")
+	_, err = awsnotify.SESReceipt(`{"eventType":"Delivery"}`, "x")
 	require.Error(t, err, "an event without mail.messageId is refused")
 }
 

@@ -17,6 +17,9 @@ type SESEvent struct {
 	Mail             struct {
 		MessageID string `json:"messageId"`
 		Timestamp string `json:"timestamp"`
+		// Tags hold the mail's tags, SES's own among them
+		// (ses:configuration-set).
+		Tags map[string][]string `json:"tags"`
 	} `json:"mail"`
 	Bounce *struct {
 		BounceType        string `json:"bounceType"`
@@ -40,6 +43,10 @@ type SESEvent struct {
 	} `json:"reject"`
 }
 
+// ConfigurationSetTag is the tag in which SES names the configuration set a
+// mail was sent with; events bind to the account with that set.
+const ConfigurationSetTag = "ses:configuration-set"
+
 // SESReceipt turns an SES event (the Message of an SNS notification) into a
 // receipt: Delivery is delivered; a Permanent bounce, a complaint and a
 // reject are failures; everything else (sends, opens, clicks, delays,
@@ -60,6 +67,9 @@ func SESReceipt(message, notificationID string) (provider.Receipt, error) {
 	r := provider.Receipt{
 		Provider: "ses", ExternalID: ev.Mail.MessageID, ReceiptID: notificationID,
 		Status: provider.StatusInfo, Code: strings.ToLower(kind), Raw: truncate(message, 500),
+	}
+	if set := ev.Mail.Tags[ConfigurationSetTag]; len(set) > 0 {
+		r.AccountRef = set[0]
 	}
 	at := ev.Mail.Timestamp
 	switch kind {

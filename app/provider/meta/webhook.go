@@ -188,6 +188,7 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 				r := provider.Receipt{
 					Provider:   Name,
 					ExternalID: s.ID,
+					AccountRef: v.Metadata.PhoneNumberID,
 					// A redelivered post repeats the timestamp, so the id
 					// stays stable across Meta's retries.
 					ReceiptID: s.ID + ":" + s.Status + ":" + s.Timestamp,

@@ -103,6 +103,10 @@ func TestParseWebhook(t *testing.T) {
 			{Provider: "meta", ExternalID: failedID, ReceiptID: failedID + ":failed:1750857401", Status: provider.StatusFailed, At: time.Unix(1750857401, 0).UTC(),
 				Code: "131026", Reason: "Message undeliverable"},
 		}
+		for i := range want {
+			// Each status names the business number it is about.
+			want[i].AccountRef = "106540352242922"
+		}
 		for i, r := range w.Receipts {
 			require.NotEmpty(t, r.Raw)
 			require.LessOrEqual(t, len(r.Raw), 310, "Raw is an excerpt")
