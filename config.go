@@ -69,6 +69,7 @@ func envVars() []envVar {
 		envVar{"HERALD_BREAKER_OPEN_FOR", "1m", "how long an open breaker refuses sends", breakerDuration("HERALD_BREAKER_OPEN_FOR", func(c *app.Config) *time.Duration { return &c.BreakerOpenFor })},
 		envVar{"HERALD_SNS_TOPIC_ARNS", "", "comma-separated SNS topics whose messages /webhooks/ses and /webhooks/sns-sms accept; unset: all refused", parseSNSTopicARNs},
 		envVar{"HERALD_SMS_STATUS_SECRET", "", "secret (24+ characters) for SMS status records posted without an SNS envelope (header X-Herald-Webhook-Secret); unset: refused", parseSMSStatusSecret},
+		envVar{"HERALD_PENDING_RECEIPT_HORIZON", "24h", "how long a receipt that arrives before its send is recorded waits for it (1m to 720h); maintenance then deletes and counts it", parsePendingReceiptHorizon},
 		envVar{"HERALD_META_BASE_URL", "", "Meta Graph API URL the WhatsApp adapter calls (or a stand-in); unset: https://graph.facebook.com", parseMetaBaseURL},
 		envVar{"HERALD_PPROF_ADDR", "", "private host:port to serve Go's profiler on; unset: off", parsePprofAddr},
 		envVar{"HERALD_SHUTDOWN_TIMEOUT", "25s", "how long running requests and jobs may finish after SIGTERM", parseShutdownTimeout},
@@ -363,6 +364,15 @@ func breakerDuration(name string, field func(*app.Config) *time.Duration) func(*
 		*field(c) = d
 		return nil
 	}
+}
+
+func parsePendingReceiptHorizon(c *app.Config, v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Minute || d > 720*time.Hour {
+		return fmt.Errorf("HERALD_PENDING_RECEIPT_HORIZON must be a duration from 1m to 720h, such as 24h, got %q", v)
+	}
+	c.PendingReceiptHorizon = d
+	return nil
 }
 
 func parseSNSTopicARNs(c *app.Config, v string) error {

@@ -81,6 +81,9 @@ type Config struct {
 	// SMSStatusSecret authenticates SMS delivery-status records posted
 	// without an SNS envelope (header X-Herald-Webhook-Secret).
 	SMSStatusSecret string
+	// PendingReceiptHorizon is how long a receipt that overtook its send
+	// is kept waiting for the send to be recorded.
+	PendingReceiptHorizon time.Duration
 	// MetaBaseURL points the WhatsApp adapter at Meta's Graph API (or a
 	// stand-in); empty means https://graph.facebook.com.
 	MetaBaseURL string

@@ -45,6 +45,7 @@ type DispatchOutcome struct {
 // DispatchTx lists the statements Dispatcher runs, fallbacks included.
 type DispatchTx interface {
 	FallbackTx
+	ReceiptApplyTx
 	MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID, month time.Time) (*DispatchState, error)
 	RecordSent(ctx context.Context, s SentRecord) (bool, error)
 	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
@@ -67,6 +68,9 @@ type Dispatcher struct {
 	// Breakers stop sends to a provider that keeps failing; nil sends always.
 	Breakers *Breakers
 	Metrics  Metrics
+	// Receipts applies the receipts that overtook a send when it is
+	// recorded; nil leaves them pending.
+	Receipts *Receipts
 	Now      Clock
 	Log      *slog.Logger
 }
@@ -225,16 +229,26 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 		if err := complete(ctx, tx); err != nil {
 			return err
 		}
+		// Receipts of this id wait until the send is recorded, and the
+		// ones that came before it are applied with it.
+		if err := tx.LockReceipts(ctx, acct.Provider, externalID); err != nil {
+			return err
+		}
 		// A message that left QUEUED meanwhile (cancelled) stays as it is;
 		// its job is done either way.
-		_, err := tx.RecordSent(ctx, SentRecord{
+		moved, err := tx.RecordSent(ctx, SentRecord{
 			TenantID: m.TenantID, MessageID: m.ID, Provider: acct.Provider, ExternalID: externalID,
 			Attempt: attempt, At: now, Channel: m.Channel, UsageMonth: MonthOf(now),
 			Detail: map[string]any{
 				"provider": acct.Provider, "external_id": externalID, "attempt": attempt, "provider_ms": took.Milliseconds(),
 			},
 		})
-		return err
+		if err != nil || !moved || d.Receipts == nil {
+			return err
+		}
+		sent := *m
+		sent.Status, sent.Provider, sent.ExternalMessageID, sent.SentAt = MessageSent, &acct.Provider, &externalID, &now
+		return d.Receipts.ApplyPending(ctx, tx, &sent)
 	})
 	if err != nil {
 		return DispatchOutcome{}, err

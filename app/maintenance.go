@@ -21,6 +21,7 @@ type MaintenanceTx interface {
 	PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+	PrunePendingReceipts(ctx context.Context, receivedBefore time.Time, limit int) ([]string, error)
 }
 
 // Maintenance is Herald's periodic housekeeping.
@@ -32,6 +33,57 @@ type Maintenance struct {
 	// StuckAfter is how long a QUEUED message may wait without a live job
 	// before it is enqueued again; 0 means five minutes.
 	StuckAfter time.Duration
+	// PendingHorizon is how long a receipt for a message id Herald has not
+	// recorded is kept; 0 means DefaultPendingHorizon.
+	PendingHorizon time.Duration
+	// Metrics counts expired receipts; nil counts nothing.
+	Metrics Metrics
+}
+
+// DefaultPendingHorizon is how long a receipt waits for its send to be
+// recorded (HERALD_PENDING_RECEIPT_HORIZON).
+const DefaultPendingHorizon = 24 * time.Hour
+
+// ReceiptExpired is the metrics outcome of a pending receipt whose message
+// was never recorded within the horizon.
+const ReceiptExpired = "expired"
+
+// PrunePending deletes the receipts still pending after PendingHorizon (a
+// send never recorded, or an id Herald never sent), counts them per provider
+// and logs the total, in batches.
+func (m *Maintenance) PrunePending(ctx context.Context) (int, error) {
+	horizon := m.PendingHorizon
+	if horizon == 0 {
+		horizon = DefaultPendingHorizon
+	}
+	before := m.Now().Add(-horizon)
+	perProvider := map[string]int{}
+	total := 0
+	for {
+		var providers []string
+		err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
+			providers, err = tx.PrunePendingReceipts(ctx, before, PruneBatch)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		for _, p := range providers {
+			perProvider[p]++
+			if m.Metrics != nil {
+				m.Metrics.Receipt(p, ReceiptExpired)
+			}
+		}
+		total += len(providers)
+		if len(providers) < PruneBatch {
+			break
+		}
+	}
+	if total > 0 {
+		m.Log.WarnContext(ctx, "pending receipts expired: their message was never recorded", "count", total,
+			"horizon", horizon.String(), "per_provider", perProvider)
+	}
+	return total, nil
 }
 
 // RequeueStuck enqueues a dispatch job again for every QUEUED message older

@@ -17,7 +17,10 @@ const (
 	ReceiptApplied   = "applied"   // the message moved forward
 	ReceiptRecorded  = "recorded"  // on the timeline only (late, or no change)
 	ReceiptDuplicate = "duplicate" // seen before; nothing done
-	ReceiptUnknown   = "unknown"   // no message has this provider id
+	// ReceiptPending: no message has this provider id yet (the receipt
+	// overtook the send's commit); kept, and applied when the send is
+	// recorded.
+	ReceiptPending = "pending"
 	// ReceiptForeign: the message it names belongs to another tenant or
 	// account than the one the receipt came through; stored, never applied.
 	ReceiptForeign = "foreign"
@@ -63,13 +66,34 @@ func (v Via) allows(m *Message) bool {
 	return slices.Contains(v.Accounts, *m.ChannelAccountID)
 }
 
-// ReceiptTx lists the statements Receipts runs.
-type ReceiptTx interface {
+// PendingReceipt is a receipt kept until its message's send is recorded,
+// with what it came through.
+type PendingReceipt struct {
+	Receipt provider.Receipt
+	Via     Via
+}
+
+// ReceiptApplyTx lists the statements that apply receipts to a message the
+// transaction holds. The dispatcher runs them too: it applies the receipts
+// that overtook its send in the transaction that records the send.
+type ReceiptApplyTx interface {
 	Tx
-	MessageByExternalID(ctx context.Context, provider, externalID string) (*Message, error)
+	// LockReceipts serialises, until the transaction ends, everything done
+	// for one provider message id: receipts of it, and the recording of
+	// its send.
+	LockReceipts(ctx context.Context, provider, externalID string) error
+	PendingReceipts(ctx context.Context, provider, externalID string) ([]*PendingReceipt, error)
 	StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt, outcome string) (bool, error)
+	MarkReceiptForeign(ctx context.Context, provider, receiptID, foreignID string) error
 	RecordReceipt(ctx context.Context, r ReceiptRecord) (fresh, moved bool, err error)
 	MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error
+}
+
+// ReceiptTx lists the statements Receipts runs.
+type ReceiptTx interface {
+	ReceiptApplyTx
+	MessageByExternalID(ctx context.Context, provider, externalID string) (*Message, error)
+	StorePendingReceipt(ctx context.Context, p *PendingReceipt, receivedAt time.Time) (bool, error)
 }
 
 // Receipts applies providers' delivery reports to messages.
@@ -84,9 +108,9 @@ type Receipts struct {
 // provider and external id, moves it forward if the rules allow, and writes
 // a timeline entry either way. via bounds what the receipt may touch: a
 // receipt naming a message of another tenant or account is stored as
-// ReceiptForeign and changes nothing. A receipt for an unknown message is
-// stored and reported as ReceiptUnknown with an ENOTFOUND error; if the same
-// receipt comes again once the message is known, it is applied then.
+// ReceiptForeign and changes nothing. A receipt for a message not known yet
+// is kept as ReceiptPending and applied when the dispatcher records the
+// send (see ApplyPending).
 func (s *Receipts) Apply(ctx context.Context, via Via, r provider.Receipt) (string, error) {
 	if r.At.IsZero() {
 		r.At = s.Now()
@@ -98,18 +122,23 @@ func (s *Receipts) Apply(ctx context.Context, via Via, r provider.Receipt) (stri
 	if r.ReceiptID == "" {
 		r.ReceiptID = r.ExternalID + ":" + r.Status
 	}
-	outcome := ReceiptUnknown
+	var outcome string
 	var foreign *Message
 	// The message is looked up across tenants, so that a receipt naming
 	// another tenant's message is recognised as foreign; every write below
 	// is for the message's tenant, and only when via allows it.
 	err := s.Store.InPlatform(ctx, func(tx ReceiptTx) error {
+		// Taken before the lookup: either the send's recording committed
+		// first and the message is found, or it waits for this receipt to
+		// be kept and then applies it.
+		if err := tx.LockReceipts(ctx, r.Provider, r.ExternalID); err != nil {
+			return err
+		}
 		m, err := tx.MessageByExternalID(ctx, r.Provider, r.ExternalID)
 		if ErrorCode(err) == ENOTFOUND {
-			// Kept, so that it is applied if it comes again once the
-			// message is known.
-			fresh, err := tx.StoreReceipt(ctx, nil, nil, r, ReceiptUnknown)
-			if err == nil && !fresh {
+			fresh, err := tx.StorePendingReceipt(ctx, &PendingReceipt{Receipt: r, Via: via}, s.Now())
+			outcome = ReceiptPending
+			if !fresh {
 				outcome = ReceiptDuplicate
 			}
 			return err
@@ -129,25 +158,61 @@ func (s *Receipts) Apply(ctx context.Context, via Via, r provider.Receipt) (stri
 	}
 	s.Metrics.Receipt(r.Provider, outcome)
 	if foreign != nil {
-		s.Log.WarnContext(ctx, "receipt names a message of another tenant or account; not applied",
-			"provider", r.Provider, "external_id", r.ExternalID, "route", via.Route,
-			"message_tenant_id", foreign.TenantID, "message_account_id", foreign.ChannelAccountID)
-	}
-	if outcome == ReceiptUnknown {
-		return outcome, Errorf(ENOTFOUND, "No message from %s has id %s.", r.Provider, r.ExternalID)
+		s.logForeign(ctx, via, r, foreign)
 	}
 	return outcome, nil
 }
 
+// ApplyPending applies, in the transaction that recorded m's send (which
+// holds LockReceipts for it), the receipts that arrived before, oldest
+// first. m is the message as that transaction left it.
+func (s *Receipts) ApplyPending(ctx context.Context, tx ReceiptApplyTx, m *Message) error {
+	if m.Provider == nil || m.ExternalMessageID == nil {
+		return nil
+	}
+	pending, err := tx.PendingReceipts(ctx, *m.Provider, *m.ExternalMessageID)
+	if err != nil {
+		return err
+	}
+	for _, p := range pending {
+		r := p.Receipt
+		if !p.Via.allows(m) {
+			if err := tx.MarkReceiptForeign(ctx, r.Provider, r.ReceiptID, foreignID(p.Via, r)); err != nil {
+				return err
+			}
+			s.Metrics.Receipt(r.Provider, ReceiptForeign)
+			s.logForeign(ctx, p.Via, r, m)
+			continue
+		}
+		outcome, err := s.record(ctx, tx, r, receiptStatus[r.Status], m)
+		if err != nil {
+			return err
+		}
+		s.Metrics.Receipt(r.Provider, outcome)
+	}
+	return nil
+}
+
+func (s *Receipts) logForeign(ctx context.Context, via Via, r provider.Receipt, m *Message) {
+	s.Log.WarnContext(ctx, "receipt names a message of another tenant or account; not applied",
+		"provider", r.Provider, "external_id", r.ExternalID, "route", via.Route,
+		"message_tenant_id", m.TenantID, "message_account_id", m.ChannelAccountID)
+}
+
+// foreignID is the key a foreign receipt is kept under: a forged receipt
+// must not take the id of the genuine one it imitates.
+func foreignID(via Via, r provider.Receipt) string {
+	return ReceiptForeign + ":" + via.Route + ":" + r.ReceiptID
+}
+
 // storeForeign keeps a foreign receipt, for the record, under its route's
-// tenant (none on shared routes) and a key of its own: a forged receipt must
-// not take the id of the genuine one it imitates.
+// tenant (none on shared routes) and a key of its own (foreignID).
 func (s *Receipts) storeForeign(ctx context.Context, tx ReceiptTx, via Via, r provider.Receipt) (string, error) {
 	var tenantID *uuid.UUID
 	if via.TenantID != uuid.Nil {
 		tenantID = &via.TenantID
 	}
-	r.ReceiptID = ReceiptForeign + ":" + via.Route + ":" + r.ReceiptID
+	r.ReceiptID = foreignID(via, r)
 	fresh, err := tx.StoreReceipt(ctx, tenantID, nil, r, ReceiptForeign)
 	if err != nil || !fresh {
 		return ReceiptDuplicate, err
@@ -157,8 +222,8 @@ func (s *Receipts) storeForeign(ctx context.Context, tx ReceiptTx, via Via, r pr
 
 // record applies a receipt to its message, which the transaction holds:
 // the receipt is stored once, the status moves when the rules allow, and
-// the timeline has the receipt either way.
-func (s *Receipts) record(ctx context.Context, tx ReceiptTx, r provider.Receipt, to string, m *Message) (string, error) {
+// the timeline has the receipt either way. m's status follows the move.
+func (s *Receipts) record(ctx context.Context, tx ReceiptApplyTx, r provider.Receipt, to string, m *Message) (string, error) {
 	detail := map[string]any{"provider": r.Provider, "receipt": r.Status, "receipt_id": r.ReceiptID}
 	if r.Code != "" {
 		detail["code"] = r.Code
@@ -188,7 +253,7 @@ func (s *Receipts) record(ctx context.Context, tx ReceiptTx, r provider.Receipt,
 	}
 	outcome := ReceiptRecorded
 	if moved {
-		outcome = ReceiptApplied
+		outcome, m.Status = ReceiptApplied, to
 	}
 	if complaint {
 		return outcome, tx.MarkEmailComplained(ctx, m.TenantID, *m.ContactID, r.At)

@@ -5,6 +5,8 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -77,14 +79,10 @@ func TestReceipts_Apply(t *testing.T) {
 		var outcomes []string
 		for _, r := range hook.Receipts {
 			outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
-			if outcome == app.ReceiptUnknown {
-				require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
-			} else {
-				require.NoError(t, err)
-			}
+			require.NoError(t, err)
 			outcomes = append(outcomes, outcome)
 		}
-		require.Equal(t, []string{app.ReceiptApplied, app.ReceiptRecorded, app.ReceiptApplied, app.ReceiptUnknown}, outcomes)
+		require.Equal(t, []string{app.ReceiptApplied, app.ReceiptRecorded, app.ReceiptApplied, app.ReceiptPending}, outcomes)
 		got := b.message(t, tn.ID, m.ID)
 		require.Equal(t, app.MessageRead, got.Status)
 		require.True(t, got.ReadAt.Equal(time.Unix(1750857512, 0)))
@@ -155,7 +153,7 @@ func TestReceipts_Apply(t *testing.T) {
 		require.Nil(t, hooks[1].ToStatus)
 	})
 
-	t.Run("UnknownProviderID", func(t *testing.T) {
+	t.Run("UnknownProviderIDKeptPending", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)
 		tn := b.tenant(t, "acme")
@@ -163,63 +161,217 @@ func TestReceipts_Apply(t *testing.T) {
 		r := provider.Receipt{Provider: meta.Name, ExternalID: "wamid.nobody", Status: provider.StatusDelivered}
 
 		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
-		require.Equal(t, app.ReceiptUnknown, outcome)
-		require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptPending, outcome)
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE provider = 'meta' AND receipt_id = 'wamid.nobody:delivered'
-			AND outcome = 'unknown' AND tenant_id IS NULL AND message_id IS NULL`), "kept, with no tenant, until its message is known")
+			AND outcome = 'pending' AND tenant_id = $1 AND message_id IS NULL AND external_id = 'wamid.nobody'`, tn.ID),
+			"kept, under the tenant whose webhook received it, until its message is known")
 
-		// Until then a replay is unknown again, not a duplicate.
-		outcome, _ = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
-		require.Equal(t, app.ReceiptUnknown, outcome)
+		// A replay while it waits is a duplicate.
+		outcome, err = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptDuplicate, outcome)
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts`))
 
 		// Messages are matched by provider and id: another provider's
 		// receipt with a Meta id names nothing.
 		outcome, err = b.svc.Receipts.Apply(b.ctx, app.Internal, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID, Status: provider.StatusRead})
-		require.Equal(t, app.ReceiptUnknown, outcome)
-		require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
-		require.Equal(t, app.MessageSent, b.message(t, tn.ID, m.ID).Status)
-	})
-
-	t.Run("ReceiptBeforeSendAppliedOnReplay", func(t *testing.T) {
-		t.Parallel()
-		b := setupPipeline(t, nil)
-		tn := b.tenant(t, "acme")
-		b.useMeta(t, tn, nil)
-		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
-		// Meta's status can overtake the commit of the send it is about.
-		early := provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: fakeWamid(1) + ":delivered:1",
-			Status: provider.StatusDelivered, At: testStart.Add(time.Second)}
-		outcome, _ := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), early)
-		require.Equal(t, app.ReceiptUnknown, outcome)
-
-		sent := b.sendOK(t, m)
-		require.Equal(t, fakeWamid(1), *sent.ExternalMessageID)
-		require.Equal(t, app.MessageSent, sent.Status, "the send does not look at receipts kept for its id")
-
-		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), early)
 		require.NoError(t, err)
-		require.Equal(t, app.ReceiptApplied, outcome, "the same receipt again, once the message is known, applies")
-		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status)
-		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE receipt_id = $1 AND outcome = 'matched'
-			AND tenant_id = $2 AND message_id = $3`, early.ReceiptID, tn.ID, m.ID))
+		require.Equal(t, app.ReceiptPending, outcome)
+		require.Equal(t, app.MessageSent, b.message(t, tn.ID, m.ID).Status)
 	})
 
 	t.Run("ReceiptBeforeSendAppliedAtSend", func(t *testing.T) {
 		t.Parallel()
-		t.Skip("bug: a receipt that overtakes the send's commit is kept but never applied unless replayed (DESIGN.md Receipts: applied in the transaction that records the external id)")
 		b := setupPipeline(t, nil)
 		tn := b.tenant(t, "acme")
 		b.useMeta(t, tn, nil)
 		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
-		early := provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: fakeWamid(1) + ":delivered:1",
-			Status: provider.StatusDelivered, At: testStart.Add(time.Second)}
-		outcome, _ := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), early)
-		require.Equal(t, app.ReceiptUnknown, outcome)
+		// Meta's statuses can overtake the commit of the send they are
+		// about, and each other: delivered is posted before sent.
+		early := func(status string, at time.Time) provider.Receipt {
+			return provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: fakeWamid(1) + ":" + status,
+				Status: status, At: at, AccountRef: metaPhoneNumberID}
+		}
+		delivered, sent := early(provider.StatusDelivered, testStart.Add(2*time.Second)), early(provider.StatusSent, testStart.Add(time.Second))
+		for _, r := range []provider.Receipt{delivered, sent} {
+			outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
+			require.NoError(t, err)
+			require.Equal(t, app.ReceiptPending, outcome)
+		}
 
-		// The webhook answered 200, so Meta does not send it again.
+		// The webhook answered 200, so Meta does not send them again: the
+		// send applies them, in their own order.
 		b.sendOK(t, m)
+		got := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageDelivered, got.Status)
+		require.True(t, got.DeliveredAt.Equal(delivered.At))
+		hooks := fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook)
+		require.Len(t, hooks, 2)
+		require.Equal(t, provider.StatusSent, hooks[0].Detail["receipt"], "applied in timestamp order")
+		require.Equal(t, provider.StatusDelivered, hooks[1].Detail["receipt"])
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE external_id = $1 AND outcome = 'matched'
+			AND tenant_id = $2 AND message_id = $3`, fakeWamid(1), tn.ID, m.ID))
+
+		// Now a replay is a duplicate.
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), delivered)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptDuplicate, outcome)
+	})
+
+	t.Run("StatusesPostedBeforeSendAnswers", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		web := b.svc.Web("test").App()
+		// The fake Graph API posts the statuses of each message to the
+		// tenant's webhook before it answers the send, as Meta does.
+		var mu sync.Mutex
+		var answers []string
+		b.meta.before = func() {
+			mu.Lock()
+			defer mu.Unlock()
+			n := len(answers) + 1
+			for _, status := range []string{"delivered", "sent"} {
+				body := []byte(`{"object":"whatsapp_business_account","entry":[{"id":"102290129340398","changes":[{"field":"messages","value":{
+					"messaging_product":"whatsapp","metadata":{"phone_number_id":"` + metaPhoneNumberID + `"},"statuses":[{"id":"` + fakeWamid(n) +
+					`","status":"` + status + `","timestamp":"` + strconv.FormatInt(testStart.Unix()+int64(len(status)), 10) + `","recipient_id":"4915112345678"}]}}]}]}`)
+				req := httptest.NewRequest(http.MethodPost, "/webhooks/meta/acme", bytes.NewReader(body))
+				req.Header.Set(meta.SignatureHeader, signMeta("app-secret-acme", body))
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := web.Test(req, -1)
+				if err != nil {
+					answers = append(answers, err.Error())
+					return
+				}
+				raw, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				answers = append(answers, string(raw))
+			}
+		}
+		m := b.sendOK(t, b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP")))
+		mu.Lock()
+		require.Equal(t, []string{`{"outcomes":{"pending":1}}`, `{"outcomes":{"pending":1}}`}, answers)
+		mu.Unlock()
 		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status)
+		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageDelivered}, statuses(b.timeline(t, tn.ID, m.ID)))
+	})
+
+	t.Run("ReceiptRacingSendCommitNeverLost", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		via := b.via(t, tn)
+		// Each send's status is applied from another goroutine while the
+		// send is being recorded: whichever commits first, the receipt is
+		// applied exactly once.
+		const n = 6
+		results := make(chan error, n)
+		var sends int
+		b.meta.before = func() {
+			sends++
+			wamid := fakeWamid(sends)
+			go func() {
+				outcome, err := b.svc.Receipts.Apply(b.ctx, via, provider.Receipt{Provider: meta.Name, ExternalID: wamid,
+					ReceiptID: wamid + ":delivered", Status: provider.StatusDelivered, At: testStart.Add(time.Second)})
+				if err == nil && outcome != app.ReceiptApplied && outcome != app.ReceiptPending {
+					err = fmt.Errorf("outcome %s", outcome)
+				}
+				results <- err
+			}()
+		}
+		var ms []*app.Message
+		for i := range n {
+			ms = append(ms, b.sendOK(t, b.routeOne(t, tn, booking(fmt.Sprintf("evt-%d", i), fmt.Sprintf("BK-%d", i), anna, "WHATSAPP"))))
+		}
+		for range n {
+			require.NoError(t, <-results)
+		}
+		for _, m := range ms {
+			require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status)
+			require.Len(t, fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook), 1)
+		}
+		require.Zero(t, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE outcome <> 'matched'`))
+	})
+
+	t.Run("PendingReceiptOfOtherAccountNotAppliedAtSend", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		acme, globex := b.tenant(t, "acme"), b.tenant(t, "globex")
+		b.useMeta(t, acme, nil)
+		b.useMeta(t, globex, nil)
+		m := b.routeOne(t, acme, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		// Globex guesses the id of Acme's next message and posts a failure
+		// for it through its own webhook before Acme sends.
+		forged := provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: fakeWamid(1) + ":failed",
+			Status: provider.StatusFailed, Code: "131026", At: testStart.Add(time.Second)}
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, globex), forged)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptPending, outcome)
+
+		b.sendOK(t, m)
+		require.Equal(t, app.MessageSent, b.message(t, acme.ID, m.ID).Status)
+		require.Empty(t, fromSource(b.timeline(t, acme.ID, m.ID), app.SourceWebhook))
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE outcome = 'pending' AND tenant_id = $1`, globex.ID),
+			"Acme's send does not even see it; it expires")
+		// Acme's genuine receipt with the same id still applies.
+		forged.Status, forged.Code = provider.StatusDelivered, ""
+		outcome, err = b.svc.Receipts.Apply(b.ctx, b.via(t, acme), forged)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+	})
+
+	t.Run("PendingOfSharedRouteAppliedAtSend", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		acme, globex := b.tenant(t, "acme"), b.tenant(t, "globex")
+		a, g := b.useMeta(t, acme, nil), b.useMeta(t, globex, nil)
+		m := b.routeOne(t, acme, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		// A route tenants share (as SES's and SNS's are) keeps the early
+		// receipt under no tenant; Acme's send still finds and applies it,
+		// since it came through an account of Acme's.
+		shared := app.Via{Accounts: []uuid.UUID{g.ID, a.ID}, Route: "shared"}
+		r := provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: "shared-1",
+			Status: provider.StatusDelivered, At: testStart.Add(time.Second)}
+		outcome, err := b.svc.Receipts.Apply(b.ctx, shared, r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptPending, outcome)
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE receipt_id = 'shared-1' AND tenant_id IS NULL`))
+		var seen int
+		require.NoError(t, b.svc.Store.InTenant(b.ctx, globex.ID, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM webhook_receipts`).Scan(&seen)
+		}))
+		require.Equal(t, 1, seen, "each tenant whose account it came through may see it while it is pending")
+
+		b.sendOK(t, m)
+		require.Equal(t, app.MessageDelivered, b.message(t, acme.ID, m.ID).Status)
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE receipt_id = 'shared-1' AND tenant_id = $1 AND outcome = 'matched'`, acme.ID))
+		require.NoError(t, b.svc.Store.InTenant(b.ctx, globex.ID, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM webhook_receipts`).Scan(&seen)
+		}))
+		require.Zero(t, seen, "once applied it is Acme's alone")
+	})
+
+	t.Run("PendingReceiptsExpire", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		old := provider.Receipt{Provider: meta.Name, ExternalID: "wamid.never", Status: provider.StatusDelivered}
+		_, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), old)
+		require.NoError(t, err)
+		b.clock.Advance(23 * time.Hour)
+		young := provider.Receipt{Provider: meta.Name, ExternalID: "wamid.later", Status: provider.StatusDelivered}
+		_, err = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), young)
+		require.NoError(t, err)
+
+		b.clock.Advance(time.Hour + time.Second)
+		n, err := b.svc.Maintenance.PrunePending(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "only the receipt older than the horizon")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE outcome = 'pending' AND external_id = 'wamid.later'`))
+		require.Zero(t, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE external_id = 'wamid.never'`))
 	})
 
 	t.Run("OtherTenantsMessageUntouched", func(t *testing.T) {
@@ -471,6 +623,12 @@ func TestReceipts_Apply(t *testing.T) {
 		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageDelivered, app.MessageRead},
 			statuses(b.timeline(t, tn.ID, m.ID)))
 	})
+}
+
+func signMeta(secret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
 }
 
 // via is what a receipt posted to the tenant's own webhooks came through:

@@ -87,6 +87,18 @@ func (t *Tx) PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.
 			SELECT id FROM webhook_receipts WHERE tenant_id = $1 AND received_at < $2 LIMIT $3)`, tenantID, before, limit)
 }
 
+// PrunePendingReceipts serves app.MaintenanceTx: it deletes up to limit
+// receipts still pending (or unknown, as they were kept before) that were
+// received before the time, and returns their providers.
+func (t *Tx) PrunePendingReceipts(ctx context.Context, receivedBefore time.Time, limit int) ([]string, error) {
+	providers := []string{}
+	err := t.tx.SelectContext(ctx, &providers, `
+		DELETE FROM webhook_receipts WHERE id IN (
+			SELECT id FROM webhook_receipts WHERE outcome IN ('pending', 'unknown') AND received_at < $1 LIMIT $2)
+		RETURNING provider`, receivedBefore, limit)
+	return providers, mapErr(err)
+}
+
 func (t *Tx) prune(ctx context.Context, query string, args ...any) (int, error) {
 	res, err := t.tx.ExecContext(ctx, query, args...)
 	if err != nil {

@@ -185,7 +185,7 @@ func (t *Tx) MessageByExternalID(ctx context.Context, providerName, externalID s
 // stored while its message was unknown may be stored again once the
 // message is known.
 func (t *Tx) StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt, outcome string) (bool, error) {
-	body, _ := json.Marshal(map[string]string{"status": r.Status, "code": r.Code, "reason": r.Reason, "external_id": r.ExternalID, "raw": r.Raw})
+	body := receiptBody(r)
 	var id int64
 	err := t.tx.GetContext(ctx, &id, `
 		INSERT INTO webhook_receipts (tenant_id, provider, receipt_id, message_id, status, body, outcome, received_at)
@@ -193,7 +193,7 @@ func (t *Tx) StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r
 		ON CONFLICT (provider, receipt_id) DO UPDATE
 			SET tenant_id = excluded.tenant_id, message_id = excluded.message_id, outcome = excluded.outcome, received_at = excluded.received_at
 			WHERE webhook_receipts.outcome = 'unknown'
-		RETURNING id`, tenantID, r.Provider, r.ReceiptID, messageID, r.Status, string(body), outcome)
+		RETURNING id`, tenantID, r.Provider, r.ReceiptID, messageID, r.Status, body, outcome)
 	if err != nil {
 		if isNoRows(err) {
 			return false, nil
@@ -213,7 +213,7 @@ func (t *Tx) StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r
 // the change happened.
 func (t *Tx) RecordReceipt(ctx context.Context, rec app.ReceiptRecord) (fresh, moved bool, err error) {
 	r := rec.Receipt
-	body, _ := json.Marshal(map[string]string{"status": r.Status, "code": r.Code, "reason": r.Reason, "external_id": r.ExternalID, "raw": r.Raw})
+	body := receiptBody(r)
 	detail, err := json.Marshal(rec.Detail)
 	if err != nil {
 		return false, false, fmt.Errorf("encode timeline detail: %w", err)
@@ -228,7 +228,7 @@ func (t *Tx) RecordReceipt(ctx context.Context, rec app.ReceiptRecord) (fresh, m
 			VALUES ($1, $3, $4, $2, $5, $6, 'matched', now())
 			ON CONFLICT (provider, receipt_id) DO UPDATE
 				SET tenant_id = excluded.tenant_id, message_id = excluded.message_id, outcome = excluded.outcome, received_at = excluded.received_at
-				WHERE webhook_receipts.outcome = 'unknown'
+				WHERE webhook_receipts.outcome IN ('unknown', 'pending')
 			RETURNING id
 		), moved AS (
 			UPDATE messages SET status = $8::text,
@@ -246,13 +246,112 @@ func (t *Tx) RecordReceipt(ctx context.Context, rec app.ReceiptRecord) (fresh, m
 			WHERE EXISTS (SELECT FROM receipt)
 		)
 		SELECT EXISTS (SELECT FROM receipt), EXISTS (SELECT FROM moved)`,
-		rec.TenantID, rec.MessageID, r.Provider, r.ReceiptID, r.Status, string(body),
+		rec.TenantID, rec.MessageID, r.Provider, r.ReceiptID, r.Status, body,
 		rec.From, to, r.Code, r.Reason, r.At, app.SourceWebhook, string(detail),
 	).Scan(&fresh, &moved)
 	if err != nil {
 		return false, false, mapErr(err)
 	}
 	return fresh, moved, nil
+}
+
+// receiptBody is what webhook_receipts keeps of a receipt: enough to apply
+// it later when it is pending.
+func receiptBody(r provider.Receipt) string {
+	body, _ := json.Marshal(map[string]any{"status": r.Status, "code": r.Code, "reason": r.Reason, "external_id": r.ExternalID,
+		"raw": r.Raw, "complaint": r.Complaint, "account_ref": r.AccountRef})
+	return string(body)
+}
+
+// LockReceipts serves app.ReceiptApplyTx with a transaction-scoped
+// advisory lock on the provider message id.
+func (t *Tx) LockReceipts(ctx context.Context, providerName, externalID string) error {
+	_, err := t.tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2, 11))`, providerName, externalID)
+	return mapErr(err)
+}
+
+// StorePendingReceipt serves app.ReceiptTx: a receipt for a message id not
+// recorded yet, kept once with what it came through (a receipt stored as
+// unknown before pending receipts existed becomes pending).
+func (t *Tx) StorePendingReceipt(ctx context.Context, p *app.PendingReceipt, receivedAt time.Time) (bool, error) {
+	r := p.Receipt
+	var tenantID *uuid.UUID
+	if p.Via.TenantID != uuid.Nil {
+		tenantID = &p.Via.TenantID
+	}
+	var id int64
+	err := t.tx.GetContext(ctx, &id, `
+		INSERT INTO webhook_receipts (tenant_id, provider, receipt_id, status, body, outcome, received_at,
+			external_id, at, via_accounts, via_trusted, via_route)
+		VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9::uuid[], $10, $11)
+		ON CONFLICT (provider, receipt_id) DO UPDATE
+			SET tenant_id = excluded.tenant_id, outcome = excluded.outcome, received_at = excluded.received_at,
+				external_id = excluded.external_id, at = excluded.at, via_accounts = excluded.via_accounts,
+				via_trusted = excluded.via_trusted, via_route = excluded.via_route
+			WHERE webhook_receipts.outcome = 'unknown'
+		RETURNING id`,
+		tenantID, r.Provider, r.ReceiptID, r.Status, receiptBody(r), receivedAt,
+		r.ExternalID, r.At, uuidArray(p.Via.Accounts), p.Via.Trusted, p.Via.Route)
+	if isNoRows(err) {
+		return false, nil
+	}
+	return err == nil, mapErr(err)
+}
+
+// PendingReceipts serves app.ReceiptApplyTx: the receipts kept for a
+// provider message id, in the order of their own timestamps.
+func (t *Tx) PendingReceipts(ctx context.Context, providerName, externalID string) ([]*app.PendingReceipt, error) {
+	rows, err := t.tx.QueryxContext(ctx, `
+		SELECT receipt_id, status, body, at, coalesce(tenant_id, '00000000-0000-0000-0000-000000000000'),
+			via_accounts::text[], via_trusted, via_route
+		FROM webhook_receipts
+		WHERE provider = $1 AND external_id = $2 AND outcome = 'pending'
+		ORDER BY at, id`, providerName, externalID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []*app.PendingReceipt
+	for rows.Next() {
+		p := &app.PendingReceipt{Receipt: provider.Receipt{Provider: providerName, ExternalID: externalID}}
+		var body []byte
+		var accounts app.StringList
+		if err := rows.Scan(&p.Receipt.ReceiptID, &p.Receipt.Status, &body, &p.Receipt.At, &p.Via.TenantID,
+			&accounts, &p.Via.Trusted, &p.Via.Route); err != nil {
+			return nil, err
+		}
+		var b struct {
+			Code       string `json:"code"`
+			Reason     string `json:"reason"`
+			Raw        string `json:"raw"`
+			Complaint  bool   `json:"complaint"`
+			AccountRef string `json:"account_ref"`
+		}
+		if err := json.Unmarshal(body, &b); err != nil {
+			return nil, fmt.Errorf("pending receipt %s: %w", p.Receipt.ReceiptID, err)
+		}
+		r := &p.Receipt
+		r.Code, r.Reason, r.Raw, r.Complaint, r.AccountRef = b.Code, b.Reason, b.Raw, b.Complaint, b.AccountRef
+		for _, a := range accounts {
+			id, err := uuid.Parse(a)
+			if err != nil {
+				return nil, err
+			}
+			p.Via.Accounts = append(p.Via.Accounts, id)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// MarkReceiptForeign serves app.ReceiptApplyTx: a pending receipt that
+// turned out to name a message outside what it came through is kept as
+// foreign, under its own key.
+func (t *Tx) MarkReceiptForeign(ctx context.Context, providerName, receiptID, foreignID string) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE webhook_receipts SET outcome = 'foreign', receipt_id = $3
+		WHERE provider = $1 AND receipt_id = $2 AND outcome = 'pending'`, providerName, receiptID, foreignID)
+	return mapErr(err)
 }
 
 func uuidArray(ids []uuid.UUID) app.StringList {

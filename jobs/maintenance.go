@@ -32,6 +32,9 @@ func (w *RequeueStuckWorker) Work(ctx context.Context, job *river.Job[RequeueStu
 	if _, err := w.Maintenance.RequeueStuck(ctx); err != nil {
 		return err
 	}
+	if _, err := w.Maintenance.PrunePending(ctx); err != nil {
+		return err
+	}
 	_, err := w.Maintenance.MarkStale(ctx)
 	return err
 }

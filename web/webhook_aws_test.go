@@ -185,7 +185,7 @@ func TestWebhook_SES(t *testing.T) {
 	t.Run("UnknownMessageIs200", func(t *testing.T) {
 		status, out := postWebhook(p, "/webhooks/ses", envelopeJSON(t, sns.Notification(sesTopic, `{"eventType":"Delivery","mail":{"messageId":"never-sent"}}`)), snsHeaders)
 		require.Equal(t, http.StatusOK, status)
-		require.Equal(t, app.ReceiptUnknown, out["outcome"])
+		require.Equal(t, app.ReceiptPending, out["outcome"])
 	})
 
 	t.Run("NotJSON", func(t *testing.T) {

@@ -127,7 +127,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	}
 	s.Dispatcher = &app.Dispatcher{
 		Store: db.Scope[app.DispatchTx](store), Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
-		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics,
+		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
 		Providers: provider.Set{
 			"meta":    &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log},
 			"webhook": &webhook.Provider{AllowHTTP: cfg.Dev()},
@@ -140,7 +140,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		},
 	}
 	s.Messages = &app.Messages{Store: db.Scope[app.MessagesTx](store), Queue: queue, Router: s.Router, Now: now}
-	s.Maintenance = &app.Maintenance{Store: db.Scope[app.MaintenanceTx](store), Queue: queue, Now: now, Log: log}
+	s.Maintenance = &app.Maintenance{Store: db.Scope[app.MaintenanceTx](store), Queue: queue, Now: now, Log: log,
+		PendingHorizon: cfg.PendingReceiptHorizon, Metrics: metrics}
 	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log}
 	s.Health = &app.Health{Probe: d, Now: now}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Now: now}
