@@ -77,7 +77,7 @@ type PendingReceipt struct {
 // transaction holds. The dispatcher runs them too: it applies the receipts
 // that overtook its send in the transaction that records the send.
 type ReceiptApplyTx interface {
-	Tx
+	FallbackTx
 	// LockReceipts serialises, until the transaction ends, everything done
 	// for one provider message id: receipts of it, and the recording of
 	// its send.
@@ -87,6 +87,8 @@ type ReceiptApplyTx interface {
 	MarkReceiptForeign(ctx context.Context, provider, receiptID, foreignID string) error
 	RecordReceipt(ctx context.Context, r ReceiptRecord) (fresh, moved bool, err error)
 	MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error
+	SetFailedReason(ctx context.Context, tenantID, id uuid.UUID, reason string) error
+	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
 }
 
 // ReceiptTx lists the statements Receipts runs.
@@ -98,7 +100,11 @@ type ReceiptTx interface {
 
 // Receipts applies providers' delivery reports to messages.
 type Receipts struct {
-	Store   Store[ReceiptTx]
+	Store Store[ReceiptTx]
+	// Router and Queue continue a failed message's fallback chain; with a
+	// nil Router a late failure ends the chain.
+	Router  *Router
+	Queue   Queue
 	Metrics Metrics
 	Now     Clock
 	Log     *slog.Logger
@@ -255,10 +261,41 @@ func (s *Receipts) record(ctx context.Context, tx ReceiptApplyTx, r provider.Rec
 	if moved {
 		outcome, m.Status = ReceiptApplied, to
 	}
+	// A failure reported after the provider accepted the message continues
+	// its chain as a refusal at send time does; it happens once, with the
+	// move to FAILED. A complaint is no failure to deliver: it ends there.
+	if moved && to == MessageFailed && !r.Complaint {
+		if err := s.fallBack(ctx, tx, m, r); err != nil {
+			return "", err
+		}
+	}
 	if complaint {
 		return outcome, tx.MarkEmailComplained(ctx, m.TenantID, *m.ContactID, r.At)
 	}
 	return outcome, nil
+}
+
+// fallBack queues the next channel of a message that failed after it was
+// sent, with its job, in the receipt's transaction: the new message shares
+// the correlation id and names the failed one, whose reason becomes
+// fallback_triggered:<CHANNEL>.
+func (s *Receipts) fallBack(ctx context.Context, tx ReceiptApplyTx, m *Message, r provider.Receipt) error {
+	if s.Router == nil {
+		return nil
+	}
+	next, channel, err := s.Router.fallback(ctx, tx, m)
+	if err != nil || next == nil {
+		return err
+	}
+	if err := tx.SetFailedReason(ctx, m.TenantID, m.ID, ReasonFallbackTriggered+channel); err != nil {
+		return err
+	}
+	if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceWebhook, At: r.At,
+		Detail: map[string]any{"fallback": channel, "fallback_message_id": next.MessageID.String(), "receipt_id": r.ReceiptID},
+	}); err != nil {
+		return err
+	}
+	return s.Queue.EnqueueDispatch(ctx, tx, *next)
 }
 
 func truncate(s string, n int) string {

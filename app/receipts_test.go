@@ -463,7 +463,6 @@ func TestReceipts_Apply(t *testing.T) {
 
 	t.Run("FailedReceiptFallsBack", func(t *testing.T) {
 		t.Parallel()
-		t.Skip("bug: a failure reported after acceptance does not continue the fallback chain (DESIGN.md Receipts); Receipts.Apply only marks the message FAILED")
 		b := setupPipeline(t, nil)
 		tn := b.tenant(t, "acme")
 		b.useMeta(t, tn, nil)
@@ -478,7 +477,95 @@ func TestReceipts_Apply(t *testing.T) {
 		failed := b.message(t, tn.ID, wa.ID)
 		require.Equal(t, app.MessageFailed, failed.Status)
 		require.Equal(t, app.ReasonFallbackTriggered+"SMS", *failed.FailedReason)
+		sms := fallbackOf(t, b, tn, failed)
+		require.Equal(t, app.SMS, sms.Channel)
+		require.Empty(t, sms.FallbackChain, "the rest of the chain rides on the new message")
+
+		// Meta delivers at least once, and may report the failure again
+		// with another timestamp: the chain moves on once.
+		outcome, err = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptDuplicate, outcome)
+		again := receipt(wa, provider.StatusFailed, testStart.Add(2*time.Minute))
+		again.Code = "131026"
+		outcome, err = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), again)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptRecorded, outcome)
+		require.Equal(t, sms.ID, fallbackOf(t, b, tn, failed).ID)
+		require.Len(t, b.messagesOf(t, tn.ID, *wa.EventID), 2)
+
+		// The fallback is sent like any message.
+		require.Equal(t, app.MessageSent, b.sendOK(t, sms).Status)
+	})
+
+	t.Run("FailedReceiptReplayedConcurrentlyFallsBackOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		wa := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS", "EMAIL")))
+		via := b.via(t, tn)
+
+		// Eight posts at once: the same failure replayed, and failures
+		// with other timestamps.
+		const n = 8
+		errs := make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				r := receipt(wa, provider.StatusFailed, testStart.Add(time.Duration(1+i%2)*time.Minute))
+				r.Code = "131026"
+				_, errs[i] = b.svc.Receipts.Apply(b.ctx, via, r)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		failed := b.message(t, tn.ID, wa.ID)
+		require.Equal(t, app.ReasonFallbackTriggered+"SMS", *failed.FailedReason)
+		sms := fallbackOf(t, b, tn, failed)
+		require.Equal(t, []string{"EMAIL"}, []string(sms.FallbackChain))
+		require.Len(t, b.messagesOf(t, tn.ID, *wa.EventID), 2, "one fallback message")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'dispatch'
+			AND args->>'message_id' <> $1`, wa.ID.String()), "and one job for it")
+	})
+
+	t.Run("EarlyFailureFallsBackAtSend", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		wa := b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS"))
+		// Meta reports the failure before its answer to the send commits.
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1),
+			ReceiptID: fakeWamid(1) + ":failed", Status: provider.StatusFailed, Code: "131026", At: testStart.Add(time.Second)})
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptPending, outcome)
+
+		b.sendOK(t, wa)
+		failed := b.message(t, tn.ID, wa.ID)
+		require.Equal(t, app.MessageFailed, failed.Status)
+		require.NotNil(t, failed.SentAt)
+		require.Equal(t, app.ReasonFallbackTriggered+"SMS", *failed.FailedReason)
 		fallbackOf(t, b, tn, failed)
+	})
+
+	t.Run("ComplaintDoesNotFallBack", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "EMAIL", "SMS")))
+		outcome, err := b.svc.Receipts.Apply(b.ctx, app.Internal, provider.Receipt{Provider: "sandbox", ExternalID: *m.ExternalMessageID,
+			ReceiptID: "complaint-1", Status: provider.StatusFailed, Code: "complaint", Complaint: true, At: testStart.Add(time.Hour)})
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		require.Len(t, b.messagesOf(t, tn.ID, *m.EventID), 1, "the passenger got the message and complained: no other channel")
 	})
 
 	t.Run("ComplaintBlocksEmailAddress", func(t *testing.T) {

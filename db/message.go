@@ -127,6 +127,15 @@ func (t *Tx) MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []stri
 	return n == 1, err
 }
 
+// SetFailedReason serves app.ReceiptApplyTx: a FAILED message's reason,
+// once its fallback is queued.
+func (t *Tx) SetFailedReason(ctx context.Context, tenantID, id uuid.UUID, reason string) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET failed_reason = $3, updated_at = now()
+		WHERE tenant_id = $1 AND id = $2 AND status = 'FAILED'`, tenantID, id, reason)
+	return mapErr(err)
+}
+
 // InsertMessageEvent serves app.DispatchTx and console.MessageTx.
 func (t *Tx) InsertMessageEvent(ctx context.Context, e *app.MessageEvent) error {
 	detail := []byte("{}")

@@ -367,3 +367,61 @@ func webhookEntries(es []*app.MessageEvent) []*app.MessageEvent {
 	}
 	return out
 }
+
+// TestWebhook_LateFailureFallsBack checks that an SES permanent bounce and
+// an SNS SMS FAILURE continue the fallback chain, once however often they
+// are posted, with the workers running the new message.
+func TestWebhook_LateFailureFallsBack(t *testing.T) {
+	t.Parallel()
+	signer := awsnotifytest.New(t)
+	const secret = "sms-status-secret-0123456789"
+	fake := fakeAWS(t).URL
+	p := webtest.New(t, webtest.Options{
+		Config: func(cfg *app.Config) {
+			cfg.SNSTopicARNs, cfg.SMSStatusSecret = []string{sesTopic}, secret
+		},
+		Providers: provider.Set{"ses": &ses.Provider{Endpoint: fake}, "sns": &snsadapter.Provider{Endpoint: fake}},
+		SNS:       signer,
+	})
+	snsHeaders := map[string]string{"x-amz-sns-message-type": "Notification"}
+	chain := func(eventID string, recipient map[string]any, channels ...string) uuid.UUID {
+		body := webtest.WithRecipient(eventID, "BK-"+eventID, recipient)
+		body["fallback_chain"] = channels
+		return p.Submit(body)
+	}
+	fellBack := func(id uuid.UUID, next app.Channel) func([]*app.Message) bool {
+		return func(ms []*app.Message) bool {
+			return len(ms) == 2 && ms[0].Status == app.MessageFailed && ms[1].Channel == next && ms[1].Status != app.MessageQueued
+		}
+	}
+
+	t.Run("SESPermanentBounce", func(t *testing.T) {
+		useProvider(t, p, app.Email, "ses")
+		id := chain("late-ses", map[string]any{"name": "A", "email": "a@example.com", "phone": "+4915123453001"}, "EMAIL", "SMS")
+		m := webtest.OnlyMessage(t, p.WaitMessages(id, "sent through ses", webtest.AllStatus(app.MessageSent)))
+		bounce := envelopeJSON(t, signer.Notification(sesTopic, `{"eventType":"Bounce","mail":{"messageId":"`+*m.ExternalMessageID+
+			`"},"bounce":{"bounceType":"Permanent","bounceSubType":"NoEmail","timestamp":"2026-11-21T10:00:00.000Z"}}`))
+		for range 3 {
+			code, _ := postWebhook(p, "/webhooks/ses", bounce, snsHeaders)
+			require.Equal(t, http.StatusOK, code)
+		}
+		ms := p.WaitMessages(id, "SMS fallback sent", fellBack(id, app.SMS))
+		require.Equal(t, app.ReasonFallbackTriggered+"SMS", *ms[0].FailedReason)
+		require.Equal(t, m.ID, *ms[1].FallbackOf)
+		require.Equal(t, m.CorrelationID, ms[1].CorrelationID)
+	})
+
+	t.Run("SNSFailure", func(t *testing.T) {
+		useProvider(t, p, app.SMS, "sns")
+		id := chain("late-sms", map[string]any{"name": "A", "email": "b@example.com", "phone": "+4915123453002"}, "SMS", "EMAIL")
+		m := webtest.OnlyMessage(t, p.WaitMessages(id, "sent through sns", webtest.AllStatus(app.MessageSent)))
+		rec := `{"notification":{"messageId":"` + *m.ExternalMessageID + `","timestamp":"2026-11-21 10:00:00.000"},"delivery":{"providerResponse":"Phone has blocked SMS"},"status":"FAILURE"}`
+		for range 3 {
+			code, _ := postWebhook(p, "/webhooks/sns-sms", []byte(rec), map[string]string{"X-Herald-Webhook-Secret": secret})
+			require.Equal(t, http.StatusOK, code)
+		}
+		ms := p.WaitMessages(id, "e-mail fallback sent", fellBack(id, app.Email))
+		require.Equal(t, app.ReasonFallbackTriggered+"EMAIL", *ms[0].FailedReason)
+		require.Equal(t, m.ID, *ms[1].FallbackOf)
+	})
+}

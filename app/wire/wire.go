@@ -120,7 +120,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Templates = &app.Templates{Store: db.Scope[app.TemplateTx](store), Now: now}
 	s.Intake = &app.Intake{Store: db.Scope[app.IntakeTx](store), Queue: queue, Now: now}
 	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log}
-	s.Receipts = &app.Receipts{Store: db.Scope[app.ReceiptTx](store), Metrics: metrics, Now: now, Log: log}
+	s.Receipts = &app.Receipts{Store: db.Scope[app.ReceiptTx](store), Router: s.Router, Queue: queue, Metrics: metrics, Now: now, Log: log}
 	s.Breakers = &app.Breakers{
 		Threshold: cfg.BreakerThreshold, Window: cfg.BreakerWindow, OpenFor: cfg.BreakerOpenFor,
 		Store: db.Scope[app.BreakerTx](store), Metrics: metrics, Log: log, Now: now,
