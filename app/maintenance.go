@@ -14,7 +14,10 @@ const PruneBatch = 2000
 
 // MaintenanceTx lists the statements Maintenance runs.
 type MaintenanceTx interface {
-	Tx
+	FallbackTx
+	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Message, error)
+	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
+	OverdueMessages(ctx context.Context, now time.Time, limit int) ([]OverdueMessage, error)
 	ListTenants(ctx context.Context) ([]*Tenant, error)
 	StuckMessages(ctx context.Context, queuedBefore time.Time, limit int) ([]DispatchJob, error)
 	MarkStale(ctx context.Context, sentBefore, at time.Time, limit int) (int, error)
@@ -38,6 +41,9 @@ type Maintenance struct {
 	PendingHorizon time.Duration
 	// Metrics counts expired receipts; nil counts nothing.
 	Metrics Metrics
+	// Router continues the chains of messages past their delivery
+	// deadline; nil leaves them.
+	Router *Router
 }
 
 // DefaultPendingHorizon is how long a receipt waits for its send to be

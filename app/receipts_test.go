@@ -27,13 +27,6 @@ import (
 func TestReceipts_Apply(t *testing.T) {
 	t.Parallel()
 
-	// receipt is a Meta status for a message, as meta.ParseWebhook makes it.
-	receipt := func(m *app.Message, status string, at time.Time) provider.Receipt {
-		ts := strconv.FormatInt(at.Unix(), 10)
-		return provider.Receipt{Provider: meta.Name, ExternalID: *m.ExternalMessageID,
-			ReceiptID: *m.ExternalMessageID + ":" + status + ":" + ts, Status: status, At: at}
-	}
-
 	t.Run("DeliveredThenRead", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)

@@ -123,7 +123,7 @@ func setupPipeline(t *testing.T, configure func(*app.Config)) *pipelineBundle {
 	svc.Accounts.Now, svc.Tenants.Now, svc.Users.Now, svc.APIKeys.Now = clock.Now, clock.Now, clock.Now, clock.Now
 	svc.Templates.Now, svc.Intake.Now, svc.Router.Now, svc.Receipts.Now = clock.Now, clock.Now, clock.Now, clock.Now
 	svc.Breakers.Now, svc.Dispatcher.Now, svc.Messages.Now, svc.Inbound.Now = clock.Now, clock.Now, clock.Now, clock.Now
-	svc.Maintenance.Now = clock.Now
+	svc.Maintenance.Now, svc.Deadlines.Now = clock.Now, clock.Now
 
 	b := &pipelineBundle{ctx: ctx, cfg: cfg, svc: svc, clock: clock, meta: meta,
 		reports: make(chan provider.Receipt, 64), keys: map[uuid.UUID]*app.APIKey{}}

@@ -39,6 +39,30 @@ func (w *RequeueStuckWorker) Work(ctx context.Context, job *river.Job[RequeueStu
 	return err
 }
 
+// DeadlineArgs asks for the one-minute scan of messages past their
+// tenant's delivery deadline.
+type DeadlineArgs struct{}
+
+// Kind implements river.JobArgs.
+func (DeadlineArgs) Kind() string { return "delivery_deadlines" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (DeadlineArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: app.QueueMaintenance}
+}
+
+// DeadlineWorker runs app.Maintenance.FallBackOverdue.
+type DeadlineWorker struct {
+	river.WorkerDefaults[DeadlineArgs]
+	Maintenance *app.Maintenance
+}
+
+// Work implements river.Worker.
+func (w *DeadlineWorker) Work(ctx context.Context, job *river.Job[DeadlineArgs]) error {
+	_, err := w.Maintenance.FallBackOverdue(ctx)
+	return err
+}
+
 // RetentionArgs asks for every tenant's old, finished data to be pruned.
 type RetentionArgs struct{}
 

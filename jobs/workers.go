@@ -28,6 +28,7 @@ func Workers(d Deps) *river.Workers {
 	river.AddWorker(w, &RouteWorker{Router: d.Router})
 	river.AddWorker(w, &DispatchWorker{Dispatcher: d.Dispatcher, Driver: riverdatabasesql.New(d.SQL)})
 	river.AddWorker(w, &RequeueStuckWorker{Maintenance: d.Maintenance})
+	river.AddWorker(w, &DeadlineWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &RetentionWorker{Maintenance: d.Maintenance})
 	return w
 }
@@ -39,6 +40,9 @@ func PeriodicJobs() []*river.PeriodicJob {
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return AuditVerifyArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "audit_verify", RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(time.Minute),
+			func() (river.JobArgs, *river.InsertOpts) { return DeadlineArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "delivery_deadlines"}),
 		river.NewPeriodicJob(river.PeriodicInterval(5*time.Minute),
 			func() (river.JobArgs, *river.InsertOpts) { return RequeueStuckArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "requeue_stuck"}),

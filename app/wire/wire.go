@@ -51,6 +51,7 @@ type Services struct {
 	Receipts    *app.Receipts
 	Messages    *app.Messages
 	Maintenance *app.Maintenance
+	Deadlines   *app.Deadlines
 	Audit       *app.Audit
 	Health      *app.Health
 	Breakers    *app.Breakers
@@ -141,7 +142,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	}
 	s.Messages = &app.Messages{Store: db.Scope[app.MessagesTx](store), Queue: queue, Router: s.Router, Now: now}
 	s.Maintenance = &app.Maintenance{Store: db.Scope[app.MaintenanceTx](store), Queue: queue, Now: now, Log: log,
-		PendingHorizon: cfg.PendingReceiptHorizon, Metrics: metrics}
+		PendingHorizon: cfg.PendingReceiptHorizon, Metrics: metrics, Router: s.Router}
+	s.Deadlines = &app.Deadlines{Store: db.Scope[app.DeadlineTx](store), Now: now}
 	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log}
 	s.Health = &app.Health{Probe: d, Now: now}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Now: now}
