@@ -50,6 +50,7 @@ type DispatchTx interface {
 	RecordSent(ctx context.Context, s SentRecord) (bool, error)
 	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
+	CountAttempt(ctx context.Context, tenantID, id uuid.UUID) error
 	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
@@ -191,7 +192,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	case attempt >= maxAttempts:
 		return d.fail(ctx, m, ReasonRetriesExhausted, pe.Code, pe.Reason, complete)
 	default:
-		d.note(ctx, m, map[string]any{"attempt": attempt, "error_code": pe.Code, "error": pe.Reason, "will_retry": true})
+		d.retrying(ctx, m, map[string]any{"attempt": attempt, "error_code": pe.Code, "error": pe.Reason, "will_retry": true})
 		d.Metrics.MessageOutcome(m.Channel, "retry")
 		return DispatchOutcome{Retry: pe}, nil
 	}
@@ -248,6 +249,7 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 		}
 		sent := *m
 		sent.Status, sent.Provider, sent.ExternalMessageID, sent.SentAt = MessageSent, &acct.Provider, &externalID, &now
+		sent.Attempts = max(m.Attempts+1, attempt)
 		return d.Receipts.ApplyPending(ctx, tx, &sent)
 	})
 	if err != nil {
@@ -303,6 +305,21 @@ func (d *Dispatcher) note(ctx context.Context, m *Message, detail map[string]any
 	})
 	if err != nil {
 		d.Log.WarnContext(ctx, "timeline entry not written", "message_id", m.ID, "err", err)
+	}
+}
+
+// retrying counts a failed provider call that will be retried as an
+// attempt, with its timeline entry, so that messages.attempts shows every
+// call.
+func (d *Dispatcher) retrying(ctx context.Context, m *Message, detail map[string]any) {
+	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
+		if err := tx.CountAttempt(ctx, m.TenantID, m.ID); err != nil {
+			return err
+		}
+		return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, Detail: detail, At: d.Now()})
+	})
+	if err != nil {
+		d.Log.WarnContext(ctx, "retry not recorded", "message_id", m.ID, "err", err)
 	}
 }
 

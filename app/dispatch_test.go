@@ -331,7 +331,7 @@ func TestDispatcher_Dispatch(t *testing.T) {
 
 		queued := b.message(t, tn.ID, m.ID)
 		require.Equal(t, app.MessageQueued, queued.Status)
-		require.Zero(t, queued.Attempts)
+		require.Equal(t, 1, queued.Attempts, "the call that failed was an attempt")
 		tl := b.timeline(t, tn.ID, m.ID)
 		require.Equal(t, []string{app.MessageQueued}, statuses(tl))
 		note := tl[len(tl)-1]

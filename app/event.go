@@ -87,6 +87,9 @@ type DispatchJob struct {
 	TenantID  uuid.UUID
 	MessageID uuid.UUID
 	Channel   Channel
+	// NotBefore, when set, schedules the job (a send again after a
+	// provider's rate limit).
+	NotBefore time.Time
 }
 
 // Queue enqueues background work inside the caller's transaction, so the

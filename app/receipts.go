@@ -21,6 +21,9 @@ const (
 	// overtook the send's commit); kept, and applied when the send is
 	// recorded.
 	ReceiptPending = "pending"
+	// ReceiptRequeued: the provider reported a rate limit after accepting
+	// the message; it is QUEUED again, to be sent after a wait.
+	ReceiptRequeued = "requeued"
 	// ReceiptForeign: the message it names belongs to another tenant or
 	// account than the one the receipt came through; stored, never applied.
 	ReceiptForeign = "foreign"
@@ -89,6 +92,9 @@ type ReceiptApplyTx interface {
 	MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error
 	SetFailedReason(ctx context.Context, tenantID, id uuid.UUID, reason string) error
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
+	RequeueSent(ctx context.Context, tenantID, id uuid.UUID, detail map[string]any, at time.Time) (bool, error)
+	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
+	InsertAudit(ctx context.Context, e *AuditEntry) error
 }
 
 // ReceiptTx lists the statements Receipts runs.
@@ -244,7 +250,11 @@ func (s *Receipts) record(ctx context.Context, tx ReceiptApplyTx, r provider.Rec
 	if complaint {
 		detail["complaint"] = "the contact's e-mail address will not be used again"
 	}
-	rec := ReceiptRecord{Receipt: r, TenantID: m.TenantID, MessageID: m.ID, From: m.Status, Detail: detail}
+	rec := ReceiptRecord{Receipt: r, TenantID: m.TenantID, MessageID: m.ID, From: m.Status, Detail: detail,
+		FailedReason: ReceiptFailedReason(r)}
+	if to == MessageFailed && s.resendable(r, m) {
+		return s.requeue(ctx, tx, rec, m)
+	}
 	switch {
 	case to == "":
 		// Information only: on the timeline, no status change.
@@ -264,6 +274,11 @@ func (s *Receipts) record(ctx context.Context, tx ReceiptApplyTx, r provider.Rec
 	// A failure reported after the provider accepted the message continues
 	// its chain as a refusal at send time does; it happens once, with the
 	// move to FAILED. A complaint is no failure to deliver: it ends there.
+	if moved && to == MessageFailed && r.Error != nil && r.Error.Account && m.ChannelAccountID != nil {
+		if err := s.suspend(ctx, tx, m, r); err != nil {
+			return "", err
+		}
+	}
 	if moved && to == MessageFailed && !r.Complaint {
 		if err := s.fallBack(ctx, tx, m, r); err != nil {
 			return "", err
@@ -273,6 +288,86 @@ func (s *Receipts) record(ctx context.Context, tx ReceiptApplyTx, r provider.Rec
 		return outcome, tx.MarkEmailComplained(ctx, m.TenantID, *m.ContactID, r.At)
 	}
 	return outcome, nil
+}
+
+// MaxResends bounds how often a message the provider reported rate-limited
+// after accepting it is sent again before it fails for good.
+const MaxResends = 5
+
+// DefaultResendWait is the wait before a rate-limited message is sent again
+// when the provider's code suggests none.
+const DefaultResendWait = 30 * time.Second
+
+// resendable reports whether a failure receipt is a rate limit that the
+// same message should be sent again for, as at send time: the message is
+// still SENT and has attempts left.
+func (s *Receipts) resendable(r provider.Receipt, m *Message) bool {
+	return r.Error != nil && r.Error.Class == provider.RateLimited && m.Status == MessageSent && m.Attempts < MaxResends && s.Queue != nil
+}
+
+// requeue records the rate-limit receipt (once) and puts the message back
+// to QUEUED with a dispatch job after the provider's wait, growing with the
+// attempts made.
+func (s *Receipts) requeue(ctx context.Context, tx ReceiptApplyTx, rec ReceiptRecord, m *Message) (string, error) {
+	r := rec.Receipt
+	wait := r.Error.RetryAfter
+	if wait <= 0 {
+		wait = DefaultResendWait
+	}
+	wait *= time.Duration(1 << max(m.Attempts-1, 0))
+	rec.Detail["note"] = "rate limited after it was accepted: sent again in " + wait.String()
+	fresh, _, err := tx.RecordReceipt(ctx, rec)
+	if err != nil || !fresh {
+		return ReceiptDuplicate, err
+	}
+	requeued, err := tx.RequeueSent(ctx, m.TenantID, m.ID, map[string]any{"rate_limited": r.Error.Code, "resend_in_seconds": wait.Seconds(),
+		"previous_external_id": r.ExternalID, "receipt_id": r.ReceiptID}, s.Now())
+	if err != nil || !requeued {
+		return ReceiptRecorded, err
+	}
+	m.Status = MessageQueued
+	job := DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel, NotBefore: s.Now().Add(wait)}
+	return ReceiptRequeued, s.Queue.EnqueueDispatch(ctx, tx, job)
+}
+
+// suspend flags the channel account of a message the provider reported
+// failed for a reason of the account itself (expired token, restricted
+// account), as the dispatcher does for the same code at send time.
+func (s *Receipts) suspend(ctx context.Context, tx ReceiptApplyTx, m *Message, r provider.Receipt) error {
+	reason := "The provider refused the account: " + r.Error.Reason + " (" + r.Error.Code + ")"
+	if err := tx.SetAccountStatus(ctx, m.TenantID, *m.ChannelAccountID, AccountSuspended, reason, s.Now()); err != nil {
+		return err
+	}
+	s.Log.WarnContext(ctx, "channel account suspended after a provider account error in a receipt",
+		"channel_account_id", *m.ChannelAccountID, "code", r.Error.Code)
+	return tx.InsertAudit(ctx, SystemActor.Entry(&m.TenantID, "channel_account.status", "channel_account", m.ChannelAccountID.String(),
+		map[string]any{"status": AccountSuspended, "reason": reason, "provider_code": r.Error.Code, "receipt_id": r.ReceiptID}))
+}
+
+// ReceiptFailedReason is the failed_reason a failure receipt gives its
+// message: the provider and its code, lower case, such as meta_131026,
+// ses_bounce_permanent or sns_sms_failure. The provider's text goes on the
+// timeline.
+func ReceiptFailedReason(r provider.Receipt) string {
+	code := strings.ToLower(r.Code)
+	// SES bounce codes name type and subtype (bounce:Permanent/NoEmail):
+	// the type is the reason, the full code stays in error_code.
+	if i := strings.IndexByte(code, '/'); i >= 0 {
+		code = code[:i]
+	}
+	code = strings.Trim(strings.Map(func(c rune) rune {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			return c
+		}
+		return '_'
+	}, code), "_")
+	if code == "" {
+		code = "failed"
+	}
+	if strings.HasPrefix(code, r.Provider+"_") {
+		return code
+	}
+	return r.Provider + "_" + code
 }
 
 // fallBack queues the next channel of a message that failed after it was

@@ -134,7 +134,7 @@ func TestReceipts_Apply(t *testing.T) {
 		}
 		got = b.message(t, tn.ID, m.ID)
 		require.Equal(t, app.MessageRead, got.Status)
-		require.True(t, got.DeliveredAt.Equal(readAt))
+		require.True(t, got.DeliveredAt.Equal(testStart.Add(time.Minute)), "the late delivered keeps its own time")
 		require.Nil(t, got.FailedAt)
 		require.Nil(t, got.ErrorCode)
 
@@ -442,7 +442,9 @@ func TestReceipts_Apply(t *testing.T) {
 		got := b.message(t, tn.ID, m.ID)
 		require.Equal(t, app.MessageFailed, got.Status)
 		require.Equal(t, "131026", *got.ErrorCode)
-		require.Equal(t, "Message undeliverable", *got.FailedReason, "the provider's reason, as the receipt gives it")
+		require.Equal(t, "meta_131026", *got.FailedReason, "a code, like the synchronous path's")
+		require.Equal(t, "Message undeliverable", fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook)[0].Detail["reason"],
+			"the provider's text is on the timeline")
 		require.True(t, got.FailedAt.Equal(time.Unix(1750857401, 0)))
 		require.NotNil(t, got.SentAt, "FAILED after SENT keeps when it was sent")
 		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageFailed}, statuses(b.timeline(t, tn.ID, m.ID)))

@@ -69,6 +69,9 @@ type ReceiptRecord struct {
 	From, To string
 	// Detail is the timeline entry's detail.
 	Detail map[string]any
+	// FailedReason is the message's failed_reason when it moves to FAILED:
+	// a code, such as meta_131026 (the provider's text is in Detail).
+	FailedReason string
 }
 
 // Clock returns the current time; tests substitute a fixed one.

@@ -59,7 +59,7 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, error) {
 	var n int
 	err = t.tx.GetContext(ctx, &n, `
 		WITH sent AS (
-			UPDATE messages SET status = 'SENT', provider = $3, external_message_id = $4, attempts = $5, sent_at = $6,
+			UPDATE messages SET status = 'SENT', provider = $3, external_message_id = $4, attempts = greatest(attempts + 1, $5), sent_at = $6,
 				failed_reason = NULL, error_code = NULL, updated_at = $6
 			WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'
 			RETURNING tenant_id, id

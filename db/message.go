@@ -127,6 +127,39 @@ func (t *Tx) MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []stri
 	return n == 1, err
 }
 
+// RequeueSent serves app.ReceiptApplyTx: a SENT message the provider
+// reported rate-limited goes back to QUEUED, without its provider id, to be
+// sent again, with a timeline entry; false when it was no longer SENT.
+func (t *Tx) RequeueSent(ctx context.Context, tenantID, id uuid.UUID, detail map[string]any, at time.Time) (bool, error) {
+	d, err := json.Marshal(detail)
+	if err != nil {
+		return false, fmt.Errorf("encode timeline detail: %w", err)
+	}
+	var n int
+	err = t.tx.GetContext(ctx, &n, `
+		WITH requeued AS (
+			UPDATE messages SET status = 'QUEUED', external_message_id = NULL, sent_at = NULL, stale_at = NULL, queued_at = $4, updated_at = $4
+			WHERE tenant_id = $1 AND id = $2 AND status = 'SENT'
+			RETURNING tenant_id, id
+		), timeline AS (
+			INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
+			SELECT tenant_id, id, 'SENT', 'QUEUED', $5, $3, $4 FROM requeued
+		)
+		SELECT count(*) FROM requeued`, tenantID, id, string(d), at, app.SourceWebhook)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	return n == 1, nil
+}
+
+// CountAttempt serves app.DispatchTx: a provider call that will be retried
+// is an attempt too.
+func (t *Tx) CountAttempt(ctx context.Context, tenantID, id uuid.UUID) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET attempts = attempts + 1, updated_at = now() WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'`, tenantID, id)
+	return mapErr(err)
+}
+
 // SetFailedReason serves app.ReceiptApplyTx: a FAILED message's reason,
 // once its fallback is queued.
 func (t *Tx) SetFailedReason(ctx context.Context, tenantID, id uuid.UUID, reason string) error {
@@ -249,6 +282,12 @@ func (t *Tx) RecordReceipt(ctx context.Context, rec app.ReceiptRecord) (fresh, m
 				stale_at = NULL, updated_at = now()
 			WHERE tenant_id = $1 AND id = $2 AND status = $7 AND $8::text IS NOT NULL AND EXISTS (SELECT FROM receipt)
 			RETURNING id
+		), delivered_late AS (
+			-- A delivered that comes after the read keeps its own time: the
+			-- read only stood in for it.
+			UPDATE messages SET delivered_at = $11, updated_at = now()
+			WHERE tenant_id = $1 AND id = $2 AND status = 'READ' AND $5 = 'delivered' AND $8::text IS NULL
+				AND (delivered_at IS NULL OR delivered_at > $11) AND EXISTS (SELECT FROM receipt)
 		), timeline AS (
 			INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
 			SELECT $1, $2, $7, (SELECT $8::text FROM moved), $12, $13, $11
@@ -256,7 +295,7 @@ func (t *Tx) RecordReceipt(ctx context.Context, rec app.ReceiptRecord) (fresh, m
 		)
 		SELECT EXISTS (SELECT FROM receipt), EXISTS (SELECT FROM moved)`,
 		rec.TenantID, rec.MessageID, r.Provider, r.ReceiptID, r.Status, body,
-		rec.From, to, r.Code, r.Reason, r.At, app.SourceWebhook, string(detail),
+		rec.From, to, r.Code, rec.FailedReason, r.At, app.SourceWebhook, string(detail),
 	).Scan(&fresh, &moved)
 	if err != nil {
 		return false, false, mapErr(err)

@@ -73,7 +73,7 @@ func (q *Queue) EnqueueDispatch(ctx context.Context, tx app.Tx, jobs ...app.Disp
 	for i, j := range jobs {
 		params[i] = river.InsertManyParams{
 			Args:       DispatchArgs{TenantID: j.TenantID, MessageID: j.MessageID, Channel: j.Channel},
-			InsertOpts: &river.InsertOpts{Queue: j.Channel.Queue()},
+			InsertOpts: &river.InsertOpts{Queue: j.Channel.Queue(), ScheduledAt: j.NotBefore},
 		}
 	}
 	return q.InsertMany(ctx, tx, params)

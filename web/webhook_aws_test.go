@@ -142,7 +142,7 @@ func TestWebhook_SES(t *testing.T) {
 		p.Request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &d)
 		require.Equal(t, app.MessageFailed, d.Status)
 		require.Equal(t, "bounce:Permanent/NoEmail", d.ErrorCode)
-		require.Equal(t, "550 user unknown", d.FailedReason)
+		require.Equal(t, "ses_bounce_permanent", d.FailedReason, "a code; the diagnostic is on the timeline")
 	})
 
 	t.Run("ComplaintFailsAndBlocksAddress", func(t *testing.T) {
@@ -237,7 +237,7 @@ func TestWebhook_SMS(t *testing.T) {
 		require.Equal(t, http.StatusOK, status)
 		s, reason := get(m)
 		require.Equal(t, app.MessageFailed, s)
-		require.Equal(t, "Phone is currently unreachable/unavailable", reason)
+		require.Equal(t, "sns_sms_failure", reason, "a code; the carrier's text is on the timeline")
 	})
 
 	t.Run("BatchOfRecords", func(t *testing.T) {

@@ -134,6 +134,10 @@ type Receipt struct {
 	At        time.Time
 	// Raw is a short excerpt of the provider's payload for the timeline.
 	Raw string
+	// Error classifies a failure's code as the adapter classifies the same
+	// code at send time (a rate limit, an account problem, ...); nil when
+	// the receipt is no failure or the provider gives no code.
+	Error *Error
 	// Complaint marks a spam complaint: the contact's address is not used
 	// for e-mail again.
 	Complaint bool

@@ -57,14 +57,14 @@ func ruleFor(code int) (rule, bool) {
 	// The recipient or the request cannot work: not on WhatsApp (go to the
 	// fallback channel), outside the 24 h window for free-form text (only
 	// a template would work), invalid parameter.
-	case code == 131026, code == 131047, code == 100:
+	case code == 131026, code == 131047, code == 100, code == 131051:
 		return rule{class: provider.Permanent}, true
 
 	// The account itself: expired or invalid token, missing permission,
 	// restricted or locked account. The tenant must act; the dispatcher
 	// suspends the channel account.
 	case code == 190, code == 0, code == 10, code >= 200 && code <= 299,
-		code == 368, code == 131031:
+		code == 368, code == 131031, code == 131005:
 		return rule{class: provider.Permanent, account: true}, true
 
 	// Meta's side is unwell: unknown, service unavailable, overloaded.
@@ -91,6 +91,17 @@ func ruleFor(code int) (rule, bool) {
 		return rule{class: provider.Transient, backoff: ecosystemBackoff}, true
 	}
 	return rule{}, false
+}
+
+// statusError classifies the error of a failed status the way the same
+// code is classified at send time. A code outside the table is a permanent
+// failure here: unlike a refused call, the message is known to have failed.
+func statusError(code int, reason string) *provider.Error {
+	pe := &provider.Error{Code: strconv.Itoa(code), Class: provider.Permanent, Reason: reason}
+	if r, ok := ruleFor(code); ok {
+		pe.Class, pe.Account, pe.RetryAfter = r.class, r.account, r.backoff
+	}
+	return pe
 }
 
 // graphError is the body of a failed Graph API call.

@@ -204,6 +204,9 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 						msg = e.Title
 					}
 					r.Reason = reason(msg, e.ErrorData.Details, e.Code)
+					if st == provider.StatusFailed {
+						r.Error = statusError(e.Code, r.Reason)
+					}
 				}
 				w.Receipts = append(w.Receipts, r)
 			}

@@ -101,7 +101,8 @@ func TestParseWebhook(t *testing.T) {
 			{Provider: "meta", ExternalID: wamid, ReceiptID: wamid + ":sent:1750857384", Status: provider.StatusSent, At: time.Unix(1750857384, 0).UTC()},
 			{Provider: "meta", ExternalID: wamid, ReceiptID: wamid + ":read:1750857512", Status: provider.StatusRead, At: time.Unix(1750857512, 0).UTC()},
 			{Provider: "meta", ExternalID: failedID, ReceiptID: failedID + ":failed:1750857401", Status: provider.StatusFailed, At: time.Unix(1750857401, 0).UTC(),
-				Code: "131026", Reason: "Message undeliverable"},
+				Code: "131026", Reason: "Message undeliverable",
+				Error: &provider.Error{Code: "131026", Class: provider.Permanent, Reason: "Message undeliverable"}},
 		}
 		for i := range want {
 			// Each status names the business number it is about.

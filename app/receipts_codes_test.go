@@ -1,0 +1,148 @@
+package app_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/meta"
+)
+
+// metaFailed is Meta's failed status for a message, with an error code, as
+// meta.ParseWebhook reads it from the wire.
+func metaFailed(t *testing.T, m *app.Message, code int, at time.Time) provider.Receipt {
+	t.Helper()
+	body := fmt.Sprintf(`{"object":"whatsapp_business_account","entry":[{"id":"102290129340398","changes":[{"field":"messages","value":{
+		"messaging_product":"whatsapp","metadata":{"phone_number_id":%q},"statuses":[{"id":%q,"status":"failed","timestamp":"%d",
+		"recipient_id":"4915112345678","errors":[{"code":%d,"title":"Error %d","message":"Error %d","error_data":{"details":"Details of %d"}}]}]}}]}]}`,
+		metaPhoneNumberID, *m.ExternalMessageID, at.Unix(), code, code, code, code)
+	hook, err := meta.ParseWebhook([]byte(body))
+	require.NoError(t, err)
+	require.Len(t, hook.Receipts, 1)
+	return hook.Receipts[0]
+}
+
+func TestReceipts_ErrorCodes(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RateLimitedAfterAcceptanceIsSentAgain", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS")))
+		firstID := *m.ExternalMessageID
+		r := metaFailed(t, m, 130429, testStart.Add(time.Second))
+
+		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptRequeued, outcome, "a rate limit is not the end of the message")
+		got := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageQueued, got.Status)
+		require.Nil(t, got.ExternalMessageID)
+		require.Nil(t, got.FailedReason)
+		require.Len(t, b.messagesOf(t, tn.ID, *m.EventID), 1, "no fallback")
+		require.Equal(t, 2, b.dispatchJobs(t, m.ID), "a new dispatch job")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1
+			AND scheduled_at >= $2`, m.ID.String(), testStart.Add(5*time.Second)), "after Meta's throughput wait")
+
+		// Replayed: nothing more.
+		outcome, err = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptDuplicate, outcome)
+		require.Equal(t, 2, b.dispatchJobs(t, m.ID))
+
+		// Sent again, under a new id; attempts count both sends.
+		again := b.sendOK(t, got)
+		require.Equal(t, app.MessageSent, again.Status)
+		require.NotEqual(t, firstID, *again.ExternalMessageID)
+		require.Equal(t, 2, again.Attempts)
+		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageQueued, app.MessageSent}, statuses(b.timeline(t, tn.ID, m.ID)))
+	})
+
+	t.Run("RateLimitedTooOftenFails", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS")))
+		for i := 1; ; i++ {
+			outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), metaFailed(t, m, 131056, testStart.Add(time.Duration(i)*time.Second)))
+			require.NoError(t, err)
+			if i == app.MaxResends {
+				require.Equal(t, app.ReceiptApplied, outcome, "the last attempt's rate limit fails the message")
+				break
+			}
+			require.Equal(t, app.ReceiptRequeued, outcome)
+			m = b.sendOK(t, b.message(t, tn.ID, m.ID))
+		}
+		failed := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageFailed, failed.Status)
+		require.Equal(t, app.MaxResends, failed.Attempts)
+		require.Equal(t, "131056", *failed.ErrorCode)
+		require.Equal(t, app.ReasonFallbackTriggered+"SMS", *failed.FailedReason)
+		fallbackOf(t, b, tn, failed)
+	})
+
+	t.Run("AccountErrorSuspendsAndFallsBack", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		acct := b.useMeta(t, tn, nil)
+		m := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS")))
+		r := metaFailed(t, m, 190, testStart.Add(time.Second))
+		for range 2 {
+			_, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
+			require.NoError(t, err)
+		}
+
+		a := b.account(t, tn.ID, acct.ID)
+		require.Equal(t, app.AccountSuspended, a.Status, "flagged like a 190 at send time")
+		require.Contains(t, *a.SuspendedReason, "190")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'channel_account.status'
+			AND target_id = $2 AND actor_type = 'system'`, tn.ID, acct.ID.String()), "one audit entry, however often it is posted")
+		failed := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.ReasonFallbackTriggered+"SMS", *failed.FailedReason)
+		fallbackOf(t, b, tn, failed)
+	})
+
+	t.Run("FailedReasonIsACode", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct {
+			r    provider.Receipt
+			want string
+		}{
+			{provider.Receipt{Provider: "meta", Code: "131026"}, "meta_131026"},
+			{provider.Receipt{Provider: "ses", Code: "bounce:Permanent/NoEmail"}, "ses_bounce_permanent"},
+			{provider.Receipt{Provider: "ses", Code: "complaint"}, "ses_complaint"},
+			{provider.Receipt{Provider: "sns", Code: "sms_failure"}, "sns_sms_failure"},
+			{provider.Receipt{Provider: "sandbox", Code: "sandbox_bounce"}, "sandbox_bounce"},
+			{provider.Receipt{Provider: "meta"}, "meta_failed"},
+		} {
+			require.Equal(t, tc.want, app.ReceiptFailedReason(tc.r))
+		}
+	})
+
+	t.Run("AttemptsCountEveryCall", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		for range 4 {
+			b.meta.reply(graphError(t, "131000"))
+		}
+		b.meta.reply(graphError(t, "131026"))
+		for attempt := 1; attempt <= 5; attempt++ {
+			_, err := b.dispatch(m, attempt, 5, &completion{})
+			require.NoError(t, err)
+		}
+		failed := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageFailed, failed.Status)
+		require.Equal(t, 5, failed.Attempts, "four retries and the refusal")
+	})
+}
