@@ -29,6 +29,8 @@ func (s *Server) routes(a *fiber.App) {
 	api.Get("/messages", s.handleAPIMessageList)
 	api.Get("/messages/:id", s.handleAPIMessageGet)
 	api.Post("/bookings/:id/resend", s.handleAPIBookingResend)
+	api.Get("/delivery-deadlines", s.handleAPIDeadlineList)
+	api.Put("/delivery-deadlines", s.handleAPIDeadlineSet)
 	a.All("/api/*", func(c *fiber.Ctx) error { return fiber.ErrNotFound })
 
 	a.Get("/webhooks/meta/:tenant", s.handleWebhookMetaVerify)

@@ -32,6 +32,8 @@ type Server struct {
 	Receipts *app.Receipts
 	Inbound  *app.Inbound
 	Hooks    *app.Hooks
+	// Deadlines serves the tenant's delivery deadlines.
+	Deadlines *app.Deadlines
 	// SNSVerifier checks the signatures of Amazon's webhook posts.
 	SNSVerifier *awsnotify.Verifier
 
