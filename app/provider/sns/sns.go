@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -33,9 +34,11 @@ const (
 	AttrOriginationNumber = "AWS.MM.SMS.OriginationNumber"
 )
 
-// MaxMessageBytes is the most SNS takes in one SMS publish; it splits the
-// text into parts of 140 bytes itself.
-const MaxMessageBytes = 1600
+// MaxMessageChars is the most SNS takes in one SMS publish: 1,600
+// characters, not bytes (a German text with umlauts has more bytes than
+// characters). SNS splits the text into parts itself (160 GSM characters
+// or 70 UCS-2 characters each).
+const MaxMessageChars = 1600
 
 var (
 	// e164 is a phone number in E.164 format, as Herald stores them.
@@ -119,17 +122,29 @@ func input(m provider.Outbound) (*sns.PublishInput, error) {
 		// masked: it does not repeat the number.
 		return nil, &provider.Error{Code: "invalid_recipient", Class: provider.Permanent, Reason: "The recipient is not a phone number in E.164 format."}
 	}
-	switch n := len(m.Body); {
+	switch n := messageChars(m.Body); {
 	case strings.TrimSpace(m.Body) == "":
 		return nil, &provider.Error{Code: "empty_message", Class: provider.Permanent, Reason: "The SMS text is empty."}
-	case n > MaxMessageBytes:
-		return nil, &provider.Error{Code: "message_too_long", Class: provider.Permanent, Reason: fmt.Sprintf("The SMS text has %d bytes; SNS takes at most %d.", n, MaxMessageBytes)}
+	case n > MaxMessageChars:
+		return nil, &provider.Error{Code: "message_too_long", Class: provider.Permanent, Reason: fmt.Sprintf("The SMS text has %d characters; SNS takes at most %d in one message.", n, MaxMessageChars)}
 	}
 	return &sns.PublishInput{
 		PhoneNumber:       aws.String(m.To),
 		Message:           aws.String(m.Body),
 		MessageAttributes: attrs,
 	}, nil
+}
+
+// messageChars counts characters the way SNS's limit does. A character
+// outside the Basic Multilingual Plane (an emoji) counts twice, as it does
+// in UTF-16 and in the UCS-2 parts SNS sends it in: the count errs on the
+// side of refusing here rather than at SNS.
+func messageChars(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }
 
 func stringAttr(v string) types.MessageAttributeValue {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -395,7 +396,10 @@ func TestProvider_SendInvalidMessage(t *testing.T) {
 		{"Spaces", "+49 151 23456789", "Hallo", "invalid_recipient"},
 		{"Email", "ada@example.net", "Hallo", "invalid_recipient"},
 		{"Empty", "+4915123456789", "  ", "empty_message"},
-		{"TooLong", "+4915123456789", strings.Repeat("ä", 801), "message_too_long"},
+		{"TooLong", "+4915123456789", strings.Repeat("a", 1601), "message_too_long"},
+		{"TooLongUmlauts", "+4915123456789", strings.Repeat("ä", 1601), "message_too_long"},
+		// An emoji is two UTF-16 units, and takes two places in SNS's UCS-2 parts.
+		{"TooLongEmoji", "+4915123456789", strings.Repeat("🚌", 801), "message_too_long"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -412,15 +416,49 @@ func TestProvider_SendInvalidMessage(t *testing.T) {
 		})
 	}
 
-	t.Run("LongestMessageSent", func(t *testing.T) {
+	// SNS's limit is 1,600 characters per publish, not bytes.
+	sent := []struct {
+		name, body string
+	}{
+		{"Longest", strings.Repeat("a", 1600)},
+		{"LongestUmlauts", strings.Repeat("ä", 1600)}, // 3,200 bytes
+		{"LongestEmoji", strings.Repeat("🚌", 800)},
+		{"GermanText1028", germanText(t)},
+	}
+	for _, tt := range sent {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			m := b.outbound()
+			m.Body = tt.body
+			_, err := b.provider.Send(context.Background(), m)
+			require.NoError(t, err)
+			reqs := b.fake.Requests()
+			require.Len(t, reqs, 1)
+			require.Equal(t, tt.body, reqs[0].Form.Get("Message"), "the text reaches SNS whole")
+		})
+	}
+
+	t.Run("TooLongReason", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		m := b.outbound()
-		m.Body = strings.Repeat("ä", 800)
+		m.Body = strings.Repeat("ü", 1601)
 		_, err := b.provider.Send(context.Background(), m)
-		require.NoError(t, err)
-		require.Len(t, b.fake.Requests(), 1)
+		require.Equal(t, "The SMS text has 1601 characters; SNS takes at most 1600 in one message.", requireProviderError(t, err).Reason)
 	})
+}
+
+// germanText is a booking confirmation of exactly 1,028 characters with
+// umlauts, ß, dashes and guillemets: more bytes than characters.
+func germanText(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/sms_1028_de.txt")
+	require.NoError(t, err)
+	s := string(raw)
+	require.Equal(t, 1028, utf8.RuneCountInString(s))
+	require.Greater(t, len(s), 1028)
+	return s
 }
 
 func TestProvider_ClientCache(t *testing.T) {
