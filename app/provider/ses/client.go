@@ -38,6 +38,9 @@ func (p *Provider) client(ctx context.Context, a provider.Account) (*sesv2.Clien
 func (p *Provider) options(o *sesv2.Options) {
 	o.Retryer, o.RetryMaxAttempts = aws.NopRetryer{}, 1
 	o.HTTPClient = p.clients.HTTPClient(p.HTTPClient)
+	// Keep error bodies: some answers name their code where the SDK does
+	// not look for it.
+	o.APIOptions = append(o.APIOptions, awsclient.KeepErrorBody)
 	if p.Endpoint != "" {
 		o.BaseEndpoint = aws.String(p.Endpoint)
 	}

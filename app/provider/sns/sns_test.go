@@ -17,6 +17,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/smithy-go"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -237,6 +240,18 @@ func TestProvider_SendErrors(t *testing.T) {
 		{"unknown_code", "ConcurrentAccess", provider.Transient, false, 0},
 		{"bad_gateway_empty", "http_502", provider.Transient, false, 0},
 		{"service_unavailable_html", "http_503", provider.Transient, false, 0},
+		// Error documents the SDK's query parser reads no code from (it
+		// reports UnknownError): the code is read from the body, or from
+		// X-Amzn-ErrorType, which emulators send.
+		{"moto_invalid_client_token", "InvalidClientTokenId", provider.Permanent, true, 0},
+		{"bare_signature_mismatch", "SignatureDoesNotMatch", provider.Permanent, true, 0},
+		{"ec2_style_invalid_client_token", "InvalidClientTokenId", provider.Permanent, true, 0},
+		{"header_only_code", "InvalidParameter", provider.Permanent, false, 0},
+		// No code anywhere: classified by status.
+		{"plain_text_400", "http_400", provider.Permanent, false, 0},
+		{"proxy_403_html", "http_403", provider.Permanent, false, 0},
+		{"proxy_429_plain", "http_429", provider.RateLimited, false, time.Second},
+		{"proxy_502_html", "http_502", provider.Transient, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -255,6 +270,29 @@ func TestProvider_SendErrors(t *testing.T) {
 			require.Len(t, b.fake.Requests(), 1)
 		})
 	}
+}
+
+// TestProvider_SendUnreadableCredentialError pins down why the body is
+// read: the SDK itself reports moto's 403 as UnknownError, which would be
+// retried as http_403 forever.
+func TestProvider_SendUnreadableCredentialError(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.fake.respond = replay(t, "testdata/errors/moto_invalid_client_token.http")
+
+	c, err := b.provider.ClientFor(context.Background(), b.account)
+	require.NoError(t, err)
+	_, err = c.Publish(context.Background(), &awssns.PublishInput{PhoneNumber: aws.String("+4915123456789"), Message: aws.String("Hallo")})
+	var apiErr smithy.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, "UnknownError", apiErr.ErrorCode(), "the SDK cannot read this document")
+
+	_, err = b.provider.Send(context.Background(), b.outbound())
+	pe := requireProviderError(t, err)
+	require.Equal(t, "InvalidClientTokenId", pe.Code)
+	require.True(t, pe.Account, "the account's keys are refused: the tenant must fix them")
+	require.Equal(t, provider.Permanent, pe.Class)
+	require.Equal(t, "The security token included in the request is invalid.", pe.Reason)
 }
 
 func TestProvider_SendNoRetry(t *testing.T) {
