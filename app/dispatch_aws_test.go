@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -210,4 +212,57 @@ func TestDispatcher_AWSErrors(t *testing.T) {
 			require.Equal(t, app.AccountActive, b.account(t, tn.ID, acct.ID).Status)
 		})
 	}
+}
+
+// TestDispatcher_SMSLength checks SNS's limit of 1,600 characters per
+// publish on rendered messages: a long German text with more bytes than
+// characters goes out, a longer one fails before SNS is called, as a
+// failure of the message that leaves the account alone.
+func TestDispatcher_SMSLength(t *testing.T) {
+	t.Parallel()
+
+	// smsWithTour routes a booking confirmation by SMS whose tour name
+	// makes the rendered text long.
+	smsWithTour := func(t *testing.T, b *pipelineBundle, tn *app.Tenant, tour string) *app.Message {
+		t.Helper()
+		req := booking("evt-1", "BK-1", anna, "SMS")
+		req["context"].(map[string]any)["tour_name"] = tour
+		return b.routeOne(t, tn, req)
+	}
+
+	t.Run("UmlautsCountAsCharacters", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		_, api := b.useAWS(t, tn, app.SMS)
+		api.reply(t, "provider/sns/testdata/publish.http")
+		m := smsWithTour(t, b, tn, strings.Repeat("Süße Grüße aus Österreich – Übergänge über Flüsse, ", 28))
+		require.LessOrEqual(t, utf8.RuneCountInString(m.Body), 1600)
+		require.Greater(t, len(m.Body), 1600, "more bytes than SNS takes characters")
+
+		sent := b.sendOK(t, m)
+		require.Equal(t, "8d2c1f7e-5a3b-5c9d-b0e4-71f6a2d8c3b5", *sent.ExternalMessageID)
+		require.Equal(t, 1, api.count())
+	})
+
+	t.Run("TooLongFailsBeforeSNS", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		acct, api := b.useAWS(t, tn, app.SMS)
+		api.reply(t, "provider/sns/testdata/publish.http")
+		m := smsWithTour(t, b, tn, strings.Repeat("Gardasee und Verona ", 80))
+		require.Greater(t, utf8.RuneCountInString(m.Body), 1600)
+
+		c := &completion{}
+		out, err := b.dispatch(m, 1, 5, c)
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Done: true}, out)
+		require.Zero(t, api.count(), "SNS is not called")
+		failed := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageFailed, failed.Status)
+		require.Equal(t, app.ReasonProviderRejected, *failed.FailedReason)
+		require.Equal(t, "message_too_long", *failed.ErrorCode)
+		require.Equal(t, app.AccountActive, b.account(t, tn.ID, acct.ID).Status)
+	})
 }
