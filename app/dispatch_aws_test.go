@@ -109,7 +109,7 @@ func TestDispatcher_AWSErrors(t *testing.T) {
 		{"SESIllegalAddress", "EMAIL", "provider/ses/testdata/errors/bad_request.http", "invalid_recipient"},
 		{"SESPlainText400", "EMAIL", "provider/ses/testdata/errors/plain_text_400.http", "http_400"},
 		{"SESProxy403", "EMAIL", "provider/ses/testdata/errors/proxy_403_plain.http", "http_403"},
-		{"SNSInvalidNumber", "SMS", "provider/sns/testdata/errors/invalid_parameter.http", "InvalidParameter"},
+		{"SNSInvalidNumber", "SMS", "provider/sns/testdata/errors/invalid_parameter.http", "invalid_recipient"},
 		{"SNSPlainText400", "SMS", "provider/sns/testdata/errors/plain_text_400.http", "http_400"},
 	}
 	for _, tt := range failsMessageOnly {

@@ -221,7 +221,8 @@ func TestProvider_SendErrors(t *testing.T) {
 		account    bool
 		retryAfter time.Duration
 	}{
-		{"invalid_parameter", "InvalidParameter", provider.Permanent, false, 0},
+		// About the number: the same code as a number refused before sending.
+		{"invalid_parameter", "invalid_recipient", provider.Permanent, false, 0},
 		{"parameter_value_invalid", "ParameterValueInvalid", provider.Permanent, false, 0},
 		{"validation", "ValidationException", provider.Permanent, false, 0},
 		{"opted_out", "OptedOut", provider.Permanent, false, 0},
