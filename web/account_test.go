@@ -913,3 +913,42 @@ func TestConsoleChannels_Access(t *testing.T) {
 		require.Equal(t, "Sandbox EMAIL", text(doc.Find("h1")))
 	})
 }
+
+// TestConsoleChannels_EndpointRules checks that outside development the
+// form refuses an endpoint the AWS adapters would refuse at the first send
+// (a host outside AWS's domains, plain http), and that development accepts
+// an emulator's.
+func TestConsoleChannels_EndpointRules(t *testing.T) {
+	t.Parallel()
+
+	for _, tc := range []struct {
+		name     string
+		env      string
+		endpoint string
+		refused  string
+	}{
+		{"ProdForeignHost", app.EnvProd, "https://ses.attacker.example", "AWS"},
+		{"ProdPlainHTTP", app.EnvProd, "http://" + vpcEndpoint, "https"},
+		{"ProdVPCEndpoint", app.EnvProd, "https://" + vpcEndpoint, ""},
+		{"DevEmulator", app.EnvDev, "http://localhost:4566", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := setupConsole(t, webtest.Options{NoWorkers: true, Config: func(cfg *app.Config) { cfg.Env = tc.env }})
+			s := c.signIn(asManager)
+			s.page(channelsPrefix + "/new")
+			resp, body := s.postRaw(channelsPrefix, with(sesForm("SES "+tc.name), "config_endpoint_url", tc.endpoint))
+			named := c.accountsNamed(c.Tenant.ID, "SES "+tc.name)
+			if tc.refused == "" {
+				require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+				require.Len(t, named, 1)
+				return
+			}
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+			doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+			require.NoError(t, err)
+			require.Contains(t, text(doc.Find(`[name=config_endpoint_url] ~ .field-error`)), tc.refused)
+			require.Empty(t, named, "nothing stored")
+		})
+	}
+}

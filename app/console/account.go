@@ -305,7 +305,11 @@ type Accounts struct {
 	// CheckWebhookURLFunc applies the WEBHOOK adapter's destination rules to
 	// a URL without sending anything; nil accepts https URLs only.
 	CheckWebhookURLFunc func(raw string) error
-	Now                 app.Clock
+	// CheckEndpointURLFunc applies the AWS adapters' endpoint rules to an
+	// account's endpoint URL, so the form refuses what the first send
+	// would; nil checks the URL's shape only.
+	CheckEndpointURLFunc func(raw string) error
+	Now                  app.Clock
 }
 
 // TestTrigger is the trigger event of console test messages.
@@ -946,6 +950,11 @@ func checkSetting(s *Accounts, spec *ProviderSpec, fd ProviderField, v string) (
 			u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 			return "", app.FieldErrorf(field, "Enter the endpoint's URL, such as https://vpce-….email.eu-central-1.vpce.amazonaws.com, without credentials or query.")
 		}
+		if s.CheckEndpointURLFunc != nil {
+			if err := s.CheckEndpointURLFunc(v); err != nil {
+				return "", app.FieldErrorf(field, "%s.", capitalize(err.Error()))
+			}
+		}
 	case KeySESSenderEmail:
 		a, err := mail.ParseAddress(v)
 		if err != nil || a.Name != "" || !isASCII(a.Address) {
@@ -1017,4 +1026,12 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// capitalize makes an adapter's error, written to be wrapped, a sentence.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
