@@ -146,6 +146,9 @@ func with(form url.Values, kv ...string) url.Values {
 	return out
 }
 
+// vpcEndpoint is an interface endpoint's DNS name as AWS gives them.
+const vpcEndpoint = "vpce-0a1b2c3d4e5f67890-k2l3m4n5.sns.eu-west-1.vpce.amazonaws.com"
+
 func TestConsoleChannels_ProviderKeysMatchAdapters(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, meta.ConfigPhoneNumberID, console.KeyMetaPhoneNumberID)
@@ -158,6 +161,8 @@ func TestConsoleChannels_ProviderKeysMatchAdapters(t *testing.T) {
 	require.Equal(t, ses.SecretAccessKeyID, console.KeyAWSAccessKeyID)
 	require.Equal(t, ses.SecretSecretAccessKey, console.KeyAWSSecretAccessKey)
 	require.Equal(t, ses.SecretSessionToken, console.KeyAWSSessionToken)
+	require.Equal(t, ses.ConfigEndpoint, console.KeyAWSEndpoint)
+	require.Equal(t, sns.ConfigEndpoint, console.KeyAWSEndpoint)
 	require.Equal(t, sns.ConfigSenderID, console.KeySNSSenderID)
 	require.Equal(t, sns.ConfigOriginationNumber, console.KeySNSOriginationNumber)
 	require.Equal(t, sns.ConfigSMSType, console.KeySNSSMSType)
@@ -268,6 +273,8 @@ func TestConsoleChannels_Create(t *testing.T) {
 		{"SNSBadSenderID", with(snsForm("n"), "config_sender_id", "123456"), "config_sender_id", "at least one letter"},
 		{"SNSBadOrigination", with(snsForm("n"), "config_origination_number", "0151 1234"), "config_origination_number", "E.164"},
 		{"SNSBadType", with(snsForm("n"), "config_sms_type", "Urgent"), "config_sms_type", "not one of the choices"},
+		{"SESEndpointWithQuery", with(sesForm("s"), "config_endpoint_url", "https://"+vpcEndpoint+"/?a=1"), "config_endpoint_url", "endpoint's URL"},
+		{"SNSEndpointNotURL", with(snsForm("n"), "config_endpoint_url", "vpce endpoint"), "config_endpoint_url", "endpoint's URL"},
 		{"WebhookNoURL", url.Values{"provider": {"webhook"}, "name": {"w"}}, "config_url", "required"},
 		{"WebhookLoopback", url.Values{"provider": {"webhook"}, "name": {"w"}, "config_url": {"https://127.0.0.1/hook"}}, "config_url", "loopback"},
 		{"WebhookMetadata", url.Values{"provider": {"webhook"}, "name": {"w"}, "config_url": {"https://169.254.169.254/latest/meta-data"}}, "config_url", "metadata"},
@@ -318,6 +325,9 @@ func TestConsoleChannels_Create(t *testing.T) {
 			map[string]string{"access_key_id": awsKeyID, "secret_access_key": awsSecret}, "ses"},
 		{"SNS", snsForm("SMS main"), app.SMS,
 			map[string]string{"region": "eu-west-1", "sender_id": "ACMETOURS", "sms_type": "Transactional"},
+			map[string]string{"access_key_id": awsKeyID, "secret_access_key": awsSecret}, "sns"},
+		{"SNSVPCEndpoint", with(snsForm("SMS VPC"), "config_endpoint_url", "https://"+vpcEndpoint), app.SMS,
+			map[string]string{"region": "eu-west-1", "sender_id": "ACMETOURS", "sms_type": "Transactional", "endpoint_url": "https://" + vpcEndpoint},
 			map[string]string{"access_key_id": awsKeyID, "secret_access_key": awsSecret}, "sns"},
 		{"Sandbox", url.Values{"provider": {"sandbox"}, "name": {"Sandbox hooks"}, "channel": {"WEBHOOK"}}, app.Webhook,
 			map[string]string{}, map[string]string{}, "sandbox"},
@@ -461,6 +471,14 @@ func TestConsoleChannels_DefaultCredentials(t *testing.T) {
 		doc, resp = manager.postPage(channelsPrefix, defaultForm("credentials", "keys"))
 		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 		require.Contains(t, text(doc.Find(`[name=secret_access_key_id] ~ .field-error`)), "access key ID")
+		require.Equal(t, before, n())
+	})
+
+	t.Run("EndpointNeedsKeys", func(t *testing.T) {
+		operator.page(channelsPrefix + "/new?provider=ses")
+		doc, resp := operator.postPage(channelsPrefix, defaultForm("config_endpoint_url", "https://"+vpcEndpoint))
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+		require.Contains(t, text(doc.Find(`[name=config_endpoint_url] ~ .field-error`)), "own access keys")
 		require.Equal(t, before, n())
 	})
 
@@ -894,4 +912,43 @@ func TestConsoleChannels_Access(t *testing.T) {
 		doc := s.page("/t/globex/channels/" + globexAccount.ID.String())
 		require.Equal(t, "Sandbox EMAIL", text(doc.Find("h1")))
 	})
+}
+
+// TestConsoleChannels_EndpointRules checks that outside development the
+// form refuses an endpoint the AWS adapters would refuse at the first send
+// (a host outside AWS's domains, plain http), and that development accepts
+// an emulator's.
+func TestConsoleChannels_EndpointRules(t *testing.T) {
+	t.Parallel()
+
+	for _, tc := range []struct {
+		name     string
+		env      string
+		endpoint string
+		refused  string
+	}{
+		{"ProdForeignHost", app.EnvProd, "https://ses.attacker.example", "AWS"},
+		{"ProdPlainHTTP", app.EnvProd, "http://" + vpcEndpoint, "https"},
+		{"ProdVPCEndpoint", app.EnvProd, "https://" + vpcEndpoint, ""},
+		{"DevEmulator", app.EnvDev, "http://localhost:4566", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := setupConsole(t, webtest.Options{NoWorkers: true, Config: func(cfg *app.Config) { cfg.Env = tc.env }})
+			s := c.signIn(asManager)
+			s.page(channelsPrefix + "/new")
+			resp, body := s.postRaw(channelsPrefix, with(sesForm("SES "+tc.name), "config_endpoint_url", tc.endpoint))
+			named := c.accountsNamed(c.Tenant.ID, "SES "+tc.name)
+			if tc.refused == "" {
+				require.Equal(t, http.StatusSeeOther, resp.StatusCode, body)
+				require.Len(t, named, 1)
+				return
+			}
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+			doc, err := goquery.NewDocumentFromReader(strings.NewReader(body))
+			require.NoError(t, err)
+			require.Contains(t, text(doc.Find(`[name=config_endpoint_url] ~ .field-error`)), tc.refused)
+			require.Empty(t, named, "nothing stored")
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"html"
 	"maps"
 	"net/mail"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -121,6 +122,7 @@ const (
 	KeyAWSAccessKeyID     = "access_key_id"
 	KeyAWSSecretAccessKey = "secret_access_key"
 	KeyAWSSessionToken    = "session_token"
+	KeyAWSEndpoint        = "endpoint_url"
 
 	KeySESSenderEmail      = "sender_email"
 	KeySESSenderName       = "sender_name"
@@ -142,6 +144,11 @@ const (
 var awsRegionField = ProviderField{Key: KeyAWSRegion, Label: "AWS region", Required: true, Example: "eu-central-1",
 	Hint: "The region the account's identities live in, such as eu-central-1."}
 
+// awsEndpointField replaces the region's endpoint, for VPC endpoints (and
+// emulators where the deployment allows them); the adapters check the host.
+var awsEndpointField = ProviderField{Key: KeyAWSEndpoint, Label: "Endpoint URL",
+	Example: "https://vpce-0a1b2c3d4e5f67890-k2l3m4n5.email.eu-central-1.vpce.amazonaws.com",
+	Hint:    "Only for a VPC endpoint; leave empty to use the region's endpoint. Needs the account's own access keys."}
 var awsStatusTopicField = ProviderField{Key: KeyAWSStatusTopic, Label: "Status topic ARN", Example: "arn:aws:sns:eu-central-1:123456789012:herald-events",
 	Hint: "The SNS topic of your own AWS account that delivery events come through; receipts through it touch only this account's messages. Leave empty when Herald's operator provides the topic."}
 
@@ -185,6 +192,7 @@ var ProviderSpecs = []ProviderSpec{
 				Hint: "Needed for delivery, bounce and complaint events; see the account page for the SNS steps."},
 			{Key: KeySESReplyTo, Label: "Reply-to", Example: "service@example.com",
 				Hint: "One or more addresses, separated by commas."},
+			awsEndpointField,
 			awsStatusTopicField,
 		}, awsKeyFields...),
 	},
@@ -200,6 +208,7 @@ var ProviderSpecs = []ProviderSpec{
 			{Key: KeySNSSMSType, Label: "SMS type", Required: true,
 				Hint:    "Transactional messages are routed for reliability; promotional ones for cost.",
 				Options: []FieldOption{{"Transactional", "Transactional"}, {"Promotional", "Promotional"}}},
+			awsEndpointField,
 			awsStatusTopicField,
 		}, awsKeyFields...),
 	},
@@ -304,7 +313,11 @@ type Accounts struct {
 	// CheckWebhookURLFunc applies the WEBHOOK adapter's destination rules to
 	// a URL without sending anything; nil accepts https URLs only.
 	CheckWebhookURLFunc func(raw string) error
-	Now                 app.Clock
+	// CheckEndpointURLFunc applies the AWS adapters' endpoint rules to an
+	// account's endpoint URL, so the form refuses what the first send
+	// would; nil checks the URL's shape only.
+	CheckEndpointURLFunc func(raw string) error
+	Now                  app.Clock
 }
 
 // TestTrigger is the trigger event of console test messages.
@@ -867,6 +880,11 @@ func (s *Accounts) settings(u *app.User, spec *ProviderSpec, f AccountForm, stor
 			return nil, nil, nil, app.FieldErrorf("secret_"+KeyAWSSecretAccessKey, "Enter the secret access key that belongs to the access key ID.")
 		}
 	}
+	if spec.AWS && secrets[KeyAWSAccessKeyID] == "" && config[KeyAWSEndpoint] != "" {
+		// Requests signed with the platform's identity go to AWS's own
+		// endpoints only (the adapters refuse the combination too).
+		return nil, nil, nil, app.FieldErrorf("config_"+KeyAWSEndpoint, "An endpoint URL needs the account's own access keys.")
+	}
 	if spec.AWS {
 		// The default chain uses the platform's AWS identity: only an
 		// operator may leave an account on it, whoever edits it later.
@@ -934,6 +952,17 @@ func checkSetting(s *Accounts, spec *ProviderSpec, fd ProviderField, v string) (
 	case KeyAWSRegion:
 		if !awsRegionPattern.MatchString(v) {
 			return "", app.FieldErrorf(field, "%q is not an AWS region; regions look like eu-central-1.", v)
+		}
+	case KeyAWSEndpoint:
+		u, err := url.Parse(v)
+		if err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") ||
+			u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return "", app.FieldErrorf(field, "Enter the endpoint's URL, such as https://vpce-….email.eu-central-1.vpce.amazonaws.com, without credentials or query.")
+		}
+		if s.CheckEndpointURLFunc != nil {
+			if err := s.CheckEndpointURLFunc(v); err != nil {
+				return "", app.FieldErrorf(field, "%s.", capitalize(err.Error()))
+			}
 		}
 	case KeySESSenderEmail:
 		a, err := mail.ParseAddress(v)
@@ -1010,4 +1039,12 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// capitalize makes an adapter's error, written to be wrapped, a sentence.
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

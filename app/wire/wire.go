@@ -19,6 +19,7 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/awsclient"
 	"github.com/heraldhq/herald/app/provider/awsnotify"
 	"github.com/heraldhq/herald/app/provider/meta"
 	"github.com/heraldhq/herald/app/provider/sandbox"
@@ -132,8 +133,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Providers: provider.Set{
 			"meta":    &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log},
 			"webhook": &webhook.Provider{AllowHTTP: cfg.Dev()},
-			"ses":     &ses.Provider{Log: log},
-			"sns":     &sns.Provider{Log: log},
+			"ses":     &ses.Provider{Log: log, AnyEndpoint: cfg.Dev()},
+			"sns":     &sns.Provider{Log: log, AnyEndpoint: cfg.Dev()},
 			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
 				_, err := s.Receipts.Apply(ctx, app.Internal, r)
 				return err
@@ -160,6 +161,10 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Accounts: &console.Accounts{
 			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, Now: now,
 			CheckWebhookURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
+			CheckEndpointURLFunc: func(raw string) error {
+				_, err := awsclient.CheckEndpoint(raw, cfg.Dev())
+				return err
+			},
 		},
 		MessageConsole: &console.MessageConsole{Store: db.Scope[console.MessageTx](store), Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
 		Schedules:      &console.Schedules{Store: db.Scope[console.ScheduleTx](store), Intake: s.Intake, Router: s.Router, Now: now},

@@ -153,6 +153,10 @@ func adminExec(ctx context.Context, sql string) error {
 	return err
 }
 
+// keptTemplates is how many templates of different migration sets may live
+// on the server at once.
+const keptTemplates = 8
+
 // ensureTemplate builds the template database for the current migrations
 // unless it exists. Test binaries run in parallel, so the build happens under
 // an advisory lock and the name carries a fingerprint of every migration.
@@ -182,8 +186,12 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	if exists {
 		return name, nil
 	}
-	// Templates of older migration sets are of no further use.
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'herald\_test\_tpl\_%'`)
+	// Other checkouts on this server (a branch, a worktree, CI beside a
+	// developer) test other migration sets at the same time, so their
+	// templates stay; only the oldest beyond keptTemplates go.
+	rows, err := conn.Query(ctx, `
+		SELECT datname FROM pg_database WHERE datname LIKE 'herald\_test\_tpl\_%'
+		ORDER BY oid DESC OFFSET $1`, keptTemplates-1)
 	if err != nil {
 		return "", err
 	}

@@ -6,6 +6,7 @@
 package awsclient
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -44,21 +45,23 @@ type settings struct {
 	region                             string
 	accessKey, secretKey, sessionToken string
 	static                             bool
+	// endpoint is the account's own endpoint URL, or empty.
+	endpoint string
 }
 
 // fingerprint hashes the settings so that the cache never holds secrets in
 // its keys.
 func (s settings) fingerprint() string {
 	h := sha256.New()
-	for _, v := range []string{s.region, s.accessKey, s.secretKey, s.sessionToken, fmt.Sprint(s.static)} {
+	for _, v := range []string{s.region, s.accessKey, s.secretKey, s.sessionToken, fmt.Sprint(s.static), s.endpoint} {
 		fmt.Fprintf(h, "%d:%s;", len(v), v)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// readSettings reads the account's region and credentials; service names
-// the AWS service in the reasons, which the tenant reads.
-func readSettings(a provider.Account, service string) (settings, error) {
+// readSettings reads the account's region, credentials and endpoint;
+// service names the AWS service in the reasons, which the tenant reads.
+func readSettings(a provider.Account, service string, ep Endpoints) (settings, error) {
 	s := settings{
 		region:       strings.TrimSpace(a.Config[ConfigRegion]),
 		accessKey:    strings.TrimSpace(a.Secrets[SecretAccessKeyID]),
@@ -76,6 +79,18 @@ func readSettings(a provider.Account, service string) (settings, error) {
 		return s, ConfigError("config_incomplete_credentials", fmt.Sprintf("The %s account has a session_token without access keys.", service))
 	}
 	s.static = s.accessKey != ""
+	if raw := strings.TrimSpace(a.Config[ConfigEndpoint]); raw != "" {
+		if !s.static {
+			// Requests signed with the server's own credentials go to
+			// AWS's endpoints only, never to one an account names.
+			return s, ConfigError("config_endpoint_needs_keys", fmt.Sprintf("The %s account names an endpoint URL: that needs the account's own access keys.", service))
+		}
+		endpoint, err := CheckEndpoint(raw, ep.AnyHost)
+		if err != nil {
+			return s, ConfigError("config_invalid_endpoint", fmt.Sprintf("The %s account's endpoint URL: %v.", service, err))
+		}
+		s.endpoint = endpoint
+	}
 	return s, nil
 }
 
@@ -107,12 +122,14 @@ type Cache[C any] struct {
 // Client returns the account's client, building it on first use, and
 // whether the account brings its own keys, which decides who must fix
 // rejected credentials (see Classify). service names the AWS service in
-// the reasons of configuration errors. build makes the client from the
-// account's aws.Config; it is where the adapter sets its service's
-// options.
-func (c *Cache[C]) Client(ctx context.Context, a provider.Account, service string, build func(aws.Config) C) (C, bool, error) {
+// the reasons of configuration errors; ep says which endpoints accounts
+// may use. build makes the client from the account's aws.Config, whose
+// BaseEndpoint and ConfigSources carry the endpoint; it is where the
+// adapter sets its service's options, which must leave BaseEndpoint
+// alone.
+func (c *Cache[C]) Client(ctx context.Context, a provider.Account, service string, ep Endpoints, build func(aws.Config) C) (C, bool, error) {
 	var zero C
-	s, err := readSettings(a, service)
+	s, err := readSettings(a, service, ep)
 	if err != nil {
 		return zero, false, err
 	}
@@ -124,6 +141,12 @@ func (c *Cache[C]) Client(ctx context.Context, a provider.Account, service strin
 	if err != nil {
 		return zero, false, err
 	}
+	if endpoint := cmp.Or(ep.Override, s.endpoint); endpoint != "" {
+		// An explicit endpoint wins over the environment's: without
+		// sources the SDK finds no AWS_ENDPOINT_URL_<SERVICE> to replace
+		// it with.
+		cfg.BaseEndpoint, cfg.ConfigSources = aws.String(endpoint), nil
+	}
 	cl := build(cfg)
 	c.put(a.ID, fp, cl)
 	return cl, s.static, nil
@@ -132,13 +155,26 @@ func (c *Cache[C]) Client(ctx context.Context, a provider.Account, service strin
 // awsConfig returns the configuration a client of the account starts from.
 func awsConfig(ctx context.Context, s settings) (aws.Config, error) {
 	if s.static {
-		// Static keys need nothing from the environment; not loading the
-		// shared config keeps the server's AWS settings out of tenants'
-		// clients.
-		return aws.Config{
-			Region:      s.region,
-			Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(s.accessKey, s.secretKey, s.sessionToken)),
-		}, nil
+		// Static keys need nothing else from the environment than where
+		// the service is: not loading the shared config keeps the
+		// server's credentials, profile and settings out of tenants'
+		// clients, while the standard endpoint variables
+		// (AWS_ENDPOINT_URL_SESV2, AWS_ENDPOINT_URL_SNS, AWS_ENDPOINT_URL)
+		// apply as in any SDK client.
+		env, err := config.NewEnvConfig()
+		if err != nil {
+			return aws.Config{}, &provider.Error{Code: "aws_config", Class: provider.Transient, Reason: err.Error()}
+		}
+		src := endpointSource{env: env}
+		cfg := aws.Config{
+			Region:        s.region,
+			Credentials:   aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(s.accessKey, s.secretKey, s.sessionToken)),
+			ConfigSources: []any{src},
+		}
+		if env.BaseEndpoint != "" && !src.ignored() {
+			cfg.BaseEndpoint = aws.String(env.BaseEndpoint)
+		}
+		return cfg, nil
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(s.region))
 	if err != nil {

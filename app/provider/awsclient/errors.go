@@ -79,40 +79,50 @@ func WithCommon(service map[string]Rule) map[string]Rule {
 
 // Classify turns a failed call into a provider error. static says whether
 // the account brings its own keys; rule looks up the service's rule for an
-// error code and message. Anything not recognised is transient, an
-// unknown failure is retried rather than dropped, and known is false so
-// that the caller can make it visible.
+// error code and message.
+//
+// An answer without an AWS error code (a proxy's or an emulator's plain
+// 400, an HTML 502, a query-protocol error document the SDK cannot read)
+// is classified by the code found in its body when there is one, else by
+// its status: 429 waits, 408 and 5xx are retried, any other 4xx fails
+// the message (not the account: a proxy's 403 proves nothing about the
+// keys). Anything not recognised is transient, an unknown failure is
+// retried rather than dropped, and known is false so that the caller can
+// make it visible.
 func Classify(err error, static bool, rule func(code, msg string) (Rule, bool)) (e *provider.Error, known bool) {
 	var pe *provider.Error
 	if errors.As(err, &pe) {
 		return pe, true
 	}
 	status, header := response(err)
+	body := errorBodyOf(err)
 
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {
-		code, msg := apiErr.ErrorCode(), reason(apiErr.ErrorMessage())
-		r, known := rule(code, msg)
-		switch {
-		case known && r.Credentials && !static:
-			// The server's own credentials were refused: suspending the
-			// tenant's account would not help, the operator must act.
-			return &provider.Error{Code: code, Class: provider.Transient, Reason: "server AWS credentials: " + msg}, true
-		case known:
-			e := &provider.Error{Code: code, Class: r.Class, Reason: msg, Account: r.Account}
-			if r.Class == provider.RateLimited {
-				e.RetryAfter = retryAfter(header, r.RetryAfter)
+		code, msg := apiErr.ErrorCode(), apiErr.ErrorMessage()
+		if code == "" || code == "UnknownError" {
+			// The SDK found no code where its protocol puts one; the body
+			// may still name it in another shape.
+			code, msg = codeInBody(body)
+			if code == "" {
+				// Emulators (moto) name the code in this header for every
+				// protocol, while the query protocol's parser reads only
+				// the body.
+				code = sanitizeCode(header.Get("X-Amzn-ErrorType"))
 			}
-			return e, true
-		case code == "" || code == "UnknownError":
-			// A body without a code (a proxy's error page, an empty 5xx):
-			// name the failure after its status.
-			code = fmt.Sprintf("http_%d", status)
+			if code == "UnknownError" {
+				code = ""
+			}
+			if msg == "" {
+				msg = apiErr.ErrorMessage()
+			}
 		}
-		if status == http.StatusTooManyRequests {
-			return &provider.Error{Code: code, Class: provider.RateLimited, Reason: msg, RetryAfter: retryAfter(header, time.Second)}, true
+		if code != "" {
+			return byCode(code, reason(msg), status, header, static, rule)
 		}
-		return &provider.Error{Code: code, Class: provider.Transient, Reason: msg}, status >= 500
+	}
+	if status != 0 {
+		return byStatus(status, header, err, body)
 	}
 
 	msg := reason(err.Error())
@@ -124,13 +134,55 @@ func Classify(err error, static bool, rule func(code, msg string) (Rule, bool)) 
 		return &provider.Error{Code: "canceled", Class: provider.Transient, Reason: msg}, true
 	case errors.As(err, &sendErr):
 		return &provider.Error{Code: "connection_error", Class: provider.Transient, Reason: msg}, true
-	case status == http.StatusTooManyRequests:
-		return &provider.Error{Code: "http_429", Class: provider.RateLimited, Reason: msg, RetryAfter: retryAfter(header, time.Second)}, true
-	case status != 0:
-		// An answer the SDK could not read, such as an HTML 502 page.
-		return &provider.Error{Code: fmt.Sprintf("http_%d", status), Class: provider.Transient, Reason: msg}, status >= 500
 	}
 	return &provider.Error{Code: "unknown", Class: provider.Transient, Reason: msg}, false
+}
+
+// byCode classifies an answer that named an AWS error code.
+func byCode(code, msg string, status int, header http.Header, static bool, rule func(code, msg string) (Rule, bool)) (*provider.Error, bool) {
+	r, known := rule(code, msg)
+	switch {
+	case known && r.Credentials && !static:
+		// The server's own credentials were refused: suspending the
+		// tenant's account would not help, the operator must act.
+		return &provider.Error{Code: code, Class: provider.Transient, Reason: "server AWS credentials: " + msg}, true
+	case known:
+		e := &provider.Error{Code: code, Class: r.Class, Reason: msg, Account: r.Account}
+		if r.Class == provider.RateLimited {
+			e.RetryAfter = retryAfter(header, r.RetryAfter)
+		}
+		return e, true
+	case status == http.StatusTooManyRequests:
+		return &provider.Error{Code: code, Class: provider.RateLimited, Reason: msg, RetryAfter: retryAfter(header, time.Second)}, true
+	}
+	// A code the tables do not know yet: retried, and logged by the
+	// caller so that it gets classified.
+	return &provider.Error{Code: code, Class: provider.Transient, Reason: msg}, false
+}
+
+// byStatus classifies an answer without an error code by its HTTP status.
+func byStatus(status int, header http.Header, err error, body []byte) (*provider.Error, bool) {
+	code := fmt.Sprintf("http_%d", status)
+	msg := fmt.Sprintf("HTTP %d without an AWS error code", status)
+	if ex := bodyExcerpt(body); ex != "" {
+		msg += ": " + ex
+	} else if body == nil {
+		msg += ": " + err.Error()
+	}
+	msg = reason(msg)
+	switch {
+	case status == http.StatusTooManyRequests:
+		return &provider.Error{Code: code, Class: provider.RateLimited, Reason: msg, RetryAfter: retryAfter(header, time.Second)}, true
+	case status >= 500 || status == http.StatusRequestTimeout:
+		return &provider.Error{Code: code, Class: provider.Transient, Reason: msg}, true
+	case status >= 400:
+		// Something between Herald and AWS, or an emulator, refused this
+		// request; sending it again would be refused the same way.
+		// Logged all the same: it is not an answer AWS itself gives.
+		return &provider.Error{Code: code, Class: provider.Permanent, Reason: msg}, false
+	}
+	// A redirect or an informational status: nothing AWS sends.
+	return &provider.Error{Code: code, Class: provider.Transient, Reason: msg}, false
 }
 
 // response returns the HTTP status and headers of the answer err came

@@ -17,6 +17,10 @@ const (
 	ConfigSenderName       = "sender_name"
 	ConfigReplyTo          = "reply_to"
 	ConfigConfigurationSet = "configuration_set"
+	// ConfigEndpoint replaces the region's endpoint (a VPC endpoint; an
+	// emulator where AnyEndpoint allows it); it needs the account's own
+	// keys.
+	ConfigEndpoint = awsclient.ConfigEndpoint
 
 	SecretAccessKeyID     = awsclient.SecretAccessKeyID
 	SecretSecretAccessKey = awsclient.SecretSecretAccessKey
@@ -27,7 +31,8 @@ const (
 // client returns the account's SES client, building it on first use, and
 // whether the account brings its own keys.
 func (p *Provider) client(ctx context.Context, a provider.Account) (*sesv2.Client, bool, error) {
-	return p.clients.Client(ctx, a, "SES", func(cfg aws.Config) *sesv2.Client {
+	ep := awsclient.Endpoints{Override: p.Endpoint, AnyHost: p.AnyEndpoint}
+	return p.clients.Client(ctx, a, "SES", ep, func(cfg aws.Config) *sesv2.Client {
 		return sesv2.NewFromConfig(cfg, p.options)
 	})
 }
@@ -38,7 +43,7 @@ func (p *Provider) client(ctx context.Context, a provider.Account) (*sesv2.Clien
 func (p *Provider) options(o *sesv2.Options) {
 	o.Retryer, o.RetryMaxAttempts = aws.NopRetryer{}, 1
 	o.HTTPClient = p.clients.HTTPClient(p.HTTPClient)
-	if p.Endpoint != "" {
-		o.BaseEndpoint = aws.String(p.Endpoint)
-	}
+	// Keep error bodies: some answers name their code where the SDK does
+	// not look for it.
+	o.APIOptions = append(o.APIOptions, awsclient.KeepErrorBody)
 }

@@ -32,13 +32,20 @@ const charset = "UTF-8"
 
 // Provider sends e-mail through SES. An account's Config holds region and
 // sender_email (required), and optionally sender_name, reply_to (one or
-// more addresses, comma separated) and configuration_set; its Secrets hold
-// access_key_id and secret_access_key, or neither to use the server's
-// default AWS credential chain. The zero value is ready to use.
+// more addresses, comma separated), configuration_set and endpoint_url
+// (see ConfigEndpoint); its Secrets hold access_key_id and
+// secret_access_key, or neither to use the server's default AWS
+// credential chain. The zero value is ready to use.
 type Provider struct {
-	// Endpoint replaces the regional SES endpoint; tests point it at a
-	// local fake.
+	// Endpoint replaces the endpoint of every account, its own and the
+	// environment's; tests point it at a local fake.
 	Endpoint string
+	// AnyEndpoint lets accounts name any http or https endpoint URL, such
+	// as an emulator's on localhost; for development only. Without it an
+	// account's endpoint must be https on a host under AWS's domains (a
+	// VPC endpoint), so that no tenant can aim Herald's workers at a host
+	// of its choosing.
+	AnyEndpoint bool
 	// HTTPClient sends the requests; nil uses the SDK's default client,
 	// one for all accounts.
 	HTTPClient *http.Client

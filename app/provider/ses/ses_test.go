@@ -266,9 +266,12 @@ func TestProvider_SendErrors(t *testing.T) {
 		{"message_rejected", "MessageRejected", provider.Permanent, false, 0},
 		{"mail_from_not_verified", "MailFromDomainNotVerifiedException", provider.Permanent, true, 0},
 		{"configuration_set_not_found", "NotFoundException", provider.Permanent, true, 0},
-		{"bad_request", "BadRequestException", provider.Permanent, true, 0},
+		// One recipient's address: that message fails, the account stays.
+		{"bad_request", "invalid_recipient", provider.Permanent, false, 0},
+		{"bad_request_domain", "invalid_recipient", provider.Permanent, false, 0},
+		{"bad_request_other", "BadRequestException", provider.Permanent, false, 0},
 		{"account_suspended", "AccountSuspendedException", provider.Permanent, true, 0},
-		{"sending_paused", "SendingPausedException", provider.Transient, false, 0},
+		{"sending_paused", "SendingPausedException", provider.Permanent, true, 0},
 		{"too_many_requests", "TooManyRequestsException", provider.RateLimited, false, time.Second},
 		{"too_many_requests_retry_after", "TooManyRequestsException", provider.RateLimited, false, 7 * time.Second},
 		{"limit_exceeded", "LimitExceededException", provider.RateLimited, false, time.Minute},
@@ -280,6 +283,14 @@ func TestProvider_SendErrors(t *testing.T) {
 		{"unknown_code", "ConflictException", provider.Transient, false, 0},
 		{"bad_gateway_empty", "http_502", provider.Transient, false, 0},
 		{"service_unavailable_html", "http_503", provider.Transient, false, 0},
+		// Answers without X-Amzn-ErrorType, as proxies and emulators send
+		// them, are classified by their status.
+		{"plain_text_400", "http_400", provider.Permanent, false, 0},
+		{"emulator_json_400", "http_400", provider.Permanent, false, 0},
+		{"proxy_403_plain", "http_403", provider.Permanent, false, 0},
+		{"proxy_404_empty", "http_404", provider.Permanent, false, 0},
+		{"proxy_429_plain", "http_429", provider.RateLimited, false, 3 * time.Second},
+		{"proxy_502_html", "http_502", provider.Transient, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -296,6 +307,36 @@ func TestProvider_SendErrors(t *testing.T) {
 			require.NotEmpty(t, pe.Reason)
 			// Retries belong to the queue: the SDK must not repeat the call.
 			require.Len(t, b.fake.Requests(), 1)
+		})
+	}
+}
+
+// TestProvider_SendErrorReasons checks what the timeline will say: SES's
+// own text for a refused address, the body of a plain-text answer, and no
+// markup from a proxy's page.
+func TestProvider_SendErrorReasons(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		file, contains, excludes string
+	}{
+		{"bad_request", "Illegal address", ""},
+		{"plain_text_400", "HTTP 400 without an AWS error code: Bad Request: the request body could not be parsed", ""},
+		{"emulator_json_400", "HTTP 400", ""},
+		{"proxy_502_html", "HTTP 502 without an AWS error code", "<"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.fake.respond = replay(t, "testdata/errors/"+tt.file+".http")
+			_, err := b.provider.Send(context.Background(), b.outbound(t))
+			pe := requireProviderError(t, err)
+			require.Contains(t, pe.Reason, tt.contains)
+			if tt.excludes != "" {
+				require.NotContains(t, pe.Reason, tt.excludes)
+			}
+			require.NotContains(t, pe.Reason, "ada@example.net", "support sees addresses masked; reasons do not repeat them")
 		})
 	}
 }

@@ -17,6 +17,10 @@ const (
 	ConfigOriginationNumber = "origination_number"
 	// ConfigSMSType is Transactional (the default) or Promotional.
 	ConfigSMSType = "sms_type"
+	// ConfigEndpoint replaces the region's endpoint (a VPC endpoint; an
+	// emulator where AnyEndpoint allows it); it needs the account's own
+	// keys.
+	ConfigEndpoint = awsclient.ConfigEndpoint
 
 	SecretAccessKeyID     = awsclient.SecretAccessKeyID
 	SecretSecretAccessKey = awsclient.SecretSecretAccessKey
@@ -27,7 +31,8 @@ const (
 // client returns the account's SNS client, building it on first use, and
 // whether the account brings its own keys.
 func (p *Provider) client(ctx context.Context, a provider.Account) (*sns.Client, bool, error) {
-	return p.clients.Client(ctx, a, "SNS", func(cfg aws.Config) *sns.Client {
+	ep := awsclient.Endpoints{Override: p.Endpoint, AnyHost: p.AnyEndpoint}
+	return p.clients.Client(ctx, a, "SNS", ep, func(cfg aws.Config) *sns.Client {
 		return sns.NewFromConfig(cfg, p.options)
 	})
 }
@@ -38,7 +43,7 @@ func (p *Provider) client(ctx context.Context, a provider.Account) (*sns.Client,
 func (p *Provider) options(o *sns.Options) {
 	o.Retryer, o.RetryMaxAttempts = aws.NopRetryer{}, 1
 	o.HTTPClient = p.clients.HTTPClient(p.HTTPClient)
-	if p.Endpoint != "" {
-		o.BaseEndpoint = aws.String(p.Endpoint)
-	}
+	// Keep error bodies: some answers name their code where the SDK does
+	// not look for it.
+	o.APIOptions = append(o.APIOptions, awsclient.KeepErrorBody)
 }

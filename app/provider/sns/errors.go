@@ -1,6 +1,7 @@
 package sns
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/heraldhq/herald/app/provider"
@@ -55,11 +56,22 @@ func userError(msg string) awsclient.Rule {
 // whether the account brings its own keys; known is false for failures
 // the table does not know, so that the caller can make them visible.
 func classify(err error, static bool) (e *provider.Error, known bool) {
-	return awsclient.Classify(err, static, func(code, msg string) (awsclient.Rule, bool) {
+	e, known = awsclient.Classify(err, static, func(code, msg string) (awsclient.Rule, bool) {
 		if code == "UserError" {
 			return userError(msg), true
 		}
 		r, ok := rules[code]
 		return r, ok
 	})
+	if (e.Code == "InvalidParameter" || e.Code == "ParameterValueInvalid") && phoneNumberProblem.MatchString(e.Reason) {
+		// The same code as a number Herald refuses before sending, so that
+		// the timeline and the console name the problem alike.
+		e = &provider.Error{Code: "invalid_recipient", Class: provider.Permanent,
+			Reason: "SNS refused the phone number (" + e.Code + "): " + e.Reason}
+	}
+	return e, known
 }
+
+// phoneNumberProblem matches SNS's texts about the destination number
+// ("Invalid parameter: PhoneNumber Reason: ... is not valid to publish to").
+var phoneNumberProblem = regexp.MustCompile(`(?i)\bphone ?number\b`)

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -33,9 +34,11 @@ const (
 	AttrOriginationNumber = "AWS.MM.SMS.OriginationNumber"
 )
 
-// MaxMessageBytes is the most SNS takes in one SMS publish; it splits the
-// text into parts of 140 bytes itself.
-const MaxMessageBytes = 1600
+// MaxMessageChars is the most SNS takes in one SMS publish: 1,600
+// characters, not bytes (a German text with umlauts has more bytes than
+// characters). SNS splits the text into parts itself (160 GSM characters
+// or 70 UCS-2 characters each).
+const MaxMessageChars = 1600
 
 var (
 	// e164 is a phone number in E.164 format, as Herald stores them.
@@ -48,14 +51,21 @@ var (
 )
 
 // Provider sends SMS through SNS. An account's Config holds region
-// (required), and optionally sender_id (alphanumeric sender id) and
-// origination_number (a number or short code of the account); its Secrets
-// hold access_key_id and secret_access_key, or neither to use the server's
-// default AWS credential chain. The zero value is ready to use.
+// (required), and optionally sender_id (alphanumeric sender id),
+// origination_number (a number or short code of the account) and
+// endpoint_url (see ConfigEndpoint); its Secrets hold access_key_id and
+// secret_access_key, or neither to use the server's default AWS
+// credential chain. The zero value is ready to use.
 type Provider struct {
-	// Endpoint replaces the regional SNS endpoint; tests point it at a
-	// local fake.
+	// Endpoint replaces the endpoint of every account, its own and the
+	// environment's; tests point it at a local fake.
 	Endpoint string
+	// AnyEndpoint lets accounts name any http or https endpoint URL, such
+	// as an emulator's on localhost; for development only. Without it an
+	// account's endpoint must be https on a host under AWS's domains (a
+	// VPC endpoint), so that no tenant can aim Herald's workers at a host
+	// of its choosing.
+	AnyEndpoint bool
 	// HTTPClient sends the requests; nil uses the SDK's default client,
 	// one for all accounts.
 	HTTPClient *http.Client
@@ -119,17 +129,29 @@ func input(m provider.Outbound) (*sns.PublishInput, error) {
 		// masked: it does not repeat the number.
 		return nil, &provider.Error{Code: "invalid_recipient", Class: provider.Permanent, Reason: "The recipient is not a phone number in E.164 format."}
 	}
-	switch n := len(m.Body); {
+	switch n := messageChars(m.Body); {
 	case strings.TrimSpace(m.Body) == "":
 		return nil, &provider.Error{Code: "empty_message", Class: provider.Permanent, Reason: "The SMS text is empty."}
-	case n > MaxMessageBytes:
-		return nil, &provider.Error{Code: "message_too_long", Class: provider.Permanent, Reason: fmt.Sprintf("The SMS text has %d bytes; SNS takes at most %d.", n, MaxMessageBytes)}
+	case n > MaxMessageChars:
+		return nil, &provider.Error{Code: "message_too_long", Class: provider.Permanent, Reason: fmt.Sprintf("The SMS text has %d characters; SNS takes at most %d in one message.", n, MaxMessageChars)}
 	}
 	return &sns.PublishInput{
 		PhoneNumber:       aws.String(m.To),
 		Message:           aws.String(m.Body),
 		MessageAttributes: attrs,
 	}, nil
+}
+
+// messageChars counts characters the way SNS's limit does. A character
+// outside the Basic Multilingual Plane (an emoji) counts twice, as it does
+// in UTF-16 and in the UCS-2 parts SNS sends it in: the count errs on the
+// side of refusing here rather than at SNS.
+func messageChars(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }
 
 func stringAttr(v string) types.MessageAttributeValue {

@@ -15,7 +15,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssns "github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/smithy-go"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -217,7 +221,8 @@ func TestProvider_SendErrors(t *testing.T) {
 		account    bool
 		retryAfter time.Duration
 	}{
-		{"invalid_parameter", "InvalidParameter", provider.Permanent, false, 0},
+		// About the number: the same code as a number refused before sending.
+		{"invalid_parameter", "invalid_recipient", provider.Permanent, false, 0},
 		{"parameter_value_invalid", "ParameterValueInvalid", provider.Permanent, false, 0},
 		{"validation", "ValidationException", provider.Permanent, false, 0},
 		{"opted_out", "OptedOut", provider.Permanent, false, 0},
@@ -236,6 +241,18 @@ func TestProvider_SendErrors(t *testing.T) {
 		{"unknown_code", "ConcurrentAccess", provider.Transient, false, 0},
 		{"bad_gateway_empty", "http_502", provider.Transient, false, 0},
 		{"service_unavailable_html", "http_503", provider.Transient, false, 0},
+		// Error documents the SDK's query parser reads no code from (it
+		// reports UnknownError): the code is read from the body, or from
+		// X-Amzn-ErrorType, which emulators send.
+		{"moto_invalid_client_token", "InvalidClientTokenId", provider.Permanent, true, 0},
+		{"bare_signature_mismatch", "SignatureDoesNotMatch", provider.Permanent, true, 0},
+		{"ec2_style_invalid_client_token", "InvalidClientTokenId", provider.Permanent, true, 0},
+		{"header_only_code", "InvalidParameter", provider.Permanent, false, 0},
+		// No code anywhere: classified by status.
+		{"plain_text_400", "http_400", provider.Permanent, false, 0},
+		{"proxy_403_html", "http_403", provider.Permanent, false, 0},
+		{"proxy_429_plain", "http_429", provider.RateLimited, false, time.Second},
+		{"proxy_502_html", "http_502", provider.Transient, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -254,6 +271,29 @@ func TestProvider_SendErrors(t *testing.T) {
 			require.Len(t, b.fake.Requests(), 1)
 		})
 	}
+}
+
+// TestProvider_SendUnreadableCredentialError pins down why the body is
+// read: the SDK itself reports moto's 403 as UnknownError, which would be
+// retried as http_403 forever.
+func TestProvider_SendUnreadableCredentialError(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.fake.respond = replay(t, "testdata/errors/moto_invalid_client_token.http")
+
+	c, err := b.provider.ClientFor(context.Background(), b.account)
+	require.NoError(t, err)
+	_, err = c.Publish(context.Background(), &awssns.PublishInput{PhoneNumber: aws.String("+4915123456789"), Message: aws.String("Hallo")})
+	var apiErr smithy.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, "UnknownError", apiErr.ErrorCode(), "the SDK cannot read this document")
+
+	_, err = b.provider.Send(context.Background(), b.outbound())
+	pe := requireProviderError(t, err)
+	require.Equal(t, "InvalidClientTokenId", pe.Code)
+	require.True(t, pe.Account, "the account's keys are refused: the tenant must fix them")
+	require.Equal(t, provider.Permanent, pe.Class)
+	require.Equal(t, "The security token included in the request is invalid.", pe.Reason)
 }
 
 func TestProvider_SendNoRetry(t *testing.T) {
@@ -395,7 +435,10 @@ func TestProvider_SendInvalidMessage(t *testing.T) {
 		{"Spaces", "+49 151 23456789", "Hallo", "invalid_recipient"},
 		{"Email", "ada@example.net", "Hallo", "invalid_recipient"},
 		{"Empty", "+4915123456789", "  ", "empty_message"},
-		{"TooLong", "+4915123456789", strings.Repeat("ä", 801), "message_too_long"},
+		{"TooLong", "+4915123456789", strings.Repeat("a", 1601), "message_too_long"},
+		{"TooLongUmlauts", "+4915123456789", strings.Repeat("ä", 1601), "message_too_long"},
+		// An emoji is two UTF-16 units, and takes two places in SNS's UCS-2 parts.
+		{"TooLongEmoji", "+4915123456789", strings.Repeat("🚌", 801), "message_too_long"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -412,15 +455,49 @@ func TestProvider_SendInvalidMessage(t *testing.T) {
 		})
 	}
 
-	t.Run("LongestMessageSent", func(t *testing.T) {
+	// SNS's limit is 1,600 characters per publish, not bytes.
+	sent := []struct {
+		name, body string
+	}{
+		{"Longest", strings.Repeat("a", 1600)},
+		{"LongestUmlauts", strings.Repeat("ä", 1600)}, // 3,200 bytes
+		{"LongestEmoji", strings.Repeat("🚌", 800)},
+		{"GermanText1028", germanText(t)},
+	}
+	for _, tt := range sent {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			m := b.outbound()
+			m.Body = tt.body
+			_, err := b.provider.Send(context.Background(), m)
+			require.NoError(t, err)
+			reqs := b.fake.Requests()
+			require.Len(t, reqs, 1)
+			require.Equal(t, tt.body, reqs[0].Form.Get("Message"), "the text reaches SNS whole")
+		})
+	}
+
+	t.Run("TooLongReason", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		m := b.outbound()
-		m.Body = strings.Repeat("ä", 800)
+		m.Body = strings.Repeat("ü", 1601)
 		_, err := b.provider.Send(context.Background(), m)
-		require.NoError(t, err)
-		require.Len(t, b.fake.Requests(), 1)
+		require.Equal(t, "The SMS text has 1601 characters; SNS takes at most 1600 in one message.", requireProviderError(t, err).Reason)
 	})
+}
+
+// germanText is a booking confirmation of exactly 1,028 characters with
+// umlauts, ß, dashes and guillemets: more bytes than characters.
+func germanText(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/sms_1028_de.txt")
+	require.NoError(t, err)
+	s := string(raw)
+	require.Equal(t, 1028, utf8.RuneCountInString(s))
+	require.Greater(t, len(s), 1028)
+	return s
 }
 
 func TestProvider_ClientCache(t *testing.T) {
