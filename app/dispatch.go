@@ -51,6 +51,9 @@ type DispatchTx interface {
 	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
 	CountAttempt(ctx context.Context, tenantID, id uuid.UUID) error
+	// Savepoint runs fn so that its failure undoes only its own work:
+	// fnErr is fn's error, err a failure of the savepoint itself.
+	Savepoint(ctx context.Context, fn func() error) (fnErr, err error)
 	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
@@ -250,7 +253,15 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 		sent := *m
 		sent.Status, sent.Provider, sent.ExternalMessageID, sent.SentAt = MessageSent, &acct.Provider, &externalID, &now
 		sent.Attempts = max(m.Attempts+1, attempt)
-		return d.Receipts.ApplyPending(ctx, tx, &sent)
+		// The provider has the message: whatever goes wrong applying the
+		// receipts must not undo the record of the send (River would send
+		// it again). They stay pending, and expire.
+		applyErr, err := tx.Savepoint(ctx, func() error { return d.Receipts.ApplyPending(ctx, tx, &sent) })
+		if applyErr != nil {
+			d.Log.ErrorContext(ctx, "receipts that came before the send were not applied; they stay pending",
+				"message_id", m.ID, "external_id", externalID, "err", applyErr)
+		}
+		return err
 	})
 	if err != nil {
 		return DispatchOutcome{}, err

@@ -87,7 +87,7 @@ type ReceiptApplyTx interface {
 	LockReceipts(ctx context.Context, provider, externalID string) error
 	PendingReceipts(ctx context.Context, provider, externalID string) ([]*PendingReceipt, error)
 	StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt, outcome string) (bool, error)
-	MarkReceiptForeign(ctx context.Context, provider, receiptID, foreignID string) error
+	MarkReceiptForeign(ctx context.Context, tenantID uuid.UUID, provider, receiptID, foreignID string) error
 	RecordReceipt(ctx context.Context, r ReceiptRecord) (fresh, moved bool, err error)
 	MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error
 	SetFailedReason(ctx context.Context, tenantID, id uuid.UUID, reason string) error
@@ -189,7 +189,7 @@ func (s *Receipts) ApplyPending(ctx context.Context, tx ReceiptApplyTx, m *Messa
 	for _, p := range pending {
 		r := p.Receipt
 		if !p.Via.allows(m) {
-			if err := tx.MarkReceiptForeign(ctx, r.Provider, r.ReceiptID, foreignID(p.Via, r)); err != nil {
+			if err := tx.MarkReceiptForeign(ctx, m.TenantID, r.Provider, r.ReceiptID, foreignID(p.Via, r)); err != nil {
 				return err
 			}
 			s.Metrics.Receipt(r.Provider, ReceiptForeign)

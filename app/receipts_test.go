@@ -347,6 +347,47 @@ func TestReceipts_Apply(t *testing.T) {
 		require.Zero(t, seen, "once applied it is Acme's alone")
 	})
 
+	t.Run("PendingOfAnotherAccountOfTheTenantIsForeignAtSend", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		sms := b.activeAccount(t, tn.ID, app.SMS)
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		// Came through a shared route, for the tenant's SMS account only,
+		// yet names the id its WhatsApp message will get.
+		r := provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: "shared-1",
+			Status: provider.StatusFailed, At: testStart.Add(time.Second)}
+		outcome, err := b.svc.Receipts.Apply(b.ctx, app.Via{Accounts: []uuid.UUID{sms.ID}, Route: "shared"}, r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptPending, outcome)
+
+		sent := b.sendOK(t, m)
+		require.Equal(t, app.MessageSent, sent.Status, "not applied, and the send is recorded")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE outcome = 'foreign'
+			AND receipt_id = 'foreign:shared:shared-1' AND tenant_id = $1`, tn.ID))
+	})
+
+	t.Run("BrokenPendingReceiptDoesNotUndoTheSend", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		// A kept receipt that cannot be read back.
+		require.NoError(t, b.svc.Store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(b.ctx, `INSERT INTO webhook_receipts (tenant_id, provider, receipt_id, status, body, outcome, external_id, at)
+				VALUES ($1, 'meta', 'broken-1', 'delivered', '[]', 'pending', $2, $3)`, tn.ID, fakeWamid(1), testStart)
+			return err
+		}))
+
+		sent := b.sendOK(t, m)
+		require.Equal(t, app.MessageSent, sent.Status, "the send is recorded all the same")
+		require.Equal(t, fakeWamid(1), *sent.ExternalMessageID)
+		require.Equal(t, 1, b.usage(t, tn.ID, app.WhatsApp))
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE receipt_id = 'broken-1' AND outcome = 'pending'`))
+	})
+
 	t.Run("PendingReceiptsExpire", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)

@@ -198,6 +198,24 @@ func (t *Tx) SQL() *sql.Tx { return t.tx.Tx }
 // platform scope.
 func (t *Tx) TenantID() uuid.UUID { return t.tenantID }
 
+// Savepoint serves app.DispatchTx: fn runs inside a savepoint, and when it
+// fails the transaction goes back to the savepoint and carries on. fnErr is
+// fn's error; err is a failure of the savepoint statements, after which the
+// transaction is unusable.
+func (t *Tx) Savepoint(ctx context.Context, fn func() error) (fnErr, err error) {
+	if _, err := t.tx.ExecContext(ctx, `SAVEPOINT herald_sp`); err != nil {
+		return nil, mapErr(err)
+	}
+	if fnErr = fn(); fnErr != nil {
+		if _, err := t.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT herald_sp`); err != nil {
+			return fnErr, mapErr(err)
+		}
+		return fnErr, nil
+	}
+	_, err = t.tx.ExecContext(ctx, `RELEASE SAVEPOINT herald_sp`)
+	return nil, mapErr(err)
+}
+
 // notFound turns sql.ErrNoRows into ENOTFOUND with the given message and maps
 // any other error.
 func notFound(err error, format string, args ...any) error {

@@ -394,11 +394,13 @@ func (t *Tx) PendingReceipts(ctx context.Context, providerName, externalID strin
 
 // MarkReceiptForeign serves app.ReceiptApplyTx: a pending receipt that
 // turned out to name a message outside what it came through is kept as
-// foreign, under its own key.
-func (t *Tx) MarkReceiptForeign(ctx context.Context, providerName, receiptID, foreignID string) error {
+// foreign, under its own key. One of a shared route (no tenant) becomes the
+// tenant's whose account it came through and whose send found it: no longer
+// pending, it must stay visible to that tenant's scope.
+func (t *Tx) MarkReceiptForeign(ctx context.Context, tenantID uuid.UUID, providerName, receiptID, foreignID string) error {
 	_, err := t.tx.ExecContext(ctx, `
-		UPDATE webhook_receipts SET outcome = 'foreign', receipt_id = $3
-		WHERE provider = $1 AND receipt_id = $2 AND outcome = 'pending'`, providerName, receiptID, foreignID)
+		UPDATE webhook_receipts SET outcome = 'foreign', receipt_id = $4, tenant_id = coalesce(tenant_id, $1)
+		WHERE provider = $2 AND receipt_id = $3 AND outcome = 'pending'`, tenantID, providerName, receiptID, foreignID)
 	return mapErr(err)
 }
 
