@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,6 +63,42 @@ func TestReceipts_ErrorCodes(t *testing.T) {
 		require.NotEqual(t, firstID, *again.ExternalMessageID)
 		require.Equal(t, 2, again.Attempts)
 		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageQueued, app.MessageSent}, statuses(b.timeline(t, tn.ID, m.ID)))
+	})
+
+	t.Run("ConcurrentRateLimitsRequeueOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS")))
+		via := b.via(t, tn)
+		// Different rate-limit statuses of one send, posted together.
+		rs := []provider.Receipt{metaFailed(t, m, 130429, testStart.Add(time.Second)), metaFailed(t, m, 131056, testStart.Add(2*time.Second))}
+		const n = 6
+		outcomes, errs := make([]string, n), make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				outcomes[i], errs[i] = b.svc.Receipts.Apply(b.ctx, via, rs[i%2])
+			}()
+		}
+		close(start)
+		wg.Wait()
+		requeued := 0
+		for i := range n {
+			require.NoError(t, errs[i])
+			if outcomes[i] == app.ReceiptRequeued {
+				requeued++
+			}
+		}
+		require.Equal(t, 1, requeued, "outcomes %v", outcomes)
+		require.Equal(t, app.MessageQueued, b.message(t, tn.ID, m.ID).Status)
+		require.Equal(t, 2, b.dispatchJobs(t, m.ID), "one new job")
+		require.Len(t, b.messagesOf(t, tn.ID, *m.EventID), 1)
 	})
 
 	t.Run("RateLimitedTooOftenFails", func(t *testing.T) {

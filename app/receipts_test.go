@@ -388,6 +388,42 @@ func TestReceipts_Apply(t *testing.T) {
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE receipt_id = 'broken-1' AND outcome = 'pending'`))
 	})
 
+	t.Run("ConcurrentEarlyReplaysKeptAndAppliedOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		via := b.via(t, tn)
+		r := provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: fakeWamid(1) + ":delivered",
+			Status: provider.StatusDelivered, At: testStart.Add(time.Second)}
+
+		const n = 8
+		outcomes, errs := make([]string, n), make([]error, n)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				outcomes[i], errs[i] = b.svc.Receipts.Apply(b.ctx, via, r)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		counts := map[string]int{}
+		for i := range n {
+			require.NoError(t, errs[i])
+			counts[outcomes[i]]++
+		}
+		require.Equal(t, map[string]int{app.ReceiptPending: 1, app.ReceiptDuplicate: n - 1}, counts)
+
+		b.sendOK(t, m)
+		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status)
+		require.Len(t, fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook), 1)
+	})
+
 	t.Run("PendingReceiptsExpire", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)
