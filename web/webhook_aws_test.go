@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -424,4 +425,43 @@ func TestWebhook_LateFailureFallsBack(t *testing.T) {
 		require.Equal(t, app.ReasonFallbackTriggered+"EMAIL", *ms[0].FailedReason)
 		require.Equal(t, m.ID, *ms[1].FallbackOf)
 	})
+}
+
+// TestWebhook_SESEventBeforeSendAnswers has the SES stand-in post the
+// delivery event to /webhooks/ses before it answers SendEmail, as a fast
+// SNS topic can: the event is kept under no tenant (the topic is shared)
+// and applied when the send is recorded.
+func TestWebhook_SESEventBeforeSendAnswers(t *testing.T) {
+	t.Parallel()
+	signer := awsnotifytest.New(t)
+	var p *webtest.Herald
+	var mu sync.Mutex
+	var answers []map[string]any
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := fmt.Sprintf("early-%d", n.Add(1))
+		event := envelopeJSON(t, signer.Notification(sesTopic, `{"eventType":"Delivery","mail":{"messageId":"`+id+
+			`"},"delivery":{"timestamp":"2026-11-21T10:00:00.000Z","smtpResponse":"250 OK"}}`))
+		_, out := postWebhook(p, "/webhooks/ses", event, map[string]string{"x-amz-sns-message-type": "Notification"})
+		mu.Lock()
+		answers = append(answers, out)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"MessageId":%q}`, id)
+	}))
+	t.Cleanup(srv.Close)
+	p = webtest.New(t, webtest.Options{
+		Config:    func(cfg *app.Config) { cfg.SNSTopicARNs = []string{sesTopic} },
+		Providers: provider.Set{"ses": &ses.Provider{Endpoint: srv.URL}},
+		SNS:       signer,
+	})
+	useProvider(t, p, app.Email, "ses")
+
+	id := p.Submit(webtest.WithRecipient("early-ses", "BK-EARLY", map[string]any{"name": "A", "email": "a@example.com"}, "EMAIL"))
+	m := webtest.OnlyMessage(t, p.WaitMessages(id, "delivered", webtest.AllStatus(app.MessageDelivered)))
+	require.Equal(t, "early-1", *m.ExternalMessageID)
+	mu.Lock()
+	require.Equal(t, []map[string]any{{"outcome": app.ReceiptPending}}, answers)
+	mu.Unlock()
+	require.Equal(t, 1, p.Count(`SELECT count(*) FROM webhook_receipts WHERE provider = 'ses' AND outcome = 'matched' AND message_id = $1`, m.ID))
 }
