@@ -38,25 +38,27 @@ func (t *Tx) DeleteDeliveryDeadline(ctx context.Context, tenantID uuid.UUID, tri
 // OverdueMessages serves app.MaintenanceTx, in platform scope: SENT
 // messages with a chain left whose tenant's deadline for their event (or
 // every event) and channel has passed, that no fallback names yet. The
-// event's own deadline wins over the tenant's '*' one. Only messages sent
-// within the last day are looked at (older ones are stale), through the
-// index of SENT messages.
+// event's own deadline wins over the tenant's '*' one. The scan starts from
+// the deadlines, so only tenants that set one are read, through their
+// recent messages (created within two days, sent within one: older SENT
+// messages are stale).
 func (t *Tx) OverdueMessages(ctx context.Context, now time.Time, limit int) ([]app.OverdueMessage, error) {
 	out := []app.OverdueMessage{}
 	err := t.tx.SelectContext(ctx, &out, `
-		SELECT m.tenant_id, m.id, d.minutes
-		FROM messages m
-		CROSS JOIN LATERAL (
-			SELECT minutes FROM delivery_deadlines d
-			WHERE d.tenant_id = m.tenant_id AND d.channel = m.channel AND d.trigger_event IN (m.trigger_event, '*')
-			ORDER BY d.trigger_event = '*' LIMIT 1
-		) d
-		WHERE m.status = 'SENT' AND m.stale_at IS NULL
-			AND m.sent_at > $1::timestamptz - interval '1 day'
-			AND m.sent_at <= $1::timestamptz - make_interval(mins => d.minutes)
-			AND cardinality(m.fallback_chain) > 0
-			AND NOT EXISTS (SELECT FROM messages f WHERE f.tenant_id = m.tenant_id AND f.fallback_of = m.id)
-		ORDER BY m.sent_at
+		SELECT tenant_id, id, minutes FROM (
+			SELECT DISTINCT ON (m.id) m.tenant_id, m.id, m.sent_at, d.minutes
+			FROM delivery_deadlines d
+			JOIN messages m ON m.tenant_id = d.tenant_id AND m.channel = d.channel
+				AND (d.trigger_event = '*' OR d.trigger_event = m.trigger_event)
+			WHERE m.created_at > $1::timestamptz - interval '2 days'
+				AND m.status = 'SENT' AND m.stale_at IS NULL
+				AND m.sent_at > $1::timestamptz - interval '1 day'
+				AND cardinality(m.fallback_chain) > 0
+			ORDER BY m.id, d.trigger_event = '*'
+		) o
+		WHERE sent_at <= $1::timestamptz - make_interval(mins => minutes)
+			AND NOT EXISTS (SELECT FROM messages f WHERE f.tenant_id = o.tenant_id AND f.fallback_of = o.id)
+		ORDER BY sent_at
 		LIMIT $2`, now, limit)
 	return out, mapErr(err)
 }
