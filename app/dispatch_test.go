@@ -40,9 +40,9 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.Len(t, sends, 1)
 		require.Equal(t, "/v23.0/"+metaPhoneNumberID+"/messages", sends[0].Path)
 		require.Equal(t, "Bearer "+metaAccessToken, sends[0].Authorization)
-		require.Equal(t, "text", sends[0].Body["type"])
+		require.Equal(t, "template", sends[0].Body["type"], "the default text's Meta template")
+		require.Equal(t, "herald_booking_confirmed", sends[0].Body["template"].(map[string]any)["name"])
 		require.Equal(t, "+4915123456789", sends[0].Body["to"])
-		require.Equal(t, m.Body, sends[0].Body["text"].(map[string]any)["body"])
 
 		sent := b.message(t, tn.ID, m.ID)
 		require.Equal(t, app.MessageSent, sent.Status)
@@ -458,12 +458,10 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		wa := b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS"))
 		b.meta.reply(graphError(t, "131047"))
 
-		// The dispatcher does not track the 24-hour window itself: it sends
-		// the text and takes Meta's 131047 as a permanent refusal.
+		// Meta's 131047 is a permanent refusal.
 		out, err := b.dispatch(wa, 1, 5, &completion{})
 		require.NoError(t, err)
 		require.Equal(t, app.DispatchOutcome{Done: true}, out)
-		require.Equal(t, "text", b.meta.received()[0].Body["type"])
 		failed := b.message(t, tn.ID, wa.ID)
 		require.Equal(t, app.MessageFailed, failed.Status)
 		require.Equal(t, "131047", *failed.ErrorCode)

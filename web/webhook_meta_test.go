@@ -81,8 +81,8 @@ func TestWebhook_Meta(t *testing.T) {
 	m := webtest.OnlyMessage(t, p.WaitMessages(id, "sent through Meta", webtest.AllStatus(app.MessageSent)))
 	require.Equal(t, "wamid.TEST1", *m.ExternalMessageID)
 	fake.mu.Lock()
-	require.Equal(t, "text", fake.requests[0]["type"])
-	require.Contains(t, fake.requests[0]["text"].(map[string]any)["body"], "Gardasee")
+	require.Equal(t, "template", fake.requests[0]["type"], "the default text's Meta template")
+	require.Contains(t, fake.requests[0]["template"], "components")
 	fake.mu.Unlock()
 
 	verify := func(token string) (int, string) {
