@@ -450,18 +450,21 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.Zero(t, b.message(t, tn.ID, second.ID).Attempts)
 	})
 
-	t.Run("WhatsAppWindowClosed", func(t *testing.T) {
+	t.Run("WhatsApp131047FallsBack", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)
 		tn := b.tenant(t, "acme")
-		b.useMeta(t, tn, nil)
+		acct := b.useMeta(t, tn, nil)
+		b.inbound(t, tn, acct, anna, b.clock.Now().Add(-time.Hour))
 		wa := b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS"))
 		b.meta.reply(graphError(t, "131047"))
 
-		// Meta's 131047 is a permanent refusal.
+		// Herald saw a reply within 24 hours and sent text; Meta, which
+		// knows the window better, refused it: a permanent refusal.
 		out, err := b.dispatch(wa, 1, 5, &completion{})
 		require.NoError(t, err)
 		require.Equal(t, app.DispatchOutcome{Done: true}, out)
+		require.Equal(t, "text", b.meta.received()[0].Body["type"])
 		failed := b.message(t, tn.ID, wa.ID)
 		require.Equal(t, app.MessageFailed, failed.Status)
 		require.Equal(t, "131047", *failed.ErrorCode)
@@ -485,13 +488,14 @@ func TestDispatcher_Dispatch(t *testing.T) {
 				Parameters: []string{"passenger_name", "tour_name", "departure_date"}},
 		})
 		require.NoError(t, err)
+		b.metaStatus(t, tn, b.activeAccount(t, tn.ID, app.WhatsApp), "booking_confirmed", "de", app.MetaTemplateApproved)
 		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
 
 		b.sendOK(t, m)
 		body := b.meta.received()[0].Body
 		require.Equal(t, "template", body["type"], "an approved template may open a conversation outside the window")
 		require.Equal(t, map[string]any{
-			"name": "booking_confirmed", "language": map[string]any{"code": "de"},
+			"name": "booking_confirmed", "language": map[string]any{"policy": "deterministic", "code": "de"},
 			"components": []any{map[string]any{"type": "body", "parameters": []any{
 				map[string]any{"type": "text", "text": "Anna Schmidt"},
 				map[string]any{"type": "text", "text": "Gardasee"},

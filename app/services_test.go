@@ -166,6 +166,9 @@ func (b *pipelineBundle) useMeta(t *testing.T, tn *app.Tenant, config app.Attrs)
 		Secrets: map[string]string{"access_token": metaAccessToken, "app_secret": "app-secret-" + tn.Slug},
 	})
 	require.NoError(t, err)
+	// Meta approved the tenant's default templates for this account, as a
+	// tenant would have them before going live.
+	b.approveDefaults(t, tn, a)
 	return a
 }
 

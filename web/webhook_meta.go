@@ -63,7 +63,7 @@ func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
 	for _, in := range hook.Inbound {
 		fresh, err := s.Inbound.Record(c.UserContext(), creds.TenantID, app.InboundMessage{
 			Channel: app.WhatsApp, Provider: "meta", ExternalID: in.ExternalID, From: "+" + in.From,
-			Kind: in.Type, Body: in.Text, ReceivedAt: in.At,
+			Kind: in.Type, Body: in.Text, ReceivedAt: in.At, PhoneNumberID: in.PhoneNumberID,
 		})
 		if err != nil {
 			return err

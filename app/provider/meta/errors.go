@@ -60,6 +60,15 @@ func ruleFor(code int) (rule, bool) {
 	case code == 131026, code == 131047, code == 100:
 		return rule{class: provider.Permanent}, true
 
+	// The template message cannot work as sent: parameter count or format
+	// mismatch (132000, 132012, 132018), no such template in this language
+	// (132001), text too long once filled (132005), format policy
+	// (132007), template paused or disabled (132015, 132016). Retrying the
+	// same request changes nothing; the fallback channel takes over.
+	case code == 132000, code == 132001, code == 132005, code == 132007,
+		code == 132012, code == 132015, code == 132016, code == 132018:
+		return rule{class: provider.Permanent}, true
+
 	// The account itself: expired or invalid token, missing permission,
 	// restricted or locked account. The tenant must act; the dispatcher
 	// suspends the channel account.
