@@ -121,6 +121,7 @@ func setupPipeline(t *testing.T, configure func(*app.Config)) *pipelineBundle {
 	svc.Accounts.Now, svc.Tenants.Now, svc.Users.Now, svc.APIKeys.Now = clock.Now, clock.Now, clock.Now, clock.Now
 	svc.Templates.Now, svc.Intake.Now, svc.Router.Now, svc.Receipts.Now = clock.Now, clock.Now, clock.Now, clock.Now
 	svc.Breakers.Now, svc.Dispatcher.Now, svc.Messages.Now, svc.Inbound.Now = clock.Now, clock.Now, clock.Now, clock.Now
+	svc.MetaTemplates.Now = clock.Now
 
 	b := &pipelineBundle{ctx: ctx, cfg: cfg, svc: svc, clock: clock, meta: meta,
 		reports: make(chan provider.Receipt, 64), keys: map[uuid.UUID]*app.APIKey{}}
@@ -393,6 +394,8 @@ type metaAPI struct {
 	replies []metaReply
 	// before, when set, runs in the handler before it answers.
 	before func()
+	// catalog serves the WABA's message_templates endpoints.
+	catalog *metaCatalog
 }
 
 // metaSend is one request the fake received.
@@ -414,8 +417,12 @@ func newMetaAPI(t *testing.T) *metaAPI {
 	t.Helper()
 	success := readTestdata(t, "send_success.json")
 	var n int
-	m := &metaAPI{}
+	m := &metaAPI{catalog: &metaCatalog{}}
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/message_templates") || m.catalog.isTemplate(r.URL.Path) {
+			m.catalog.serve(w, r)
+			return
+		}
 		var body map[string]any
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || r.Method != http.MethodPost {
 			http.Error(w, `{"error":{"message":"bad request","code":100}}`, http.StatusBadRequest)

@@ -115,3 +115,13 @@ func (t *Tx) LastWhatsAppInbound(ctx context.Context, tenantID, accountID uuid.U
 		  AND (from_address = $3 OR contact_id = $4)`, tenantID, accountID, address, contactID)
 	return at, mapErr(err)
 }
+
+// WhatsAppTemplates lists the tenant's WhatsApp templates by event and
+// locale. It serves console.MetaTemplateTx.
+func (t *Tx) WhatsAppTemplates(ctx context.Context, tenantID uuid.UUID) ([]*app.Template, error) {
+	ts := []*app.Template{}
+	err := t.tx.SelectContext(ctx, &ts, `
+		SELECT `+templateColumns+` FROM templates
+		WHERE tenant_id = $1 AND channel = 'WHATSAPP' ORDER BY trigger_event, locale`, tenantID)
+	return ts, mapErr(err)
+}

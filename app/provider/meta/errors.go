@@ -115,6 +115,9 @@ type graphError struct {
 			Details string `json:"details"`
 		} `json:"error_data"`
 		FBTraceID string `json:"fbtrace_id"`
+		// UserMessage is what the template endpoints explain a refusal
+		// with ("There's already content for this template in ...").
+		UserMessage string `json:"error_user_msg"`
 	} `json:"error"`
 }
 
@@ -140,7 +143,11 @@ func (p *Provider) responseError(resp *http.Response, raw []byte) *provider.Erro
 
 	e := ge.Error
 	code := *e.Code
-	pe := &provider.Error{Code: strconv.Itoa(code), Reason: reason(e.Message, e.ErrorData.Details, code)}
+	details := e.ErrorData.Details
+	if details == "" {
+		details = e.UserMessage
+	}
+	pe := &provider.Error{Code: strconv.Itoa(code), Reason: reason(e.Message, details, code)}
 	r, known := ruleFor(code)
 	if !known {
 		// PROVIDERS.md: unknown codes are retried as the safe default, but

@@ -69,6 +69,26 @@ type Webhook struct {
 	Receipts []provider.Receipt
 	// Inbound are the messages recipients sent to the business number.
 	Inbound []Inbound
+	// TemplateUpdates are Meta's reviews of message templates
+	// (message_template_status_update).
+	TemplateUpdates []TemplateUpdate
+}
+
+// TemplateUpdate is one message_template_status_update: a template of a
+// WABA was approved, rejected, paused, disabled, ...
+type TemplateUpdate struct {
+	// WABAID is the WhatsApp Business Account that owns the template.
+	WABAID string
+	// Event is the new status: APPROVED, REJECTED, PENDING, PAUSED,
+	// DISABLED, FLAGGED, REINSTATED, IN_APPEAL, PENDING_DELETION, ...
+	Event      string
+	TemplateID string
+	Name       string
+	Language   string
+	Category   string
+	// Reason explains a rejection; Meta sends "NONE" otherwise, which is
+	// left out.
+	Reason string
 }
 
 // Inbound is a message a WhatsApp user sent to the business. A reply opens
@@ -109,7 +129,14 @@ type envelope struct {
 				} `json:"contacts"`
 				// Statuses stay raw so each receipt can carry its own excerpt.
 				Statuses []json.RawMessage `json:"statuses"`
-				Messages []struct {
+				// The message_template_status_update fields.
+				Event            string      `json:"event"`
+				TemplateID       json.Number `json:"message_template_id"`
+				TemplateName     string      `json:"message_template_name"`
+				TemplateLanguage string      `json:"message_template_language"`
+				TemplateCategory string      `json:"message_template_category"`
+				Reason           string      `json:"reason"`
+				Messages         []struct {
 					From      string `json:"from"`
 					ID        string `json:"id"`
 					Timestamp string `json:"timestamp"`
@@ -157,10 +184,11 @@ func receiptStatus(s string) (string, bool) {
 }
 
 // ParseWebhook reads a verified webhook body. It fails only on a body that
-// is not a WhatsApp Business webhook at all; changes of other fields
-// (template reviews, account updates) and statuses Herald does not track
-// are skipped. A timestamp that does not parse leaves At zero for the
-// receiver to fill in.
+// is not a WhatsApp Business webhook at all. Template reviews
+// (message_template_status_update) are read into TemplateUpdates; changes
+// of other fields (account updates, quality) and statuses Herald does not
+// track are skipped. A timestamp that does not parse leaves At zero for
+// the receiver to fill in.
 func ParseWebhook(body []byte) (*Webhook, error) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
@@ -172,6 +200,13 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 	w := &Webhook{}
 	for _, entry := range env.Entry {
 		for _, ch := range entry.Changes {
+			if ch.Field == "message_template_status_update" {
+				if u, ok := templateUpdate(entry.ID, ch.Value.Event, string(ch.Value.TemplateID), ch.Value.TemplateName,
+					ch.Value.TemplateLanguage, ch.Value.TemplateCategory, ch.Value.Reason); ok {
+					w.TemplateUpdates = append(w.TemplateUpdates, u)
+				}
+				continue
+			}
 			if ch.Field != "messages" {
 				continue
 			}
@@ -223,6 +258,19 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 		}
 	}
 	return w, nil
+}
+
+// templateUpdate reads one message_template_status_update; one without a
+// template name and event says nothing Herald can apply.
+func templateUpdate(waba, event, id, name, language, category, reason string) (TemplateUpdate, bool) {
+	if name == "" || event == "" {
+		return TemplateUpdate{}, false
+	}
+	if strings.EqualFold(reason, "NONE") {
+		reason = ""
+	}
+	return TemplateUpdate{WABAID: waba, Event: strings.ToUpper(event), TemplateID: id, Name: name,
+		Language: language, Category: category, Reason: reason}, true
 }
 
 // unixTime reads Meta's Unix-seconds strings.
