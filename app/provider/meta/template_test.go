@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -164,4 +165,29 @@ func TestParseWebhook_TemplateStatusUpdate(t *testing.T) {
 	require.Len(t, w.TemplateUpdates, 1)
 	require.Equal(t, "APPROVED", w.TemplateUpdates[0].Event)
 	require.Empty(t, w.TemplateUpdates[0].Reason, `Meta's "NONE" is no reason`)
+}
+
+func TestParseWebhook_PricingOnTheTimeline(t *testing.T) {
+	t.Parallel()
+	w, err := meta.ParseWebhook(readFile(t, "status_webhook.json"))
+	require.NoError(t, err)
+	sent := w.Receipts[1]
+	require.Equal(t, provider.StatusSent, sent.Status)
+	require.True(t, strings.HasPrefix(sent.Raw,
+		`{"pricing":{"billable":true,"pricing_model":"PMP","category":"utility","type":"regular"},"conversation":{"id":"6ceb9d929c1d2c6ab6c5d4e3f2a1b0c9","expiration_timestamp":"1750943784","origin":{"type":"utility"}},"status":"sent"`),
+		"what Meta bills comes first in the excerpt the timeline keeps: %s", sent.Raw)
+
+	// A long id cannot push the pricing out of the excerpt.
+	long := []byte(`{"object":"whatsapp_business_account","entry":[{"id":"1","changes":[{"field":"messages","value":{"metadata":{"phone_number_id":"1"},
+		"statuses":[{"id":"wamid.` + strings.Repeat("A", 300) + `","status":"delivered","timestamp":"1750857390","recipient_id":"4915112345678",
+		"pricing":{"billable":false,"pricing_model":"PMP","category":"service","type":"free_customer_service"}}]}}]}]}`)
+	w, err = meta.ParseWebhook(long)
+	require.NoError(t, err)
+	require.Contains(t, w.Receipts[0].Raw, `"category":"service","type":"free_customer_service"`)
+
+	// Without pricing the excerpt is the status as Meta sent it.
+	w, err = meta.ParseWebhook(readFile(t, "status_webhook.json"))
+	require.NoError(t, err)
+	require.Equal(t, provider.StatusRead, w.Receipts[2].Status)
+	require.True(t, strings.HasPrefix(w.Receipts[2].Raw, `{"id":"wamid.`))
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -228,7 +229,7 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 					ReceiptID: s.ID + ":" + s.Status + ":" + s.Timestamp,
 					Status:    st,
 					At:        unixTime(s.Timestamp),
-					Raw:       compactExcerpt(raw),
+					Raw:       statusExcerpt(raw),
 				}
 				if len(s.Errors) > 0 {
 					e := s.Errors[0]
@@ -280,6 +281,45 @@ func unixTime(s string) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(secs, 0).UTC()
+}
+
+// statusExcerpt is a status's Receipt.Raw, which the receipt path keeps on
+// the message's timeline: the compact status with what Meta bills the
+// message as (pricing: category, pricing_model, billable, type) and the
+// conversation's origin first, so that the excerpt's cut never drops what
+// the tenant pays for.
+func statusExcerpt(raw json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields["pricing"] == nil {
+		return compactExcerpt(raw)
+	}
+	first := []string{"pricing", "conversation", "status"}
+	var rest []string
+	for k := range fields {
+		if !slices.Contains(first, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for _, k := range append(first, rest...) {
+		v, ok := fields[k]
+		if !ok {
+			continue
+		}
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		key, _ := json.Marshal(k)
+		buf.Write(key)
+		buf.WriteByte(':')
+		if err := json.Compact(&buf, v); err != nil {
+			return compactExcerpt(raw)
+		}
+	}
+	buf.WriteByte('}')
+	return excerpt(buf.Bytes())
 }
 
 // compactExcerpt shortens a JSON fragment for Receipt.Raw.
