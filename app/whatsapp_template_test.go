@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"io/fs"
 	"regexp"
 	"slices"
 	"strconv"
@@ -162,4 +163,56 @@ func TestTemplates_Save_KeepsMetaSubmission(t *testing.T) {
 	spec, _ = saved.Spec()
 	require.Equal(t, app.MetaCategoryUtility, spec.Category)
 	require.Empty(t, spec.Body, "a changed text is derived anew when submitted")
+}
+
+// TestMigration_DefaultMetaTemplatesBackfill runs migration 00012 over a
+// tenant provisioned before default texts carried a Meta template. A later
+// change of a default WhatsApp text makes it fail on purpose: tenants still
+// on the earlier text need a backfill migration of their own.
+func TestMigration_DefaultMetaTemplatesBackfill(t *testing.T) {
+	t.Parallel()
+	b := setupPipeline(t, nil)
+	tn := b.tenant(t, "acme")
+	templateOf := func(event, locale string) *app.Template {
+		var tpl *app.Template
+		require.NoError(t, b.svc.Store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) (err error) {
+			tpl, err = tx.TemplateByKey(b.ctx, tn.ID, event, app.WhatsApp, locale)
+			return err
+		}))
+		return tpl
+	}
+	edited := templateOf("BOOKING_CANCELLED", "en")
+	exec := func(query string, args ...any) {
+		require.NoError(t, b.svc.Store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(b.ctx, query, args...)
+			return err
+		}))
+	}
+	// As before: no Meta template anywhere, and one text the tenant edited.
+	exec(`UPDATE templates SET whatsapp_template = NULL WHERE tenant_id = $1 AND channel = 'WHATSAPP'`, tn.ID)
+	exec(`UPDATE templates SET body = body || ' Bis bald!' WHERE id = $1`, edited.ID)
+
+	raw, err := fs.ReadFile(db.Migrations(), "00012_whatsapp_default_meta_templates.sql")
+	require.NoError(t, err)
+	up, _, ok := strings.Cut(string(raw), "-- +goose Down")
+	require.True(t, ok)
+	// Run as goose does: one transaction, outside any tenant scope.
+	tx, err := b.svc.DB.SQL.BeginTx(b.ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(b.ctx, up)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+
+	for _, d := range app.DefaultTemplates() {
+		if d.WhatsApp == nil {
+			continue
+		}
+		spec, err := templateOf(d.Event, d.Locale).Spec()
+		require.NoError(t, err)
+		if d.Event == edited.TriggerEvent && d.Locale == edited.Locale {
+			require.Nil(t, spec, "an edited text gets no Meta body that would not match it")
+			continue
+		}
+		require.Equal(t, d.WhatsApp, spec, "%s/%s", d.Event, d.Locale)
+	}
 }
