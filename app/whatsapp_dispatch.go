@@ -47,7 +47,9 @@ func (d *Dispatcher) whatsAppPlan(ctx context.Context, tx DispatchTx, m *Message
 		}
 	}
 	if t == nil {
-		return nil, outside + "The message has no template to take a Meta template from.", nil
+		// Console test messages have no template: Meta delivers them only
+		// inside the window, as it would any text.
+		return nil, outside + "This message has no template to take a Meta template from; write to the account's number from this phone first, then send it within 24 hours.", nil
 	}
 	spec, err := t.Spec()
 	if err != nil {
