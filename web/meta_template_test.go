@@ -234,6 +234,16 @@ func TestConsole_MetaTemplates(t *testing.T) {
 		require.Equal(t, "REJECTED INVALID_FORMAT", statusCell(cancelledDE))
 	})
 
+	t.Run("TemplateEditorShowsStatus", func(t *testing.T) {
+		cancelledDE := templateOf(c.Tenant.ID, "BOOKING_CANCELLED", "de-DE")
+		items := m.page("/t/acme/templates/" + cancelledDE.ID.String()).Find(".meta-status-list li")
+		require.Equal(t, 1, items.Length())
+		require.Equal(t, "Acme WhatsApp: REJECTED INVALID_FORMAT", text(items))
+		href, _ := items.Find("a").Attr("href")
+		require.Equal(t, page, href)
+		require.Equal(t, "Acme WhatsApp: NOT SUBMITTED", text(m.page("/t/acme/templates/"+templateOf(c.Tenant.ID, "PASSENGER_ADDED", "en").ID.String()).Find(".meta-status-list li")))
+	})
+
 	t.Run("PeriodicJobSyncs", func(t *testing.T) {
 		fake.set([3]string{"herald_booking_confirmed", "de", "PAUSED"})
 		_, err := c.Worker.Insert(c.Ctx, jobs.MetaTemplateSyncArgs{}, nil)

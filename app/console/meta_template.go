@@ -16,6 +16,15 @@ type MetaTemplateTx interface {
 	AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*app.ChannelAccount, error)
 	MetaTemplates(ctx context.Context, tenantID, accountID uuid.UUID) ([]*app.MetaTemplate, error)
 	WhatsAppTemplates(ctx context.Context, tenantID uuid.UUID) ([]*app.Template, error)
+	AccountsByProvider(ctx context.Context, tenantID uuid.UUID, provider string) ([]*app.ChannelAccount, error)
+	MetaTemplate(ctx context.Context, tenantID, accountID uuid.UUID, name, language string) (*app.MetaTemplate, error)
+}
+
+// MetaStatus is what one WhatsApp account's WABA says about a Meta
+// template: nil Meta when it has none of that name and language.
+type MetaStatus struct {
+	Account *app.ChannelAccount
+	Meta    *app.MetaTemplate
 }
 
 // MetaTemplatePage is a WhatsApp account's Meta templates, and Herald's
@@ -130,4 +139,30 @@ func (s *MetaTemplates) SubmitTemplate(ctx context.Context, u *app.User, tenantI
 		return nil, app.FieldErrorf("template_id", "Choose one of the WhatsApp templates to submit.")
 	}
 	return s.Submit(ctx, u.Actor(), tenantID, accountID, id)
+}
+
+// StatusOf returns, for each of the tenant's WhatsApp (Meta) accounts,
+// what Meta says about the Meta template a Herald template names, for the
+// template editor.
+func (s *MetaTemplates) StatusOf(ctx context.Context, tenantID uuid.UUID, spec *app.WhatsAppTemplateSpec) ([]MetaStatus, error) {
+	if spec == nil {
+		return nil, nil
+	}
+	var out []MetaStatus
+	err := s.Store.InTenant(ctx, tenantID, func(tx MetaTemplateTx) error {
+		as, err := tx.AccountsByProvider(ctx, tenantID, "meta")
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			st := MetaStatus{Account: a}
+			st.Meta, err = tx.MetaTemplate(ctx, tenantID, a.ID, spec.Name, spec.Language)
+			if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
+				return err
+			}
+			out = append(out, st)
+		}
+		return nil
+	})
+	return out, err
 }
