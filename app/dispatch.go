@@ -161,6 +161,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	} else {
 		externalID, sendErr = p.Send(ctx, out)
 	}
+	externalID, sendErr = d.retryAsTemplate(ctx, p, out, m, acct, externalID, sendErr)
 	if sendErr == nil {
 		d.Metrics.DispatchLatency(m.Channel, d.Now().Sub(m.QueuedAt))
 		d.Metrics.MessageOutcome(m.Channel, "sent")

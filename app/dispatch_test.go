@@ -450,7 +450,7 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.Zero(t, b.message(t, tn.ID, second.ID).Attempts)
 	})
 
-	t.Run("WhatsApp131047FallsBack", func(t *testing.T) {
+	t.Run("WhatsApp131047RetriesAsTemplate", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)
 		tn := b.tenant(t, "acme")
@@ -459,12 +459,34 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		wa := b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS"))
 		b.meta.reply(graphError(t, "131047"))
 
-		// Herald saw a reply within 24 hours and sent text; Meta, which
-		// knows the window better, refused it: a permanent refusal.
+		// Herald saw a reply within 24 hours and sent text; Meta, whose
+		// view of the window counts, refused it: the approved template
+		// goes out instead, in the same attempt.
+		sent := b.sendOK(t, wa)
+		sends := b.meta.received()
+		require.Len(t, sends, 2)
+		require.Equal(t, "text", sends[0].Body["type"])
+		require.Equal(t, "template", sends[1].Body["type"])
+		require.Equal(t, fakeWamid(2), *sent.ExternalMessageID)
+		tl := b.timeline(t, tn.ID, wa.ID)
+		require.Equal(t, []string{app.MessageQueued, app.MessageSent}, statuses(tl))
+		require.Contains(t, tl[len(tl)-2].Detail["retry"], "herald_booking_confirmed")
+	})
+
+	t.Run("WhatsApp131047WithoutTemplateFallsBack", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		acct := b.useMeta(t, tn, nil)
+		b.metaStatus(t, tn, acct, "herald_booking_confirmed", "de", app.MetaTemplatePending)
+		b.inbound(t, tn, acct, anna, b.clock.Now().Add(-time.Hour))
+		wa := b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS"))
+		b.meta.reply(graphError(t, "131047"))
+
 		out, err := b.dispatch(wa, 1, 5, &completion{})
 		require.NoError(t, err)
 		require.Equal(t, app.DispatchOutcome{Done: true}, out)
-		require.Equal(t, "text", b.meta.received()[0].Body["type"])
+		require.Len(t, b.meta.received(), 1, "no approved template to retry with")
 		failed := b.message(t, tn.ID, wa.ID)
 		require.Equal(t, app.MessageFailed, failed.Status)
 		require.Equal(t, "131047", *failed.ErrorCode)

@@ -38,8 +38,15 @@ func (d *Dispatcher) whatsAppPlan(ctx context.Context, tx DispatchTx, m *Message
 	if last != nil && now.Sub(*last) < WhatsAppWindow {
 		return nil, "", nil
 	}
-	outside := "The recipient has not written to this WhatsApp number in the last 24 hours, so WhatsApp only delivers an approved template. "
+	return d.templatePlan(ctx, tx, m, acct,
+		"The recipient has not written to this WhatsApp number in the last 24 hours, so WhatsApp only delivers an approved template. ")
+}
+
+// templatePlan returns the message's approved Meta template with its
+// parameters, or why there is none (outside prefixes the reason).
+func (d *Dispatcher) templatePlan(ctx context.Context, tx DispatchTx, m *Message, acct *ChannelAccount, outside string) (*provider.WhatsAppTemplate, string, error) {
 	var t *Template
+	var err error
 	if m.TemplateID != nil {
 		t, err = tx.TemplateByID(ctx, m.TenantID, *m.TemplateID)
 		if err != nil && ErrorCode(err) != ENOTFOUND {
@@ -76,6 +83,34 @@ func (d *Dispatcher) whatsAppPlan(ctx context.Context, tx DispatchTx, m *Message
 		wt.Parameters[i] = vars[strings.ToLower(name)]
 	}
 	return wt, "", nil
+}
+
+// retryAsTemplate handles Meta refusing free-form text as outside the
+// window (131047) although Herald saw the recipient write less than 24
+// hours ago (a clock apart, a reply Herald never received): Meta's view
+// of the window is the one that counts, so the message goes out once more
+// as its approved Meta template, if it has one. Otherwise, and for any
+// other outcome, the send's own result stands.
+func (d *Dispatcher) retryAsTemplate(ctx context.Context, p provider.Provider, out provider.Outbound, m *Message, acct *ChannelAccount,
+	externalID string, sendErr error) (string, error) {
+	if sendErr == nil || out.Template != nil || m.Channel != WhatsApp || acct.Provider != "meta" {
+		return externalID, sendErr
+	}
+	if pe := provider.Classify(sendErr); pe.Code != "131047" {
+		return externalID, sendErr
+	}
+	var wt *provider.WhatsAppTemplate
+	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) (err error) {
+		wt, _, err = d.templatePlan(ctx, tx, m, acct, "")
+		return err
+	})
+	if err != nil || wt == nil {
+		return externalID, sendErr
+	}
+	d.note(ctx, m, map[string]any{"error_code": "131047", "error": "Meta says the 24-hour window is closed",
+		"retry": "as Meta template " + wt.Name + " (" + wt.Language + ")"})
+	out.Template = wt
+	return p.Send(ctx, out)
 }
 
 // messageVars are the variables the message's text was rendered with: its
