@@ -165,7 +165,7 @@ func TestTemplates_Save_KeepsMetaSubmission(t *testing.T) {
 	require.Empty(t, spec.Body, "a changed text is derived anew when submitted")
 }
 
-// TestMigration_DefaultMetaTemplatesBackfill runs migration 00012 over a
+// TestMigration_DefaultMetaTemplatesBackfill runs migration 00014 over a
 // tenant provisioned before default texts carried a Meta template. A later
 // change of a default WhatsApp text makes it fail on purpose: tenants still
 // on the earlier text need a backfill migration of their own.
@@ -192,7 +192,7 @@ func TestMigration_DefaultMetaTemplatesBackfill(t *testing.T) {
 	exec(`UPDATE templates SET whatsapp_template = NULL WHERE tenant_id = $1 AND channel = 'WHATSAPP'`, tn.ID)
 	exec(`UPDATE templates SET body = body || ' Bis bald!' WHERE id = $1`, edited.ID)
 
-	raw, err := fs.ReadFile(db.Migrations(), "00012_whatsapp_default_meta_templates.sql")
+	raw, err := fs.ReadFile(db.Migrations(), "00014_whatsapp_default_meta_templates.sql")
 	require.NoError(t, err)
 	up, _, ok := strings.Cut(string(raw), "-- +goose Down")
 	require.True(t, ok)
