@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
-	"github.com/heraldhq/herald/app/provider/meta"
 	"github.com/heraldhq/herald/db"
 )
 
@@ -262,28 +261,4 @@ func TestDispatcher_WhatsAppTemplateRequired(t *testing.T) {
 		b.sendOK(t, wa)
 		require.Equal(t, "text", b.meta.received()[0].Body["type"])
 	})
-}
-
-func TestReceipts_MetaPricingOnTimeline(t *testing.T) {
-	t.Parallel()
-	b := setupPipeline(t, nil)
-	tn := b.tenant(t, "acme")
-	b.useMeta(t, tn, nil)
-	sent := b.sendOK(t, b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP")))
-
-	hook := []byte(`{"object":"whatsapp_business_account","entry":[{"id":"102290129340398","changes":[{"field":"messages","value":{
-		"messaging_product":"whatsapp","metadata":{"display_phone_number":"4930901820","phone_number_id":"` + metaPhoneNumberID + `"},
-		"statuses":[{"id":"` + *sent.ExternalMessageID + `","status":"delivered","timestamp":"1750857390","recipient_id":"4915123456789",
-		"conversation":{"id":"6ceb9d929c1d2c6ab6c5d4e3f2a1b0c9","origin":{"type":"utility"}},
-		"pricing":{"billable":true,"pricing_model":"PMP","category":"utility","type":"regular"}}]}}]}]}`)
-	w, err := meta.ParseWebhook(hook)
-	require.NoError(t, err)
-	require.Len(t, w.Receipts, 1)
-	_, err = b.svc.Receipts.Apply(b.ctx, w.Receipts[0])
-	require.NoError(t, err)
-
-	tl := fromSource(b.timeline(t, tn.ID, sent.ID), app.SourceWebhook)
-	require.Len(t, tl, 1)
-	require.Contains(t, tl[0].Detail["raw"], `"pricing":{"billable":true,"pricing_model":"PMP","category":"utility","type":"regular"}`,
-		"the timeline shows what Meta bills the message as")
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -268,4 +269,42 @@ func TestConsole_MetaTemplates(t *testing.T) {
 		require.Contains(t, text(m.follow(resp).Find(".flash-error")), "waba_id")
 		require.True(t, strings.Contains(p, other.ID.String()))
 	})
+}
+
+// TestWebhook_MetaPricingOnTimeline: what Meta bills a message as (its
+// statuses' pricing) shows on the message's timeline.
+func TestWebhook_MetaPricingOnTimeline(t *testing.T) {
+	t.Parallel()
+	fake := newFakeMeta(t)
+	p := webtest.New(t, webtest.Options{Config: func(cfg *app.Config) { cfg.MetaBaseURL = fake.URL }})
+	sb := p.ActiveAccount(app.WhatsApp)
+	require.NoError(t, p.Services.Accounts.SetStatus(p.Ctx, app.CLIActor, p.Tenant.ID, sb.ID, app.AccountDisabled, ""))
+	const appSecret = "meta-app-secret"
+	acct, err := p.Services.Accounts.Create(p.Ctx, app.CLIActor, p.Tenant.ID, app.AccountInput{
+		Channel: app.WhatsApp, Provider: "meta", Name: "Acme WhatsApp", Activate: true,
+		Config:  app.Attrs{"phone_number_id": "1234567890", "waba_id": "WABA"},
+		Secrets: map[string]string{"access_token": "EAAG-test-token", "app_secret": appSecret},
+	})
+	require.NoError(t, err)
+	p.ApproveMetaDefaults(acct)
+	id := p.Submit(webtest.WithRecipient("price-1", "BK-PRICE", map[string]any{"name": "Anna", "phone": "+4915123456789"}, "WHATSAPP"))
+	m := webtest.OnlyMessage(t, p.WaitMessages(id, "sent through Meta", webtest.AllStatus(app.MessageSent)))
+
+	hook := []byte(`{"object":"whatsapp_business_account","entry":[{"id":"WABA","changes":[{"field":"messages","value":{
+		"messaging_product":"whatsapp","metadata":{"display_phone_number":"4989","phone_number_id":"1234567890"},
+		"statuses":[{"id":"` + *m.ExternalMessageID + `","status":"delivered","timestamp":"` + strconv.FormatInt(time.Now().Unix(), 10) + `","recipient_id":"4915123456789",
+		"conversation":{"id":"6ceb9d929c1d2c6ab6c5d4e3f2a1b0c9","origin":{"type":"utility"}},
+		"pricing":{"billable":true,"pricing_model":"PMP","category":"utility","type":"regular"}}]}}]}]}`)
+	code, _ := postWebhook(p, "/webhooks/meta/acme", hook, map[string]string{"Content-Type": "application/json", "X-Hub-Signature-256": signMeta(appSecret, hook)})
+	require.Equal(t, http.StatusOK, code)
+
+	var raws []string
+	for _, e := range p.Timeline(m.ID) {
+		if e.Source == app.SourceWebhook {
+			raws = append(raws, fmt.Sprint(e.Detail["raw"]))
+		}
+	}
+	require.Len(t, raws, 1)
+	require.Contains(t, raws[0], `"pricing":{"billable":true,"pricing_model":"PMP","category":"utility","type":"regular"}`,
+		"the timeline shows what Meta bills the message as")
 }
