@@ -139,6 +139,7 @@ func TestBreaker_OpensOnStormAndRecovers(t *testing.T) {
 		Config: app.Attrs{"phone_number_id": "1234567890"}, Secrets: map[string]string{"access_token": "t", "app_secret": "s"},
 	})
 	require.NoError(t, err)
+	p.ApproveMetaDefaults(acct)
 
 	const n = 10
 	ids := make([]uuid.UUID, n)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,6 +56,7 @@ type DispatchTx interface {
 	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
+	WhatsAppTx
 }
 
 // Dispatcher sends one queued message through its channel account's provider.
@@ -91,6 +91,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	var tenant *Tenant
 	var used int
 	var waTemplate *provider.WhatsAppTemplate
+	var waRefusal string
 	err := d.Store.InTenant(ctx, job.TenantID, func(tx DispatchTx) error {
 		st, err := tx.MessageForDispatch(ctx, job.TenantID, job.MessageID, MonthOf(d.Now()))
 		if err != nil {
@@ -102,7 +103,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 		}
 		tenant, acct, used = st.Tenant, st.Account, st.Used
 		if m.Channel == WhatsApp && acct.Provider == "meta" {
-			waTemplate, err = whatsAppTemplate(ctx, tx, m)
+			waTemplate, waRefusal, err = d.whatsAppPlan(ctx, tx, m, acct)
 		}
 		return err
 	})
@@ -119,6 +120,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 			reason += " " + *acct.SuspendedReason
 		}
 		return d.fail(ctx, m, ReasonChannelSuspended, "channel_suspended", reason, complete)
+	}
+	if waRefusal != "" {
+		// Meta would refuse free-form text outside the window (131047):
+		// fail over now instead of spending a request on it.
+		return d.fail(ctx, m, ReasonWhatsAppTemplateRequired, ReasonWhatsAppTemplateRequired, waRefusal, complete)
 	}
 	if limit := d.quota(tenant.Plan, m.Channel); limit != Unlimited && used >= limit {
 		return d.fail(ctx, m, ReasonQuotaExceeded, "quota_exceeded",
@@ -163,6 +169,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	} else {
 		externalID, sendErr = p.Send(ctx, out)
 	}
+	externalID, sendErr = d.retryAsTemplate(ctx, p, out, m, acct, externalID, sendErr)
 	if sendErr == nil {
 		d.Metrics.DispatchLatency(m.Channel, d.Now().Sub(m.QueuedAt))
 		d.Metrics.MessageOutcome(m.Channel, "sent")
@@ -351,42 +358,4 @@ func (d *Dispatcher) suspend(ctx context.Context, a *ChannelAccount, pe *provide
 		return
 	}
 	d.Log.WarnContext(ctx, "channel account suspended after a provider account error", "channel_account_id", a.ID, "code", pe.Code)
-}
-
-// whatsAppTemplate returns the approved Meta template a WhatsApp message is
-// sent as, with its body parameters filled from the event's context in the
-// order the template names them, or nil when its template has none (a text
-// message, allowed inside the 24-hour window).
-func whatsAppTemplate(ctx context.Context, tx DispatchTx, m *Message) (*provider.WhatsAppTemplate, error) {
-	if m.TemplateID == nil || m.EventID == nil || m.ContactID == nil {
-		return nil, nil
-	}
-	t, err := tx.TemplateByID(ctx, m.TenantID, *m.TemplateID)
-	if ErrorCode(err) == ENOTFOUND {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
-	}
-	spec, err := t.Spec()
-	if err != nil || spec == nil {
-		return nil, err
-	}
-	e, err := tx.EventByID(ctx, m.TenantID, *m.EventID, false)
-	if err != nil {
-		return nil, err
-	}
-	c, err := tx.ContactByID(ctx, m.TenantID, *m.ContactID)
-	if err != nil {
-		return nil, err
-	}
-	eventContext, err := e.DecodeContext()
-	if err != nil {
-		return nil, err
-	}
-	vars := TemplateVars(eventContext, c.Recipient())
-	wt := &provider.WhatsAppTemplate{Name: spec.Name, Language: spec.Language, Parameters: make([]string, len(spec.Parameters))}
-	for i, name := range spec.Parameters {
-		wt.Parameters[i] = vars[strings.ToLower(name)]
-	}
-	return wt, nil
 }

@@ -40,9 +40,9 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.Len(t, sends, 1)
 		require.Equal(t, "/v23.0/"+metaPhoneNumberID+"/messages", sends[0].Path)
 		require.Equal(t, "Bearer "+metaAccessToken, sends[0].Authorization)
-		require.Equal(t, "text", sends[0].Body["type"])
+		require.Equal(t, "template", sends[0].Body["type"], "the default text's Meta template")
+		require.Equal(t, "herald_booking_confirmed", sends[0].Body["template"].(map[string]any)["name"])
 		require.Equal(t, "+4915123456789", sends[0].Body["to"])
-		require.Equal(t, m.Body, sends[0].Body["text"].(map[string]any)["body"])
 
 		sent := b.message(t, tn.ID, m.ID)
 		require.Equal(t, app.MessageSent, sent.Status)
@@ -450,20 +450,43 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.Zero(t, b.message(t, tn.ID, second.ID).Attempts)
 	})
 
-	t.Run("WhatsAppWindowClosed", func(t *testing.T) {
+	t.Run("WhatsApp131047RetriesAsTemplate", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)
 		tn := b.tenant(t, "acme")
-		b.useMeta(t, tn, nil)
+		acct := b.useMeta(t, tn, nil)
+		b.inbound(t, tn, acct, anna, b.clock.Now().Add(-time.Hour))
 		wa := b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS"))
 		b.meta.reply(graphError(t, "131047"))
 
-		// The dispatcher does not track the 24-hour window itself: it sends
-		// the text and takes Meta's 131047 as a permanent refusal.
+		// Herald saw a reply within 24 hours and sent text; Meta, whose
+		// view of the window counts, refused it: the approved template
+		// goes out instead, in the same attempt.
+		sent := b.sendOK(t, wa)
+		sends := b.meta.received()
+		require.Len(t, sends, 2)
+		require.Equal(t, "text", sends[0].Body["type"])
+		require.Equal(t, "template", sends[1].Body["type"])
+		require.Equal(t, fakeWamid(2), *sent.ExternalMessageID)
+		tl := b.timeline(t, tn.ID, wa.ID)
+		require.Equal(t, []string{app.MessageQueued, app.MessageSent}, statuses(tl))
+		require.Contains(t, tl[len(tl)-2].Detail["retry"], "herald_booking_confirmed")
+	})
+
+	t.Run("WhatsApp131047WithoutTemplateFallsBack", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		acct := b.useMeta(t, tn, nil)
+		b.metaStatus(t, tn, acct, "herald_booking_confirmed", "de", app.MetaTemplatePending)
+		b.inbound(t, tn, acct, anna, b.clock.Now().Add(-time.Hour))
+		wa := b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS"))
+		b.meta.reply(graphError(t, "131047"))
+
 		out, err := b.dispatch(wa, 1, 5, &completion{})
 		require.NoError(t, err)
 		require.Equal(t, app.DispatchOutcome{Done: true}, out)
-		require.Equal(t, "text", b.meta.received()[0].Body["type"])
+		require.Len(t, b.meta.received(), 1, "no approved template to retry with")
 		failed := b.message(t, tn.ID, wa.ID)
 		require.Equal(t, app.MessageFailed, failed.Status)
 		require.Equal(t, "131047", *failed.ErrorCode)
@@ -487,13 +510,14 @@ func TestDispatcher_Dispatch(t *testing.T) {
 				Parameters: []string{"passenger_name", "tour_name", "departure_date"}},
 		})
 		require.NoError(t, err)
+		b.metaStatus(t, tn, b.activeAccount(t, tn.ID, app.WhatsApp), "booking_confirmed", "de", app.MetaTemplateApproved)
 		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
 
 		b.sendOK(t, m)
 		body := b.meta.received()[0].Body
 		require.Equal(t, "template", body["type"], "an approved template may open a conversation outside the window")
 		require.Equal(t, map[string]any{
-			"name": "booking_confirmed", "language": map[string]any{"code": "de"},
+			"name": "booking_confirmed", "language": map[string]any{"policy": "deterministic", "code": "de"},
 			"components": []any{map[string]any{"type": "body", "parameters": []any{
 				map[string]any{"type": "text", "text": "Anna Schmidt"},
 				map[string]any{"type": "text", "text": "Gardasee"},

@@ -17,14 +17,20 @@ type InboundMessage struct {
 	TenantID       uuid.UUID  `db:"tenant_id" json:"-"`
 	ContactID      uuid.UUID  `db:"contact_id" json:"contact_id"`
 	ConversationID *uuid.UUID `db:"conversation_id" json:"conversation_id,omitempty"`
-	Channel        Channel    `db:"channel" json:"channel"`
-	Provider       string     `db:"provider" json:"provider"`
-	ExternalID     string     `db:"external_id" json:"external_id"`
-	From           string     `db:"from_address" json:"from"`
-	Kind           string     `db:"kind" json:"kind"`
-	Body           string     `db:"body" json:"body"`
-	ReceivedAt     time.Time  `db:"received_at" json:"received_at"`
-	CreatedAt      time.Time  `db:"created_at" json:"created_at"`
+	// ChannelAccountID is the account whose number received the message:
+	// the customer-service window it opens is that number's only.
+	ChannelAccountID *uuid.UUID `db:"channel_account_id" json:"channel_account_id,omitempty"`
+	// PhoneNumberID is, for Meta, the receiving number's Graph id, from
+	// which Record finds ChannelAccountID when it is not given.
+	PhoneNumberID string    `db:"-" json:"-"`
+	Channel       Channel   `db:"channel" json:"channel"`
+	Provider      string    `db:"provider" json:"provider"`
+	ExternalID    string    `db:"external_id" json:"external_id"`
+	From          string    `db:"from_address" json:"from"`
+	Kind          string    `db:"kind" json:"kind"`
+	Body          string    `db:"body" json:"body"`
+	ReceivedAt    time.Time `db:"received_at" json:"received_at"`
+	CreatedAt     time.Time `db:"created_at" json:"created_at"`
 }
 
 // InboundTx lists the statements Inbound runs.
@@ -35,6 +41,7 @@ type InboundTx interface {
 	LatestOpenConversation(ctx context.Context, tenantID, contactID uuid.UUID) (*Conversation, error)
 	InsertInbound(ctx context.Context, m *InboundMessage) (bool, error)
 	OpenWhatsAppWindow(ctx context.Context, tenantID, contactID uuid.UUID, until time.Time) error
+	AccountByPhoneNumberID(ctx context.Context, tenantID uuid.UUID, phoneNumberID string) (*ChannelAccount, error)
 }
 
 // Inbound records what people send back.
@@ -66,6 +73,15 @@ func (s *Inbound) Record(ctx context.Context, tenantID uuid.UUID, m InboundMessa
 			return err
 		}
 		m.ID, m.TenantID, m.ContactID, m.From, m.CreatedAt = uuid.New(), tenantID, c.ID, phone, s.Now()
+		if m.ChannelAccountID == nil && m.PhoneNumberID != "" {
+			// A number Herald does not know leaves the message without an
+			// account: it opens no window for any of the tenant's numbers.
+			if a, err := tx.AccountByPhoneNumberID(ctx, tenantID, m.PhoneNumberID); err == nil {
+				m.ChannelAccountID = &a.ID
+			} else if ErrorCode(err) != ENOTFOUND {
+				return err
+			}
+		}
 		if conv, err := tx.LatestOpenConversation(ctx, tenantID, c.ID); err == nil {
 			m.ConversationID = &conv.ID
 		} else if ErrorCode(err) != ENOTFOUND {

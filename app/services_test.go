@@ -124,6 +124,7 @@ func setupPipeline(t *testing.T, configure func(*app.Config)) *pipelineBundle {
 	svc.Templates.Now, svc.Intake.Now, svc.Router.Now, svc.Receipts.Now = clock.Now, clock.Now, clock.Now, clock.Now
 	svc.Breakers.Now, svc.Dispatcher.Now, svc.Messages.Now, svc.Inbound.Now = clock.Now, clock.Now, clock.Now, clock.Now
 	svc.Maintenance.Now, svc.Deadlines.Now = clock.Now, clock.Now
+	svc.MetaTemplates.Now = clock.Now
 
 	b := &pipelineBundle{ctx: ctx, cfg: cfg, svc: svc, clock: clock, meta: meta,
 		reports: make(chan provider.Receipt, 64), keys: map[uuid.UUID]*app.APIKey{}}
@@ -169,6 +170,9 @@ func (b *pipelineBundle) useMeta(t *testing.T, tn *app.Tenant, config app.Attrs)
 		Secrets: map[string]string{"access_token": metaAccessToken, "app_secret": "app-secret-" + tn.Slug},
 	})
 	require.NoError(t, err)
+	// Meta approved the tenant's default templates for this account, as a
+	// tenant would have them before going live.
+	b.approveDefaults(t, tn, a)
 	return a
 }
 
@@ -398,6 +402,8 @@ type metaAPI struct {
 	replies []metaReply
 	// before, when set, runs in the handler before it answers.
 	before func()
+	// catalog serves the WABA's message_templates endpoints.
+	catalog *metaCatalog
 }
 
 // metaSend is one request the fake received.
@@ -419,8 +425,12 @@ func newMetaAPI(t *testing.T) *metaAPI {
 	t.Helper()
 	success := readTestdata(t, "send_success.json")
 	var n int
-	m := &metaAPI{}
+	m := &metaAPI{catalog: &metaCatalog{}}
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/message_templates") || m.catalog.isTemplate(r.URL.Path) {
+			m.catalog.serve(w, r)
+			return
+		}
 		var body map[string]any
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || r.Method != http.MethodPost {
 			http.Error(w, `{"error":{"message":"bad request","code":100}}`, http.StatusBadRequest)

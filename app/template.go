@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,10 +37,15 @@ type Template struct {
 }
 
 // WhatsAppTemplateSpec is the Meta template a Herald template maps to: its
-// name and language, and which context variables fill its body parameters.
+// name and language, and which context variables fill its body parameters
+// ({{1}} is Parameters[0]). Category and Body, when set, are what is
+// submitted to Meta for approval; a template created in WhatsApp Manager
+// may be named here without them.
 type WhatsAppTemplateSpec struct {
 	Name       string   `json:"name"`
 	Language   string   `json:"language"`
+	Category   string   `json:"category,omitempty"`
+	Body       string   `json:"body,omitempty"`
 	Parameters []string `json:"parameters"`
 }
 
@@ -213,6 +219,9 @@ func ValidateTemplate(event *EventDef, channel Channel, in TemplateInput) ([]str
 		if unknown := UnknownPlaceholders(event, "{{"+strings.Join(s.Parameters, "}} {{")+"}}"); len(s.Parameters) > 0 && len(unknown) > 0 {
 			return nil, FieldErrorf("whatsapp_template", "Parameters %v are not variables of %s.", unknown, event.Name)
 		}
+		if err := ValidateMetaTemplate(s); err != nil {
+			return nil, err
+		}
 	}
 	return UnknownPlaceholders(event, in.Subject+" "+in.Body), nil
 }
@@ -250,6 +259,7 @@ func (s *Templates) SaveChecked(ctx context.Context, actor Actor, tenantID, temp
 		if err := tx.InsertTemplateVersion(ctx, t); err != nil {
 			return err
 		}
+		keepMetaSubmission(t, &in)
 		t.Subject, t.Body, t.IsActive = in.Subject, in.Body, in.IsActive
 		t.WhatsAppTemplate = nil
 		if in.WhatsAppTemplate != nil {
@@ -270,15 +280,42 @@ func (s *Templates) SaveChecked(ctx context.Context, actor Actor, tenantID, temp
 	return t, warnings, nil
 }
 
+// keepMetaSubmission carries the Meta template's category and body over a
+// save that names the same Meta template without them (the editor's form
+// has fields for the name, language and parameters only). The body is kept
+// only while the text is unchanged: a new text gets its Meta body derived
+// anew when it is submitted.
+func keepMetaSubmission(cur *Template, in *TemplateInput) {
+	next := in.WhatsAppTemplate
+	old, err := cur.Spec()
+	if next == nil || err != nil || old == nil || next.Name != old.Name || next.Language != old.Language {
+		return
+	}
+	if next.Category == "" {
+		next.Category = old.Category
+	}
+	if next.Body == "" && in.Body == cur.Body && slices.Equal(next.Parameters, old.Parameters) {
+		next.Body = old.Body
+	}
+}
+
 // provisionTemplates creates the default templates for a new tenant.
 func provisionTemplates(ctx context.Context, tx ProvisionTx, tenantID uuid.UUID, now time.Time) error {
 	defaults := DefaultTemplates()
 	ts := make([]*Template, 0, len(defaults))
 	for _, d := range defaults {
-		ts = append(ts, &Template{
+		t := &Template{
 			ID: uuid.New(), TenantID: tenantID, TriggerEvent: d.Event, Channel: d.Channel, Locale: d.Locale,
 			Subject: d.Subject, Body: d.Body, Version: 1, IsActive: true, CreatedAt: now, UpdatedAt: now,
-		})
+		}
+		if d.WhatsApp != nil {
+			b, err := json.Marshal(d.WhatsApp)
+			if err != nil {
+				return err
+			}
+			t.WhatsAppTemplate = b
+		}
+		ts = append(ts, t)
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i].TriggerEvent < ts[j].TriggerEvent })
 	return tx.CreateTemplates(ctx, ts)

@@ -1,5 +1,7 @@
 package app
 
+import "sync"
+
 // DefaultTemplate is a message text Herald provisions for every new tenant,
 // one per registry event, channel and locale. Tenants edit them freely.
 type DefaultTemplate struct {
@@ -11,13 +13,36 @@ type DefaultTemplate struct {
 	// Body uses {{variable}} placeholders. E-mail bodies are HTML; WhatsApp
 	// and SMS bodies are plain text.
 	Body string
+	// WhatsApp is, for WhatsApp texts, the Meta template derived from Body
+	// (DeriveMetaTemplate): what the tenant submits for approval, and what
+	// is sent outside the 24-hour customer-service window.
+	WhatsApp *WhatsAppTemplateSpec
 }
 
 // DefaultLocales are the locales every tenant gets templates for.
 var DefaultLocales = []string{"de-DE", "en"}
 
-// DefaultTemplates returns the provisioned texts.
-func DefaultTemplates() []DefaultTemplate { return defaultTemplates }
+// DefaultTemplates returns the provisioned texts, each WhatsApp text with
+// its Meta template.
+func DefaultTemplates() []DefaultTemplate { return defaultsWithMeta() }
+
+// defaultsWithMeta derives the Meta templates of the WhatsApp defaults once.
+// A text that does not make a valid Meta template keeps none; the defaults'
+// test fails on it.
+var defaultsWithMeta = sync.OnceValue(func() []DefaultTemplate {
+	out := make([]DefaultTemplate, len(defaultTemplates))
+	copy(out, defaultTemplates)
+	for i := range out {
+		d := &out[i]
+		if d.Channel != WhatsApp {
+			continue
+		}
+		if event, ok := LookupEvent(d.Event); ok {
+			d.WhatsApp, _ = DeriveMetaTemplate(event, d.Locale, d.Body)
+		}
+	}
+	return out
+})
 
 // defaultTemplates holds the provisioned texts, grouped by event in registry
 // order; within an event, the channels follow the event's TemplateChannels

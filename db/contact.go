@@ -134,8 +134,8 @@ func (t *Tx) LatestOpenConversation(ctx context.Context, tenantID, contactID uui
 // it reports whether it stored it. It serves app.InboundTx.
 func (t *Tx) InsertInbound(ctx context.Context, m *app.InboundMessage) (bool, error) {
 	res, err := t.tx.NamedExecContext(ctx, `
-		INSERT INTO inbound_messages (id, tenant_id, contact_id, conversation_id, channel, provider, external_id, from_address, kind, body, received_at, created_at)
-		VALUES (:id, :tenant_id, :contact_id, :conversation_id, :channel, :provider, :external_id, :from_address, :kind, :body, :received_at, :created_at)
+		INSERT INTO inbound_messages (id, tenant_id, contact_id, conversation_id, channel_account_id, channel, provider, external_id, from_address, kind, body, received_at, created_at)
+		VALUES (:id, :tenant_id, :contact_id, :conversation_id, :channel_account_id, :channel, :provider, :external_id, :from_address, :kind, :body, :received_at, :created_at)
 		ON CONFLICT (provider, external_id) DO NOTHING`, m)
 	if err != nil {
 		return false, mapErr(err)

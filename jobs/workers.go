@@ -16,6 +16,9 @@ type Deps struct {
 	Router      *app.Router
 	Dispatcher  *app.Dispatcher
 	Maintenance *app.Maintenance
+	// MetaTemplates syncs WhatsApp accounts' Meta templates; nil leaves
+	// the sync job unregistered.
+	MetaTemplates *app.MetaTemplates
 	// SQL is the database/sql handle the app's transactions run on; dispatch
 	// jobs complete inside those transactions.
 	SQL *sql.DB
@@ -30,6 +33,9 @@ func Workers(d Deps) *river.Workers {
 	river.AddWorker(w, &RequeueStuckWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &DeadlineWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &RetentionWorker{Maintenance: d.Maintenance})
+	if d.MetaTemplates != nil {
+		river.AddWorker(w, &MetaTemplateSyncWorker{MetaTemplates: d.MetaTemplates})
+	}
 	return w
 }
 
@@ -49,5 +55,10 @@ func PeriodicJobs() []*river.PeriodicJob {
 		river.NewPeriodicJob(river.PeriodicInterval(24*time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return RetentionArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "retention", RunOnStart: true}),
+		// Meta's webhook reports reviews as they happen; the hourly list
+		// catches what it missed and templates changed in WhatsApp Manager.
+		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) { return MetaTemplateSyncArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "meta_template_sync", RunOnStart: true}),
 	}
 }

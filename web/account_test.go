@@ -851,7 +851,7 @@ func TestConsoleChannels_Access(t *testing.T) {
 			channelRoutes = append(channelRoutes, r.Method+" "+r.Path)
 		}
 	}
-	require.Len(t, channelRoutes, 12)
+	require.Len(t, channelRoutes, 15)
 	acmeAccount := c.accountsNamed(c.Tenant.ID, "Sandbox EMAIL")[0]
 	globexAccount := c.accountsNamed(c.other.ID, "Sandbox EMAIL")[0]
 	fill := func(route string, id uuid.UUID) string {

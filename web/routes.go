@@ -94,6 +94,9 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/channels/:id/test", app.PermChannels, s.handleChannelTestForm)
 	t.post("/channels/:id/test", app.PermChannels, s.handleChannelTest)
 	t.get("/channels/:id/test/:message", app.PermChannels, s.handleChannelTestResult)
+	t.get("/channels/:id/templates", app.PermChannels, s.handleMetaTemplates)
+	t.post("/channels/:id/templates/sync", app.PermChannels, s.handleMetaTemplateSync)
+	t.post("/channels/:id/templates/submit", app.PermChannels, s.handleMetaTemplateSubmit)
 
 	// Templates.
 	t.get("/templates", app.PermTemplates, s.handleTemplateList)

@@ -34,6 +34,9 @@ type Server struct {
 	Hooks    *app.Hooks
 	// Deadlines serves the tenant's delivery deadlines.
 	Deadlines *app.Deadlines
+	// MetaTemplates applies Meta's template reviews and serves the
+	// account's template page.
+	MetaTemplates *app.MetaTemplates
 	// SNSVerifier checks the signatures of Amazon's webhook posts.
 	SNSVerifier *awsnotify.Verifier
 
@@ -52,6 +55,8 @@ type Server struct {
 	MessageConsole *console.MessageConsole
 	Schedules      *console.Schedules
 	AuditLog       *console.AuditLog
+	// MetaTemplateConsole serves a WhatsApp account's Meta template page.
+	MetaTemplateConsole *console.MetaTemplates
 
 	// Registry receives the HTTP metrics and serves /metrics.
 	Registry *prometheus.Registry

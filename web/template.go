@@ -207,7 +207,11 @@ func (s *Server) handleTemplateEdit(c *fiber.Ctx) error {
 	if in.WhatsAppTemplate, err = t.Spec(); err != nil {
 		return err
 	}
-	return s.render(c, views.TemplateEditorPage(s.page(c, "Template "+t.TriggerEvent), s.editorOf(c, t, "", "", "", in, nil)))
+	e := s.editorOf(c, t, "", "", "", in, nil)
+	if e.MetaStatus, err = s.MetaTemplateConsole.StatusOf(c.UserContext(), tenantOf(c).ID, in.WhatsAppTemplate); err != nil {
+		return err
+	}
+	return s.render(c, views.TemplateEditorPage(s.page(c, "Template "+t.TriggerEvent), e))
 }
 
 // handleTemplateUpdate saves a template as a new version.

@@ -65,7 +65,7 @@ func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
 	for _, in := range hook.Inbound {
 		fresh, err := s.Inbound.Record(c.UserContext(), creds.TenantID, app.InboundMessage{
 			Channel: app.WhatsApp, Provider: "meta", ExternalID: in.ExternalID, From: "+" + in.From,
-			Kind: in.Type, Body: in.Text, ReceivedAt: in.At,
+			Kind: in.Type, Body: in.Text, ReceivedAt: in.At, PhoneNumberID: in.PhoneNumberID,
 		})
 		if err != nil {
 			return err
@@ -76,5 +76,29 @@ func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
 			outcomes["inbound_duplicate"]++
 		}
 	}
+	if err := s.applyTemplateUpdates(c, creds.TenantID, hook.TemplateUpdates, outcomes); err != nil {
+		return err
+	}
 	return c.JSON(fiber.Map{"outcomes": outcomes})
+}
+
+// applyTemplateUpdates records Meta's template reviews
+// (message_template_status_update) for the tenant whose app secret signed
+// the post; a WABA none of its accounts has changes nothing.
+func (s *Server) applyTemplateUpdates(c *fiber.Ctx, tenantID uuid.UUID, us []meta.TemplateUpdate, outcomes map[string]int) error {
+	for _, u := range us {
+		ok, err := s.MetaTemplates.ApplyStatusUpdate(c.UserContext(), tenantID, app.MetaTemplateUpdate{
+			WABAID: u.WABAID, Event: u.Event, TemplateID: u.TemplateID, Name: u.Name, Language: u.Language,
+			Category: u.Category, Reason: u.Reason,
+		})
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			outcomes["template_status"]++
+		default:
+			outcomes["template_status_unknown_waba"]++
+		}
+	}
+	return nil
 }

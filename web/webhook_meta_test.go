@@ -63,6 +63,15 @@ func statusHook(wamid, status string, at time.Time) []byte {
 		"statuses":[{"id":"` + wamid + `","status":"` + status + `","timestamp":"` + strconv.FormatInt(at.Unix(), 10) + `","recipient_id":"4915123456789"}]}}]}]}`)
 }
 
+// inboundHook is a webhook post with one text message from the number to
+// the test account's business number.
+func inboundHook(wamid, from, text string, at time.Time) []byte {
+	return []byte(`{"object":"whatsapp_business_account","entry":[{"id":"WABA","changes":[{"field":"messages","value":{
+		"messaging_product":"whatsapp","metadata":{"display_phone_number":"4989","phone_number_id":"1234567890"},
+		"contacts":[{"profile":{"name":"Anna"},"wa_id":"` + from + `"}],
+		"messages":[{"from":"` + from + `","id":"` + wamid + `","timestamp":"` + strconv.FormatInt(at.Unix(), 10) + `","type":"text","text":{"body":"` + text + `"}}]}}]}]}`)
+}
+
 func TestWebhook_Meta(t *testing.T) {
 	t.Parallel()
 	fake := newFakeMeta(t)
@@ -77,6 +86,11 @@ func TestWebhook_Meta(t *testing.T) {
 	})
 	require.NoError(t, err)
 
+	// Anna wrote first: her reply opens the 24-hour window on this number,
+	// so the booking confirmation goes out as free-form text.
+	hello := inboundHook("wamid.IN0", "4915123456789", "Hallo!", time.Now())
+	code, _ := postWebhook(p, "/webhooks/meta/acme", hello, map[string]string{"Content-Type": "application/json", "X-Hub-Signature-256": signMeta(appSecret, hello)})
+	require.Equal(t, http.StatusOK, code)
 	id := p.Submit(webtest.WithRecipient("meta-1", "BK-META", map[string]any{"name": "Anna", "phone": "+4915123456789"}, "WHATSAPP"))
 	m := webtest.OnlyMessage(t, p.WaitMessages(id, "sent through Meta", webtest.AllStatus(app.MessageSent)))
 	require.Equal(t, "wamid.TEST1", *m.ExternalMessageID)
@@ -166,6 +180,11 @@ func TestWebhook_Meta(t *testing.T) {
 			WhatsAppTemplate: &app.WhatsAppTemplateSpec{Name: "booking_confirmed_v2", Language: "de", Parameters: []string{"passenger_name", "tour_name"}},
 		})
 		require.NoError(t, err)
+		// Ben never wrote: only a template Meta approved reaches him.
+		require.NoError(t, p.Services.Store.InTenant(p.Ctx, p.Tenant.ID, func(tx *db.Tx) error {
+			return tx.UpsertMetaTemplate(p.Ctx, &app.MetaTemplate{TenantID: p.Tenant.ID, ChannelAccountID: acct.ID,
+				Name: "booking_confirmed_v2", Language: "de", Status: app.MetaTemplateApproved, SyncedAt: time.Now()})
+		}))
 		id := p.Submit(webtest.WithRecipient("meta-2", "BK-META2", map[string]any{"name": "Ben", "phone": "+4915123456788"}, "WHATSAPP"))
 		p.WaitMessages(id, "sent as a template", webtest.AllStatus(app.MessageSent))
 		fake.mu.Lock()
@@ -194,6 +213,8 @@ func TestWebhook_Meta(t *testing.T) {
 		require.Equal(t, 1, p.Count(`SELECT count(*) FROM inbound_messages i JOIN contacts c ON c.id = i.contact_id
 			WHERE i.external_id = 'wamid.IN1' AND c.phone = '+4915123456789' AND i.conversation_id IS NOT NULL
 			AND i.body = 'Is there parking at the bus station?'`), "the reply is on Anna's booking conversation")
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM inbound_messages WHERE external_id = 'wamid.IN1' AND channel_account_id = $1`, acct.ID),
+			"the window it opens belongs to the number it was sent to (metadata.phone_number_id)")
 		require.Equal(t, 1, p.Count(`SELECT count(*) FROM contacts WHERE phone = '+4915123456789'
 			AND whatsapp_window_until = $1`, at.Add(24*time.Hour)), "the 24 h window's end is recorded")
 	})

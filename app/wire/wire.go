@@ -58,6 +58,9 @@ type Services struct {
 	Breakers    *app.Breakers
 	Inbound     *app.Inbound
 	Hooks       *app.Hooks
+	// MetaTemplates syncs WhatsApp accounts' Meta templates and submits
+	// Herald's for review.
+	MetaTemplates *app.MetaTemplates
 
 	// The console.
 	Console Console
@@ -76,6 +79,7 @@ type Console struct {
 	MessageConsole *console.MessageConsole
 	Schedules      *console.Schedules
 	AuditLog       *console.AuditLog
+	MetaTemplates  *console.MetaTemplates
 }
 
 // Connect opens the database pool (named role in pg_stat_activity) and
@@ -127,11 +131,13 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Threshold: cfg.BreakerThreshold, Window: cfg.BreakerWindow, OpenFor: cfg.BreakerOpenFor,
 		Store: db.Scope[app.BreakerTx](store), Metrics: metrics, Log: log, Now: now,
 	}
+	// One Meta client sends messages and manages templates.
+	metaProvider := &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log}
 	s.Dispatcher = &app.Dispatcher{
 		Store: db.Scope[app.DispatchTx](store), Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
 		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
 		Providers: provider.Set{
-			"meta":    &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log},
+			"meta":    metaProvider,
 			"webhook": &webhook.Provider{AllowHTTP: cfg.Dev()},
 			"ses":     &ses.Provider{Log: log, AnyEndpoint: cfg.Dev()},
 			"sns":     &sns.Provider{Log: log, AnyEndpoint: cfg.Dev()},
@@ -149,6 +155,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Health = &app.Health{Probe: d, Now: now}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Now: now}
 	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts}
+	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
 	s.Console = Console{
 		Tenants:    &console.Tenants{Tenants: s.Tenants, Store: db.Scope[console.TenantTx](store), APIKeys: s.APIKeys},
@@ -169,6 +176,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		MessageConsole: &console.MessageConsole{Store: db.Scope[console.MessageTx](store), Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
 		Schedules:      &console.Schedules{Store: db.Scope[console.ScheduleTx](store), Intake: s.Intake, Router: s.Router, Now: now},
 		AuditLog:       &console.AuditLog{Store: db.Scope[console.AuditLogTx](store), Audit: s.Audit, Now: now},
+		MetaTemplates:  &console.MetaTemplates{Store: db.Scope[console.MetaTemplateTx](store), MetaTemplates: s.MetaTemplates},
 	}
 	return s, nil
 }
@@ -179,7 +187,8 @@ func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health,
 		Intake: s.Intake, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Hooks: s.Hooks,
-		Deadlines:   s.Deadlines,
+		Deadlines:     s.Deadlines,
+		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,
 		SNSVerifier: &awsnotify.Verifier{},
 		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
 		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
@@ -194,6 +203,7 @@ func (s *Services) Web(version string) *web.Server {
 func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Client[pgx.Tx], error) {
 	workers := jobs.Workers(jobs.Deps{
 		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance, SQL: s.DB.SQL.DB,
+		MetaTemplates: s.MetaTemplates,
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)
 	if err != nil {

@@ -60,6 +60,15 @@ func ruleFor(code int) (rule, bool) {
 	case code == 131026, code == 131047, code == 100, code == 131051:
 		return rule{class: provider.Permanent}, true
 
+	// The template message cannot work as sent: parameter count or format
+	// mismatch (132000, 132012, 132018), no such template in this language
+	// (132001), text too long once filled (132005), format policy
+	// (132007), template paused or disabled (132015, 132016). Retrying the
+	// same request changes nothing; the fallback channel takes over.
+	case code == 132000, code == 132001, code == 132005, code == 132007,
+		code == 132012, code == 132015, code == 132016, code == 132018:
+		return rule{class: provider.Permanent}, true
+
 	// The account itself: expired or invalid token, missing permission,
 	// restricted or locked account. The tenant must act; the dispatcher
 	// suspends the channel account.
@@ -117,6 +126,9 @@ type graphError struct {
 			Details string `json:"details"`
 		} `json:"error_data"`
 		FBTraceID string `json:"fbtrace_id"`
+		// UserMessage is what the template endpoints explain a refusal
+		// with ("There's already content for this template in ...").
+		UserMessage string `json:"error_user_msg"`
 	} `json:"error"`
 }
 
@@ -142,7 +154,11 @@ func (p *Provider) responseError(resp *http.Response, raw []byte) *provider.Erro
 
 	e := ge.Error
 	code := *e.Code
-	pe := &provider.Error{Code: strconv.Itoa(code), Reason: reason(e.Message, e.ErrorData.Details, code)}
+	details := e.ErrorData.Details
+	if details == "" {
+		details = e.UserMessage
+	}
+	pe := &provider.Error{Code: strconv.Itoa(code), Reason: reason(e.Message, details, code)}
 	r, known := ruleFor(code)
 	if !known {
 		// PROVIDERS.md: unknown codes are retried as the safe default, but

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -94,8 +95,12 @@ type templateBody struct {
 	Components []component `json:"components,omitempty"`
 }
 
+// language names a template's translation. Meta's only policy is
+// "deterministic": the translation in exactly this language is sent, or the
+// send fails (132001) rather than falling back to another.
 type language struct {
-	Code string `json:"code"`
+	Policy string `json:"policy"`
+	Code   string `json:"code"`
 }
 
 type component struct {
@@ -190,13 +195,13 @@ func buildRequest(m provider.Outbound) (*sendRequest, error) {
 				Reason: "A WhatsApp template needs a name and a language code."}
 		}
 		req.Type = "template"
-		req.Template = &templateBody{Name: t.Name, Language: language{Code: t.Language}}
+		req.Template = &templateBody{Name: t.Name, Language: language{Policy: "deterministic", Code: t.Language}}
 		// A template without variables takes no components; an empty body
 		// component is rejected by Meta as a parameter count mismatch.
 		if len(t.Parameters) > 0 {
 			params := make([]parameter, len(t.Parameters))
 			for i, v := range t.Parameters {
-				params[i] = parameter{Type: "text", Text: v}
+				params[i] = parameter{Type: "text", Text: parameterText(v)}
 			}
 			req.Template.Components = []component{{Type: "body", Parameters: params}}
 		}
@@ -211,6 +216,24 @@ func buildRequest(m provider.Outbound) (*sendRequest, error) {
 	// would fetch whatever URL it contains on the recipient's phone.
 	req.Text = &textBody{PreviewURL: false, Body: m.Body}
 	return req, nil
+}
+
+// parameterText makes a value acceptable as a template parameter: Meta
+// refuses parameters with new lines, tabs or more than four consecutive
+// spaces (error 132018), which a multi-line context value would otherwise
+// carry in. Line breaks become " / " so that lines stay apart; an empty
+// value becomes a dash, since Meta refuses empty text parameters.
+func parameterText(v string) string {
+	v = strings.ReplaceAll(v, "\r\n", "\n")
+	lines := strings.FieldsFunc(v, func(r rune) bool { return r == '\n' || r == '\r' })
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	v = strings.Join(slices.DeleteFunc(lines, func(l string) bool { return l == "" }), " / ")
+	if v == "" {
+		return "-"
+	}
+	return v
 }
 
 func (p *Provider) client() *http.Client {

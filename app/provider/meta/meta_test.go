@@ -168,13 +168,37 @@ func TestProvider_Send(t *testing.T) {
 			"type": "template",
 			"template": {
 				"name": "booking_confirmed",
-				"language": {"code": "de"},
+				"language": {"policy": "deterministic", "code": "de"},
 				"components": [{"type": "body", "parameters": [
 					{"type": "text", "text": "Ada"},
 					{"type": "text", "text": "Freitag, 14:00"}
 				]}]
 			}
 		}`, string(req.Body))
+	})
+
+	t.Run("TemplateParametersOnOneLine", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, respond(t, http.StatusOK, "send_success.json", nil))
+		m := outbound()
+		m.Template = &provider.WhatsAppTemplate{Name: "incident", Language: "de",
+			Parameters: []string{"Bus verspätet.\r\nNeue Abfahrt:\t18:30", "a     b", ""}}
+
+		_, err := b.prov.Send(context.Background(), m)
+		require.NoError(t, err)
+		var body struct {
+			Template struct {
+				Components []struct {
+					Parameters []map[string]string `json:"parameters"`
+				} `json:"components"`
+			} `json:"template"`
+		}
+		require.NoError(t, json.Unmarshal(b.only(t).Body, &body))
+		require.Equal(t, []map[string]string{
+			{"type": "text", "text": "Bus verspätet. / Neue Abfahrt: 18:30"},
+			{"type": "text", "text": "a b"},
+			{"type": "text", "text": "-"},
+		}, body.Template.Components[0].Parameters, "Meta refuses new lines, tabs, long runs of spaces and empty parameters")
 	})
 
 	t.Run("TemplateWithoutParameters", func(t *testing.T) {
@@ -188,7 +212,7 @@ func TestProvider_Send(t *testing.T) {
 
 		var body map[string]any
 		require.NoError(t, json.Unmarshal(b.only(t).Body, &body))
-		require.Equal(t, map[string]any{"name": "hello_world", "language": map[string]any{"code": "en_US"}}, body["template"])
+		require.Equal(t, map[string]any{"name": "hello_world", "language": map[string]any{"policy": "deterministic", "code": "en_US"}}, body["template"])
 	})
 
 	t.Run("Defaults", func(t *testing.T) {
@@ -360,8 +384,13 @@ func TestProvider_SendErrors(t *testing.T) {
 		{name: "RetryAfterIgnoredWhenNotRateLimited", status: 503, file: "error_131016.json", header: map[string]string{"Retry-After": "120"},
 			code: "131016", class: provider.Transient},
 
+		// Template sends Meta cannot carry out: permanent, no retry.
+		{name: "TemplateMissing", status: 404, file: "error_132001.json", code: "132001", class: provider.Permanent},
+		{name: "TemplateParameterCount", status: 400, file: "error_132000.json", code: "132000", class: provider.Permanent},
+		{name: "TemplatePaused", status: 400, body: graphErrorBody(132015, "(#132015) Template is Paused"), code: "132015", class: provider.Permanent},
+
 		// Codes outside the table: transient, and rate limited on a 429.
-		{name: "UnknownCode", status: 400, file: "error_132001.json", code: "132001", class: provider.Transient},
+		{name: "UnknownCode", status: 400, file: "error_135000.json", code: "135000", class: provider.Transient},
 		{name: "UnknownCodeJustPastPermissionRange", status: 403, body: graphErrorBody(300, "(#300) Edit failure"), code: "300", class: provider.Transient},
 		{name: "UnknownCodeWith429", status: 429, body: graphErrorBody(3, "(#3) Capability"), code: "3", class: provider.RateLimited, retryAfter: 5 * time.Second},
 
@@ -402,12 +431,12 @@ func TestProvider_SendErrors(t *testing.T) {
 
 func TestProvider_SendUnknownCodeIsLogged(t *testing.T) {
 	t.Parallel()
-	b := setup(t, respond(t, http.StatusBadRequest, "error_132001.json", nil))
+	b := setup(t, respond(t, http.StatusBadRequest, "error_135000.json", nil))
 
 	_, err := b.prov.Send(context.Background(), outbound())
 	require.Equal(t, provider.Transient, requireProviderError(t, err).Class)
 	require.Contains(t, b.logs.String(), "unclassified Meta error code")
-	require.Contains(t, b.logs.String(), "code=132001")
+	require.Contains(t, b.logs.String(), "code=135000")
 }
 
 func TestProvider_SendRetryAfterDate(t *testing.T) {

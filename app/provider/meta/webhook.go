@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +70,26 @@ type Webhook struct {
 	Receipts []provider.Receipt
 	// Inbound are the messages recipients sent to the business number.
 	Inbound []Inbound
+	// TemplateUpdates are Meta's reviews of message templates
+	// (message_template_status_update).
+	TemplateUpdates []TemplateUpdate
+}
+
+// TemplateUpdate is one message_template_status_update: a template of a
+// WABA was approved, rejected, paused, disabled, ...
+type TemplateUpdate struct {
+	// WABAID is the WhatsApp Business Account that owns the template.
+	WABAID string
+	// Event is the new status: APPROVED, REJECTED, PENDING, PAUSED,
+	// DISABLED, FLAGGED, REINSTATED, IN_APPEAL, PENDING_DELETION, ...
+	Event      string
+	TemplateID string
+	Name       string
+	Language   string
+	Category   string
+	// Reason explains a rejection; Meta sends "NONE" otherwise, which is
+	// left out.
+	Reason string
 }
 
 // Inbound is a message a WhatsApp user sent to the business. A reply opens
@@ -109,7 +130,14 @@ type envelope struct {
 				} `json:"contacts"`
 				// Statuses stay raw so each receipt can carry its own excerpt.
 				Statuses []json.RawMessage `json:"statuses"`
-				Messages []struct {
+				// The message_template_status_update fields.
+				Event            string      `json:"event"`
+				TemplateID       json.Number `json:"message_template_id"`
+				TemplateName     string      `json:"message_template_name"`
+				TemplateLanguage string      `json:"message_template_language"`
+				TemplateCategory string      `json:"message_template_category"`
+				Reason           string      `json:"reason"`
+				Messages         []struct {
 					From      string `json:"from"`
 					ID        string `json:"id"`
 					Timestamp string `json:"timestamp"`
@@ -157,10 +185,11 @@ func receiptStatus(s string) (string, bool) {
 }
 
 // ParseWebhook reads a verified webhook body. It fails only on a body that
-// is not a WhatsApp Business webhook at all; changes of other fields
-// (template reviews, account updates) and statuses Herald does not track
-// are skipped. A timestamp that does not parse leaves At zero for the
-// receiver to fill in.
+// is not a WhatsApp Business webhook at all. Template reviews
+// (message_template_status_update) are read into TemplateUpdates; changes
+// of other fields (account updates, quality) and statuses Herald does not
+// track are skipped. A timestamp that does not parse leaves At zero for
+// the receiver to fill in.
 func ParseWebhook(body []byte) (*Webhook, error) {
 	var env envelope
 	if err := json.Unmarshal(body, &env); err != nil {
@@ -172,6 +201,13 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 	w := &Webhook{}
 	for _, entry := range env.Entry {
 		for _, ch := range entry.Changes {
+			if ch.Field == "message_template_status_update" {
+				if u, ok := templateUpdate(entry.ID, ch.Value.Event, string(ch.Value.TemplateID), ch.Value.TemplateName,
+					ch.Value.TemplateLanguage, ch.Value.TemplateCategory, ch.Value.Reason); ok {
+					w.TemplateUpdates = append(w.TemplateUpdates, u)
+				}
+				continue
+			}
 			if ch.Field != "messages" {
 				continue
 			}
@@ -194,7 +230,7 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 					ReceiptID: s.ID + ":" + s.Status + ":" + s.Timestamp,
 					Status:    st,
 					At:        unixTime(s.Timestamp),
-					Raw:       compactExcerpt(raw),
+					Raw:       statusExcerpt(raw),
 				}
 				if len(s.Errors) > 0 {
 					e := s.Errors[0]
@@ -229,6 +265,19 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 	return w, nil
 }
 
+// templateUpdate reads one message_template_status_update; one without a
+// template name and event says nothing Herald can apply.
+func templateUpdate(waba, event, id, name, language, category, reason string) (TemplateUpdate, bool) {
+	if name == "" || event == "" {
+		return TemplateUpdate{}, false
+	}
+	if strings.EqualFold(reason, "NONE") {
+		reason = ""
+	}
+	return TemplateUpdate{WABAID: waba, Event: strings.ToUpper(event), TemplateID: id, Name: name,
+		Language: language, Category: category, Reason: reason}, true
+}
+
 // unixTime reads Meta's Unix-seconds strings.
 func unixTime(s string) time.Time {
 	secs, err := strconv.ParseInt(s, 10, 64)
@@ -236,6 +285,45 @@ func unixTime(s string) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(secs, 0).UTC()
+}
+
+// statusExcerpt is a status's Receipt.Raw, which the receipt path keeps on
+// the message's timeline: the compact status with what Meta bills the
+// message as (pricing: category, pricing_model, billable, type) and the
+// conversation's origin first, so that the excerpt's cut never drops what
+// the tenant pays for.
+func statusExcerpt(raw json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields["pricing"] == nil {
+		return compactExcerpt(raw)
+	}
+	first := []string{"pricing", "conversation", "status"}
+	var rest []string
+	for k := range fields {
+		if !slices.Contains(first, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for _, k := range append(first, rest...) {
+		v, ok := fields[k]
+		if !ok {
+			continue
+		}
+		if buf.Len() > 1 {
+			buf.WriteByte(',')
+		}
+		key, _ := json.Marshal(k)
+		buf.Write(key)
+		buf.WriteByte(':')
+		if err := json.Compact(&buf, v); err != nil {
+			return compactExcerpt(raw)
+		}
+	}
+	buf.WriteByte('}')
+	return excerpt(buf.Bytes())
 }
 
 // compactExcerpt shortens a JSON fragment for Receipt.Raw.
