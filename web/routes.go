@@ -134,6 +134,7 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	// Settings, users and API keys.
 	t.get("/settings", app.PermSettings, s.handleSettings)
 	t.post("/settings", app.PermSettings, s.handleSettingsUpdate)
+	t.post("/settings/deadlines", app.PermSettings, s.handleDeadlineChange)
 	t.get("/users", app.PermUsers, s.handleUsers)
 	t.post("/users", app.PermUsers, s.handleUserCreate)
 	t.get("/users/new", app.PermUsers, s.handleUserNew)

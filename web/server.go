@@ -32,8 +32,9 @@ type Server struct {
 	Receipts *app.Receipts
 	Inbound  *app.Inbound
 	Hooks    *app.Hooks
-	// Deadlines serves the tenant's delivery deadlines.
-	Deadlines *app.Deadlines
+	// Deadlines serves the tenant's delivery deadlines, to the API and on
+	// the console's settings page.
+	Deadlines *console.Deadlines
 	// MetaTemplates applies Meta's template reviews and serves the
 	// account's template page.
 	MetaTemplates *app.MetaTemplates

@@ -9,14 +9,25 @@ import (
 	"github.com/heraldhq/herald/views"
 )
 
-// handleSettings shows the tenant's settings.
+// handleSettings shows the tenant's settings and delivery deadlines.
 func (s *Server) handleSettings(c *fiber.Ctx) error {
 	t := tenantOf(c)
 	f := views.SettingsForm{Tenant: t, Locale: t.DefaultLocale, Timezone: t.Timezone}
 	if t.RetentionDays != nil {
 		f.Retention = strconv.Itoa(*t.RetentionDays)
 	}
-	return s.render(c, views.SettingsPage(s.page(c, "Settings"), f, nil))
+	return s.renderSettings(c, f, nil, views.DeadlineSettings{}, nil)
+}
+
+// renderSettings renders the settings page with the tenant's delivery
+// deadlines as stored.
+func (s *Server) renderSettings(c *fiber.Ctx, f views.SettingsForm, errs views.FormErrors, d views.DeadlineSettings, derrs views.FormErrors) error {
+	rules, err := s.Deadlines.Rules(c.UserContext(), userOf(c), tenantOf(c).ID)
+	if err != nil {
+		return err
+	}
+	d.Rules = rules
+	return s.render(c, views.SettingsPage(s.page(c, "Settings"), f, errs, d, derrs))
 }
 
 // handleSettingsUpdate saves the tenant's settings; bad input shows the
@@ -28,13 +39,35 @@ func (s *Server) handleSettingsUpdate(c *fiber.Ctx) error {
 	if err != nil {
 		return s.formFailure(c, err, func(errs views.FormErrors) error {
 			f := views.SettingsForm{Tenant: t, Locale: in.DefaultLocale, Timezone: in.Timezone, Retention: in.Retention}
-			return s.render(c, views.SettingsPage(s.page(c, "Settings"), f, errs))
+			return s.renderSettings(c, f, errs, views.DeadlineSettings{}, nil)
 		})
 	}
 	if len(changes) == 0 {
 		s.flash(c, "info", "Nothing changed.")
 	} else {
 		s.flash(c, "success", "Settings saved.")
+	}
+	return c.Redirect(tenantPath(c, "/settings"), fiber.StatusSeeOther)
+}
+
+// handleDeadlineChange sets or removes one delivery deadline; bad input
+// shows the page again with the form as typed and stores nothing.
+func (s *Server) handleDeadlineChange(c *fiber.Ctx) error {
+	t := tenantOf(c)
+	in := console.DeadlineForm{TriggerEvent: c.FormValue("trigger_event"), Channel: c.FormValue("channel"), Minutes: c.FormValue("minutes")}
+	if err := s.Deadlines.Change(c.UserContext(), userOf(c), t.ID, in); err != nil {
+		return s.formFailure(c, err, func(errs views.FormErrors) error {
+			f := views.SettingsForm{Tenant: t, Locale: t.DefaultLocale, Timezone: t.Timezone}
+			if t.RetentionDays != nil {
+				f.Retention = strconv.Itoa(*t.RetentionDays)
+			}
+			return s.renderSettings(c, f, nil, views.DeadlineSettings{Form: in}, errs)
+		})
+	}
+	if m, _ := strconv.Atoi(in.Minutes); m == 0 {
+		s.flash(c, "success", "Delivery deadline removed.")
+	} else {
+		s.flash(c, "success", "Delivery deadline saved.")
 	}
 	return c.Redirect(tenantPath(c, "/settings"), fiber.StatusSeeOther)
 }

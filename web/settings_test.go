@@ -5,8 +5,10 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -92,5 +94,86 @@ func TestConsoleTenants_Settings(t *testing.T) {
 		resp := manager.post("/t/acme/settings", url.Values{"csrf": {"forged"}, "locale": {"fr-FR"}, "timezone": {"Europe/Paris"}})
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 		require.Zero(t, c.Count(`SELECT count(*) FROM tenants WHERE default_locale = 'fr-FR'`))
+	})
+}
+
+func TestConsoleSettings_Deadlines(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	manager := c.signIn(asManager)
+	const path = "/t/acme/settings/deadlines"
+	rules := func(tenantID uuid.UUID) []*app.DeliveryDeadline {
+		t.Helper()
+		ds, err := c.Services.Deadlines.List(c.Ctx, tenantID)
+		require.NoError(t, err)
+		return ds
+	}
+
+	t.Run("SetShowAndRemove", func(t *testing.T) {
+		doc := manager.page("/t/acme/settings")
+		require.Contains(t, text(doc.Find("#deadlines")), "No deadlines")
+		require.Equal(t, 1, doc.Find(`#deadlines select[name=trigger_event] option[value="*"]`).Length(), "every event can be chosen")
+
+		resp := manager.post(path, url.Values{"trigger_event": {"BOOKING_CONFIRMED"}, "channel": {"WHATSAPP"}, "minutes": {"15"}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		resp = manager.post(path, url.Values{"trigger_event": {"*"}, "channel": {"email"}, "minutes": {"60"}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		got := rules(c.Tenant.ID)
+		require.Len(t, got, 2)
+		require.Empty(t, rules(c.other.ID), "the other tenant has none")
+
+		doc = manager.page("/t/acme/settings")
+		rows := rowTexts(doc.Find("#deadlines tbody tr"))
+		require.Len(t, rows, 2)
+		require.True(t, containsAll(rows, "BOOKING_CONFIRMED", "WHATSAPP", "15 min"), "rows: %v", rows)
+		require.True(t, containsAll(rows, "Every event", "EMAIL", "60 min"), "rows: %v", rows)
+		require.Equal(t, 2, c.Count(`SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'delivery_deadline.set'`, c.Tenant.ID))
+
+		// Each row's remove button posts 0 minutes.
+		resp = manager.post(path, url.Values{"trigger_event": {"BOOKING_CONFIRMED"}, "channel": {"WHATSAPP"}, "minutes": {"0"}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		got = rules(c.Tenant.ID)
+		require.Len(t, got, 1)
+		require.Equal(t, app.AnyEvent, got[0].TriggerEvent)
+	})
+
+	t.Run("BadInputStoresNothing", func(t *testing.T) {
+		before := len(rules(c.Tenant.ID))
+		for _, tc := range []struct {
+			name                 string
+			event, channel, mins string
+			control, want        string
+		}{
+			{"NoEvent", "", "SMS", "10", "select[name=trigger_event]", "Choose the event"},
+			{"UnknownEvent", "BOOKING_EXPLODED", "SMS", "10", "select[name=trigger_event]", "not a trigger event"},
+			{"UnknownChannel", "*", "FAX", "10", "select[name=channel]", "Choose the channel"},
+			{"NotANumber", "*", "SMS", "soon", "input[name=minutes]", "whole minutes"},
+			{"TooLong", "*", "SMS", "1441", "input[name=minutes]", "1 to 1440"},
+			{"Negative", "*", "SMS", "-5", "input[name=minutes]", "1 to 1440"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				manager.page("/t/acme/settings")
+				doc, resp := manager.postPage(path, url.Values{"trigger_event": {tc.event}, "channel": {tc.channel}, "minutes": {tc.mins}})
+				require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+				require.Contains(t, fieldError(doc, ".deadline-form "+tc.control), tc.want)
+				require.Equal(t, tc.mins, doc.Find(`.deadline-form input[name=minutes]`).AttrOr("value", "x"), "the form keeps what was typed")
+			})
+		}
+		require.Len(t, rules(c.Tenant.ID), before, "nothing stored")
+	})
+
+	t.Run("OthersCannot", func(t *testing.T) {
+		form := func() url.Values { return url.Values{"trigger_event": {"*"}, "channel": {"SMS"}, "minutes": {"5"}} }
+		// Each loads a page of its own first, so its CSRF token is valid and
+		// the refusal is the permission's.
+		support := c.signIn(asSupport)
+		support.page("/account/password")
+		require.Equal(t, http.StatusForbidden, support.post(path, form()).StatusCode)
+		other := c.signIn(asOtherManager)
+		other.page("/t/globex/settings")
+		require.Equal(t, http.StatusNotFound, other.post(path, form()).StatusCode)
+		for _, r := range rules(c.Tenant.ID) {
+			require.NotEqual(t, app.SMS, r.Channel, "neither stored a deadline")
+		}
 	})
 }

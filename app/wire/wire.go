@@ -68,6 +68,7 @@ type Services struct {
 
 // Console is the console's services.
 type Console struct {
+	Deadlines      *console.Deadlines
 	Tenants        *console.Tenants
 	Users          *console.Users
 	APIKeys        *console.APIKeys
@@ -158,6 +159,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
 	s.Console = Console{
+		Deadlines:  &console.Deadlines{Deadlines: s.Deadlines},
 		Tenants:    &console.Tenants{Tenants: s.Tenants, Store: db.Scope[console.TenantTx](store), APIKeys: s.APIKeys},
 		Users:      &console.Users{Users: s.Users, Store: db.Scope[console.UserTx](store)},
 		APIKeys:    &console.APIKeys{APIKeys: s.APIKeys, Store: db.Scope[console.APIKeyTx](store)},
@@ -187,7 +189,7 @@ func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health,
 		Intake: s.Intake, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Hooks: s.Hooks,
-		Deadlines:     s.Deadlines,
+		Deadlines:     s.Console.Deadlines,
 		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,
 		SNSVerifier: &awsnotify.Verifier{},
 		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
