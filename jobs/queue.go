@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
 	"github.com/heraldhq/herald/app"
@@ -77,4 +78,11 @@ func (q *Queue) EnqueueDispatch(ctx context.Context, tx app.Tx, jobs ...app.Disp
 		}
 	}
 	return q.InsertMany(ctx, tx, params)
+}
+
+// EnqueueTemplateSync implements console.TemplateSyncQueue: a sync of one
+// Meta account's templates, tried three times at the most.
+func (q *Queue) EnqueueTemplateSync(ctx context.Context, tx app.Tx, tenantID, accountID uuid.UUID) error {
+	return q.Insert(ctx, tx, MetaTemplateSyncArgs{TenantID: tenantID, AccountID: accountID},
+		&river.InsertOpts{Queue: app.QueueMaintenance, MaxAttempts: 3})
 }

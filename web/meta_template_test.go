@@ -308,3 +308,56 @@ func TestWebhook_MetaPricingOnTimeline(t *testing.T) {
 	require.Contains(t, raws[0], `"pricing":{"billable":true,"pricing_model":"PMP","category":"utility","type":"regular"}`,
 		"the timeline shows what Meta bills the message as")
 }
+
+// TestConsole_MetaTemplatesSyncOnSave checks that saving a Meta account in
+// the console lists its WABA's templates soon after, without waiting for
+// the hourly sync, and that a save that fails queues nothing.
+func TestConsole_MetaTemplatesSyncOnSave(t *testing.T) {
+	t.Parallel()
+	const waba = "102290129340398" // metaForm's
+	fake := newFakeWABA(t, waba, metaToken)
+	fake.set([3]string{"herald_booking_confirmed", "de", "APPROVED"}, [3]string{"herald_booking_confirmed", "en", "PENDING"})
+	c := setupConsole(t, webtest.Options{Config: func(cfg *app.Config) { cfg.MetaBaseURL = fake.URL }})
+	m := c.signIn(asManager)
+	synced := func(accountID uuid.UUID) func() bool {
+		return func() bool {
+			return c.Count(`SELECT count(*) FROM meta_templates WHERE channel_account_id = $1`, accountID) == 2
+		}
+	}
+
+	t.Run("Create", func(t *testing.T) {
+		m.page(channelsPrefix + "/new")
+		resp := m.post(channelsPrefix, metaForm("Acme WhatsApp"))
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		id := createdID(t, resp)
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM river_job WHERE kind = 'meta_template_sync' AND args->>'account_id' = $1`, id.String()),
+			"the save queued one sync of this account")
+		require.Eventually(t, synced(id), 30*time.Second, 20*time.Millisecond, "the account's templates are listed")
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM meta_templates WHERE channel_account_id = $1 AND tenant_id = $2 AND status = 'APPROVED'`, id, c.Tenant.ID))
+
+		// Meta approves the English one; saving the account lists it again.
+		fake.set([3]string{"herald_booking_confirmed", "de", "APPROVED"}, [3]string{"herald_booking_confirmed", "en", "APPROVED"})
+		m.page(channelsPrefix + "/" + id.String() + "/edit")
+		resp = m.post(channelsPrefix+"/"+id.String(), with(metaForm("Acme WhatsApp"), "secret_access_token", "", "secret_app_secret", ""))
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Eventually(t, func() bool {
+			return c.Count(`SELECT count(*) FROM meta_templates WHERE channel_account_id = $1 AND status = 'APPROVED'`, id) == 2
+		}, 30*time.Second, 20*time.Millisecond, "the update synced the account again")
+	})
+
+	t.Run("BadSaveQueuesNothing", func(t *testing.T) {
+		before := c.Count(`SELECT count(*) FROM river_job WHERE kind = 'meta_template_sync' AND args ? 'account_id'`)
+		m.page(channelsPrefix + "/new")
+		resp, _ := m.postRaw(channelsPrefix, with(metaForm("Broken"), "config_waba_id", ""))
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+		require.Equal(t, before, c.Count(`SELECT count(*) FROM river_job WHERE kind = 'meta_template_sync' AND args ? 'account_id'`))
+	})
+
+	t.Run("OtherProvidersQueueNothing", func(t *testing.T) {
+		before := c.Count(`SELECT count(*) FROM river_job WHERE kind = 'meta_template_sync' AND args ? 'account_id'`)
+		m.page(channelsPrefix + "/new")
+		resp := m.post(channelsPrefix, sesForm("Acme e-mail"))
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, before, c.Count(`SELECT count(*) FROM river_job WHERE kind = 'meta_template_sync' AND args ? 'account_id'`))
+	})
+}

@@ -313,11 +313,30 @@ type Accounts struct {
 	// CheckWebhookURLFunc applies the WEBHOOK adapter's destination rules to
 	// a URL without sending anything; nil accepts https URLs only.
 	CheckWebhookURLFunc func(raw string) error
+	// TemplateSync, when set, syncs a Meta account's templates soon after
+	// it is saved.
+	TemplateSync TemplateSyncQueue
 	// CheckEndpointURLFunc applies the AWS adapters' endpoint rules to an
 	// account's endpoint URL, so the form refuses what the first send
 	// would; nil checks the URL's shape only.
 	CheckEndpointURLFunc func(raw string) error
 	Now                  app.Clock
+}
+
+// TemplateSyncQueue enqueues, in the caller's transaction, a sync of one
+// Meta account's message templates.
+type TemplateSyncQueue interface {
+	EnqueueTemplateSync(ctx context.Context, tx app.Tx, tenantID, accountID uuid.UUID) error
+}
+
+// syncTemplates asks for the account's Meta templates to be listed once the
+// transaction commits, so that its business-initiated messages can go as
+// approved templates without waiting for the hourly sync.
+func (s *Accounts) syncTemplates(ctx context.Context, tx app.Tx, a *app.ChannelAccount) error {
+	if s.TemplateSync == nil || a.Provider != "meta" || a.Config[KeyMetaWABAID] == "" {
+		return nil
+	}
+	return s.TemplateSync.EnqueueTemplateSync(ctx, tx, a.TenantID, a.ID)
 }
 
 // TestTrigger is the trigger event of console test messages.
@@ -460,6 +479,9 @@ func (s *Accounts) Create(ctx context.Context, u *app.User, tenantID uuid.UUID, 
 		if err := tx.CreateAccount(ctx, a); err != nil {
 			return err
 		}
+		if err := s.syncTemplates(ctx, tx, a); err != nil {
+			return err
+		}
 		return tx.InsertAudit(ctx, u.Actor().Entry(&tenantID, "channel_account.create", "channel_account", a.ID.String(), audit))
 	})
 	if err != nil {
@@ -503,6 +525,9 @@ func (s *Accounts) Update(ctx context.Context, u *app.User, tenantID, id uuid.UU
 			return err
 		}
 		if err := tx.UpdateAccount(ctx, a); err != nil {
+			return err
+		}
+		if err := s.syncTemplates(ctx, tx, a); err != nil {
 			return err
 		}
 		return tx.InsertAudit(ctx, u.Actor().Entry(&tenantID, "channel_account.update", "channel_account", a.ID.String(), audit))

@@ -168,7 +168,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Dashboards: &console.Dashboards{Store: db.Scope[console.DashboardTx](store), Quotas: cfg.Quotas, Now: now},
 		Queues:     &console.Queues{Store: db.Scope[console.QueueTx](store), Admin: queue.Admin(), Now: now},
 		Accounts: &console.Accounts{
-			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, Now: now,
+			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, TemplateSync: queue, Now: now,
 			CheckWebhookURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
 			CheckEndpointURLFunc: func(raw string) error {
 				_, err := awsclient.CheckEndpoint(raw, cfg.Dev())
