@@ -2,70 +2,19 @@ package sns_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/awsclient/awsclienttest"
 	"github.com/heraldhq/herald/app/provider/sns"
 )
 
 // vpcEndpoint is an interface endpoint's DNS name as AWS gives them.
 const vpcEndpoint = "vpce-0a1b2c3d4e5f67890-k2l3m4n5.sns.eu-central-1.vpce.amazonaws.com"
-
-// dialTo is an HTTP client that connects every request to the fake's TLS
-// server, whatever host the URL names, and records the addresses asked
-// for: a VPC endpoint's name resolves only inside its VPC.
-func dialTo(t *testing.T, srv *httptest.Server) (*http.Client, func() []string) {
-	t.Helper()
-	pool := x509.NewCertPool()
-	pool.AddCert(srv.Certificate())
-	var mu sync.Mutex
-	var asked []string
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			mu.Lock()
-			asked = append(asked, addr)
-			mu.Unlock()
-			return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
-		},
-		// httptest's certificate names example.com; the dial above is
-		// what leads to the fake.
-		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "example.com"},
-	}
-	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr}, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), asked...)
-	}
-}
-
-// refusingClient records the address of every connection and makes none,
-// so that a test can see where a request would have gone.
-func refusingClient(t *testing.T) (*http.Client, func() []string) {
-	t.Helper()
-	var mu sync.Mutex
-	var asked []string
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		mu.Lock()
-		asked = append(asked, addr)
-		mu.Unlock()
-		return nil, errors.New("no network in tests")
-	}}
-	return &http.Client{Transport: tr}, func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), asked...)
-	}
-}
 
 func TestProvider_SendAccountEndpoint(t *testing.T) {
 	t.Parallel()
@@ -75,7 +24,7 @@ func TestProvider_SendAccountEndpoint(t *testing.T) {
 		b := setup(t)
 		tlsFake := httptest.NewTLSServer(b.fake)
 		t.Cleanup(tlsFake.Close)
-		client, asked := dialTo(t, tlsFake)
+		client, asked := awsclienttest.DialTo(t, tlsFake)
 		b.provider = &sns.Provider{HTTPClient: client}
 		b.account.Config["endpoint_url"] = "https://" + vpcEndpoint
 
@@ -132,7 +81,7 @@ func TestProvider_SendAccountEndpoint(t *testing.T) {
 		t.Run("Refused/"+tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			client, asked := refusingClient(t)
+			client, asked := awsclienttest.RefusingClient(t)
 			b.provider = &sns.Provider{HTTPClient: client}
 			b.account.Config["endpoint_url"] = tt.endpoint
 
@@ -215,7 +164,7 @@ func TestProvider_SendEnvironmentEndpoint(t *testing.T) {
 		t.Setenv("AWS_ENDPOINT_URL_SNS", b.fake.srv.URL)
 		t.Setenv("AWS_ENDPOINT_URL", b.fake.srv.URL)
 		t.Setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true")
-		client, asked := refusingClient(t)
+		client, asked := awsclienttest.RefusingClient(t)
 		b.provider = &sns.Provider{HTTPClient: client}
 		_, err := b.provider.Send(context.Background(), b.outbound())
 		require.Equal(t, "connection_error", requireProviderError(t, err).Code)
@@ -225,7 +174,7 @@ func TestProvider_SendEnvironmentEndpoint(t *testing.T) {
 
 	t.Run("NoVariable", func(t *testing.T) {
 		b := setup(t)
-		client, asked := refusingClient(t)
+		client, asked := awsclienttest.RefusingClient(t)
 		b.provider = &sns.Provider{HTTPClient: client}
 		_, err := b.provider.Send(context.Background(), b.outbound())
 		require.Error(t, err)
