@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,17 +18,47 @@ import (
 	"github.com/heraldhq/herald/app/wire"
 )
 
-// newFlags returns a flag set that reports to stderr and does not exit.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
+// flagSet is one command's flags. -h and --help print the command's usage
+// on stdout; a wrong flag prints it on stderr.
+type flagSet struct {
+	*flag.FlagSet
+	cmd command
+	cli cli
 }
 
-// parseFlags parses args and rejects stray positional arguments and missing
-// required flags.
-func parseFlags(fs *flag.FlagSet, args []string, required ...string) error {
-	if err := fs.Parse(args); err != nil {
+// newFlags returns the flag set of the command named name (as in commands),
+// which neither prints nor exits by itself.
+func newFlags(name string, c cli) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	cmd, _ := lookupCommand(name)
+	return &flagSet{FlagSet: fs, cmd: cmd, cli: c}
+}
+
+// usage prints how the command is called, what it does and its flags.
+func (fs *flagSet) usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s\n\n%s.\n", fs.cmd.synopsis(), strings.ToUpper(fs.cmd.summary[:1])+fs.cmd.summary[1:])
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return
+	}
+	fmt.Fprint(w, "\nFlags:\n")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// parse parses args and rejects stray positional arguments and missing
+// required flags. Asked for help, it prints the usage and returns
+// flag.ErrHelp, which run turns into success.
+func (fs *flagSet) parse(args []string, required ...string) error {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fs.usage(fs.cli.stdout)
+		return err
+	} else if err != nil {
+		fs.usage(fs.cli.stderr)
 		return usagef("%s: %v", fs.Name(), err)
 	}
 	if fs.NArg() > 0 {
@@ -43,14 +72,30 @@ func parseFlags(fs *flag.FlagSet, args []string, required ...string) error {
 	return nil
 }
 
-func admin(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// adminSubcommands names admin's subcommands for its error messages.
+const adminSubcommands = "create-tenant, create-user, create-api-key, ensure-operator"
+
+// printAdminUsage lists admin's subcommands.
+func printAdminUsage(w io.Writer) {
+	fmt.Fprint(w, "Usage: herald admin <subcommand> [flags]\n\nSubcommands:\n")
+	printCommands(w, "admin ")
+	fmt.Fprint(w, "\nherald admin <subcommand> --help shows a subcommand's flags.\n")
+}
+
+func admin(ctx context.Context, c cli, args []string) error {
 	if len(args) == 0 {
-		return usagef("admin: name a subcommand: create-tenant, create-user, create-api-key, ensure-operator")
+		printAdminUsage(c.stderr)
+		return usagef("admin: name a subcommand: %s", adminSubcommands)
 	}
 	sub, args := args[0], args[1:]
-	fs := newFlags("admin "+sub, stderr)
+	switch sub {
+	case "-h", "--help", "-help", "help":
+		printAdminUsage(c.stdout)
+		return nil
+	}
+	fs := newFlags("admin "+sub, c)
 	var parse func() error
-	var do func(*wire.Services) error
+	var do func(app.Config, *wire.Services) error
 
 	switch sub {
 	case "create-tenant":
@@ -60,13 +105,13 @@ func admin(ctx context.Context, cfg app.Config, log *slog.Logger, args []string,
 		fs.StringVar(&in.Plan, "plan", app.PlanFree, "FREE, PRO or ENTERPRISE")
 		fs.StringVar(&in.DefaultLocale, "locale", "de-DE", "default locale of the tenant's passengers")
 		fs.StringVar(&in.Timezone, "timezone", "Europe/Berlin", "IANA time zone the console shows times in")
-		parse = func() error { return parseFlags(fs, args, "slug", "name") }
-		do = func(svc *wire.Services) error {
+		parse = func() error { return fs.parse(args, "slug", "name") }
+		do = func(_ app.Config, svc *wire.Services) error {
 			t, err := svc.Tenants.Create(ctx, app.CLIActor, in)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(stdout, t.ID)
+			fmt.Fprintln(c.stdout, t.ID)
 			return nil
 		}
 	case "create-user":
@@ -76,21 +121,21 @@ func admin(ctx context.Context, cfg app.Config, log *slog.Logger, args []string,
 		fs.StringVar(&in.Role, "role", "", "operator, manager or support")
 		fs.StringVar(&in.TenantSlug, "tenant", "", "tenant slug (managers and support staff)")
 		fs.StringVar(&in.Name, "name", "", "the person's name")
-		parse = func() error { return parseFlags(fs, args, "email", "password", "role") }
-		do = func(svc *wire.Services) error {
+		parse = func() error { return fs.parse(args, "email", "password", "role") }
+		do = func(_ app.Config, svc *wire.Services) error {
 			u, err := svc.Users.Create(ctx, app.CLIActor, in)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(stdout, u.ID)
+			fmt.Fprintln(c.stdout, u.ID)
 			return nil
 		}
 	case "create-api-key":
 		var slug, name string
 		fs.StringVar(&slug, "tenant", "", "tenant slug")
 		fs.StringVar(&name, "name", "", "what the key is for (e.g. booking-system)")
-		parse = func() error { return parseFlags(fs, args, "tenant", "name") }
-		do = func(svc *wire.Services) error {
+		parse = func() error { return fs.parse(args, "tenant", "name") }
+		do = func(_ app.Config, svc *wire.Services) error {
 			t, err := svc.Tenants.BySlug(ctx, slug)
 			if err != nil {
 				return err
@@ -100,17 +145,24 @@ func admin(ctx context.Context, cfg app.Config, log *slog.Logger, args []string,
 				return err
 			}
 			// The secret alone, so that scripts can capture it.
-			fmt.Fprintln(stdout, secret)
+			fmt.Fprintln(c.stdout, secret)
 			return nil
 		}
 	case "ensure-operator":
-		parse = func() error { return parseFlags(fs, args) }
-		do = func(svc *wire.Services) error { return ensureOperator(ctx, cfg, svc, getenv, stdout) }
+		parse = func() error { return fs.parse(args) }
+		do = func(cfg app.Config, svc *wire.Services) error {
+			return ensureOperator(ctx, cfg, svc, c.getenv, c.stdout)
+		}
 	default:
-		return usagef("admin: unknown subcommand %q (create-tenant, create-user, create-api-key, ensure-operator)", sub)
+		printAdminUsage(c.stderr)
+		return usagef("admin: unknown subcommand %q (%s)", sub, adminSubcommands)
 	}
 
 	if err := parse(); err != nil {
+		return err
+	}
+	cfg, log, err := c.setup()
+	if err != nil {
 		return err
 	}
 	svc, err := wire.Connect(ctx, cfg, log, "admin")
@@ -118,7 +170,7 @@ func admin(ctx context.Context, cfg app.Config, log *slog.Logger, args []string,
 		return err
 	}
 	defer svc.Close()
-	return describe(do(svc))
+	return describe(do(cfg, svc))
 }
 
 // describe turns app errors into one readable line for the terminal.
@@ -179,11 +231,17 @@ func ensureOperator(ctx context.Context, cfg app.Config, svc *wire.Services, get
 
 // demo creates the demo tenant with a manager, a support user and an API
 // key, and prints them. Credentials are kept under the data directory so
-// that later starts can show them again.
-func demo(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", stderr)
+// that later starts can show them again. The output ends with the key as a
+// shell export, the line the README's curl needs; the dev task runs this
+// last before serving so that it stays on screen.
+func demo(ctx context.Context, c cli, args []string) error {
+	fs := newFlags("demo", c)
 	ifMissing := fs.Bool("if-missing", false, "do nothing (but show the demo credentials) when the demo tenant exists")
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	cfg, log, err := c.setup()
+	if err != nil {
 		return err
 	}
 	svc, err := wire.Connect(ctx, cfg, log, "demo")
@@ -192,16 +250,37 @@ func demo(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, 
 	}
 	defer svc.Close()
 
-	credFile := filepath.Join(dataDir(getenv), "demo.txt")
-	if _, err := svc.Tenants.BySlug(ctx, "demo"); err == nil {
+	credFile := filepath.Join(dataDir(c.getenv), "demo.txt")
+	keep := func(text string) {
+		if err := os.MkdirAll(filepath.Dir(credFile), 0o755); err == nil {
+			_ = os.WriteFile(credFile, []byte(text), 0o600)
+		}
+	}
+	if t, err := svc.Tenants.BySlug(ctx, "demo"); err == nil {
 		if !*ifMissing {
 			return errors.New("the demo tenant exists already")
 		}
 		if b, err := os.ReadFile(credFile); err == nil {
-			fmt.Fprint(stdout, string(b))
-		} else {
-			fmt.Fprintln(stdout, "demo tenant exists")
+			if text, ok := demoCredentials(string(b)); ok {
+				fmt.Fprint(c.stdout, text)
+				return nil
+			}
 		}
+		if !cfg.Dev() {
+			fmt.Fprintln(c.stdout, "demo tenant exists")
+			return nil
+		}
+		// The kept credentials are gone (another data directory, or a
+		// file from before), and a key's secret is shown only once: in
+		// dev, issue a new key so that the curl in the README works.
+		_, secret, err := svc.APIKeys.Create(ctx, app.CLIActor, t.ID, "demo")
+		if err != nil {
+			return describe(err)
+		}
+		text, _ := demoCredentials(fmt.Sprintf("demo tenant: %s (%s)\n"+
+			"manager and support users: their passwords were not kept in %s\napi key: %s\n", t.Slug, t.ID, credFile, secret))
+		keep(text)
+		fmt.Fprint(c.stdout, text)
 		return nil
 	} else if app.ErrorCode(err) != app.ENOTFOUND {
 		return err
@@ -227,10 +306,33 @@ func demo(ctx context.Context, cfg app.Config, log *slog.Logger, args []string, 
 		return describe(err)
 	}
 	fmt.Fprintf(&b, "api key: %s\n", secret)
-	if err := os.MkdirAll(filepath.Dir(credFile), 0o755); err == nil {
-		_ = os.WriteFile(credFile, []byte(b.String()), 0o600)
-	}
-	fmt.Fprint(stdout, b.String())
+	text, _ := demoCredentials(b.String())
+	keep(text)
+	fmt.Fprint(c.stdout, text)
 	log.Debug("demo tenant created", "tenant", t.ID)
 	return nil
+}
+
+// demoCredentials returns the kept demo credentials ending, whatever the
+// file had, with `export KEY=<the api key line's key>`. ok is false when
+// the text names no key.
+func demoCredentials(kept string) (text string, ok bool) {
+	var b strings.Builder
+	var key string
+	for line := range strings.Lines(kept) {
+		line = strings.TrimRight(line, "\n")
+		if strings.HasPrefix(line, "export KEY=") || strings.HasPrefix(line, "# ") || line == "" {
+			continue
+		}
+		if k, found := strings.CutPrefix(line, "api key: "); found {
+			key = strings.TrimSpace(k)
+		}
+		b.WriteString(line + "\n")
+	}
+	if key == "" {
+		return kept, false
+	}
+	// The key has only base32 characters, so it needs no shell quoting.
+	fmt.Fprintf(&b, "# for the README's curl, paste into your shell:\nexport KEY=%s\n", key)
+	return b.String(), true
 }

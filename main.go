@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,28 +33,73 @@ import (
 	"github.com/heraldhq/herald/jobs"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=...";
+// without it, herald version reports the module version Go stamped in.
 var version = "dev"
 
-const usage = `Herald: transactional messaging for booking businesses.
+// command is one of herald's commands as `herald help` lists it and
+// `herald <command> --help` explains it.
+type command struct {
+	name    string // with the subcommand, e.g. "admin create-tenant"
+	args    string // the synopsis after the name
+	summary string
+}
 
-Usage:
-  herald serve                 web server and job workers in one process
-  herald web                   web server only
-  herald worker                job workers only
-  herald migrate               apply database migrations (Herald's and River's)
-  herald admin create-tenant --slug S --name N [--plan FREE|PRO|ENTERPRISE] [--locale de-DE] [--timezone Europe/Berlin]
-  herald admin create-user --email E --password P --role operator|manager|support [--tenant S] [--name N]
-  herald admin create-api-key --tenant S --name N
-  herald admin ensure-operator  create the first operator admin (from HERALD_ADMIN_EMAIL/PASSWORD, or generated in dev)
-  herald demo [--if-missing]   create the demo tenant with a manager, a support user and an API key
-  herald bench [--requests N] [--concurrency N] [--rate N] [--duration D] [--tenants N]
-                               load test: web and worker processes on a fresh database, figures printed
-  herald version
-  herald help [env]            this text, or every environment variable with its default
+// commands lists every command in the order the usage shows them.
+func commands() []command {
+	return []command{
+		{"serve", "", "web server and job workers in one process"},
+		{"web", "", "web server only"},
+		{"worker", "", "job workers only"},
+		{"migrate", "", "apply database migrations (Herald's and River's)"},
+		{"admin create-tenant", "--slug S --name N [--plan FREE|PRO|ENTERPRISE] [--locale de-DE] [--timezone Europe/Berlin]", "create a tenant and print its id"},
+		{"admin create-user", "--email E --password P --role operator|manager|support [--tenant S] [--name N]", "create a console user and print its id"},
+		{"admin create-api-key", "--tenant S --name N", "create an API key for a tenant and print its secret"},
+		{"admin ensure-operator", "", "create the first operator admin (from HERALD_ADMIN_EMAIL/PASSWORD, or generated in dev)"},
+		{"demo", "[--if-missing]", "create the demo tenant with a manager, a support user and an API key; print them, ending with `export KEY=...`"},
+		{"bench", "[--requests N] [--concurrency N] [--rate N] [--duration D] [--tenants N]", "load test: web and worker processes on a fresh database, figures printed"},
+		{"version", "", "the version and the VCS revision herald was built from"},
+		{"help", "[env | command]", "this text, every environment variable with its default, or one command's usage"},
+	}
+}
 
-Configuration comes from the environment: herald help env lists it.
-`
+// lookupCommand finds a command by its name, subcommand included.
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// synopsis is how the command is called: `herald <name> <args>`.
+func (c command) synopsis() string { return strings.TrimSpace("herald " + c.name + " " + c.args) }
+
+// printCommands lists the commands whose name starts with prefix, with
+// their summaries in a column (on the next line after a long synopsis).
+func printCommands(w io.Writer, prefix string) {
+	const column = 31
+	for _, c := range commands() {
+		if !strings.HasPrefix(c.name, prefix) {
+			continue
+		}
+		if s := "  " + c.synopsis(); len(s) <= column-2 {
+			fmt.Fprintf(w, "%-*s%s\n", column, s, c.summary)
+		} else {
+			fmt.Fprintf(w, "%s\n%*s%s\n", s, column, "", c.summary)
+		}
+	}
+}
+
+// printUsage prints herald's usage: every command and where the
+// configuration is explained.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, "Herald: transactional messaging for booking businesses.\n\nUsage:\n")
+	printCommands(w, "")
+	fmt.Fprint(w, "\nEvery command takes -h or --help.\n"+
+		"Configuration comes from the environment: herald help env lists it.\n")
+}
 
 // usageError marks a mistake in how the command was called; it exits with 2.
 type usageError struct{ msg string }
@@ -63,6 +111,9 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		version = buildVersion(version, bi)
+	}
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "herald:", err)
 		var ue usageError
@@ -73,53 +124,121 @@ func main() {
 	}
 }
 
+// cli is what run hands each command: the environment and the outputs.
+type cli struct {
+	getenv         func(string) string
+	stdout, stderr io.Writer
+}
+
+// setup reads the configuration and makes the logger. Commands call it only
+// after their arguments parsed, so that --help needs no configuration.
+func (c cli) setup() (app.Config, *slog.Logger, error) {
+	cfg, err := loadConfig(c.getenv)
+	if err != nil {
+		return app.Config{}, nil, err
+	}
+	return cfg, newLogger(cfg, c.stderr), nil
+}
+
 // run is the whole command, with its inputs passed in so tests can call it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	err := runCommand(ctx, cli{getenv: getenv, stdout: stdout, stderr: stderr}, args)
+	if errors.Is(err, flag.ErrHelp) {
+		// The usage asked for is printed; asking for it is no failure.
+		return nil
+	}
+	return err
+}
+
+func runCommand(ctx context.Context, c cli, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		printUsage(c.stderr)
 		return usagef("no command given")
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "version", "--version", "-v":
-		fmt.Fprintln(stdout, "herald", version)
+		if err := newFlags("version", c).parse(rest); err != nil {
+			return err
+		}
+		bi, _ := debug.ReadBuildInfo()
+		fmt.Fprint(c.stdout, versionText(version, bi))
 		return nil
 	case "help", "--help", "-h":
-		if len(rest) > 0 && rest[0] == "env" {
-			return printEnvHelp(stdout)
+		switch {
+		case len(rest) == 0 || rest[0] == "-h" || rest[0] == "--help" || rest[0] == "-help":
+			printUsage(c.stdout)
+			return nil
+		case rest[0] == "env" && len(rest) == 1:
+			return printEnvHelp(c.stdout)
+		default:
+			// herald help admin create-user is herald admin create-user --help.
+			return runCommand(ctx, c, append(slices.Clone(rest), "--help"))
 		}
-		fmt.Fprint(stdout, usage)
-		return nil
-	case "serve", "web", "worker", "migrate", "admin", "demo", "bench":
-	default:
-		fmt.Fprint(stderr, usage)
-		return usagef("unknown command %q", cmd)
-	}
-
-	cfg, err := loadConfig(getenv)
-	if err != nil {
-		return err
-	}
-	log := newLogger(cfg, stderr)
-
-	switch cmd {
-	case "serve", "web", "worker":
-		if len(rest) > 0 {
-			return usagef("%s takes no arguments, got %q", cmd, strings.Join(rest, " "))
+	case "serve", "web", "worker", "migrate":
+		if err := newFlags(cmd, c).parse(rest); err != nil {
+			return err
+		}
+		cfg, log, err := c.setup()
+		if err != nil {
+			return err
+		}
+		if cmd == "migrate" {
+			return migrate(ctx, cfg, log, c.stdout)
 		}
 		return serve(ctx, cfg, log, cmd)
-	case "migrate":
-		if len(rest) > 0 {
-			return usagef("migrate takes no arguments, got %q", strings.Join(rest, " "))
-		}
-		return migrate(ctx, cfg, log, stdout)
 	case "admin":
-		return admin(ctx, cfg, log, rest, getenv, stdout, stderr)
+		return admin(ctx, c, rest)
+	case "demo":
+		return demo(ctx, c, rest)
 	case "bench":
-		return runBench(ctx, cfg, rest, stdout, stderr)
-	default: // demo
-		return demo(ctx, cfg, log, rest, getenv, stdout, stderr)
+		return runBench(ctx, c, rest)
+	default:
+		printUsage(c.stderr)
+		return usagef("unknown command %q", cmd)
 	}
+}
+
+// buildVersion is the version herald reports: the -ldflags one, else the
+// module version Go stamped in (a tag or a pseudo-version naming the
+// commit), else "dev". bi may be nil.
+func buildVersion(ldVersion string, bi *debug.BuildInfo) string {
+	if ldVersion != "" && ldVersion != "dev" {
+		return ldVersion
+	}
+	if bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// versionText is what herald version prints: the version (the -ldflags one,
+// else the module version Go stamped in), the VCS revision and whether the
+// tree had changes, and the Go release. bi may be nil.
+func versionText(ldVersion string, bi *debug.BuildInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "herald %s\n", buildVersion(ldVersion, bi))
+	if bi == nil {
+		return b.String()
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	if rev := settings["vcs.revision"]; rev != "" {
+		fmt.Fprintf(&b, "revision %s", rev)
+		if t := settings["vcs.time"]; t != "" {
+			fmt.Fprintf(&b, " (%s)", t)
+		}
+		if settings["vcs.modified"] == "true" {
+			b.WriteString(" with uncommitted changes")
+		}
+		b.WriteString("\n")
+	}
+	if bi.GoVersion != "" {
+		fmt.Fprintf(&b, "built with %s\n", bi.GoVersion)
+	}
+	return b.String()
 }
 
 func newLogger(cfg app.Config, w io.Writer) *slog.Logger {
@@ -225,9 +344,9 @@ func migrate(ctx context.Context, cfg app.Config, log *slog.Logger, stdout io.Wr
 }
 
 // runBench runs the load generator against this very binary.
-func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("bench", stderr)
-	bc := bench.Config{DatabaseURL: cfg.DatabaseURL, Out: stdout}
+func runBench(ctx context.Context, c cli, args []string) error {
+	fs := newFlags("bench", c)
+	bc := bench.Config{Out: c.stdout}
 	fs.IntVar(&bc.Tenants, "tenants", 4, "tenants to spread the load over")
 	fs.IntVar(&bc.Concurrency, "concurrency", 64, "concurrent HTTP clients in the intake phase")
 	fs.IntVar(&bc.Requests, "requests", 20000, "requests in the intake phase")
@@ -235,12 +354,17 @@ func runBench(ctx context.Context, cfg app.Config, args []string, stdout, stderr
 	fs.DurationVar(&bc.RateDuration, "duration", 15*time.Second, "length of the latency phase")
 	fs.BoolVar(&bc.Keep, "keep", false, "keep the benchmark database and logs")
 	fs.StringVar(&bc.ProfileDir, "profile", "", "directory for CPU profiles of the web and worker processes")
-	if err := parseFlags(fs, args); err != nil {
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if bc.Tenants < 1 || bc.Concurrency < 1 || bc.Requests < 1 || bc.Rate < 1 || bc.RateDuration <= 0 {
 		return usagef("bench: counts, rate and duration must be positive")
 	}
+	cfg, _, err := c.setup()
+	if err != nil {
+		return err
+	}
+	bc.DatabaseURL = cfg.DatabaseURL
 	exe, err := os.Executable()
 	if err != nil {
 		return err

@@ -7,6 +7,10 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -52,14 +56,17 @@ func TestRun_Usage(t *testing.T) {
 	b := &testBundle{env: map[string]string{"HERALD_DATA_DIR": t.TempDir()}}
 
 	out := b.mustHerald(t, "version")
-	require.Equal(t, "herald dev\n", out)
+	require.True(t, strings.HasPrefix(out, "herald "), "version names herald first, got %q", out)
 
 	for name, args := range map[string][]string{
-		"NoCommand":      nil,
-		"UnknownCommand": {"launch"},
-		"AdminNoSub":     {"admin"},
-		"AdminUnknown":   {"admin", "delete-everything"},
-		"ServeExtraArg":  {"serve", "now"},
+		"NoCommand":          nil,
+		"UnknownCommand":     {"launch"},
+		"AdminNoSub":         {"admin"},
+		"AdminUnknown":       {"admin", "delete-everything"},
+		"ServeExtraArg":      {"serve", "now"},
+		"VersionExtraArg":    {"version", "now"},
+		"UnknownFlag":        {"demo", "--colour", "red"},
+		"HelpUnknownCommand": {"help", "launch"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := b.herald(t, args...)
@@ -73,6 +80,122 @@ func TestRun_Usage(t *testing.T) {
 		_, _, err := b.herald(t, "migrate")
 		require.ErrorContains(t, err, "DATABASE_URL")
 	})
+}
+
+func TestRun_Help(t *testing.T) {
+	t.Parallel()
+	// A configuration that would fail: help must not need one.
+	b := &testBundle{env: map[string]string{"HERALD_ENV": "prod"}}
+
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"help", "--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out, errOut, err := b.herald(t, args...)
+			require.NoError(t, err)
+			require.Empty(t, errOut)
+			for _, c := range commands() {
+				require.Contains(t, out, c.synopsis(), "the usage lists every command")
+			}
+		})
+	}
+
+	for _, c := range commands() {
+		for _, h := range []string{"--help", "-h"} {
+			args := append(strings.Fields(c.name), h)
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				out, errOut, err := b.herald(t, args...)
+				require.NoError(t, err, "asking for help is no error")
+				require.Empty(t, errOut)
+				if c.name == "help" {
+					require.Contains(t, out, "Usage:\n")
+					return
+				}
+				require.True(t, strings.HasPrefix(out, "Usage: "+c.synopsis()+"\n"), "usage on stdout, got %q", out)
+				require.Contains(t, out, c.summary[1:])
+			})
+		}
+	}
+
+	t.Run("HelpCommand", func(t *testing.T) {
+		out := b.mustHerald(t, "help", "admin", "create-user")
+		require.True(t, strings.HasPrefix(out, "Usage: herald admin create-user --email E"), out)
+		require.Contains(t, out, "-password string", "the flags are listed")
+	})
+
+	for _, args := range [][]string{{"admin", "--help"}, {"admin", "-h"}, {"admin", "help"}, {"help", "admin"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			out, errOut, err := b.herald(t, args...)
+			require.NoError(t, err)
+			require.Empty(t, errOut)
+			require.True(t, strings.HasPrefix(out, "Usage: herald admin <subcommand>"), out)
+			for _, sub := range []string{"create-tenant", "create-user", "create-api-key", "ensure-operator"} {
+				require.Contains(t, out, "herald admin "+sub)
+			}
+		})
+	}
+
+	t.Run("BadFlagUsageOnStderr", func(t *testing.T) {
+		out, errOut, err := b.herald(t, "admin", "create-tenant", "--colour", "red")
+		var ue usageError
+		require.ErrorAs(t, err, &ue)
+		require.Empty(t, out)
+		require.Contains(t, errOut, "Usage: herald admin create-tenant")
+	})
+}
+
+func TestVersionText(t *testing.T) {
+	t.Parallel()
+	bi := &debug.BuildInfo{
+		GoVersion: "go1.26.0",
+		Main:      debug.Module{Path: "github.com/heraldhq/herald", Version: "v0.0.0-20261124064910-e5134bd4a1b2+dirty"},
+		Settings: []debug.BuildSetting{
+			{Key: "vcs", Value: "git"},
+			{Key: "vcs.revision", Value: "e5134bd4a1b2c3d4e5f60718293a4b5c6d7e8f90"},
+			{Key: "vcs.time", Value: "2026-11-24T06:49:10Z"},
+			{Key: "vcs.modified", Value: "true"},
+		},
+	}
+
+	t.Run("ModuleVersionAndRevision", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "herald v0.0.0-20261124064910-e5134bd4a1b2+dirty\n"+
+			"revision e5134bd4a1b2c3d4e5f60718293a4b5c6d7e8f90 (2026-11-24T06:49:10Z) with uncommitted changes\n"+
+			"built with go1.26.0\n", versionText("dev", bi))
+	})
+	t.Run("LdflagsVersionWins", func(t *testing.T) {
+		t.Parallel()
+		clean := *bi
+		clean.Settings = bi.Settings[:3]
+		require.Equal(t, "herald v1.4.0\n"+
+			"revision e5134bd4a1b2c3d4e5f60718293a4b5c6d7e8f90 (2026-11-24T06:49:10Z)\n"+
+			"built with go1.26.0\n", versionText("v1.4.0", &clean))
+	})
+	t.Run("NoVCS", func(t *testing.T) {
+		t.Parallel()
+		// go test and builds outside a repository carry no revision.
+		require.Equal(t, "herald dev\nbuilt with go1.26.0\n",
+			versionText("dev", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}}))
+	})
+	t.Run("NoBuildInfo", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, "herald dev\n", versionText("dev", nil))
+	})
+}
+
+func TestDemoCredentials(t *testing.T) {
+	t.Parallel()
+	const kept = "demo tenant: demo (x)\nmanager: m@demo  password: p\napi key: hk_ABC234\n"
+	want := kept + "# for the README's curl, paste into your shell:\nexport KEY=hk_ABC234\n"
+
+	text, ok := demoCredentials(kept)
+	require.True(t, ok)
+	require.Equal(t, want, text)
+
+	text, ok = demoCredentials(want)
+	require.True(t, ok)
+	require.Equal(t, want, text, "an export already kept is not repeated")
+
+	_, ok = demoCredentials("demo tenant exists\n")
+	require.False(t, ok, "no key, no export")
 }
 
 func TestRun_HelpEnv(t *testing.T) {
@@ -161,14 +284,31 @@ func TestRun_EnsureOperatorAndDemo(t *testing.T) {
 	require.Regexp(t, `^operator admin: admin@herald.local  password: \S{16}\n$`, out)
 	require.Equal(t, out, b.mustHerald(t, "admin", "ensure-operator"), "a second run shows the same credentials and creates nothing")
 
-	demo := b.mustHerald(t, "demo")
+	demo := b.mustHerald(t, "demo", "--if-missing")
 	require.Contains(t, demo, "demo tenant: demo")
 	require.Contains(t, demo, "manager: manager@demo.herald.local")
 	require.Contains(t, demo, "support: support@demo.herald.local")
-	require.Regexp(t, `api key: hk_\S+`, demo)
-	require.Equal(t, demo, b.mustHerald(t, "demo", "--if-missing"))
+	key := regexp.MustCompile(`api key: (hk_\S+)`).FindStringSubmatch(demo)
+	require.NotNil(t, key, demo)
+	require.True(t, strings.HasSuffix(demo, "\nexport KEY="+key[1]+"\n"), "the key as a shell export is the last line, got %q", demo)
+	require.Equal(t, demo, b.mustHerald(t, "demo", "--if-missing"), "a later start shows the same credentials")
 	_, _, err := b.herald(t, "demo")
 	require.ErrorContains(t, err, "exists already")
+
+	t.Run("KeptFileWithoutExport", func(t *testing.T) {
+		// A file kept before the export line existed.
+		credFile := filepath.Join(b.env["HERALD_DATA_DIR"], "demo.txt")
+		old := strings.SplitAfter(demo, "api key: "+key[1]+"\n")[0]
+		require.NoError(t, os.WriteFile(credFile, []byte(old), 0o600))
+		require.Equal(t, demo, b.mustHerald(t, "demo", "--if-missing"))
+	})
+	t.Run("KeptFileMissing", func(t *testing.T) {
+		require.NoError(t, os.Remove(filepath.Join(b.env["HERALD_DATA_DIR"], "demo.txt")))
+		out := b.mustHerald(t, "demo", "--if-missing")
+		require.Regexp(t, `\nexport KEY=hk_[A-Z2-7]{26}\n$`, out, "a new key, since the old secret is lost")
+		require.NotContains(t, out, key[1])
+		require.Equal(t, out, b.mustHerald(t, "demo", "--if-missing"), "and kept for the next start")
+	})
 
 	b.env["HERALD_ADMIN_EMAIL"], b.env["HERALD_ADMIN_PASSWORD"] = "root@ops.example", "a long admin password"
 	require.Contains(t, b.mustHerald(t, "admin", "ensure-operator"), "operator admin created: root@ops.example")

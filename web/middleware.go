@@ -67,18 +67,27 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	}
 	s.metrics.observe(c.Method(), route, status, elapsed)
 
-	level := slog.LevelInfo
-	switch {
-	case status >= 500:
-		level = slog.LevelError
-	case route == "/healthz" || route == "/readyz" || route == "/metrics" || route == "/static/*":
-		level = slog.LevelDebug
-	}
-	s.Log.Log(c.UserContext(), level, "request",
+	s.Log.Log(c.UserContext(), requestLogLevel(s.Config.Dev(), route, status), "request",
 		"method", c.Method(), "path", c.Path(), "route", route, "status", status,
 		"duration_ms", float64(elapsed.Microseconds())/1000, "bytes", len(c.Response().Body()),
 		"ip", c.IP(), "request_id", requestIDOf(c))
 	return nil
+}
+
+// requestLogLevel is the level a request is logged at: errors as errors,
+// probes and static files at debug, and in dev every request that did not
+// fail at debug too, because each console page would otherwise push the
+// credentials the dev task printed off the screen.
+func requestLogLevel(dev bool, route string, status int) slog.Level {
+	switch {
+	case status >= 500:
+		return slog.LevelError
+	case route == "/healthz" || route == "/readyz" || route == "/metrics" || route == "/static/*":
+		return slog.LevelDebug
+	case dev && status < 400:
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }
 
 // securityHeaders sets the headers every response carries. The console loads
