@@ -128,7 +128,9 @@ type Intake struct {
 
 // Submit validates, redacts and stores a request with its route job, in one
 // transaction. A request whose event id the tenant used before returns the
-// original event with Duplicate set, even when both arrive at once.
+// original event with Duplicate set, even when both arrive at once, if it is
+// the same request; a different request under that id is an ECONFLICT
+// (reason idempotency_conflict) naming the first field that differs.
 func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitResult, error) {
 	now := s.Now()
 	req, err := ParseNotificationRequest(body, now)
@@ -169,6 +171,19 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 			orig, err := tx.EventBySourceID(ctx, key.TenantID, req.EventID)
 			if err != nil {
 				return err
+			}
+			// Stripe's rule: an event id names one request. The same
+			// request again is a duplicate; another one under the same id
+			// is refused, and the transaction (which inserted nothing) rolls
+			// back. The insert above waited for a concurrent submission of
+			// the id to commit, so orig is the request that won.
+			field, err := firstRequestDifference(orig, e)
+			if err != nil {
+				return err
+			}
+			if field != "" {
+				return &Error{Code: ECONFLICT, Reason: "idempotency_conflict", Field: field,
+					Message: fmt.Sprintf("event_id %q was used for a different request (%s differs); use a new event_id for a new request.", req.EventID, field)}
 			}
 			res.ID, res.Status, res.Duplicate = orig.ID, orig.Status, true
 			return nil

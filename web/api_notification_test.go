@@ -1,0 +1,180 @@
+package web_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/web/webtest"
+)
+
+// apiErrorBody is the JSON error answer with its details.
+type apiErrorBody struct {
+	Error struct {
+		Code, Message, Field string
+		Details              []struct{ Code, Message, Field string }
+	}
+}
+
+// submitted is the answer to POST /api/v1/notifications.
+type submitted struct {
+	ID        uuid.UUID
+	Status    string
+	Duplicate bool
+}
+
+// requireNothingStored checks that no event with the source id exists.
+func requireNothingStored(t *testing.T, b *testBundle, eventID string) {
+	t.Helper()
+	require.Zero(t, b.Count(`SELECT count(*) FROM events WHERE tenant_id = $1 AND source_event_id = $2`, b.Tenant.ID, eventID),
+		"nothing is stored for %s", eventID)
+}
+
+// queryString runs a query returning one text value in the platform scope.
+func queryString(t *testing.T, b *testBundle, query string, args ...any) string {
+	t.Helper()
+	var s string
+	require.NoError(t, b.Services.Store.InPlatform(b.Ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(b.Ctx, query, args...).Scan(&s)
+	}))
+	return s
+}
+
+// otherTenantKey creates another tenant and returns an API key of it.
+func otherTenantKey(t *testing.T, b *testBundle, slug string) string {
+	t.Helper()
+	tn, err := b.Services.Tenants.Create(b.Ctx, app.CLIActor, app.TenantInput{Slug: slug, Name: slug})
+	require.NoError(t, err)
+	_, key, err := b.Services.APIKeys.Create(b.Ctx, app.CLIActor, tn.ID, slug+" system")
+	require.NoError(t, err)
+	return key
+}
+
+func TestAPINotification_Idempotency(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	// routeJobs counts the route jobs of an event.
+	routeJobs := func(id uuid.UUID) int {
+		return b.Count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1`, id.String())
+	}
+
+	t.Run("SameBodyIsDuplicate", func(t *testing.T) {
+		t.Parallel()
+		id := b.Submit(webtest.Notification("idem-same", "BK-IS"))
+		// The same request with other key order, whitespace and phone
+		// spacing: the same request.
+		raw := `{ "context": {"deposit_amount": "150,00 €", "booking_reference": "BK-IS", "departure_date": "2027-04-12",
+			"tour_name": "Gardasee", "passenger_name": "Anna Schmidt"},
+			"trigger_event": "BOOKING_CONFIRMED", "event_id": "idem-same",
+			"conversation_context": {"id": "BK-IS", "type": "booking"},
+			"recipients": [{"locale": "de-DE", "email": "anna@example.com", "phone": "+4915123456789", "name": "Anna Schmidt"}] }`
+		var res submitted
+		require.Equal(t, http.StatusOK, b.Request(http.MethodPost, "/api/v1/notifications", raw, &res))
+		require.True(t, res.Duplicate)
+		require.Equal(t, id, res.ID)
+		require.Equal(t, 1, routeJobs(id))
+	})
+
+	conflicts := map[string]struct {
+		change func(body map[string]any)
+		field  string
+	}{
+		"Context": {func(body map[string]any) {
+			body["context"].(map[string]any)["tour_name"] = "Bodensee"
+		}, "context.tour_name"},
+		"RecipientPhone": {func(body map[string]any) {
+			body["recipients"].([]map[string]any)[0]["phone"] = "+4915199999999"
+		}, "recipients[0].phone"},
+		"AddedRecipient": {func(body map[string]any) {
+			rs := body["recipients"].([]map[string]any)
+			body["recipients"] = append(rs, map[string]any{"name": "Ben", "email": "ben@example.com"})
+		}, "recipients[1]"},
+		"Channels": {func(body map[string]any) {
+			body["channels"] = []string{"EMAIL"}
+		}, "channels"},
+		"NewContextKey": {func(body map[string]any) {
+			body["context"].(map[string]any)["bus_number"] = "7"
+		}, "context.bus_number"},
+	}
+	for name, tc := range conflicts {
+		t.Run("DifferentBody/"+name, func(t *testing.T) {
+			t.Parallel()
+			eventID := "idem-diff-" + name
+			id := b.Submit(webtest.Notification(eventID, "BK-ID"))
+			body := webtest.Notification(eventID, "BK-ID")
+			tc.change(body)
+
+			var res apiErrorBody
+			require.Equal(t, http.StatusConflict, b.Request(http.MethodPost, "/api/v1/notifications", body, &res))
+			require.Equal(t, "idempotency_conflict", res.Error.Code)
+			require.Equal(t, tc.field, res.Error.Field)
+			require.Contains(t, res.Error.Message, tc.field)
+			require.Contains(t, res.Error.Message, eventID)
+
+			// Nothing changed: the first request's event and its one job.
+			require.Equal(t, 1, b.Count(`SELECT count(*) FROM events WHERE tenant_id = $1 AND source_event_id = $2`, b.Tenant.ID, eventID))
+			require.Equal(t, "Gardasee", queryString(t, b, `SELECT context->>'tour_name' FROM events WHERE tenant_id = $1 AND id = $2`, b.Tenant.ID, id))
+			require.Equal(t, "+4915123456789", queryString(t, b, `SELECT recipients->0->>'phone' FROM events WHERE tenant_id = $1 AND id = $2`, b.Tenant.ID, id))
+			require.Equal(t, 1, routeJobs(id))
+
+			// The first request again is still a duplicate.
+			var dup submitted
+			require.Equal(t, http.StatusOK, b.Request(http.MethodPost, "/api/v1/notifications", webtest.Notification(eventID, "BK-ID"), &dup))
+			require.True(t, dup.Duplicate)
+		})
+	}
+
+	t.Run("OtherTenantsEventIDIsFree", func(t *testing.T) {
+		t.Parallel()
+		b.Submit(webtest.Notification("idem-tenant", "BK-IT"))
+		other := otherTenantKey(t, b, "idem-other")
+		body := webtest.Notification("idem-tenant", "BK-IT")
+		body["context"].(map[string]any)["tour_name"] = "Bodensee"
+		var res submitted
+		require.Equal(t, http.StatusAccepted, b.RequestWithKey(other, http.MethodPost, "/api/v1/notifications", body, &res))
+	})
+
+	t.Run("ConcurrentDifferentBodies", func(t *testing.T) {
+		t.Parallel()
+		// Each round races two different requests under one new id:
+		// exactly one is accepted and the other refused, whichever wins.
+		for round := range 10 {
+			eventID := "idem-race-" + uuid.NewString()
+			bodies := []map[string]any{webtest.Notification(eventID, "BK-RA"), webtest.Notification(eventID, "BK-RA")}
+			bodies[1]["context"].(map[string]any)["tour_name"] = "Bodensee"
+			codes := make([]int, 2)
+			errs := make([]apiErrorBody, 2)
+			var start, wg sync.WaitGroup
+			start.Add(1)
+			for i := range bodies {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					start.Wait()
+					codes[i] = b.Request(http.MethodPost, "/api/v1/notifications", bodies[i], &errs[i])
+				}()
+			}
+			start.Done()
+			wg.Wait()
+			require.ElementsMatch(t, []int{http.StatusAccepted, http.StatusConflict}, codes, "round %d", round)
+			loser := 0
+			if codes[1] == http.StatusConflict {
+				loser = 1
+			}
+			require.Equal(t, "idempotency_conflict", errs[loser].Error.Code)
+			require.Equal(t, "context.tour_name", errs[loser].Error.Field)
+			require.Equal(t, 1, b.Count(`SELECT count(*) FROM events WHERE tenant_id = $1 AND source_event_id = $2`, b.Tenant.ID, eventID))
+			winnerTour := map[int]string{0: "Gardasee", 1: "Bodensee"}[1-loser]
+			require.Equal(t, winnerTour, queryString(t, b, `SELECT context->>'tour_name' FROM events WHERE tenant_id = $1 AND source_event_id = $2`, b.Tenant.ID, eventID),
+				"the stored event is the accepted request")
+			require.Equal(t, 1, b.Count(`SELECT count(*) FROM river_job j JOIN events e ON j.args->>'event_id' = e.id::text
+				WHERE e.tenant_id = $1 AND e.source_event_id = $2 AND j.kind = 'route'`, b.Tenant.ID, eventID))
+		}
+	})
+}
