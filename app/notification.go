@@ -98,94 +98,94 @@ func decodeError(err error) error {
 }
 
 // Validate checks the request against the registry and the address rules,
-// and normalises phones (E.164), e-mail addresses, locales and channels.
+// and normalises phones (E.164), e-mail addresses, locales and channels. It
+// reports every problem at once: the error is the first problem, with all of
+// them (the first included) in its Details, so a caller fixes its request in
+// one round trip.
 func (r *NotificationRequest) Validate(now time.Time) error {
+	var p problems
 	r.EventID = strings.TrimSpace(r.EventID)
 	switch {
 	case r.EventID == "":
-		return Invalid("missing_event_id", "event_id", "event_id is required: your id for this event, used to drop duplicates.")
+		p.add(Invalid("missing_event_id", "event_id", "event_id is required: your id for this event, used to drop duplicates."))
 	case len(r.EventID) > 200:
-		return Invalid("invalid_event_id", "event_id", "event_id must be at most 200 characters.")
+		p.add(Invalid("invalid_event_id", "event_id", "event_id must be at most 200 characters."))
 	}
-	def, ok := LookupEvent(r.TriggerEvent)
-	if !ok {
-		return Invalid("unknown_event", "trigger_event", "trigger_event %q is not a known event; GET /api/v1/events lists them.", r.TriggerEvent)
-	}
-	for _, v := range def.Variables {
-		val, present := r.Context[v]
-		if !present || val == nil || val == "" {
-			return Invalid("missing_variable", "context."+v, "context.%s is required for %s.", v, def.Name)
+	if def, ok := LookupEvent(r.TriggerEvent); !ok {
+		p.add(Invalid("unknown_event", "trigger_event", "trigger_event %q is not a known event; GET /api/v1/events lists them.", r.TriggerEvent))
+	} else {
+		for _, v := range def.Variables {
+			val, present := r.Context[v]
+			if !present || val == nil || val == "" {
+				p.add(Invalid("missing_variable", "context."+v, "context.%s is required for %s.", v, def.Name))
+			}
 		}
 	}
-	if len(r.Recipients) == 0 {
-		return Invalid("no_recipient", "recipients", "At least one recipient is required.")
-	}
-	if len(r.Recipients) > MaxRecipients {
-		return Invalid("too_many_recipients", "recipients", "At most %d recipients per request.", MaxRecipients)
-	}
-	for i := range r.Recipients {
-		if err := r.Recipients[i].validate(fmt.Sprintf("recipients[%d]", i)); err != nil {
-			return err
+	switch {
+	case len(r.Recipients) == 0:
+		p.add(Invalid("no_recipient", "recipients", "At least one recipient is required."))
+	case len(r.Recipients) > MaxRecipients:
+		p.add(Invalid("too_many_recipients", "recipients", "At most %d recipients per request.", MaxRecipients))
+	default:
+		for i := range r.Recipients {
+			r.Recipients[i].validate(&p, fmt.Sprintf("recipients[%d]", i))
 		}
 	}
-	var err error
-	if r.Channels, err = normalizeChannels("channels", r.Channels); err != nil {
-		return err
-	}
-	if r.FallbackChain, err = normalizeChannels("fallback_chain", r.FallbackChain); err != nil {
-		return err
-	}
+	r.Channels = normalizeChannels(&p, "channels", r.Channels)
+	r.FallbackChain = normalizeChannels(&p, "fallback_chain", r.FallbackChain)
 	if r.SendAt != nil && !r.SendAt.After(now) {
-		return Invalid("send_at_in_past", "send_at", "send_at must be in the future; leave it out to send now.")
+		p.add(Invalid("send_at_in_past", "send_at", "send_at must be in the future; leave it out to send now."))
 	}
 	if r.Locale != "" {
-		if r.Locale, err = NormalizeLocale(r.Locale); err != nil {
-			return Invalid("invalid_locale", "locale", "%s", err.Error())
+		l, err := NormalizeLocale(r.Locale)
+		if err != nil {
+			p.add(Invalid("invalid_locale", "locale", "%s", err.Error()))
+		} else {
+			r.Locale = l
 		}
 	}
 	if c := r.ConversationContext; c != nil {
 		c.ID = strings.TrimSpace(c.ID)
-		switch {
-		case c.Type != EntityBooking && c.Type != EntityTrip && c.Type != EntityInvoice:
-			return Invalid("invalid_conversation_context", "conversation_context.type", "conversation_context.type must be booking, trip or invoice.")
-		case c.ID == "" || len(c.ID) > 200:
-			return Invalid("invalid_conversation_context", "conversation_context.id", "conversation_context.id is required (at most 200 characters).")
+		if c.Type != EntityBooking && c.Type != EntityTrip && c.Type != EntityInvoice {
+			p.add(Invalid("invalid_conversation_context", "conversation_context.type", "conversation_context.type must be booking, trip or invoice."))
+		}
+		if c.ID == "" || len(c.ID) > 200 {
+			p.add(Invalid("invalid_conversation_context", "conversation_context.id", "conversation_context.id is required (at most 200 characters)."))
 		}
 	}
-	return nil
+	return p.err()
 }
 
-func (rc *Recipient) validate(field string) error {
+func (rc *Recipient) validate(p *problems, field string) {
 	rc.Name = strings.TrimSpace(rc.Name)
 	rc.PassengerProfileID = strings.TrimSpace(rc.PassengerProfileID)
 	if len(rc.Name) > 200 || len(rc.PassengerProfileID) > 200 {
-		return Invalid("invalid_recipient", field, "Names and profile ids must be at most 200 characters.")
+		p.add(Invalid("invalid_recipient", field, "Names and profile ids must be at most 200 characters."))
 	}
 	if rc.Phone == "" && rc.Email == "" {
-		return Invalid("no_address", field, "Each recipient needs a phone number or an e-mail address.")
+		p.add(Invalid("no_address", field, "Each recipient needs a phone number or an e-mail address."))
 	}
 	if rc.Phone != "" {
-		p, err := NormalizePhone(rc.Phone)
-		if err != nil {
-			return Invalid("invalid_phone", field+".phone", "%q is not a valid international phone number (E.164, such as +4915112345678).", rc.Phone)
+		if ph, err := NormalizePhone(rc.Phone); err != nil {
+			p.add(Invalid("invalid_phone", field+".phone", "%q is not a valid international phone number (E.164, such as +4915112345678).", rc.Phone))
+		} else {
+			rc.Phone = ph
 		}
-		rc.Phone = p
 	}
 	if rc.Email != "" {
-		e, err := NormalizeEmail(field+".email", rc.Email)
-		if err != nil {
-			return Invalid("invalid_email", field+".email", "%q is not a valid e-mail address.", rc.Email)
+		if e, err := NormalizeEmail(field+".email", rc.Email); err != nil {
+			p.add(Invalid("invalid_email", field+".email", "%q is not a valid e-mail address.", rc.Email))
+		} else {
+			rc.Email = e
 		}
-		rc.Email = e
 	}
 	if rc.Locale != "" {
-		l, err := NormalizeLocale(rc.Locale)
-		if err != nil {
-			return Invalid("invalid_locale", field+".locale", "%s", err.Error())
+		if l, err := NormalizeLocale(rc.Locale); err != nil {
+			p.add(Invalid("invalid_locale", field+".locale", "%s", err.Error()))
+		} else {
+			rc.Locale = l
 		}
-		rc.Locale = l
 	}
-	return nil
 }
 
 // NormalizePhone parses an international number and returns it in E.164.
@@ -201,24 +201,25 @@ func NormalizePhone(s string) (string, error) {
 	return phonenumbers.Format(num, phonenumbers.E164), nil
 }
 
-func normalizeChannels(field string, in []string) ([]string, error) {
+func normalizeChannels(p *problems, field string, in []string) []string {
 	if len(in) == 0 {
-		return nil, nil
+		return nil
 	}
 	seen := map[Channel]bool{}
 	out := make([]string, 0, len(in))
 	for i, s := range in {
 		c, ok := ParseChannel(s)
-		if !ok {
-			return nil, Invalid("unknown_channel", fmt.Sprintf("%s[%d]", field, i), "%q is not a channel (WHATSAPP, EMAIL, SMS, WEBHOOK).", s)
+		switch {
+		case !ok:
+			p.add(Invalid("unknown_channel", fmt.Sprintf("%s[%d]", field, i), "%q is not a channel (WHATSAPP, EMAIL, SMS, WEBHOOK).", s))
+		case seen[c]:
+			p.add(Invalid("duplicate_channel", fmt.Sprintf("%s[%d]", field, i), "Channel %s is listed twice.", c))
+		default:
+			seen[c] = true
+			out = append(out, string(c))
 		}
-		if seen[c] {
-			return nil, Invalid("duplicate_channel", fmt.Sprintf("%s[%d]", field, i), "Channel %s is listed twice.", c)
-		}
-		seen[c] = true
-		out = append(out, string(c))
 	}
-	return out, nil
+	return out
 }
 
 var secretKeyPattern = regexp.MustCompile(`(?i)token|secret|password|authorization`)

@@ -178,3 +178,78 @@ func TestAPINotification_Idempotency(t *testing.T) {
 		}
 	})
 }
+
+func TestAPINotification_ValidationDetails(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	t.Run("SixMissingVariables", func(t *testing.T) {
+		t.Parallel()
+		body := map[string]any{
+			"event_id": "details-six", "trigger_event": "BOOKING_FULLY_PAID",
+			"recipients": []map[string]any{{"name": "Anna", "email": "anna@example.com"}},
+			"context":    map[string]any{},
+		}
+		var res apiErrorBody
+		require.Equal(t, http.StatusUnprocessableEntity, b.Request(http.MethodPost, "/api/v1/notifications", body, &res))
+		require.Equal(t, "missing_variable", res.Error.Code, "the first problem stays the error")
+		require.Equal(t, "context.passenger_name", res.Error.Field)
+		require.Equal(t, "context.passenger_name is required for BOOKING_FULLY_PAID.", res.Error.Message)
+		var fields []string
+		for _, d := range res.Error.Details {
+			require.Equal(t, "missing_variable", d.Code)
+			require.Equal(t, "context."+d.Field[len("context."):]+" is required for BOOKING_FULLY_PAID.", d.Message)
+			fields = append(fields, d.Field)
+		}
+		require.Equal(t, []string{"context.passenger_name", "context.tour_name", "context.departure_date",
+			"context.booking_reference", "context.total_amount", "context.invoice_url"}, fields)
+		requireNothingStored(t, b, "details-six")
+	})
+
+	t.Run("MixedProblems", func(t *testing.T) {
+		t.Parallel()
+		body := webtest.Notification("details-mixed", "BK-DM")
+		delete(body["context"].(map[string]any), "tour_name")
+		body["recipients"] = []map[string]any{
+			{"name": "Anna", "phone": "12345", "email": "not-an-address"},
+			{"name": "Ben"},
+		}
+		body["channels"] = []string{"EMAIL", "PIGEON", "EMAIL"}
+		body["conversation_context"] = map[string]any{"type": "cruise", "id": ""}
+		var res apiErrorBody
+		require.Equal(t, http.StatusUnprocessableEntity, b.Request(http.MethodPost, "/api/v1/notifications", body, &res))
+		require.Equal(t, "missing_variable", res.Error.Code)
+		require.Equal(t, "context.tour_name", res.Error.Field)
+		type entry struct{ Code, Field string }
+		var got []entry
+		for _, d := range res.Error.Details {
+			require.NotEmpty(t, d.Message)
+			got = append(got, entry{d.Code, d.Field})
+		}
+		require.Equal(t, []entry{
+			{"missing_variable", "context.tour_name"},
+			{"invalid_phone", "recipients[0].phone"},
+			{"invalid_email", "recipients[0].email"},
+			{"no_address", "recipients[1]"},
+			{"unknown_channel", "channels[1]"},
+			{"duplicate_channel", "channels[2]"},
+			{"invalid_conversation_context", "conversation_context.type"},
+			{"invalid_conversation_context", "conversation_context.id"},
+		}, got)
+		requireNothingStored(t, b, "details-mixed")
+	})
+
+	t.Run("OneProblemHasOneDetail", func(t *testing.T) {
+		t.Parallel()
+		body := webtest.Notification("details-one", "BK-D1")
+		body["trigger_event"] = "NOPE"
+		var res apiErrorBody
+		require.Equal(t, http.StatusUnprocessableEntity, b.Request(http.MethodPost, "/api/v1/notifications", body, &res))
+		require.Equal(t, "unknown_event", res.Error.Code)
+		require.Len(t, res.Error.Details, 1)
+		require.Equal(t, res.Error.Code, res.Error.Details[0].Code)
+		require.Equal(t, res.Error.Field, res.Error.Details[0].Field)
+		require.Equal(t, res.Error.Message, res.Error.Details[0].Message)
+		requireNothingStored(t, b, "details-one")
+	})
+}

@@ -56,6 +56,29 @@ type apiErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// Details lists every problem of an input that has several (the first
+	// is the error itself), so a caller sees them all in one answer.
+	Details []apiErrorDetail `json:"details,omitempty"`
+}
+
+// apiErrorDetail is one problem of an input.
+type apiErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+// errorDetails renders the problems an error lists.
+func errorDetails(err error) []apiErrorDetail {
+	ds := app.ErrorDetails(err)
+	if len(ds) == 0 {
+		return nil
+	}
+	out := make([]apiErrorDetail, len(ds))
+	for i, d := range ds {
+		out[i] = apiErrorDetail{Code: app.ErrorReason(d), Message: d.Message, Field: d.Field}
+	}
+	return out
 }
 
 // handleError is fiber's error handler: every error a handler returns ends
@@ -80,7 +103,11 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	}
 
 	if wantsJSON(c) {
-		return c.Status(status).JSON(apiError{Error: apiErrorBody{Code: code, Message: message, Field: field}})
+		body := apiErrorBody{Code: code, Message: message, Field: field}
+		if status < 500 {
+			body.Details = errorDetails(err)
+		}
+		return c.Status(status).JSON(apiError{Error: body})
 	}
 	c.Status(status)
 	c.Type("html", "utf-8")
