@@ -58,6 +58,9 @@ func ParseNotificationRequest(body []byte, now time.Time) (*NotificationRequest,
 		return nil, &Error{Code: ETOOLARGE, Reason: "payload_too_large",
 			Message: fmt.Sprintf("The request is %d bytes; the limit is %d (16 KiB).", len(body), MaxPayloadBytes)}
 	}
+	if err := CheckJSONText(body); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
@@ -221,6 +224,97 @@ func normalizeChannels(p *problems, field string, in []string) []string {
 	}
 	return out
 }
+
+// CheckJSONText refuses a JSON document with a NUL character in any key or
+// string (a raw byte, or the \u0000 escape). Postgres cannot store NUL in
+// text or jsonb, and no name, address or variable has one, so it is bad
+// input rather than a storage failure. A body that is not valid JSON passes:
+// its decoder reports that.
+func CheckJSONText(body []byte) error {
+	if bytes.IndexByte(body, 0) >= 0 {
+		return invalidText("", "The body contains a NUL byte.")
+	}
+	// Only an escape can hide a NUL in valid JSON; most bodies have none.
+	if !bytes.Contains(body, []byte(`\u0000`)) {
+		return nil
+	}
+	v, err := decodeLoose(body)
+	if err != nil {
+		return nil
+	}
+	if path, found := findNUL("", v); found {
+		return invalidText(path, fmt.Sprintf("%s contains a NUL character (\\u0000); text may not contain one.", describePath(path)))
+	}
+	return nil
+}
+
+// CheckText refuses a NUL character in a single text input, such as a query
+// parameter.
+func CheckText(field, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalidText(field, fmt.Sprintf("%s contains a NUL character; text may not contain one.", field))
+	}
+	return nil
+}
+
+func invalidText(field, msg string) error {
+	return &Error{Code: EMALFORMED, Reason: "invalid_text", Field: field, Message: msg}
+}
+
+func describePath(path string) string {
+	if path == "" {
+		return "The body"
+	}
+	return path
+}
+
+// findNUL returns the path of the first key or string holding a NUL.
+func findNUL(path string, v any) (string, bool) {
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch x := v.(type) {
+	case string:
+		return path, strings.IndexByte(x, 0) >= 0
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if strings.IndexByte(k, 0) >= 0 {
+				return join(strings.ReplaceAll(k, "\x00", `\u0000`)), true
+			}
+			if p, found := findNUL(join(k), x[k]); found {
+				return p, true
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if p, found := findNUL(fmt.Sprintf("%s[%d]", path, i), e); found {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// HeaderText makes rendered text safe for a one-line header such as an
+// e-mail subject: each run of CR and LF (which a context value could carry
+// into the header, and with it new headers) becomes one space, and the
+// ends are trimmed.
+func HeaderText(s string) string {
+	if strings.ContainsAny(s, "\r\n") {
+		s = crlfRuns.ReplaceAllString(s, " ")
+	}
+	return strings.TrimSpace(s)
+}
+
+var crlfRuns = regexp.MustCompile(`[\r\n]+`)
 
 var secretKeyPattern = regexp.MustCompile(`(?i)token|secret|password|authorization`)
 

@@ -253,3 +253,102 @@ func TestAPINotification_ValidationDetails(t *testing.T) {
 		requireNothingStored(t, b, "details-one")
 	})
 }
+
+func TestAPINotification_InvalidText(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	requireInvalidText := func(t *testing.T, status int, res apiErrorBody, field string) {
+		t.Helper()
+		require.Equal(t, http.StatusBadRequest, status)
+		require.Equal(t, "invalid_text", res.Error.Code)
+		require.Equal(t, field, res.Error.Field)
+		require.Contains(t, res.Error.Message, "NUL")
+	}
+
+	for name, tc := range map[string]struct {
+		body  func(eventID string) string
+		field string
+	}{
+		"ContextValue": {func(id string) string {
+			return `{"event_id": "` + id + `", "trigger_event": "BOOKING_CONFIRMED", "recipients": [{"name": "Anna", "email": "anna@example.com"}],
+				"context": {"passenger_name": "Anna", "tour_name": "Garda\u0000see", "departure_date": "2027-04-12", "booking_reference": "BK-N", "deposit_amount": "1"}}`
+		}, "context.tour_name"},
+		"RecipientName": {func(id string) string {
+			return `{"event_id": "` + id + `", "trigger_event": "BOOKING_CONFIRMED", "recipients": [{"name": "An\u0000na", "email": "anna@example.com"}],
+				"context": {"passenger_name": "Anna", "tour_name": "Gardasee", "departure_date": "2027-04-12", "booking_reference": "BK-N", "deposit_amount": "1"}}`
+		}, "recipients[0].name"},
+		"NestedContextKey": {func(id string) string {
+			return `{"event_id": "` + id + `", "trigger_event": "BOOKING_CONFIRMED", "recipients": [{"name": "Anna", "email": "anna@example.com"}],
+				"context": {"passenger_name": "Anna", "tour_name": "Gardasee", "departure_date": "2027-04-12", "booking_reference": "BK-N", "deposit_amount": "1",
+				"extra": [{"k\u0000ey": 1}]}}`
+		}, `context.extra[0].k\u0000ey`},
+		"RawByte": {func(id string) string {
+			return `{"event_id": "` + id + `", "trigger_event": "BOOKING_CONFIRMED", "recipients": [{"name": "An` + "\x00" + `na", "email": "anna@example.com"}]}`
+		}, ""},
+	} {
+		t.Run("Submit/"+name, func(t *testing.T) {
+			t.Parallel()
+			eventID := "nul-" + name
+			var res apiErrorBody
+			status := b.Request(http.MethodPost, "/api/v1/notifications", tc.body(eventID), &res)
+			requireInvalidText(t, status, res, tc.field)
+			requireNothingStored(t, b, eventID)
+		})
+	}
+
+	t.Run("EventID", func(t *testing.T) {
+		t.Parallel()
+		body := `{"event_id": "nul-\u0000-id", "trigger_event": "BOOKING_CONFIRMED", "recipients": [{"name": "Anna", "email": "anna@example.com"}]}`
+		var res apiErrorBody
+		requireInvalidText(t, b.Request(http.MethodPost, "/api/v1/notifications", body, &res), res, "event_id")
+		require.Zero(t, b.Count(`SELECT count(*) FROM events WHERE tenant_id = $1 AND source_event_id LIKE 'nul-%-id'`, b.Tenant.ID), "nothing stored")
+	})
+
+	t.Run("QueryParameter", func(t *testing.T) {
+		t.Parallel()
+		var res apiErrorBody
+		requireInvalidText(t, b.Request(http.MethodGet, "/api/v1/messages?booking_id=BK%00-1", nil, &res), res, "booking_id")
+	})
+
+	t.Run("RejectReason", func(t *testing.T) {
+		t.Parallel()
+		id := b.Submit(incidentBroadcast("nul-reject"))
+		var res apiErrorBody
+		requireInvalidText(t, b.Request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/reject", `{"reason": "no\u0000"}`, &res), res, "reason")
+		require.Equal(t, "AWAITING_APPROVAL", b.Event(id).Status, "nothing changed")
+	})
+}
+
+// incidentBroadcast is a valid INCIDENT_BROADCAST request, which waits for
+// approval.
+func incidentBroadcast(eventID string) map[string]any {
+	def, ok := app.LookupEvent("INCIDENT_BROADCAST")
+	if !ok {
+		panic("INCIDENT_BROADCAST is not in the registry")
+	}
+	return map[string]any{
+		"event_id": eventID, "trigger_event": def.Name, "context": def.Sample,
+		"recipients": []map[string]any{{"name": "Anna", "email": "anna@example.com"}},
+	}
+}
+
+func TestAPINotification_SubjectLineBreaks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	body := webtest.Notification("crlf-1", "BK-CR")
+	body["context"].(map[string]any)["tour_name"] = "Gardasee\r\nBcc: everyone@example.com\n"
+	id := b.Submit(body)
+	require.NoError(t, b.Services.Router.Route(b.Ctx, app.RouteJob{TenantID: b.Tenant.ID, EventID: id, Version: 1}))
+	var email *app.Message
+	for _, m := range b.Event(id).Messages {
+		if m.Channel == app.Email {
+			email = m
+		}
+	}
+	require.NotNil(t, email, "BOOKING_CONFIRMED goes out by e-mail")
+	require.NotContains(t, email.Subject, "\r")
+	require.NotContains(t, email.Subject, "\n")
+	require.Contains(t, email.Subject, "Gardasee Bcc: everyone@example.com", "the line break becomes a space")
+}
