@@ -78,26 +78,70 @@ func ParseNotificationRequest(body []byte, now time.Time) (*NotificationRequest,
 }
 
 func decodeError(err error) error {
+	e := DecodeJSONError(err)
+	if ae, ok := e.(*Error); ok && ae.Message == genericDecodeMessage {
+		ae.Message = "The body is not a valid notification request."
+	}
+	return e
+}
+
+const genericDecodeMessage = "The body is not valid JSON for this request."
+
+// DecodeJSONError turns an error of encoding/json's decoder (with unknown
+// fields disallowed) into Herald's vocabulary with a message for people:
+// broken JSON and values of the wrong type are EMALFORMED (400); an unknown
+// field, or a time that is not RFC 3339, is EINVALID (422), like every other
+// request that parses but is wrong. Go's own texts (type names, time layouts)
+// never reach the caller.
+func DecodeJSONError(err error) error {
 	var syntax *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
+	var timeErr *time.ParseError
 	msg := err.Error()
 	switch {
 	case errors.As(err, &syntax):
 		return &Error{Code: EMALFORMED, Reason: "malformed_json", Message: fmt.Sprintf("The body is not valid JSON (at byte %d).", syntax.Offset)}
+	case errors.As(err, &typeErr) && strings.HasSuffix(typeErr.Field, "send_at"):
+		return invalidSendAt(typeErr.Field)
 	case errors.As(err, &typeErr):
 		return &Error{Code: EMALFORMED, Reason: "malformed_json", Field: typeErr.Field,
-			Message: fmt.Sprintf("Field %s must be %s, not %s.", typeErr.Field, typeErr.Type, typeErr.Value)}
+			Message: fmt.Sprintf("Field %s must be %s, not %s.", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)}
 	case strings.HasPrefix(msg, "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
 		m := fmt.Sprintf("Unknown field %q.", field)
 		if field == "tenant_id" {
 			m = "Unknown field \"tenant_id\": the tenant comes from the API key."
 		}
-		return &Error{Code: EMALFORMED, Reason: "unknown_field", Field: field, Message: m}
-	case strings.Contains(msg, "parsing time"):
-		return &Error{Code: EMALFORMED, Reason: "malformed_json", Field: "send_at", Message: "send_at must be an RFC 3339 time such as 2027-04-12T07:15:00+02:00."}
+		return &Error{Code: EINVALID, Reason: "unknown_field", Field: field, Message: m}
+	case errors.As(err, &timeErr), strings.Contains(msg, "parsing time"), strings.Contains(msg, "Time.UnmarshalJSON"):
+		// encoding/json does not say which field held the time; send_at is
+		// the only time the API reads.
+		return invalidSendAt("send_at")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &Error{Code: EMALFORMED, Reason: "malformed_json", Message: "The body is empty or cut short; send one JSON object."}
 	}
-	return &Error{Code: EMALFORMED, Reason: "malformed_json", Message: "The body is not a valid notification request."}
+	return &Error{Code: EMALFORMED, Reason: "malformed_json", Message: genericDecodeMessage}
+}
+
+func invalidSendAt(field string) error {
+	return Invalid("invalid_send_at", field, "%s must be a time with its offset (RFC 3339), such as 2027-04-12T07:15:00+02:00 or 2027-04-12T05:15:00Z.", field)
+}
+
+// jsonKind names a Go kind as JSON calls it.
+func jsonKind(kind string) string {
+	switch {
+	case kind == "string":
+		return "a string"
+	case kind == "slice" || kind == "array":
+		return "an array"
+	case kind == "map" || kind == "struct" || kind == "ptr":
+		return "an object"
+	case kind == "bool":
+		return "true or false"
+	case strings.HasPrefix(kind, "int") || strings.HasPrefix(kind, "uint") || strings.HasPrefix(kind, "float"):
+		return "a number"
+	}
+	return "another type"
 }
 
 // Validate checks the request against the registry and the address rules,

@@ -26,7 +26,7 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(c.Body())))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return &app.Error{Code: app.EMALFORMED, Reason: "malformed_json", Message: "The body is not valid JSON for this request: " + err.Error()}
+		return app.DecodeJSONError(err)
 	}
 	return nil
 }
@@ -72,7 +72,7 @@ func (s *Server) handleAPINotificationReschedule(c *fiber.Ctx) error {
 		return err
 	}
 	if body.SendAt == nil {
-		return app.Invalid("missing_send_at", "send_at", "send_at is required.")
+		return app.Invalid("missing_send_at", "send_at", "send_at is required: the new time, such as 2027-04-12T07:15:00+02:00.")
 	}
 	e, err := s.Intake.Reschedule(c.UserContext(), apiActor(c), apiKeyOf(c).TenantID, id, *body.SendAt)
 	if err != nil {

@@ -1,7 +1,10 @@
 package web_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -351,4 +354,98 @@ func TestAPINotification_SubjectLineBreaks(t *testing.T) {
 	require.NotContains(t, email.Subject, "\r")
 	require.NotContains(t, email.Subject, "\n")
 	require.Contains(t, email.Subject, "Gardasee Bcc: everyone@example.com", "the line break becomes a space")
+}
+
+func TestAPINotification_MethodsAndSendAt(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	t.Run("WrongMethodIs405WithAllow", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct{ method, path, allow string }{
+			{http.MethodPut, "/api/v1/notifications", "POST"},
+			{http.MethodPost, "/api/v1/notifications/" + uuid.NewString(), "GET, HEAD, PATCH, DELETE"},
+			{http.MethodGet, "/api/v1/notifications/" + uuid.NewString() + "/approve", "POST"},
+			{http.MethodDelete, "/api/v1/delivery-deadlines", "GET, HEAD, PUT"},
+			{http.MethodPost, "/api/v1/events", "GET, HEAD"},
+		} {
+			var res apiErrorBody
+			req := httptest.NewRequest(tc.method, tc.path, nil)
+			req.Header.Set("Authorization", "Bearer "+b.Key)
+			resp := b.do(t, req)
+			require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, tc.method+" "+tc.path)
+			require.ElementsMatch(t, strings.Split(tc.allow, ", "), strings.Split(strings.Join(resp.Header.Values("Allow"), ", "), ", "), tc.method+" "+tc.path)
+			require.Equal(t, "application/json", strings.Split(resp.Header.Get("Content-Type"), ";")[0])
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))
+			require.Equal(t, "method_not_allowed", res.Error.Code)
+			require.Contains(t, res.Error.Message, tc.method+" is not allowed on "+tc.path)
+		}
+		require.Zero(t, b.Count(`SELECT count(*) FROM events WHERE tenant_id = $1`, b.Tenant.ID), "nothing stored")
+	})
+
+	t.Run("WrongMethodWithoutKeyIs401", func(t *testing.T) {
+		t.Parallel()
+		resp := b.do(t, httptest.NewRequest(http.MethodPut, "/api/v1/notifications", nil))
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the key is checked first, so the API's shape is not shown to strangers")
+	})
+
+	t.Run("UnknownAPIPathIs404", func(t *testing.T) {
+		t.Parallel()
+		var res apiErrorBody
+		require.Equal(t, http.StatusNotFound, b.Request(http.MethodGet, "/api/v1/nothing-here", nil, &res))
+		require.Equal(t, "not_found", res.Error.Code)
+	})
+
+	t.Run("BadSendAtOnPatch", func(t *testing.T) {
+		t.Parallel()
+		body := webtest.Notification("sendat-patch", "BK-SP")
+		body["send_at"] = "2099-01-01T10:00:00Z"
+		id := b.Submit(body)
+		for name, raw := range map[string]string{
+			"NoOffset":  `{"send_at": "2099-02-01 10:00"}`,
+			"Date":      `{"send_at": "2099-02-01"}`,
+			"Garbage":   `{"send_at": "tomorrow"}`,
+			"NotString": `{"send_at": 1234567890}`,
+		} {
+			var res apiErrorBody
+			require.Equal(t, http.StatusUnprocessableEntity, b.Request(http.MethodPatch, "/api/v1/notifications/"+id.String(), raw, &res), name)
+			require.Equal(t, "invalid_send_at", res.Error.Code, name)
+			require.Equal(t, "send_at", res.Error.Field, name)
+			require.Contains(t, res.Error.Message, "2027-04-12T07:15:00+02:00", name)
+			require.NotContains(t, res.Error.Message, "2006", "no Go time layout")
+			require.NotContains(t, res.Error.Message, "parsing time")
+		}
+		e := b.Event(id)
+		require.Equal(t, 1, e.Version, "nothing changed")
+		require.Equal(t, "2099-01-01T10:00:00Z", queryString(t, b, `SELECT to_char(send_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') FROM events WHERE tenant_id = $1 AND id = $2`, b.Tenant.ID, id))
+	})
+
+	t.Run("BadSendAtOnSubmit", func(t *testing.T) {
+		t.Parallel()
+		body := webtest.Notification("sendat-submit", "BK-SS")
+		body["send_at"] = "next tuesday"
+		var res apiErrorBody
+		require.Equal(t, http.StatusUnprocessableEntity, b.Request(http.MethodPost, "/api/v1/notifications", body, &res))
+		require.Equal(t, "invalid_send_at", res.Error.Code)
+		require.Equal(t, "send_at", res.Error.Field)
+		requireNothingStored(t, b, "sendat-submit")
+	})
+
+	t.Run("UnknownFieldIs422", func(t *testing.T) {
+		t.Parallel()
+		body := webtest.Notification("unknown-field", "BK-UF")
+		body["tenant_id"] = uuid.NewString()
+		var res apiErrorBody
+		require.Equal(t, http.StatusUnprocessableEntity, b.Request(http.MethodPost, "/api/v1/notifications", body, &res))
+		require.Equal(t, "unknown_field", res.Error.Code)
+		require.Equal(t, "tenant_id", res.Error.Field)
+		require.Contains(t, res.Error.Message, "the tenant comes from the API key")
+		requireNothingStored(t, b, "unknown-field")
+
+		id := b.Submit(webtest.Notification("unknown-field-patch", "BK-UF"))
+		require.Equal(t, http.StatusUnprocessableEntity, b.Request(http.MethodPatch, "/api/v1/notifications/"+id.String(), `{"send_at": "2099-01-01T10:00:00Z", "sendAt": "x"}`, &res))
+		require.Equal(t, "unknown_field", res.Error.Code)
+		require.Equal(t, "sendAt", res.Error.Field)
+		require.Equal(t, 1, b.Event(id).Version, "nothing changed")
+	})
 }

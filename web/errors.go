@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -93,8 +94,13 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		status, code, message = fe.Code, codeOfStatus(fe.Code), fe.Message
-		if status == fiber.StatusNotFound {
+		switch status {
+		case fiber.StatusNotFound:
 			message = "Not found."
+		case fiber.StatusMethodNotAllowed:
+			// Fiber has set Allow to the methods the path answers.
+			code = "method_not_allowed"
+			message = fmt.Sprintf("%s is not allowed on %s; allowed: %s.", c.Method(), c.Path(), c.GetRespHeader(fiber.HeaderAllow))
 		}
 	}
 	if status >= 500 {

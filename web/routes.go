@@ -31,7 +31,9 @@ func (s *Server) routes(a *fiber.App) {
 	api.Post("/bookings/:id/resend", s.handleAPIBookingResend)
 	api.Get("/delivery-deadlines", s.handleAPIDeadlineList)
 	api.Put("/delivery-deadlines", s.handleAPIDeadlineSet)
-	a.All("/api/*", func(c *fiber.Ctx) error { return fiber.ErrNotFound })
+	// No catch-all under /api: an unknown path falls through to fiber's 404,
+	// and a known path with another method to its 405 with Allow; the error
+	// handler answers both in JSON.
 
 	a.Get("/webhooks/meta/:tenant", s.handleWebhookMetaVerify)
 	a.Post("/webhooks/meta/:tenant", s.handleWebhookMeta)
