@@ -232,6 +232,23 @@ func (s *Intake) Get(ctx context.Context, tenantID, eventID uuid.UUID) (*EventDe
 	return &d, nil
 }
 
+// GetBySourceID returns the tenant's event with the caller's own id (the
+// event_id it submitted) with its messages; another tenant's id is not found.
+func (s *Intake) GetBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*EventDetail, error) {
+	var d EventDetail
+	err := s.Store.InTenant(ctx, tenantID, func(tx IntakeTx) (err error) {
+		if d.Event, err = tx.EventBySourceID(ctx, tenantID, sourceID); err != nil {
+			return err
+		}
+		d.Messages, err = tx.MessagesByEvent(ctx, tenantID, d.Event.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
 // Reschedule moves a scheduled event to a new time. The version goes up, a
 // new route job is scheduled, and the old job finds a stale version and
 // does nothing.

@@ -59,6 +59,20 @@ func (s *Server) handleAPINotificationGet(c *fiber.Ctx) error {
 	return c.JSON(d)
 }
 
+// handleAPINotificationFind finds an event by the caller's own id:
+// GET /api/v1/notifications?event_id=..., answered like GET by Herald's id.
+func (s *Server) handleAPINotificationFind(c *fiber.Ctx) error {
+	sourceID := strings.TrimSpace(c.Query("event_id"))
+	if sourceID == "" {
+		return app.Invalid("missing_event_id", "event_id", "Name the notification by ?event_id=, the id your system submitted it with.")
+	}
+	d, err := s.Intake.GetBySourceID(c.UserContext(), apiKeyOf(c).TenantID, sourceID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(d)
+}
+
 // handleAPINotificationReschedule moves a scheduled event: {"send_at": ...}.
 func (s *Server) handleAPINotificationReschedule(c *fiber.Ctx) error {
 	id, err := pathID(c)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -363,7 +364,7 @@ func TestAPINotification_MethodsAndSendAt(t *testing.T) {
 	t.Run("WrongMethodIs405WithAllow", func(t *testing.T) {
 		t.Parallel()
 		for _, tc := range []struct{ method, path, allow string }{
-			{http.MethodPut, "/api/v1/notifications", "POST"},
+			{http.MethodPut, "/api/v1/notifications", "GET, HEAD, POST"},
 			{http.MethodPost, "/api/v1/notifications/" + uuid.NewString(), "GET, HEAD, PATCH, DELETE"},
 			{http.MethodGet, "/api/v1/notifications/" + uuid.NewString() + "/approve", "POST"},
 			{http.MethodDelete, "/api/v1/delivery-deadlines", "GET, HEAD, PUT"},
@@ -447,5 +448,49 @@ func TestAPINotification_MethodsAndSendAt(t *testing.T) {
 		require.Equal(t, "unknown_field", res.Error.Code)
 		require.Equal(t, "sendAt", res.Error.Field)
 		require.Equal(t, 1, b.Event(id).Version, "nothing changed")
+	})
+}
+
+func TestAPINotification_FindByEventID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.Submit(webtest.Notification("find me/1?&", "BK-F"))
+	require.NoError(t, b.Services.Router.Route(b.Ctx, app.RouteJob{TenantID: b.Tenant.ID, EventID: id, Version: 1}))
+
+	t.Run("Found", func(t *testing.T) {
+		t.Parallel()
+		var e struct {
+			webtest.EventView
+			EventID string `json:"event_id"`
+		}
+		require.Equal(t, http.StatusOK, b.Request(http.MethodGet, "/api/v1/notifications?event_id="+url.QueryEscape("find me/1?&"), nil, &e))
+		require.Equal(t, id, e.ID)
+		require.Equal(t, "find me/1?&", e.EventID)
+		require.Len(t, e.Messages, len(b.Event(id).Messages), "the same answer as GET by Herald's id")
+		require.NotEmpty(t, e.Messages)
+	})
+
+	t.Run("Unknown", func(t *testing.T) {
+		t.Parallel()
+		var res apiErrorBody
+		require.Equal(t, http.StatusNotFound, b.Request(http.MethodGet, "/api/v1/notifications?event_id=nobody", nil, &res))
+		require.Equal(t, "not_found", res.Error.Code)
+		require.Contains(t, res.Error.Message, "nobody")
+	})
+
+	t.Run("OtherTenantsIDIs404", func(t *testing.T) {
+		t.Parallel()
+		key := otherTenantKey(t, b, "find-other")
+		var res apiErrorBody
+		require.Equal(t, http.StatusNotFound, b.RequestWithKey(key, http.MethodGet, "/api/v1/notifications?event_id="+url.QueryEscape("find me/1?&"), nil, &res))
+		require.Equal(t, "not_found", res.Error.Code)
+	})
+
+	t.Run("MissingEventID", func(t *testing.T) {
+		t.Parallel()
+		var res apiErrorBody
+		require.Equal(t, http.StatusUnprocessableEntity, b.Request(http.MethodGet, "/api/v1/notifications", nil, &res))
+		require.Equal(t, "missing_event_id", res.Error.Code)
+		require.Equal(t, "event_id", res.Error.Field)
 	})
 }

@@ -21,6 +21,7 @@ func (s *Server) routes(a *fiber.App) {
 	api.Get("/tenant", s.handleAPITenant)
 	api.Get("/events", s.handleAPIEvents)
 	api.Post("/notifications", s.handleAPINotificationCreate)
+	api.Get("/notifications", s.handleAPINotificationFind)
 	api.Get("/notifications/:id", s.handleAPINotificationGet)
 	api.Patch("/notifications/:id", s.handleAPINotificationReschedule)
 	api.Delete("/notifications/:id", s.handleAPINotificationCancel)
