@@ -441,6 +441,9 @@ func TestAPINotification_MethodsAndSendAt(t *testing.T) {
 		require.Equal(t, "unknown_field", res.Error.Code)
 		require.Equal(t, "tenant_id", res.Error.Field)
 		require.Contains(t, res.Error.Message, "the tenant comes from the API key")
+		require.Len(t, res.Error.Details, 1, "an input error is its own one detail")
+		require.Equal(t, "unknown_field", res.Error.Details[0].Code)
+		require.Equal(t, "tenant_id", res.Error.Details[0].Field)
 		requireNothingStored(t, b, "unknown-field")
 
 		id := b.Submit(webtest.Notification("unknown-field-patch", "BK-UF"))

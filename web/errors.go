@@ -69,10 +69,16 @@ type apiErrorDetail struct {
 	Field   string `json:"field,omitempty"`
 }
 
-// errorDetails renders the problems an error lists.
-func errorDetails(err error) []apiErrorDetail {
+// errorDetails renders the problems an error lists; an error about input
+// that lists none is its own one problem, so callers can always read
+// details of a 400, 413 or 422.
+func errorDetails(status int, body apiErrorBody, err error) []apiErrorDetail {
 	ds := app.ErrorDetails(err)
 	if len(ds) == 0 {
+		switch status {
+		case fiber.StatusBadRequest, fiber.StatusRequestEntityTooLarge, fiber.StatusUnprocessableEntity:
+			return []apiErrorDetail{{Code: body.Code, Message: body.Message, Field: body.Field}}
+		}
 		return nil
 	}
 	out := make([]apiErrorDetail, len(ds))
@@ -111,7 +117,7 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	if wantsJSON(c) {
 		body := apiErrorBody{Code: code, Message: message, Field: field}
 		if status < 500 {
-			body.Details = errorDetails(err)
+			body.Details = errorDetails(status, body, err)
 		}
 		return c.Status(status).JSON(apiError{Error: body})
 	}
