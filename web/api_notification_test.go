@@ -134,6 +134,40 @@ func TestAPINotification_Idempotency(t *testing.T) {
 		})
 	}
 
+	t.Run("AfterReschedule", func(t *testing.T) {
+		t.Parallel()
+		body := webtest.Notification("idem-resched", "BK-RS")
+		body["send_at"] = "2099-01-01T10:00:00Z"
+		id := b.Submit(body)
+		require.Equal(t, http.StatusOK, b.Request(http.MethodPatch, "/api/v1/notifications/"+id.String(), `{"send_at": "2099-02-01T10:00:00Z"}`, nil))
+
+		// The original request, retried, is still the same request.
+		var dup submitted
+		require.Equal(t, http.StatusOK, b.Request(http.MethodPost, "/api/v1/notifications", body, &dup))
+		require.True(t, dup.Duplicate)
+		require.Equal(t, id, dup.ID)
+
+		body["context"].(map[string]any)["tour_name"] = "Bodensee"
+		var res apiErrorBody
+		require.Equal(t, http.StatusConflict, b.Request(http.MethodPost, "/api/v1/notifications", body, &res))
+		require.Equal(t, "context.tour_name", res.Error.Field)
+	})
+
+	t.Run("SendAt", func(t *testing.T) {
+		t.Parallel()
+		body := webtest.Notification("idem-sendat", "BK-SA")
+		body["send_at"] = "2099-01-01T10:00:00Z"
+		b.Submit(body)
+		body["send_at"] = "2099-01-01T12:00:00+02:00" // the same instant
+		var dup submitted
+		require.Equal(t, http.StatusOK, b.Request(http.MethodPost, "/api/v1/notifications", body, &dup))
+		require.True(t, dup.Duplicate)
+		body["send_at"] = "2099-01-01T10:00:01Z"
+		var res apiErrorBody
+		require.Equal(t, http.StatusConflict, b.Request(http.MethodPost, "/api/v1/notifications", body, &res))
+		require.Equal(t, "send_at", res.Error.Field)
+	})
+
 	t.Run("OtherTenantsEventIDIsFree", func(t *testing.T) {
 		t.Parallel()
 		b.Submit(webtest.Notification("idem-tenant", "BK-IT"))
