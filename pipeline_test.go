@@ -173,7 +173,7 @@ func TestPipeline_Intake(t *testing.T) {
 		"UnknownChannel": {mutate: func(b map[string]any) { b["channels"] = []string{"EMAIL", "PIGEON"} }, status: 422, code: "unknown_channel", field: "channels[1]"},
 		"PastSendAt":     {mutate: func(b map[string]any) { b["send_at"] = time.Now().Add(-time.Minute).Format(time.RFC3339) }, status: 422, code: "send_at_in_past", field: "send_at"},
 		"TooLarge":       {mutate: func(b map[string]any) { b["context"].(map[string]any)["notes"] = strings.Repeat("x", 17000) }, status: 413, code: "payload_too_large"},
-		"TenantInBody":   {mutate: func(b map[string]any) { b["tenant_id"] = uuid.NewString() }, status: 400, code: "unknown_field", field: "tenant_id"},
+		"TenantInBody":   {mutate: func(b map[string]any) { b["tenant_id"] = uuid.NewString() }, status: 422, code: "unknown_field", field: "tenant_id"},
 		"MissingEventID": {mutate: func(b map[string]any) { delete(b, "event_id") }, status: 422, code: "missing_event_id", field: "event_id"},
 		"BadContextType": {mutate: func(b map[string]any) { b["conversation_context"] = map[string]any{"type": "cruise", "id": "x"} }, status: 422, code: "invalid_conversation_context", field: "conversation_context.type"},
 		"NotJSON":        {raw: `{"event_id": `, status: 400, code: "malformed_json"},

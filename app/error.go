@@ -30,6 +30,9 @@ type Error struct {
 	// Reason is a more specific machine-readable code for API callers
 	// (unknown_event, invalid_phone, ...); Code still decides the status.
 	Reason string
+	// Details lists every problem found when a check reports several at
+	// once (the first is this error itself); empty otherwise.
+	Details []*Error
 }
 
 // Error implements the error interface.
@@ -100,4 +103,30 @@ func ErrorReason(err error) string {
 // Invalid returns an EINVALID error with a specific reason and field.
 func Invalid(reason, field, format string, args ...any) *Error {
 	return &Error{Code: EINVALID, Reason: reason, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorDetails returns the problems of the first *Error in err's chain that
+// lists several, or nil.
+func ErrorDetails(err error) []*Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Details
+	}
+	return nil
+}
+
+// problems collects the validation problems of one input.
+type problems []*Error
+
+func (p *problems) add(e *Error) { *p = append(*p, e) }
+
+// err returns nil without problems, else the first problem with all of them
+// as its Details.
+func (p problems) err() error {
+	if len(p) == 0 {
+		return nil
+	}
+	first := *p[0]
+	first.Details = p
+	return &first
 }

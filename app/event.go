@@ -128,7 +128,9 @@ type Intake struct {
 
 // Submit validates, redacts and stores a request with its route job, in one
 // transaction. A request whose event id the tenant used before returns the
-// original event with Duplicate set, even when both arrive at once.
+// original event with Duplicate set, even when both arrive at once, if it is
+// the same request; a different request under that id is an ECONFLICT
+// (reason idempotency_conflict) naming the first field that differs.
 func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitResult, error) {
 	now := s.Now()
 	req, err := ParseNotificationRequest(body, now)
@@ -170,6 +172,19 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 			if err != nil {
 				return err
 			}
+			// Stripe's rule: an event id names one request. The same
+			// request again is a duplicate; another one under the same id
+			// is refused, and the transaction (which inserted nothing) rolls
+			// back. The insert above waited for a concurrent submission of
+			// the id to commit, so orig is the request that won.
+			field, err := firstRequestDifference(orig, e)
+			if err != nil {
+				return err
+			}
+			if field != "" {
+				return &Error{Code: ECONFLICT, Reason: "idempotency_conflict", Field: field,
+					Message: fmt.Sprintf("event_id %q was used for a different request (%s differs); use a new event_id for a new request.", req.EventID, field)}
+			}
 			res.ID, res.Status, res.Duplicate = orig.ID, orig.Status, true
 			return nil
 		}
@@ -209,6 +224,23 @@ func (s *Intake) Get(ctx context.Context, tenantID, eventID uuid.UUID) (*EventDe
 			return err
 		}
 		d.Messages, err = tx.MessagesByEvent(ctx, tenantID, eventID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// GetBySourceID returns the tenant's event with the caller's own id (the
+// event_id it submitted) with its messages; another tenant's id is not found.
+func (s *Intake) GetBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*EventDetail, error) {
+	var d EventDetail
+	err := s.Store.InTenant(ctx, tenantID, func(tx IntakeTx) (err error) {
+		if d.Event, err = tx.EventBySourceID(ctx, tenantID, sourceID); err != nil {
+			return err
+		}
+		d.Messages, err = tx.MessagesByEvent(ctx, tenantID, d.Event.ID)
 		return err
 	})
 	if err != nil {

@@ -58,6 +58,9 @@ func ParseNotificationRequest(body []byte, now time.Time) (*NotificationRequest,
 		return nil, &Error{Code: ETOOLARGE, Reason: "payload_too_large",
 			Message: fmt.Sprintf("The request is %d bytes; the limit is %d (16 KiB).", len(body), MaxPayloadBytes)}
 	}
+	if err := CheckJSONText(body); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
@@ -75,117 +78,161 @@ func ParseNotificationRequest(body []byte, now time.Time) (*NotificationRequest,
 }
 
 func decodeError(err error) error {
+	e := DecodeJSONError(err)
+	if ae, ok := e.(*Error); ok && ae.Message == genericDecodeMessage {
+		ae.Message = "The body is not a valid notification request."
+	}
+	return e
+}
+
+const genericDecodeMessage = "The body is not valid JSON for this request."
+
+// DecodeJSONError turns an error of encoding/json's decoder (with unknown
+// fields disallowed) into Herald's vocabulary with a message for people:
+// broken JSON and values of the wrong type are EMALFORMED (400); an unknown
+// field, or a time that is not RFC 3339, is EINVALID (422), like every other
+// request that parses but is wrong. Go's own texts (type names, time layouts)
+// never reach the caller.
+func DecodeJSONError(err error) error {
 	var syntax *json.SyntaxError
 	var typeErr *json.UnmarshalTypeError
+	var timeErr *time.ParseError
 	msg := err.Error()
 	switch {
 	case errors.As(err, &syntax):
 		return &Error{Code: EMALFORMED, Reason: "malformed_json", Message: fmt.Sprintf("The body is not valid JSON (at byte %d).", syntax.Offset)}
+	case errors.As(err, &typeErr) && strings.HasSuffix(typeErr.Field, "send_at"):
+		return invalidSendAt(typeErr.Field)
 	case errors.As(err, &typeErr):
 		return &Error{Code: EMALFORMED, Reason: "malformed_json", Field: typeErr.Field,
-			Message: fmt.Sprintf("Field %s must be %s, not %s.", typeErr.Field, typeErr.Type, typeErr.Value)}
+			Message: fmt.Sprintf("Field %s must be %s, not %s.", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)}
 	case strings.HasPrefix(msg, "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
 		m := fmt.Sprintf("Unknown field %q.", field)
 		if field == "tenant_id" {
 			m = "Unknown field \"tenant_id\": the tenant comes from the API key."
 		}
-		return &Error{Code: EMALFORMED, Reason: "unknown_field", Field: field, Message: m}
-	case strings.Contains(msg, "parsing time"):
-		return &Error{Code: EMALFORMED, Reason: "malformed_json", Field: "send_at", Message: "send_at must be an RFC 3339 time such as 2027-04-12T07:15:00+02:00."}
+		return &Error{Code: EINVALID, Reason: "unknown_field", Field: field, Message: m}
+	case errors.As(err, &timeErr), strings.Contains(msg, "parsing time"), strings.Contains(msg, "Time.UnmarshalJSON"):
+		// encoding/json does not say which field held the time; send_at is
+		// the only time the API reads.
+		return invalidSendAt("send_at")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &Error{Code: EMALFORMED, Reason: "malformed_json", Message: "The body is empty or cut short; send one JSON object."}
 	}
-	return &Error{Code: EMALFORMED, Reason: "malformed_json", Message: "The body is not a valid notification request."}
+	return &Error{Code: EMALFORMED, Reason: "malformed_json", Message: genericDecodeMessage}
+}
+
+func invalidSendAt(field string) error {
+	return Invalid("invalid_send_at", field, "%s must be a time with its offset (RFC 3339), such as 2027-04-12T07:15:00+02:00 or 2027-04-12T05:15:00Z.", field)
+}
+
+// jsonKind names a Go kind as JSON calls it.
+func jsonKind(kind string) string {
+	switch {
+	case kind == "string":
+		return "a string"
+	case kind == "slice" || kind == "array":
+		return "an array"
+	case kind == "map" || kind == "struct" || kind == "ptr":
+		return "an object"
+	case kind == "bool":
+		return "true or false"
+	case strings.HasPrefix(kind, "int") || strings.HasPrefix(kind, "uint") || strings.HasPrefix(kind, "float"):
+		return "a number"
+	}
+	return "another type"
 }
 
 // Validate checks the request against the registry and the address rules,
-// and normalises phones (E.164), e-mail addresses, locales and channels.
+// and normalises phones (E.164), e-mail addresses, locales and channels. It
+// reports every problem at once: the error is the first problem, with all of
+// them (the first included) in its Details, so a caller fixes its request in
+// one round trip.
 func (r *NotificationRequest) Validate(now time.Time) error {
+	var p problems
 	r.EventID = strings.TrimSpace(r.EventID)
 	switch {
 	case r.EventID == "":
-		return Invalid("missing_event_id", "event_id", "event_id is required: your id for this event, used to drop duplicates.")
+		p.add(Invalid("missing_event_id", "event_id", "event_id is required: your id for this event, used to drop duplicates."))
 	case len(r.EventID) > 200:
-		return Invalid("invalid_event_id", "event_id", "event_id must be at most 200 characters.")
+		p.add(Invalid("invalid_event_id", "event_id", "event_id must be at most 200 characters."))
 	}
-	def, ok := LookupEvent(r.TriggerEvent)
-	if !ok {
-		return Invalid("unknown_event", "trigger_event", "trigger_event %q is not a known event; GET /api/v1/events lists them.", r.TriggerEvent)
-	}
-	for _, v := range def.Variables {
-		val, present := r.Context[v]
-		if !present || val == nil || val == "" {
-			return Invalid("missing_variable", "context."+v, "context.%s is required for %s.", v, def.Name)
+	if def, ok := LookupEvent(r.TriggerEvent); !ok {
+		p.add(Invalid("unknown_event", "trigger_event", "trigger_event %q is not a known event; GET /api/v1/events lists them.", r.TriggerEvent))
+	} else {
+		for _, v := range def.Variables {
+			val, present := r.Context[v]
+			if !present || val == nil || val == "" {
+				p.add(Invalid("missing_variable", "context."+v, "context.%s is required for %s.", v, def.Name))
+			}
 		}
 	}
-	if len(r.Recipients) == 0 {
-		return Invalid("no_recipient", "recipients", "At least one recipient is required.")
-	}
-	if len(r.Recipients) > MaxRecipients {
-		return Invalid("too_many_recipients", "recipients", "At most %d recipients per request.", MaxRecipients)
-	}
-	for i := range r.Recipients {
-		if err := r.Recipients[i].validate(fmt.Sprintf("recipients[%d]", i)); err != nil {
-			return err
+	switch {
+	case len(r.Recipients) == 0:
+		p.add(Invalid("no_recipient", "recipients", "At least one recipient is required."))
+	case len(r.Recipients) > MaxRecipients:
+		p.add(Invalid("too_many_recipients", "recipients", "At most %d recipients per request.", MaxRecipients))
+	default:
+		for i := range r.Recipients {
+			r.Recipients[i].validate(&p, fmt.Sprintf("recipients[%d]", i))
 		}
 	}
-	var err error
-	if r.Channels, err = normalizeChannels("channels", r.Channels); err != nil {
-		return err
-	}
-	if r.FallbackChain, err = normalizeChannels("fallback_chain", r.FallbackChain); err != nil {
-		return err
-	}
+	r.Channels = normalizeChannels(&p, "channels", r.Channels)
+	r.FallbackChain = normalizeChannels(&p, "fallback_chain", r.FallbackChain)
 	if r.SendAt != nil && !r.SendAt.After(now) {
-		return Invalid("send_at_in_past", "send_at", "send_at must be in the future; leave it out to send now.")
+		p.add(Invalid("send_at_in_past", "send_at", "send_at must be in the future; leave it out to send now."))
 	}
 	if r.Locale != "" {
-		if r.Locale, err = NormalizeLocale(r.Locale); err != nil {
-			return Invalid("invalid_locale", "locale", "%s", err.Error())
+		l, err := NormalizeLocale(r.Locale)
+		if err != nil {
+			p.add(Invalid("invalid_locale", "locale", "%s", err.Error()))
+		} else {
+			r.Locale = l
 		}
 	}
 	if c := r.ConversationContext; c != nil {
 		c.ID = strings.TrimSpace(c.ID)
-		switch {
-		case c.Type != EntityBooking && c.Type != EntityTrip && c.Type != EntityInvoice:
-			return Invalid("invalid_conversation_context", "conversation_context.type", "conversation_context.type must be booking, trip or invoice.")
-		case c.ID == "" || len(c.ID) > 200:
-			return Invalid("invalid_conversation_context", "conversation_context.id", "conversation_context.id is required (at most 200 characters).")
+		if c.Type != EntityBooking && c.Type != EntityTrip && c.Type != EntityInvoice {
+			p.add(Invalid("invalid_conversation_context", "conversation_context.type", "conversation_context.type must be booking, trip or invoice."))
+		}
+		if c.ID == "" || len(c.ID) > 200 {
+			p.add(Invalid("invalid_conversation_context", "conversation_context.id", "conversation_context.id is required (at most 200 characters)."))
 		}
 	}
-	return nil
+	return p.err()
 }
 
-func (rc *Recipient) validate(field string) error {
+func (rc *Recipient) validate(p *problems, field string) {
 	rc.Name = strings.TrimSpace(rc.Name)
 	rc.PassengerProfileID = strings.TrimSpace(rc.PassengerProfileID)
 	if len(rc.Name) > 200 || len(rc.PassengerProfileID) > 200 {
-		return Invalid("invalid_recipient", field, "Names and profile ids must be at most 200 characters.")
+		p.add(Invalid("invalid_recipient", field, "Names and profile ids must be at most 200 characters."))
 	}
 	if rc.Phone == "" && rc.Email == "" {
-		return Invalid("no_address", field, "Each recipient needs a phone number or an e-mail address.")
+		p.add(Invalid("no_address", field, "Each recipient needs a phone number or an e-mail address."))
 	}
 	if rc.Phone != "" {
-		p, err := NormalizePhone(rc.Phone)
-		if err != nil {
-			return Invalid("invalid_phone", field+".phone", "%q is not a valid international phone number (E.164, such as +4915112345678).", rc.Phone)
+		if ph, err := NormalizePhone(rc.Phone); err != nil {
+			p.add(Invalid("invalid_phone", field+".phone", "%q is not a valid international phone number (E.164, such as +4915112345678).", rc.Phone))
+		} else {
+			rc.Phone = ph
 		}
-		rc.Phone = p
 	}
 	if rc.Email != "" {
-		e, err := NormalizeEmail(field+".email", rc.Email)
-		if err != nil {
-			return Invalid("invalid_email", field+".email", "%q is not a valid e-mail address.", rc.Email)
+		if e, err := NormalizeEmail(field+".email", rc.Email); err != nil {
+			p.add(Invalid("invalid_email", field+".email", "%q is not a valid e-mail address.", rc.Email))
+		} else {
+			rc.Email = e
 		}
-		rc.Email = e
 	}
 	if rc.Locale != "" {
-		l, err := NormalizeLocale(rc.Locale)
-		if err != nil {
-			return Invalid("invalid_locale", field+".locale", "%s", err.Error())
+		if l, err := NormalizeLocale(rc.Locale); err != nil {
+			p.add(Invalid("invalid_locale", field+".locale", "%s", err.Error()))
+		} else {
+			rc.Locale = l
 		}
-		rc.Locale = l
 	}
-	return nil
 }
 
 // NormalizePhone parses an international number and returns it in E.164.
@@ -201,25 +248,117 @@ func NormalizePhone(s string) (string, error) {
 	return phonenumbers.Format(num, phonenumbers.E164), nil
 }
 
-func normalizeChannels(field string, in []string) ([]string, error) {
+func normalizeChannels(p *problems, field string, in []string) []string {
 	if len(in) == 0 {
-		return nil, nil
+		return nil
 	}
 	seen := map[Channel]bool{}
 	out := make([]string, 0, len(in))
 	for i, s := range in {
 		c, ok := ParseChannel(s)
-		if !ok {
-			return nil, Invalid("unknown_channel", fmt.Sprintf("%s[%d]", field, i), "%q is not a channel (WHATSAPP, EMAIL, SMS, WEBHOOK).", s)
+		switch {
+		case !ok:
+			p.add(Invalid("unknown_channel", fmt.Sprintf("%s[%d]", field, i), "%q is not a channel (WHATSAPP, EMAIL, SMS, WEBHOOK).", s))
+		case seen[c]:
+			p.add(Invalid("duplicate_channel", fmt.Sprintf("%s[%d]", field, i), "Channel %s is listed twice.", c))
+		default:
+			seen[c] = true
+			out = append(out, string(c))
 		}
-		if seen[c] {
-			return nil, Invalid("duplicate_channel", fmt.Sprintf("%s[%d]", field, i), "Channel %s is listed twice.", c)
-		}
-		seen[c] = true
-		out = append(out, string(c))
 	}
-	return out, nil
+	return out
 }
+
+// CheckJSONText refuses a JSON document with a NUL character in any key or
+// string (a raw byte, or the \u0000 escape). Postgres cannot store NUL in
+// text or jsonb, and no name, address or variable has one, so it is bad
+// input rather than a storage failure. A body that is not valid JSON passes:
+// its decoder reports that.
+func CheckJSONText(body []byte) error {
+	if bytes.IndexByte(body, 0) >= 0 {
+		return invalidText("", "The body contains a NUL byte.")
+	}
+	// Only an escape can hide a NUL in valid JSON; most bodies have none.
+	if !bytes.Contains(body, []byte(`\u0000`)) {
+		return nil
+	}
+	v, err := decodeLoose(body)
+	if err != nil {
+		return nil
+	}
+	if path, found := findNUL("", v); found {
+		return invalidText(path, fmt.Sprintf("%s contains a NUL character (\\u0000); text may not contain one.", describePath(path)))
+	}
+	return nil
+}
+
+// CheckText refuses a NUL character in a single text input, such as a query
+// parameter.
+func CheckText(field, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalidText(field, fmt.Sprintf("%s contains a NUL character; text may not contain one.", field))
+	}
+	return nil
+}
+
+func invalidText(field, msg string) error {
+	return &Error{Code: EMALFORMED, Reason: "invalid_text", Field: field, Message: msg}
+}
+
+func describePath(path string) string {
+	if path == "" {
+		return "The body"
+	}
+	return path
+}
+
+// findNUL returns the path of the first key or string holding a NUL.
+func findNUL(path string, v any) (string, bool) {
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch x := v.(type) {
+	case string:
+		return path, strings.IndexByte(x, 0) >= 0
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if strings.IndexByte(k, 0) >= 0 {
+				return join(strings.ReplaceAll(k, "\x00", `\u0000`)), true
+			}
+			if p, found := findNUL(join(k), x[k]); found {
+				return p, true
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if p, found := findNUL(fmt.Sprintf("%s[%d]", path, i), e); found {
+				return p, true
+			}
+		}
+	}
+	return "", false
+}
+
+// HeaderText makes rendered text safe for a one-line header such as an
+// e-mail subject: each run of CR and LF (which a context value could carry
+// into the header, and with it new headers) becomes one space, and the
+// ends are trimmed.
+func HeaderText(s string) string {
+	if strings.ContainsAny(s, "\r\n") {
+		s = crlfRuns.ReplaceAllString(s, " ")
+	}
+	return strings.TrimSpace(s)
+}
+
+var crlfRuns = regexp.MustCompile(`[\r\n]+`)
 
 var secretKeyPattern = regexp.MustCompile(`(?i)token|secret|password|authorization`)
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -298,7 +297,7 @@ func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 		IdempotencyKey: fmt.Sprintf("%s:%s:%s:%s:%s", scopeOf(e, def), e.TriggerEvent, ch, t.ID, contact.ID),
 		TriggerEvent:   e.TriggerEvent, Channel: ch, ChannelAccountID: &acct.ID, TemplateID: templateID,
 		TemplateVersion: templateVersion, Locale: &t.Locale, ContactID: &contact.ID, ConversationID: conversationID,
-		ToAddress: to, Subject: strings.TrimSpace(subject), Body: body, Status: MessageQueued,
+		ToAddress: to, Subject: HeaderText(subject), Body: body, Status: MessageQueued,
 		Provider: &acct.Provider, EntityType: e.EntityType, EntityID: e.EntityID, FallbackChain: StringList{},
 		QueuedAt: now, CreatedAt: now, UpdatedAt: now,
 	}, "", nil

@@ -208,6 +208,11 @@ func ValidateTemplate(event *EventDef, channel Channel, in TemplateInput) ([]str
 		return nil, FieldErrorf("subject", "E-mail templates need a subject.")
 	case len(in.Subject) > 300:
 		return nil, FieldErrorf("subject", "Subject must be at most 300 characters.")
+	case strings.ContainsAny(in.Subject, "\r\n"):
+		// A subject is one header line; a line break would end it.
+		return nil, &Error{Code: EINVALID, Reason: "invalid_subject", Field: "subject", Message: "The subject must be one line, without line breaks."}
+	case strings.IndexByte(in.Subject+in.Body, 0) >= 0:
+		return nil, &Error{Code: EINVALID, Reason: "invalid_text", Field: "body", Message: "The template contains a NUL character."}
 	}
 	if s := in.WhatsAppTemplate; s != nil {
 		if channel != WhatsApp {

@@ -26,7 +26,7 @@ func decodeJSON(c *fiber.Ctx, v any) error {
 	dec := json.NewDecoder(strings.NewReader(string(c.Body())))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return &app.Error{Code: app.EMALFORMED, Reason: "malformed_json", Message: "The body is not valid JSON for this request: " + err.Error()}
+		return app.DecodeJSONError(err)
 	}
 	return nil
 }
@@ -59,6 +59,20 @@ func (s *Server) handleAPINotificationGet(c *fiber.Ctx) error {
 	return c.JSON(d)
 }
 
+// handleAPINotificationFind finds an event by the caller's own id:
+// GET /api/v1/notifications?event_id=..., answered like GET by Herald's id.
+func (s *Server) handleAPINotificationFind(c *fiber.Ctx) error {
+	sourceID := strings.TrimSpace(c.Query("event_id"))
+	if sourceID == "" {
+		return app.Invalid("missing_event_id", "event_id", "Name the notification by ?event_id=, the id your system submitted it with.")
+	}
+	d, err := s.Intake.GetBySourceID(c.UserContext(), apiKeyOf(c).TenantID, sourceID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(d)
+}
+
 // handleAPINotificationReschedule moves a scheduled event: {"send_at": ...}.
 func (s *Server) handleAPINotificationReschedule(c *fiber.Ctx) error {
 	id, err := pathID(c)
@@ -72,7 +86,7 @@ func (s *Server) handleAPINotificationReschedule(c *fiber.Ctx) error {
 		return err
 	}
 	if body.SendAt == nil {
-		return app.Invalid("missing_send_at", "send_at", "send_at is required.")
+		return app.Invalid("missing_send_at", "send_at", "send_at is required: the new time, such as 2027-04-12T07:15:00+02:00.")
 	}
 	e, err := s.Intake.Reschedule(c.UserContext(), apiActor(c), apiKeyOf(c).TenantID, id, *body.SendAt)
 	if err != nil {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -56,6 +57,35 @@ type apiErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// Details lists every problem of an input that has several (the first
+	// is the error itself), so a caller sees them all in one answer.
+	Details []apiErrorDetail `json:"details,omitempty"`
+}
+
+// apiErrorDetail is one problem of an input.
+type apiErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+// errorDetails renders the problems an error lists; an error about input
+// that lists none is its own one problem, so callers can always read
+// details of a 400, 413 or 422.
+func errorDetails(status int, body apiErrorBody, err error) []apiErrorDetail {
+	ds := app.ErrorDetails(err)
+	if len(ds) == 0 {
+		switch status {
+		case fiber.StatusBadRequest, fiber.StatusRequestEntityTooLarge, fiber.StatusUnprocessableEntity:
+			return []apiErrorDetail{{Code: body.Code, Message: body.Message, Field: body.Field}}
+		}
+		return nil
+	}
+	out := make([]apiErrorDetail, len(ds))
+	for i, d := range ds {
+		out[i] = apiErrorDetail{Code: app.ErrorReason(d), Message: d.Message, Field: d.Field}
+	}
+	return out
 }
 
 // handleError is fiber's error handler: every error a handler returns ends
@@ -70,8 +100,13 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		status, code, message = fe.Code, codeOfStatus(fe.Code), fe.Message
-		if status == fiber.StatusNotFound {
+		switch status {
+		case fiber.StatusNotFound:
 			message = "Not found."
+		case fiber.StatusMethodNotAllowed:
+			// Fiber has set Allow to the methods the path answers.
+			code = "method_not_allowed"
+			message = fmt.Sprintf("%s is not allowed on %s; allowed: %s.", c.Method(), c.Path(), c.GetRespHeader(fiber.HeaderAllow))
 		}
 	}
 	if status >= 500 {
@@ -80,7 +115,11 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	}
 
 	if wantsJSON(c) {
-		return c.Status(status).JSON(apiError{Error: apiErrorBody{Code: code, Message: message, Field: field}})
+		body := apiErrorBody{Code: code, Message: message, Field: field}
+		if status < 500 {
+			body.Details = errorDetails(status, body, err)
+		}
+		return c.Status(status).JSON(apiError{Error: body})
 	}
 	c.Status(status)
 	c.Type("html", "utf-8")

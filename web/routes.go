@@ -17,10 +17,11 @@ func (s *Server) routes(a *fiber.App) {
 	a.Get("/static/*", s.handleStatic)
 	a.Get("/favicon.ico", func(c *fiber.Ctx) error { return c.Redirect("/static/favicon.svg", fiber.StatusMovedPermanently) })
 
-	api := a.Group("/api/v1", s.requireAPIKey)
+	api := a.Group("/api/v1", s.requireAPIKey, s.refuseNUL)
 	api.Get("/tenant", s.handleAPITenant)
 	api.Get("/events", s.handleAPIEvents)
 	api.Post("/notifications", s.handleAPINotificationCreate)
+	api.Get("/notifications", s.handleAPINotificationFind)
 	api.Get("/notifications/:id", s.handleAPINotificationGet)
 	api.Patch("/notifications/:id", s.handleAPINotificationReschedule)
 	api.Delete("/notifications/:id", s.handleAPINotificationCancel)
@@ -31,7 +32,9 @@ func (s *Server) routes(a *fiber.App) {
 	api.Post("/bookings/:id/resend", s.handleAPIBookingResend)
 	api.Get("/delivery-deadlines", s.handleAPIDeadlineList)
 	api.Put("/delivery-deadlines", s.handleAPIDeadlineSet)
-	a.All("/api/*", func(c *fiber.Ctx) error { return fiber.ErrNotFound })
+	// No catch-all under /api: an unknown path falls through to fiber's 404,
+	// and a known path with another method to its 405 with Allow; the error
+	// handler answers both in JSON.
 
 	a.Get("/webhooks/meta/:tenant", s.handleWebhookMetaVerify)
 	a.Post("/webhooks/meta/:tenant", s.handleWebhookMeta)

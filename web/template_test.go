@@ -247,16 +247,17 @@ func TestConsoleTemplates_Create(t *testing.T) {
 			field string
 			msg   string
 		}{
-			"EmptyBody":           {url.Values{"body": {"  \r\n "}}, "body", "Body is required."},
-			"EmailWithoutSubject": {url.Values{"subject": {""}}, "subject", "E-mail templates need a subject."},
-			"NoEvent":             {url.Values{"event": {""}}, "event", "Choose the event"},
-			"UnknownEvent":        {url.Values{"event": {"BOOKING_EXPLODED"}}, "event", `"BOOKING_EXPLODED" is not an event Herald knows.`},
-			"ChannelNotOffered":   {url.Values{"channel": {"WHATSAPP"}}, "channel", "BOOKING_REFUNDED is not sent on \"WHATSAPP\"; choose one of EMAIL."},
-			"UnknownChannel":      {url.Values{"channel": {"PIGEON"}}, "channel", "choose one of EMAIL"},
-			"NoLocale":            {url.Values{"locale": {""}}, "locale", "Locale is required"},
-			"BadLocale":           {url.Values{"locale": {"not a locale!"}}, "locale", `Locale "not a locale!" is not a valid language tag`},
-			"Duplicate":           {url.Values{"locale": {"de-de"}}, "locale", "There is already a EMAIL template for BOOKING_REFUNDED in de-DE; edit that one instead."},
-			"MetaOnEmail":         {url.Values{"wa_name": {"refund"}, "wa_language": {"de"}}, "whatsapp_template", "Only WhatsApp templates can name a Meta template."},
+			"EmptyBody":            {url.Values{"body": {"  \r\n "}}, "body", "Body is required."},
+			"EmailWithoutSubject":  {url.Values{"subject": {""}}, "subject", "E-mail templates need a subject."},
+			"NoEvent":              {url.Values{"event": {""}}, "event", "Choose the event"},
+			"UnknownEvent":         {url.Values{"event": {"BOOKING_EXPLODED"}}, "event", `"BOOKING_EXPLODED" is not an event Herald knows.`},
+			"ChannelNotOffered":    {url.Values{"channel": {"WHATSAPP"}}, "channel", "BOOKING_REFUNDED is not sent on \"WHATSAPP\"; choose one of EMAIL."},
+			"UnknownChannel":       {url.Values{"channel": {"PIGEON"}}, "channel", "choose one of EMAIL"},
+			"NoLocale":             {url.Values{"locale": {""}}, "locale", "Locale is required"},
+			"BadLocale":            {url.Values{"locale": {"not a locale!"}}, "locale", `Locale "not a locale!" is not a valid language tag`},
+			"Duplicate":            {url.Values{"locale": {"de-de"}}, "locale", "There is already a EMAIL template for BOOKING_REFUNDED in de-DE; edit that one instead."},
+			"MetaOnEmail":          {url.Values{"wa_name": {"refund"}, "wa_language": {"de"}}, "whatsapp_template", "Only WhatsApp templates can name a Meta template."},
+			"SubjectWithLineBreak": {url.Values{"subject": {"Reembolso\r\nBcc: all@example.com"}}, "subject", "The subject must be one line, without line breaks."},
 		} {
 			t.Run(name, func(t *testing.T) {
 				form := url.Values{}
