@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +25,7 @@ import (
 	"github.com/heraldhq/herald/app/wire"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/dbtest"
+	"github.com/heraldhq/herald/web/webtest"
 )
 
 // The dispatcher and receipt tests run Herald's services as production wires
@@ -76,36 +75,18 @@ type pipelineBundle struct {
 	keys    map[uuid.UUID]*app.APIKey
 }
 
-// setupPipeline builds Herald with a configuration written out as a literal;
-// configure, when given, adjusts it before the services are built.
+// setupPipeline builds Herald with the test harness's configuration
+// (webtest.Config, which a test keeps equal to the binary's defaults), with
+// no sandbox delay and Meta at the fake; configure, when given, adjusts it
+// before the services are built.
 func setupPipeline(t *testing.T, configure func(*app.Config)) *pipelineBundle {
 	t.Helper()
 	meta := newMetaAPI(t)
-	quotas := map[string]map[app.Channel]int{}
-	for plan, limits := range app.DefaultQuotas {
-		quotas[plan] = maps.Clone(limits)
-	}
-	cfg := app.Config{
-		Env:              app.EnvDev,
-		Addr:             ":8080",
-		BaseURL:          &url.URL{Scheme: "http", Host: "localhost:8080"},
-		DatabaseURL:      dbtest.URL(dbtest.CreateDatabase(t)),
-		SecretKey:        randomBytes(t, 32),
-		SecretKeyID:      "k1",
-		SessionKey:       randomBytes(t, 48),
-		LogLevel:         slog.LevelWarn,
-		LogFormat:        "text",
-		DBMaxConns:       12,
-		Quotas:           quotas,
-		SandboxDelay:     0,
-		BreakerThreshold: 10,
-		BreakerWindow:    5 * time.Minute,
-		BreakerOpenFor:   time.Minute,
-		MetaBaseURL:      meta.srv.URL,
-		ShutdownTimeout:  5 * time.Second,
-
-		PendingReceiptHorizon: 24 * time.Hour,
-	}
+	cfg := webtest.Config(dbtest.URL(dbtest.CreateDatabase(t)))
+	cfg.LogLevel = slog.LevelWarn
+	cfg.SandboxDelay = 0
+	cfg.MetaBaseURL = meta.srv.URL
+	cfg.ShutdownTimeout = 5 * time.Second
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -134,14 +115,6 @@ func setupPipeline(t *testing.T, configure func(*app.Config)) *pipelineBundle {
 		b.reports <- r
 		return nil
 	}
-	return b
-}
-
-func randomBytes(t *testing.T, n int) []byte {
-	t.Helper()
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
 	return b
 }
 
