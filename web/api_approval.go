@@ -3,6 +3,7 @@ package web
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/console"
 )
 
@@ -25,6 +26,9 @@ type approvalJSON struct {
 	Routed           bool                `json:"routed"`
 	Recipients       []recipientPlanJSON `json:"recipients"`
 	HiddenRecipients int                 `json:"hidden_recipients"`
+	// SubmittedByThisKey is true when the asking key submitted the event:
+	// it may not decide it (separation of duties).
+	SubmittedByThisKey bool `json:"submitted_by_this_key"`
 }
 
 // recipientPlanJSON is what one recipient would receive.
@@ -50,9 +54,10 @@ type plannedJSON struct {
 	Status  string `json:"status,omitempty"`
 }
 
-func approvalOut(p *console.ApprovalPreview) approvalJSON {
+func approvalOut(p *console.ApprovalPreview, key *app.APIKey) approvalJSON {
 	out := approvalJSON{Notification: scheduledOut(p.Event), Chain: p.Chain, Routed: p.Stored, HiddenRecipients: p.Hidden,
-		Recipients: make([]recipientPlanJSON, len(p.Recipients))}
+		Recipients:         make([]recipientPlanJSON, len(p.Recipients)),
+		SubmittedByThisKey: app.SubmittedBy(&p.Event.Event, key.Actor())}
 	for i, r := range p.Recipients {
 		rp := recipientPlanJSON{Name: r.Name, Known: r.Known, Nothing: r.Nothing, Messages: make([]plannedJSON, len(r.Messages))}
 		for j, m := range r.Messages {
@@ -79,7 +84,7 @@ func (s *Server) handleAPIApprovalList(c *fiber.Ctx) error {
 	}
 	out := make([]approvalJSON, len(rows))
 	for i, p := range rows {
-		out[i] = approvalOut(p)
+		out[i] = approvalOut(p, apiKeyOf(c))
 	}
 	return c.JSON(fiber.Map{"approvals": out, "page": pageInfo(req, len(rows), more)})
 }
@@ -95,5 +100,5 @@ func (s *Server) handleAPIApprovalGet(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(approvalOut(p))
+	return c.JSON(approvalOut(p, apiKeyOf(c)))
 }

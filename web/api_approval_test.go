@@ -151,9 +151,10 @@ func TestAPIApproval_List(t *testing.T) {
 			TriggerEvent   string    `json:"trigger_event"`
 			RecipientCount int       `json:"recipient_count"`
 		} `json:"notification"`
-		FallbackChain bool `json:"fallback_chain"`
-		Routed        bool `json:"routed"`
-		Recipients    []struct {
+		FallbackChain      bool `json:"fallback_chain"`
+		Routed             bool `json:"routed"`
+		SubmittedByThisKey bool `json:"submitted_by_this_key"`
+		Recipients         []struct {
 			Name     string `json:"name"`
 			Messages []struct {
 				Channel, Role, To, Body string
@@ -175,6 +176,7 @@ func TestAPIApproval_List(t *testing.T) {
 	require.Equal(t, 1, a.Notification.RecipientCount)
 	require.True(t, a.FallbackChain)
 	require.False(t, a.Routed)
+	require.False(t, a.SubmittedByThisKey, "the reading key did not submit it")
 	require.Len(t, a.Recipients, 1)
 	require.Equal(t, "Anna", a.Recipients[0].Name)
 	var sends []string
@@ -188,9 +190,10 @@ func TestAPIApproval_List(t *testing.T) {
 	require.Equal(t, []string{"EMAIL"}, sends, "Anna has only an e-mail address: the chain's one usable channel")
 
 	var one approval
-	status, raw = call(t, h, reader, http.MethodGet, "/api/v1/approvals/"+id.String(), nil, &one)
+	status, raw = call(t, h, h.Key, http.MethodGet, "/api/v1/approvals/"+id.String(), nil, &one)
 	require.Equal(t, http.StatusOK, status, "%s", raw)
 	require.Equal(t, id, one.Notification.ID)
+	require.True(t, one.SubmittedByThisKey, "the submitting key is told it may not decide")
 
 	t.Run("BadPaging", func(t *testing.T) {
 		for _, q := range []string{"limit=0", "limit=x", "limit=1000", "offset=-1"} {
