@@ -73,7 +73,7 @@ var DefaultScopes = []string{ScopeSend, ScopeRead}
 var scopePermissions = map[string][]Permission{
 	ScopeSend:    {PermResend},
 	ScopeRead:    {PermMessages, PermSchedules, PermAddresses, PermViewTemplates, PermViewChannels},
-	ScopeManage:  {PermTemplates, PermChannels, PermManageSchedules, PermCancelMessage},
+	ScopeManage:  {PermTemplates, PermChannels, PermManageSchedules},
 	ScopeApprove: {PermApprove},
 }
 
