@@ -154,7 +154,7 @@ func APIKeysPage(p Page, v APIKeyList) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			for _, sc := range v.Scopes {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<label class=\"check\"><input type=\"checkbox\" name=\"scopes\" value=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<label class=\"choice\"><input type=\"checkbox\" name=\"scopes\" value=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
