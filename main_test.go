@@ -16,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/dbtest"
 )
 
@@ -295,6 +298,18 @@ func TestRun_EnsureOperatorAndDemo(t *testing.T) {
 	require.Equal(t, demo, b.mustHerald(t, "demo", "--if-missing"), "a later start shows the same credentials")
 	_, _, err := b.herald(t, "demo")
 	require.ErrorContains(t, err, "exists already")
+
+	t.Run("DemoKeyScopes", func(t *testing.T) {
+		// What the README's examples do with $KEY: send, read and manage.
+		// Not approve: the key that submits an incident may not decide it.
+		pool, err := pgxpool.New(context.Background(), b.env["DATABASE_URL"])
+		require.NoError(t, err)
+		d := db.New(pool)
+		defer d.Close()
+		k, err := d.Store().APIKeyByHash(context.Background(), app.HashAPIKey(key[1]))
+		require.NoError(t, err)
+		require.Equal(t, app.StringList{app.ScopeSend, app.ScopeRead, app.ScopeManage}, k.Scopes)
+	})
 
 	t.Run("KeptFileWithoutExport", func(t *testing.T) {
 		// A file kept before the export line existed.

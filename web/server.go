@@ -65,6 +65,7 @@ type Server struct {
 
 	metrics       *httpMetrics
 	consoleRoutes []ConsoleRoute
+	apiRoutes     []APIRoute
 }
 
 // App returns the fiber app with every route and middleware in place.
