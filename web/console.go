@@ -105,7 +105,7 @@ func (s *Server) requireUser(c *fiber.Ctx) error {
 	default:
 		token := c.Get("X-CSRF-Token")
 		if token == "" {
-			token = c.FormValue("csrf")
+			token = bodyCSRF(c)
 		}
 		if !hmac.Equal([]byte(token), []byte(s.csrfToken(claims))) {
 			return app.Errorf(app.EFORBIDDEN, "This form has expired or did not come from this console. Reload the page and try again.")
