@@ -39,6 +39,10 @@ type ChannelAccount struct {
 	Secrets         []byte    `db:"secrets"`
 	SecretsKeyID    *string   `db:"secrets_key_id"`
 	VerifyToken     string    `db:"verify_token"`
+	// WebhookToken names the account's Meta webhook path,
+	// /webhooks/meta/a/{token}: unguessable, so the path tells nobody which
+	// tenants exist.
+	WebhookToken string `db:"webhook_token"`
 	SuspendedReason *string   `db:"suspended_reason"`
 	CreatedAt       time.Time `db:"created_at"`
 	UpdatedAt       time.Time `db:"updated_at"`
@@ -100,6 +104,7 @@ func (s *Accounts) NewAccount(tenantID uuid.UUID, in AccountInput) (*ChannelAcco
 	a := &ChannelAccount{
 		ID: uuid.New(), TenantID: tenantID, Channel: in.Channel, Provider: in.Provider, Name: in.Name,
 		Status: AccountPending, Config: in.Config, VerifyToken: strings.ToLower(rand.Text()),
+		WebhookToken: strings.ToLower(rand.Text() + rand.Text()),
 		CreatedAt: now, UpdatedAt: now,
 	}
 	if a.Config == nil {

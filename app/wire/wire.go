@@ -169,7 +169,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log, Now: now}
 	s.Health = &app.Health{Probe: d, Now: now}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Now: now}
-	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts}
+	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts, Rates: store}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
 	s.Console = Console{
