@@ -72,7 +72,12 @@ func envVars() []envVar {
 		envVar{"HERALD_PENDING_RECEIPT_HORIZON", "24h", "how long a receipt that arrives before its send is recorded waits for it (1m to 720h); maintenance then deletes and counts it", parsePendingReceiptHorizon},
 		envVar{"HERALD_META_BASE_URL", "", "Meta Graph API URL the WhatsApp adapter calls (or a stand-in); unset: https://graph.facebook.com", parseMetaBaseURL},
 		envVar{"HERALD_PPROF_ADDR", "", "private host:port to serve Go's profiler on; unset: off", parsePprofAddr},
-		envVar{"HERALD_SHUTDOWN_TIMEOUT", "25s", "how long running requests and jobs may finish after SIGTERM", parseShutdownTimeout},
+		envVar{"HERALD_SHUTDOWN_TIMEOUT", "25s", "how long running requests and jobs may finish after SIGTERM; no new job starts meanwhile, and jobs still running then are cancelled", parseShutdownTimeout},
+		envVar{"HERALD_JOB_TIMEOUT", app.DefaultJobTimeout.String(), "how long one run of a job (a send included) may take before it is cancelled and retried (1s to 10m)",
+			jobDuration("HERALD_JOB_TIMEOUT", func(c *app.Config) *time.Duration { return &c.JobTimeout })},
+		envVar{"HERALD_RESCUE_STUCK_AFTER", app.DefaultRescueStuckAfter.String(), "how long a job may stay running before it is taken for a crashed worker's and run again; at least HERALD_JOB_TIMEOUT + " + app.RecordSentRetryFor.String() + " (the time a send may spend recording its result)",
+			jobDuration("HERALD_RESCUE_STUCK_AFTER", func(c *app.Config) *time.Duration { return &c.RescueStuckAfter })},
+		envVar{"HERALD_WEBHOOK_ALLOW_PRIVATE", "false", "true lets webhook channel accounts call private and loopback addresses, to try a receiver on this machine; dev only (refused with HERALD_ENV=prod)", parseWebhookAllowPrivate},
 		// The data directory is main's own business, not app.Config's: dataDir
 		// reads it where it is needed. The row is here so that help lists it.
 		envVar{"HERALD_DATA_DIR", defaultDataDir, "directory for the dev keys and the dev admin and demo credentials", func(*app.Config, string) error { return nil }},
@@ -199,6 +204,15 @@ func checkConfig(c *app.Config, given map[string]string) error {
 	}
 	if (c.AdminEmail == "") != (c.AdminPassword == "") {
 		return fmt.Errorf("HERALD_ADMIN_EMAIL and HERALD_ADMIN_PASSWORD must be set together")
+	}
+	if c.RescueStuckAfter < c.JobTimeout+app.RecordSentRetryFor {
+		// A job still running (or still recording an accepted send) would be
+		// rescued and run a second time beside itself.
+		return fmt.Errorf("HERALD_RESCUE_STUCK_AFTER (%s) must be at least HERALD_JOB_TIMEOUT (%s) + %s, so that a running send is never rescued",
+			c.RescueStuckAfter, c.JobTimeout, app.RecordSentRetryFor)
+	}
+	if prod && c.WebhookAllowPrivate {
+		return fmt.Errorf("HERALD_WEBHOOK_ALLOW_PRIVATE must not be set when HERALD_ENV=prod: tenants could make Herald call its own network")
 	}
 	if c.LogFormat == "" {
 		c.LogFormat = "text"
@@ -410,6 +424,27 @@ func parsePprofAddr(c *app.Config, v string) error {
 		return fmt.Errorf("HERALD_PPROF_ADDR must be host:port such as 127.0.0.1:6060, got %q", v)
 	}
 	c.PprofAddr = v
+	return nil
+}
+
+// jobDuration parses a duration from 1s to 10m into the field field returns.
+func jobDuration(name string, field func(*app.Config) *time.Duration) func(*app.Config, string) error {
+	return func(c *app.Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > 10*time.Minute {
+			return fmt.Errorf("%s must be a duration from 1s to 10m such as 30s, got %q", name, v)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func parseWebhookAllowPrivate(c *app.Config, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("HERALD_WEBHOOK_ALLOW_PRIVATE must be true or false, got %q", v)
+	}
+	c.WebhookAllowPrivate = b
 	return nil
 }
 

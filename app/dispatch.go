@@ -12,6 +12,11 @@ import (
 	"github.com/heraldhq/herald/app/provider"
 )
 
+// RecordSentRetryFor bounds how long a send the provider accepted keeps
+// trying to record that through a database outage before the job gives up
+// (and leaves the message marked as possibly sent, see Dispatcher).
+const RecordSentRetryFor = 15 * time.Second
+
 // Unlimited marks a quota without a limit.
 const Unlimited = -1
 
@@ -160,7 +165,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	var sendErr error
 	if d.Breakers != nil {
 		var wait time.Duration
-		externalID, wait, sendErr = d.Breakers.Send(acct, func() (string, error) { return p.Send(ctx, out) })
+		externalID, wait, sendErr = d.Breakers.Send(ctx, acct, func() (string, error) { return p.Send(ctx, out) })
 		if wait > 0 {
 			d.Metrics.Snooze("breaker_open")
 			d.Metrics.MessageOutcome(m.Channel, "snoozed")

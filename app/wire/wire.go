@@ -201,8 +201,21 @@ func (s *Services) Web(version string) *web.Server {
 }
 
 // StartWorkers starts a River client working every Herald queue. Stop it
-// with jobs.Stop.
+// with jobs.Stop: ctx only bounds the start. Job contexts must not end with
+// it: River derives them from the context Start gets, and a signal
+// context there would cut every send in flight at SIGTERM instead of
+// letting it finish (the provider may have the message, and the send would
+// run again after the restart).
 func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Client[pgx.Tx], error) {
+	if jc.JobTimeout == 0 {
+		jc.JobTimeout = s.Config.JobTimeout
+	}
+	if jc.RescueStuckAfter == 0 {
+		jc.RescueStuckAfter = s.Config.RescueStuckAfter
+	}
+	if jc.SoftStopTimeout == 0 {
+		jc.SoftStopTimeout = s.Config.ShutdownTimeout
+	}
 	workers := jobs.Workers(jobs.Deps{
 		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance, SQL: s.DB.SQL.DB,
 		MetaTemplates: s.MetaTemplates,
@@ -211,7 +224,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	if err != nil {
 		return nil, err
 	}
-	if err := client.Start(ctx); err != nil {
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("start workers: %w", err)
 	}
 	return client, nil
