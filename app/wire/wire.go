@@ -134,12 +134,15 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	}
 	// One Meta client sends messages and manages templates.
 	metaProvider := &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log}
+	// Private receivers only where the configuration allows them (dev;
+	// refused in prod at start), for the console's checks and the sends.
+	webhookProvider := &webhook.Provider{AllowHTTP: cfg.Dev(), AllowPrivate: cfg.Dev() && cfg.WebhookAllowPrivate}
 	s.Dispatcher = &app.Dispatcher{
 		Store: db.Scope[app.DispatchTx](store), Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
-		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
+		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store, Now: now}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
 		Providers: provider.Set{
 			"meta":    metaProvider,
-			"webhook": &webhook.Provider{AllowHTTP: cfg.Dev()},
+			"webhook": webhookProvider,
 			"ses":     &ses.Provider{Log: log, AnyEndpoint: cfg.Dev()},
 			"sns":     &sns.Provider{Log: log, AnyEndpoint: cfg.Dev()},
 			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
@@ -169,7 +172,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Queues:     &console.Queues{Store: db.Scope[console.QueueTx](store), Admin: queue.Admin(), Now: now},
 		Accounts: &console.Accounts{
 			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, TemplateSync: queue, Now: now,
-			CheckWebhookURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
+			CheckWebhookURLFunc: webhookProvider.CheckURL,
 			CheckEndpointURLFunc: func(raw string) error {
 				_, err := awsclient.CheckEndpoint(raw, cfg.Dev())
 				return err
