@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
@@ -55,4 +56,53 @@ func TestQuota_HoldsAcrossWorkers(t *testing.T) {
 	require.Equal(t, quota, h.Count(`SELECT coalesce(sum(count), 0) FROM usage_counters WHERE tenant_id = $1 AND channel = 'WHATSAPP'`, h.Tenant.ID))
 	require.Equal(t, quota, h.Count(`SELECT used FROM quota_usage WHERE tenant_id = $1 AND channel = 'WHATSAPP'`, h.Tenant.ID),
 		"the refused messages hold no reservation")
+}
+
+// TestRescue_ConfigReachesRiver runs River with a shorter rescue than the
+// default and two dispatch jobs left running as a killed worker leaves
+// them: the one that has been running longer than HERALD_RESCUE_STUCK_AFTER
+// is rescued, runs again and, its message being SENT already, sends
+// nothing; the one still within its time is left to its worker.
+func TestRescue_ConfigReachesRiver(t *testing.T) {
+	t.Parallel()
+	graph := webtest.NewGraph(t)
+	h := webtest.New(t, webtest.Options{Config: func(c *app.Config) {
+		c.MetaBaseURL = graph.URL
+		c.JobTimeout = 5 * time.Second
+		c.RescueStuckAfter = 20 * time.Second // the default is 35 s
+	}})
+	webtest.CreateMetaAccount(t, h.Ctx, h.Services, h.Tenant, nil)
+	// River finishes a job in the background after the work returned; the
+	// test changes the job rows only once River is done with them.
+	events, cancel := h.Worker.Subscribe(river.EventKindJobCompleted)
+	defer cancel()
+	ids := []string{h.Submit(whatsAppTo(1)).String(), h.Submit(whatsAppTo(2)).String()}
+	for done := 0; done < 2; {
+		select {
+		case e := <-events:
+			if e.Job.Kind == "dispatch" {
+				done++
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the dispatch jobs did not complete")
+		}
+	}
+	require.Equal(t, 2, graph.Calls())
+
+	jobOf := func(eventID string) int {
+		return h.Count(`SELECT j.id FROM river_job j JOIN messages m ON m.id::text = j.args->>'message_id'
+			WHERE j.kind = 'dispatch' AND m.event_id = $1`, eventID)
+	}
+	stuck, fresh := jobOf(ids[0]), jobOf(ids[1])
+	// As a killed worker leaves them: running, one for 30 s, one for 1 s.
+	for id, age := range map[int]string{stuck: "30 seconds", fresh: "1 second"} {
+		h.Exec(`UPDATE river_job SET state = 'running', finalized_at = NULL, attempted_at = now() - $2::interval WHERE id = $1`, id, age)
+	}
+	require.Eventually(t, func() bool {
+		return h.Count(`SELECT count(*) FROM river_job WHERE id = $1 AND state = 'completed' AND attempt = 2`, stuck) == 1
+	}, 60*time.Second, 50*time.Millisecond, "the stuck job is rescued and run again")
+	require.Equal(t, 1, h.Count(`SELECT count(*) FROM river_job WHERE id = $1 AND state = 'running'`, fresh),
+		"a job running for less than HERALD_RESCUE_STUCK_AFTER is not rescued")
+	require.Equal(t, 2, graph.Calls(), "the rescued job sent nothing: its message was SENT")
+	require.Equal(t, 2, h.Count(`SELECT coalesce(sum(count), 0) FROM usage_counters WHERE tenant_id = $1`, h.Tenant.ID))
 }
