@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -105,4 +107,52 @@ func TestRescue_ConfigReachesRiver(t *testing.T) {
 		"a job running for less than HERALD_RESCUE_STUCK_AFTER is not rescued")
 	require.Equal(t, 2, graph.Calls(), "the rescued job sent nothing: its message was SENT")
 	require.Equal(t, 2, h.Count(`SELECT coalesce(sum(count), 0) FROM usage_counters WHERE tenant_id = $1`, h.Tenant.ID))
+}
+
+// TestChannel_WebhookPrivateAddresses tries a webhook receiver on this
+// machine: with HERALD_WEBHOOK_ALLOW_PRIVATE in dev, the console accepts
+// its URL and Herald delivers to it; without, both refuse a loopback
+// address (and prod refuses the setting at start, see TestConfigFromEnv).
+func TestChannel_WebhookPrivateAddresses(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T, allow bool) (*webtest.Herald, string, chan struct{}) {
+		got := make(chan struct{}, 4)
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- struct{}{} }))
+		t.Cleanup(receiver.Close)
+		h := webtest.New(t, webtest.Options{Config: func(c *app.Config) { c.WebhookAllowPrivate = allow }})
+		return h, receiver.URL + "/herald", got
+	}
+	send := func(h *webtest.Herald, url string) *app.Message {
+		_, err := h.Services.Accounts.Create(h.Ctx, app.CLIActor, h.Tenant.ID, app.AccountInput{
+			Channel: app.Webhook, Provider: "webhook", Name: "Booking system", Activate: true,
+			Config: app.Attrs{"url": url}, Secrets: map[string]string{"signing_secret": "whsec_test_secret"},
+		})
+		require.NoError(t, err)
+		id := h.Submit(webtest.WithRecipient("wh-1", "BK-WH", map[string]any{"name": "A", "email": "a@example.com"}, "WEBHOOK"))
+		return webtest.OnlyMessage(t, h.WaitMessages(id, "sent or failed", func(ms []*app.Message) bool {
+			return len(ms) == 1 && ms[0].Status != app.MessageQueued
+		}))
+	}
+
+	t.Run("AllowedInDev", func(t *testing.T) {
+		t.Parallel()
+		h, url, got := setup(t, true)
+		require.NoError(t, h.Services.Console.Accounts.CheckWebhookURLFunc(url), "the console accepts a loopback receiver")
+		m := send(h, url)
+		require.Equal(t, app.MessageSent, m.Status)
+		select {
+		case <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the receiver got nothing")
+		}
+	})
+
+	t.Run("RefusedByDefault", func(t *testing.T) {
+		t.Parallel()
+		h, url, got := setup(t, false)
+		require.Error(t, h.Services.Console.Accounts.CheckWebhookURLFunc(url), "the console refuses a loopback receiver")
+		m := send(h, url)
+		require.Equal(t, app.MessageFailed, m.Status)
+		require.Empty(t, got, "nothing reached the loopback address")
+	})
 }
