@@ -105,9 +105,9 @@ type Config struct {
 	// JobTimeout plus RecordSentRetryFor, so that a send still running
 	// (or still recording its result) is never rescued.
 	RescueStuckAfter time.Duration
-	// WebhookAllowPrivate lets the webhook channel call private and
-	// loopback addresses; dev only, so that a receiver on the developer's
-	// machine can be tried.
+	// WebhookAllowPrivate lets the webhook channel call loopback
+	// receivers on any port; dev only, so that a receiver on the
+	// developer's machine can be tried.
 	WebhookAllowPrivate bool
 }
 
