@@ -25,8 +25,8 @@ var DefaultRates = map[string]float64{
 
 // RateStore takes tokens from buckets that every worker process shares.
 type RateStore interface {
-	// TakeToken takes one token at time at and returns 0, or returns how
-	// long until a token will be there. A throttled bucket (see Throttle)
+	// TakeToken takes one token at time at (zero: the store's own clock)
+	// and returns 0, or returns how long until a token will be there. A throttled bucket (see Throttle)
 	// gives no token before its block ends and refills at its slowed rate.
 	TakeToken(ctx context.Context, key string, capacity, perSecond float64, at time.Time, slow SlowDown) (time.Duration, error)
 	// Throttle records a provider's rate limit on the bucket at time at:
@@ -52,7 +52,9 @@ var DefaultSlowDown = SlowDown{MinFactor: 0.125, Cooldown: 30 * time.Second, Rec
 // bucket per tenant and channel account, held in Postgres.
 type RateLimiter struct {
 	Store RateStore
-	// Now is the clock buckets are read with; nil is time.Now.
+	// Now is the clock buckets are read with; nil reads the database's,
+	// once the bucket is locked, so that every worker process shares one
+	// clock. Tests inject theirs.
 	Now Clock
 	// JitterFunc returns a random wait in [0, n); nil uses math/rand.
 	JitterFunc func(n time.Duration) time.Duration
@@ -64,7 +66,7 @@ func (l *RateLimiter) now() time.Time {
 	if l.Now != nil {
 		return l.Now()
 	}
-	return time.Now()
+	return time.Time{}
 }
 
 func (l *RateLimiter) slowDown() SlowDown {

@@ -139,7 +139,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	webhookProvider := &webhook.Provider{AllowHTTP: cfg.Dev(), AllowPrivate: cfg.Dev() && cfg.WebhookAllowPrivate}
 	s.Dispatcher = &app.Dispatcher{
 		Store: db.Scope[app.DispatchTx](store), Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
-		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store, Now: now}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
+		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
 		Providers: provider.Set{
 			"meta":    metaProvider,
 			"webhook": webhookProvider,

@@ -58,9 +58,10 @@ RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
 $$;
 -- +goose StatementEnd
 
--- Takes one token at time at (the caller's clock), as herald_take_token
--- does, honouring a block and the slow factor. Returns 0 when a token was
--- taken, else the seconds until one will be there.
+-- Takes one token as herald_take_token does, honouring a block and the
+-- slow factor, at time at: NULL reads the database's clock once the row is
+-- locked (Herald's own sends), a time is a test's injected clock. Returns 0
+-- when a token was taken, else the seconds until one will be there.
 -- +goose StatementBegin
 CREATE FUNCTION herald_take_token_at(k text, capacity double precision, per_second double precision, at timestamptz,
                                      cooldown_s double precision, recover_s double precision)
@@ -73,11 +74,11 @@ DECLARE
   t    double precision;
   now  timestamptz;
 BEGIN
-  INSERT INTO rate_buckets (key, tokens, refilled_at) VALUES (k, capacity, at) ON CONFLICT (key) DO NOTHING;
+  INSERT INTO rate_buckets (key, tokens, refilled_at) VALUES (k, capacity, coalesce(at, clock_timestamp())) ON CONFLICT (key) DO NOTHING;
   SELECT * INTO b FROM rate_buckets WHERE key = k FOR UPDATE;
-  -- Never move refilled_at back: a taker with an older clock reading
-  -- would otherwise refill the same interval twice.
-  now := greatest(at, b.refilled_at);
+  -- The time is read once the row is locked, and never moves refilled_at
+  -- back: a taker that waited for the lock would refill twice.
+  now := greatest(coalesce(at, clock_timestamp()), b.refilled_at);
   IF b.blocked_until IS NOT NULL AND now < b.blocked_until THEN
     RETURN extract(epoch FROM b.blocked_until - now);
   END IF;
@@ -99,8 +100,9 @@ END
 $$;
 -- +goose StatementEnd
 
--- Records a provider's 429 at time at: no token before at + retry_s, the
--- bucket emptied, and its rate halved (not below min_factor) from then on.
+-- Records a provider's 429 at time at (NULL: the database's clock): no token
+-- before at + retry_s, the bucket emptied, and its rate halved (not below
+-- min_factor) from then on.
 -- +goose StatementBegin
 CREATE FUNCTION herald_rate_throttled(k text, capacity double precision, at timestamptz, retry_s double precision,
                                       min_factor double precision, cooldown_s double precision, recover_s double precision)
@@ -109,8 +111,9 @@ DECLARE
   b rate_buckets;
   f double precision;
 BEGIN
-  INSERT INTO rate_buckets (key, tokens, refilled_at) VALUES (k, capacity, at) ON CONFLICT (key) DO NOTHING;
+  INSERT INTO rate_buckets (key, tokens, refilled_at) VALUES (k, capacity, coalesce(at, clock_timestamp())) ON CONFLICT (key) DO NOTHING;
   SELECT * INTO b FROM rate_buckets WHERE key = k FOR UPDATE;
+  at := coalesce(at, clock_timestamp());
   f := herald_rate_factor(b, greatest(at, b.refilled_at), cooldown_s, recover_s);
   -- Sends answered 429 together (one burst) halve the rate once, not once
   -- each: the factor drops only once the last drop's block has passed.
