@@ -60,7 +60,7 @@ type DispatchOutcome struct {
 type DispatchTx interface {
 	FallbackTx
 	ReceiptApplyTx
-	MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID, month time.Time) (*DispatchState, error)
+	MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*DispatchState, error)
 	RecordSent(ctx context.Context, s SentRecord) (bool, error)
 	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
@@ -126,7 +126,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	var waTemplate *provider.WhatsAppTemplate
 	var waRefusal string
 	err := d.Store.InTenant(ctx, job.TenantID, func(tx DispatchTx) error {
-		st, err := tx.MessageForDispatch(ctx, job.TenantID, job.MessageID, MonthOf(d.Now()))
+		st, err := tx.MessageForDispatch(ctx, job.TenantID, job.MessageID)
 		if err != nil {
 			return err
 		}

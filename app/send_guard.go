@@ -49,22 +49,26 @@ func (g *sendGuard) self() uuid.UUID {
 	return g.id
 }
 
-// beginSend runs the last steps before a provider call in one short
-// transaction: it locks the message, reads what an earlier call left, takes
-// the month's quota (limit Unlimited takes none) and marks the call as
-// started. proceed is false when the message must not be sent now: quota
-// refused (used is the month's use), or an earlier call of another worker
-// process may still be recorded (wait says how long to hold off).
-// unrecorded is set when this process already holds the provider's
-// acceptance of the message.
+// sendPlan is what beginSend decided.
 type sendPlan struct {
-	proceed    bool
-	quotaOK    bool
-	used       int
-	wait       time.Duration
+	// proceed: call the provider now.
+	proceed bool
+	// quotaOK is false when the quota refused the send; used is then the
+	// month's use.
+	quotaOK bool
+	used    int
+	// wait, without proceed: another process's call of the message may
+	// still be recorded; hold off this long.
+	wait time.Duration
+	// unrecorded: this process holds the provider's acceptance of the
+	// message already; record it instead of calling again.
 	unrecorded *unrecordedSend
 }
 
+// beginSend runs the last steps before a provider call in one short
+// transaction: it locks the message, reads what an earlier call left, takes
+// the month's quota (limit Unlimited takes none) and marks the call as
+// started.
 func (d *Dispatcher) beginSend(ctx context.Context, m *Message, limit int, p provider.Provider, attempt int) (sendPlan, error) {
 	if u, ok := d.guard.unrecorded.Load(m.ID); ok {
 		rec := u.(unrecordedSend)

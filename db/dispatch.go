@@ -13,27 +13,23 @@ import (
 )
 
 var dispatchQuery = `
-	SELECT ` + prefixed("m", messageColumns) + `, ` + prefixed("t", tenantColumns) + `, ` + prefixed("a", accountColumns) + `,
-		(SELECT coalesce(sum(u.count), 0) FROM usage_counters u
-		 WHERE u.tenant_id = m.tenant_id AND u.channel = m.channel AND u.month = $3) AS used
+	SELECT ` + prefixed("m", messageColumns) + `, ` + prefixed("t", tenantColumns) + `, ` + prefixed("a", accountColumns) + `
 	FROM messages m
 	JOIN tenants t ON t.id = m.tenant_id
 	JOIN channel_accounts a ON a.tenant_id = m.tenant_id AND a.id = m.channel_account_id
 	WHERE m.tenant_id = $1 AND m.id = $2`
 
-// MessageForDispatch returns the message with its tenant, its channel
-// account and the tenant's usage of its channel in the month, in one round
-// trip; Tenant and Account are nil when it has no account. It serves
-// app.DispatchTx. in one statement. A message without a channel account
-// comes alone.
-func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID, month time.Time) (*app.DispatchState, error) {
+// MessageForDispatch returns the message with its tenant and its channel
+// account in one round trip; Tenant and Account are nil when it has no
+// account. It serves app.DispatchTx. (The quota is not read here: the send
+// reserves it, see ReserveQuota.)
+func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*app.DispatchState, error) {
 	var row struct {
 		Message app.Message        `db:"m"`
 		Tenant  app.Tenant         `db:"t"`
 		Account app.ChannelAccount `db:"a"`
-		Used    int                `db:"used"`
 	}
-	err := t.tx.GetContext(ctx, &row, dispatchQuery, tenantID, id, month)
+	err := t.tx.GetContext(ctx, &row, dispatchQuery, tenantID, id)
 	if isNoRows(err) {
 		m, err := t.MessageByID(ctx, tenantID, id, false)
 		if err != nil {
@@ -44,7 +40,7 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID, mon
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account, Used: row.Used}, nil
+	return &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account}, nil
 }
 
 // RecordSent serves app.DispatchTx: the status change, the timeline entry
