@@ -114,3 +114,22 @@ func TestBreakers_CutShortSendIsNoFailure(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, app.BreakerOpen, b.svc.Breakers.State(acct.ID), "a provider failure still counts")
 }
+
+func TestDispatcher_QuotaReleasedOnCancel(t *testing.T) {
+	t.Parallel()
+	b := setupPipeline(t, func(c *app.Config) { c.Quotas[app.PlanPro][app.WhatsApp] = 1 })
+	tn := b.tenant(t, "acme")
+	b.useMeta(t, tn, nil)
+	m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+	b.meta.reply(graphError(t, "131000"))
+	out, err := b.dispatch(m, 1, 5, &completion{})
+	require.NoError(t, err)
+	require.NotNil(t, out.Retry)
+	require.Equal(t, 1, b.quotaUsed(t, tn.ID, app.WhatsApp), "held while the send is retried")
+
+	_, err = b.svc.Intake.Cancel(b.ctx, app.CLIActor, tn.ID, *m.EventID)
+	require.NoError(t, err)
+	require.Equal(t, app.MessageCancelled, b.message(t, tn.ID, m.ID).Status)
+	require.Zero(t, b.quotaUsed(t, tn.ID, app.WhatsApp), "a cancelled message gives its reservation back")
+	b.sendOK(t, b.routeOne(t, tn, booking("evt-2", "BK-2", anna, "WHATSAPP")))
+}

@@ -32,6 +32,24 @@ ALTER TABLE messages
     ADD COLUMN send_started_by uuid,
     ADD COLUMN send_attempt integer;
 
+-- A message that ends without being sent (cancelled, expired) while it
+-- holds a reservation (its send was snoozed or is being retried) gives it
+-- back, whichever path ended it. The dispatcher gives back its own
+-- failures itself.
+-- +goose StatementBegin
+CREATE FUNCTION herald_release_quota() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE quota_usage SET used = greatest(used - 1, 0)
+    WHERE tenant_id = NEW.tenant_id AND channel = NEW.channel AND month = NEW.quota_month;
+  NEW.quota_month := NULL;
+  RETURN NEW;
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER messages_release_quota BEFORE UPDATE OF status ON messages
+    FOR EACH ROW WHEN (NEW.quota_month IS NOT NULL AND NEW.status IN ('CANCELLED', 'EXPIRED') AND NEW.sent_at IS NULL)
+    EXECUTE FUNCTION herald_release_quota();
+
 -- Messages sent before reservations existed were counted already.
 SELECT set_config('herald.scope', 'platform', true);
 UPDATE messages SET counted_month = date_trunc('month', sent_at AT TIME ZONE 'UTC')::date WHERE sent_at IS NOT NULL;
@@ -129,6 +147,8 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP TRIGGER messages_release_quota ON messages;
+DROP FUNCTION herald_release_quota();
 DROP FUNCTION herald_rate_throttled(text, double precision, timestamptz, double precision, double precision, double precision, double precision);
 DROP FUNCTION herald_take_token_at(text, double precision, double precision, timestamptz, double precision, double precision);
 DROP FUNCTION herald_rate_factor(rate_buckets, timestamptz, double precision, double precision);
