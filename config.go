@@ -72,11 +72,13 @@ func envVars() []envVar {
 		envVar{"HERALD_PENDING_RECEIPT_HORIZON", "24h", "how long a receipt that arrives before its send is recorded waits for it (1m to 720h); maintenance then deletes and counts it", parsePendingReceiptHorizon},
 		envVar{"HERALD_META_BASE_URL", "", "Meta Graph API URL the WhatsApp adapter calls (or a stand-in); unset: https://graph.facebook.com", parseMetaBaseURL},
 		envVar{"HERALD_PPROF_ADDR", "", "private host:port to serve Go's profiler on; unset: off", parsePprofAddr},
+		envVar{"HERALD_METRICS_ADDR", "", "private host:port to serve /metrics on, in every role (workers too); set: /metrics leaves the public port", parseMetricsAddr},
+		envVar{"HERALD_METRICS_TOKEN", "", "bearer token (24+ characters) a scraper sends for /metrics on the public port; unset: /metrics is public in dev only", parseMetricsToken},
 		envVar{"HERALD_SHUTDOWN_TIMEOUT", "25s", "how long running requests and jobs may finish after SIGTERM; no new job starts meanwhile, and jobs still running then are cancelled", parseShutdownTimeout},
 		envVar{"HERALD_JOB_TIMEOUT", app.DefaultJobTimeout.String(), "how long one run of a job (a send included) may take before it is cancelled and retried (1s to 10m)",
-			jobDuration("HERALD_JOB_TIMEOUT", func(c *app.Config) *time.Duration { return &c.JobTimeout })},
-		envVar{"HERALD_RESCUE_STUCK_AFTER", app.DefaultRescueStuckAfter.String(), "how long a job may stay running before it is taken for a crashed worker's and run again; at least HERALD_JOB_TIMEOUT + " + app.RecordSentRetryFor.String() + " (the time a send may spend recording its result)",
-			jobDuration("HERALD_RESCUE_STUCK_AFTER", func(c *app.Config) *time.Duration { return &c.RescueStuckAfter })},
+			jobDuration("HERALD_JOB_TIMEOUT", 10*time.Minute, func(c *app.Config) *time.Duration { return &c.JobTimeout })},
+		envVar{"HERALD_RESCUE_STUCK_AFTER", app.DefaultRescueStuckAfter.String(), "how long a job may stay running before it is taken for a crashed worker's and run again; at least HERALD_JOB_TIMEOUT + " + app.RecordSentRetryFor.String() + " (the time a send may spend recording its result); at most 24h",
+			jobDuration("HERALD_RESCUE_STUCK_AFTER", 24*time.Hour, func(c *app.Config) *time.Duration { return &c.RescueStuckAfter })},
 		envVar{"HERALD_WEBHOOK_ALLOW_PRIVATE", "false", "true lets webhook channel accounts call loopback receivers (127.0.0.0/8, ::1, internal host names) on any port, to try one on this machine; dev only (refused with HERALD_ENV=prod)", parseWebhookAllowPrivate},
 		// The data directory is main's own business, not app.Config's: dataDir
 		// reads it where it is needed. The row is here so that help lists it.
@@ -427,12 +429,13 @@ func parsePprofAddr(c *app.Config, v string) error {
 	return nil
 }
 
-// jobDuration parses a duration from 1s to 10m into the field field returns.
-func jobDuration(name string, field func(*app.Config) *time.Duration) func(*app.Config, string) error {
+// jobDuration parses a duration from 1s to most into the field field
+// returns.
+func jobDuration(name string, most time.Duration, field func(*app.Config) *time.Duration) func(*app.Config, string) error {
 	return func(c *app.Config, v string) error {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second || d > 10*time.Minute {
-			return fmt.Errorf("%s must be a duration from 1s to 10m such as 30s, got %q", name, v)
+		if err != nil || d < time.Second || d > most {
+			return fmt.Errorf("%s must be a duration from 1s to %s such as 30s, got %q", name, most, v)
 		}
 		*field(c) = d
 		return nil
@@ -445,6 +448,22 @@ func parseWebhookAllowPrivate(c *app.Config, v string) error {
 		return fmt.Errorf("HERALD_WEBHOOK_ALLOW_PRIVATE must be true or false, got %q", v)
 	}
 	c.WebhookAllowPrivate = b
+	return nil
+}
+
+func parseMetricsAddr(c *app.Config, v string) error {
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return fmt.Errorf("HERALD_METRICS_ADDR must be host:port such as :9091, got %q", v)
+	}
+	c.MetricsAddr = v
+	return nil
+}
+
+func parseMetricsToken(c *app.Config, v string) error {
+	if len(v) < 24 {
+		return fmt.Errorf("HERALD_METRICS_TOKEN must be at least 24 characters (it guards /metrics on the public port), got %d", len(v))
+	}
+	c.MetricsToken = v
 	return nil
 }
 

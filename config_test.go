@@ -135,6 +135,8 @@ func TestConfigFromEnv(t *testing.T) {
 		"RescueBeforeTimeout":  {map[string]string{"HERALD_JOB_TIMEOUT": "30s", "HERALD_RESCUE_STUCK_AFTER": "40s"}, "HERALD_RESCUE_STUCK_AFTER"},
 		"BadAllowPrivate":      {map[string]string{"HERALD_WEBHOOK_ALLOW_PRIVATE": "sure"}, "HERALD_WEBHOOK_ALLOW_PRIVATE"},
 		"ProdWithAllowPrivate": {with("HERALD_WEBHOOK_ALLOW_PRIVATE", "true"), "HERALD_WEBHOOK_ALLOW_PRIVATE"},
+		"BadMetricsAddr":       {map[string]string{"HERALD_METRICS_ADDR": "9091"}, "HERALD_METRICS_ADDR"},
+		"ShortMetricsToken":    {map[string]string{"HERALD_METRICS_TOKEN": "short"}, "HERALD_METRICS_TOKEN"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
