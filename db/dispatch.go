@@ -120,6 +120,9 @@ func (t *Tx) ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch app.Ch
 	if held != nil && held.Equal(month) {
 		var used int
 		err := t.tx.GetContext(ctx, &used, `SELECT used FROM quota_usage WHERE tenant_id = $1 AND channel = $2 AND month = $3`, tenantID, ch, month)
+		if isNoRows(err) {
+			err = nil // the message holds its place; the row's figure is gone
+		}
 		return true, used, mapErr(err)
 	}
 	if held != nil {
