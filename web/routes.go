@@ -17,6 +17,7 @@ func (s *Server) routes(a *fiber.App) {
 	a.Get("/static/*", s.handleStatic)
 	a.Get("/favicon.ico", func(c *fiber.Ctx) error { return c.Redirect("/static/favicon.svg", fiber.StatusMovedPermanently) })
 
+	a.Get("/api/openapi.json", s.handleOpenAPI)
 	api := a.Group("/api/v1", s.requireAPIKey, s.refuseNUL)
 	api.Get("/tenant", s.handleAPITenant)
 	api.Get("/events", s.handleAPIEvents)
