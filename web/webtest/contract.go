@@ -40,9 +40,14 @@ import (
 //     document can express (ExpressibleCodes) must be invalid per the
 //     document, so that the document states the rule the server enforces.
 type Contract struct {
-	model     *v3.Document
-	validator validator.Validator
-	router    router.Router
+	model  *v3.Document
+	router router.Router
+
+	mu sync.Mutex
+	// validators holds a validator per set of free-form maps to ignore:
+	// the strict validator's ignore patterns apply to every operation, so
+	// operations whose maps lie at different places get their own.
+	validators map[string]validator.Validator
 }
 
 // ExpressibleCodes are the error codes (or code@field, for general codes)
@@ -90,14 +95,30 @@ func NewContract(spec []byte) (*Contract, error) {
 	if err != nil {
 		return nil, err
 	}
-	ignore := append([]string{"$.headers.*"}, freeFormPaths(&m.Model)...)
-	v := validator.NewValidatorFromV3Model(&m.Model,
+	return &Contract{model: &m.Model, router: router.NewRouter(&m.Model, router.WithPathOnlyMatching()),
+		validators: map[string]validator.Validator{}}, nil
+}
+
+// validatorFor returns the validator of an operation: format assertions on,
+// strict about properties the schemas do not declare except inside the
+// operation's free-form maps, and about headers not at all (HTTP has many
+// that no API documents).
+func (c *Contract) validatorFor(op *v3.Operation) validator.Validator {
+	ignore := append([]string{"$.headers.*"}, freeFormPaths(op)...)
+	key := strings.Join(ignore, "\n")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.validators[key]; ok {
+		return v
+	}
+	v := validator.NewValidatorFromV3Model(c.model,
 		config.WithFormatAssertions(),
 		config.WithStrictMode(),
 		config.WithStrictIgnorePaths(ignore...),
 		config.WithRejectUndeclaredRequestBody(),
 	)
-	return &Contract{model: &m.Model, validator: v, router: router.NewRouter(&m.Model, router.WithPathOnlyMatching())}, nil
+	c.validators[key] = v
+	return v
 }
 
 // Exchange is one API request and its answer, with both bodies read.
@@ -133,16 +154,17 @@ func (c *Contract) Check(x Exchange) error {
 		return fmt.Errorf("%s, but the OpenAPI document has no operation %s %s (%v): document the route in web/openapi/", what, x.Request.Method, p, err)
 	}
 	op := route.Operation.OperationId
+	v := c.validatorFor(route.Operation)
 	var problems []string
 
 	resp := *x.Response
 	resp.Body = io.NopCloser(bytes.NewReader(x.ResponseBody))
-	if ok, errs := c.validator.GetResponseBodyValidator().ValidateResponseBodyWithPathItem(c.request(x), &resp, route.PathItem, route.Path); !ok {
+	if ok, errs := v.GetResponseBodyValidator().ValidateResponseBodyWithPathItem(c.request(x), &resp, route.PathItem, route.Path); !ok {
 		problems = append(problems, describe("response", errs)...)
 	}
 
 	if !x.Garbage {
-		valid, errs := c.validator.ValidateHttpRequestSyncWithPathItem(c.request(x), route.PathItem, route.Path)
+		valid, errs := v.ValidateHttpRequestSyncWithPathItem(c.request(x), route.PathItem, route.Path)
 		switch {
 		case status >= 200 && status < 300 && !valid:
 			problems = append(problems, "the server accepted a request the document refuses:")
@@ -242,36 +264,29 @@ func truncate(b []byte) string {
 }
 
 // freeFormPaths lists, as the strict validator's ignore patterns, the
-// places in request and response bodies where the document has a free-form
-// map (an object declaring no properties of its own): their keys are data,
-// not undeclared fields.
-func freeFormPaths(m *v3.Document) []string {
+// places in an operation's request and response bodies where the document
+// has a free-form map (an object declaring no properties of its own): their
+// keys are data, not undeclared fields.
+func freeFormPaths(op *v3.Operation) []string {
 	var out []string
 	add := func(p string) {
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
-	if m.Paths == nil {
-		return nil
+	if op.RequestBody != nil {
+		for _, mt := range op.RequestBody.Content.FromOldest() {
+			walkFreeForm(mt.Schema, "$.body", 0, add)
+		}
 	}
-	for _, item := range m.Paths.PathItems.FromOldest() {
-		for _, op := range item.GetOperations().FromOldest() {
-			if op.RequestBody != nil {
-				for _, mt := range op.RequestBody.Content.FromOldest() {
-					walkFreeForm(mt.Schema, "$.body", 0, add)
-				}
-			}
-			if op.Responses == nil {
-				continue
-			}
-			for _, r := range op.Responses.Codes.FromOldest() {
-				for _, mt := range r.Content.FromOldest() {
-					walkFreeForm(mt.Schema, "$.body", 0, add)
-				}
+	if op.Responses != nil {
+		for _, r := range op.Responses.Codes.FromOldest() {
+			for _, mt := range r.Content.FromOldest() {
+				walkFreeForm(mt.Schema, "$.body", 0, add)
 			}
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
