@@ -82,8 +82,13 @@ func LoadOpenAPI(fsys fs.FS, baseURL string) (*OpenAPI, error) {
 	if baseURL != "" {
 		setServerURL(root, baseURL)
 	}
-	var buf bytes.Buffer
-	if err := writeJSON(&buf, root); err != nil {
+	var compact, buf bytes.Buffer
+	if err := writeJSON(&compact, root); err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	// Indented, the document reads well in a browser, and its lines keep
+	// the written order of operations where tools sort by line.
+	if err := json.Indent(&buf, compact.Bytes(), "", "  "); err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	sum := sha256.Sum256(buf.Bytes())

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -141,7 +142,9 @@ components:
 			"openapi/a.yaml":       {Data: []byte(part("/api/v1/a", "A"))},
 		}, "https://h.example")
 		require.NoError(t, err)
-		s := string(doc.JSON)
+		var compact bytes.Buffer
+		require.NoError(t, json.Compact(&compact, doc.JSON))
+		s := compact.String()
 		require.Contains(t, s, `"servers":[{"url":"https://h.example"}]`)
 		require.Less(t, strings.Index(s, `"/api/openapi.json"`), strings.Index(s, `"/api/v1/a"`))
 		require.Less(t, strings.Index(s, `"/api/v1/a"`), strings.Index(s, `"/api/v1/b"`))

@@ -150,5 +150,6 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/api-keys", app.PermAPIKeys, s.handleAPIKeys)
 	t.post("/api-keys", app.PermAPIKeys, s.handleAPIKeyCreate)
 	t.post("/api-keys/:id/revoke", app.PermAPIKeys, s.handleAPIKeyRevoke)
+	t.get("/api-reference", app.PermAPIKeys, s.handleAPIReference)
 
 }
