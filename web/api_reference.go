@@ -85,6 +85,18 @@ func apiOperation(m *v3.Document, method, path string, item *v3.PathItem, op *v3
 		// An operation without security of its own inherits the document's.
 		Public: op.Security != nil && len(op.Security) == 0 || op.Security == nil && len(m.Security) == 0,
 	}
+	security := op.Security
+	if security == nil {
+		security = m.Security
+	}
+	for _, req := range security {
+		if req == nil || req.Requirements == nil {
+			continue
+		}
+		for _, scopes := range req.Requirements.FromOldest() {
+			out.Scopes = append(out.Scopes, scopes...)
+		}
+	}
 	if op.OperationId == "" {
 		out.Anchor = "op-" + anchor(method+" "+path)
 	}
