@@ -38,6 +38,13 @@ func TestConsoleAPIReference(t *testing.T) {
 				require.Equal(t, path, text(card.Find("h3 .api-path")))
 				require.Contains(t, text(card.Find(".api-summary")), op.Summary)
 				require.Equal(t, 1, doc.Find(`.api-toc a[href="#`+card.AttrOr("id", "")+`"]`).Length(), "the contents link to it")
+				for _, req := range op.Security {
+					for _, scopes := range req.Requirements.FromOldest() {
+						for _, sc := range scopes {
+							require.Contains(t, text(card.Find(".api-summary")), "scope: "+sc, "the scope the key needs")
+						}
+					}
+				}
 
 				var names []string
 				card.Find(".api-field-name code").Each(func(_ int, s *goquery.Selection) { names = append(names, s.Text()) })
