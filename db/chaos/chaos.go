@@ -251,6 +251,7 @@ type experiment struct {
 	intakeEnd atomic.Bool
 	dupBound  int
 	cleanupDB func()
+	counted   map[string]int // message id -> provider accepts counted as in flight
 }
 
 func (e *experiment) logf(format string, args ...any) {
@@ -595,15 +596,28 @@ func (e *experiment) recovered(ctx context.Context, since time.Time, base int64,
 // inFlightAfterDeath counts the sends a dead worker left between the
 // provider's answer and the commit: taken by the provider, not sent in the
 // database. With no other worker running, the count cannot change under us.
+// A message still uncommitted from an earlier kill counts again only when
+// the provider took it again since: each counted send is one call that a
+// restarted worker may legitimately repeat.
 func (e *experiment) inFlightAfterDeath(ctx context.Context) int {
 	e.prov.waitIdle()
 	ids := e.prov.acceptedIDs()
-	var n int
+	var open []string
 	_ = e.waitFor(ctx, "the in-flight count", func() (bool, error) {
 		var err error
-		n, err = uncommitted(ctx, e.pool, ids)
+		open, err = uncommitted(ctx, e.pool, ids)
 		return err == nil, err
 	})
+	if e.counted == nil {
+		e.counted = map[string]int{}
+	}
+	n := 0
+	for id, accepts := range e.prov.acceptsOf(open) {
+		if accepts > e.counted[id] {
+			n++
+			e.counted[id] = accepts
+		}
+	}
 	return n
 }
 
@@ -662,10 +676,11 @@ func (e *experiment) fault(ctx context.Context) error {
 		// but the database did not record as sent just before, and every
 		// one it takes until the server is back.
 		base := e.prov.accepted.Load()
-		before, err := uncommitted(ctx, e.pool, e.prov.acceptedIDs())
+		open, err := uncommitted(ctx, e.pool, e.prov.acceptedIDs())
 		if err != nil {
 			return err
 		}
+		before := len(open)
 		e.logf("restarting Postgres after %d provider sends", base)
 		if err := e.cluster.restart(ctx); err != nil {
 			return err

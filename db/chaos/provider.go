@@ -96,6 +96,17 @@ func (p *provider) acceptedIDs() []string {
 	return ids
 }
 
+// acceptsOf is how often the provider took each of ids.
+func (p *provider) acceptsOf(ids []string) map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int, len(ids))
+	for _, id := range ids {
+		out[id] = p.accepts[id]
+	}
+	return out
+}
+
 // duplicates returns the accepted calls beyond one per message and up to
 // ten of the messages that had them.
 func (p *provider) duplicates() (n int, examples []string) {

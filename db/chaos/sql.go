@@ -82,14 +82,16 @@ func count(ctx context.Context, pool *pgxpool.Pool, accepted []string) (*tally, 
 	return t, nil
 }
 
-// uncommitted counts the messages among ids (each taken by the provider)
+// uncommitted lists the messages among ids (each taken by the provider)
 // that the database does not record as sent: sends between the provider's
 // answer and the commit, which a fault may make Herald repeat.
-func uncommitted(ctx context.Context, pool *pgxpool.Pool, ids []string) (int, error) {
-	var n int
-	err := pool.QueryRow(ctx, `
-		SELECT count(*) FROM messages WHERE id = ANY($1::uuid[]) AND status NOT IN `+sentStatuses, ids).Scan(&n)
-	return n, err
+func uncommitted(ctx context.Context, pool *pgxpool.Pool, ids []string) ([]string, error) {
+	rows, err := pool.Query(ctx, `
+		SELECT id::text FROM messages WHERE id = ANY($1::uuid[]) AND status NOT IN `+sentStatuses, ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // setRate sets a channel account's rate_per_second, the setting the
