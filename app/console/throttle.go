@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -281,9 +282,10 @@ func (s *Sessions) release(ctx context.Context, tx SessionTx, keys keySet, now t
 func (s *Sessions) recordFailure(ctx context.Context, name, ip string, now time.Time, wait time.Duration) error {
 	r := s.rules()
 	return s.Store.InPlatform(ctx, func(tx SessionTx) error {
-		if err := s.closeEndedWindows(ctx, tx, now); err != nil {
-			return err
-		}
+		// The window first, the sweep last (it skips windows others
+		// hold and never waits, and by then this window is not ended): a
+		// transaction that waited for a window while holding an audit
+		// chain's lock could deadlock with the one holding the window.
 		w, err := tx.LockFailureWindow(ctx, name, ip, now)
 		if err != nil {
 			return err
@@ -317,7 +319,10 @@ func (s *Sessions) recordFailure(ctx context.Context, name, ip string, now time.
 				}
 			}
 		}
-		return tx.SaveFailureWindow(ctx, w)
+		if err := tx.SaveFailureWindow(ctx, w); err != nil {
+			return err
+		}
+		return s.closeEndedWindows(ctx, tx, now)
 	})
 }
 
@@ -380,6 +385,17 @@ func (s *Sessions) auditWindow(ctx context.Context, tx SessionTx, w *FailureWind
 	if len(tenants) == 0 {
 		tenants = []*uuid.UUID{nil}
 	}
+	// Each entry takes its chain's lock: always in the same order, the
+	// platform's first.
+	slices.SortFunc(tenants, func(a, b *uuid.UUID) int {
+		switch {
+		case a == nil:
+			return -1
+		case b == nil:
+			return 1
+		}
+		return strings.Compare(a.String(), b.String())
+	})
 	meta := map[string]any{
 		"email": w.Email, "ip": w.Client, "failures": w.Failures, "refused": w.Refused,
 		"first_at": w.FirstAt.UTC().Format(time.RFC3339), "last_at": w.LastAt.UTC().Format(time.RFC3339),
