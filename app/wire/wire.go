@@ -148,12 +148,15 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	}
 	// One Meta client sends messages and manages templates.
 	metaProvider := &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log}
+	// Private receivers only where the configuration allows them (dev;
+	// refused in prod at start), for the console's checks and the sends.
+	webhookProvider := &webhook.Provider{AllowHTTP: cfg.Dev(), AllowPrivate: cfg.Dev() && cfg.WebhookAllowPrivate}
 	s.Dispatcher = &app.Dispatcher{
 		Store: db.Scope[app.DispatchTx](store), Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
 		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
 		Providers: provider.Set{
 			"meta":    metaProvider,
-			"webhook": &webhook.Provider{AllowHTTP: cfg.Dev()},
+			"webhook": webhookProvider,
 			"ses":     &ses.Provider{Log: log, AnyEndpoint: cfg.Dev()},
 			"sns":     &sns.Provider{Log: log, AnyEndpoint: cfg.Dev()},
 			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
@@ -166,10 +169,10 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Maintenance = &app.Maintenance{Store: db.Scope[app.MaintenanceTx](store), Queue: queue, Now: now, Log: log,
 		PendingHorizon: cfg.PendingReceiptHorizon, Metrics: metrics, Router: s.Router}
 	s.Deadlines = &app.Deadlines{Store: db.Scope[app.DeadlineTx](store), Now: now}
-	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log}
+	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log, Now: now}
 	s.Health = &app.Health{Probe: d, Now: now}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Now: now}
-	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts}
+	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts, Rates: store}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
 	s.Console = Console{
@@ -183,7 +186,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Queues:     &console.Queues{Store: db.Scope[console.QueueTx](store), Admin: queue.Admin(), Now: now},
 		Accounts: &console.Accounts{
 			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, TemplateSync: queue, Now: now,
-			CheckWebhookURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
+			CheckWebhookURLFunc: webhookProvider.CheckURL,
 			CheckEndpointURLFunc: func(raw string) error {
 				_, err := awsclient.CheckEndpoint(raw, cfg.Dev())
 				return err
@@ -215,8 +218,21 @@ func (s *Services) Web(version string) *web.Server {
 }
 
 // StartWorkers starts a River client working every Herald queue. Stop it
-// with jobs.Stop.
+// with jobs.Stop: ctx only bounds the start. Job contexts must not end with
+// it: River derives them from the context Start gets, and a signal
+// context there would cut every send in flight at SIGTERM instead of
+// letting it finish (the provider may have the message, and the send would
+// run again after the restart).
 func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Client[pgx.Tx], error) {
+	if jc.JobTimeout == 0 {
+		jc.JobTimeout = s.Config.JobTimeout
+	}
+	if jc.RescueStuckAfter == 0 {
+		jc.RescueStuckAfter = s.Config.RescueStuckAfter
+	}
+	if jc.SoftStopTimeout == 0 {
+		jc.SoftStopTimeout = s.Config.ShutdownTimeout
+	}
 	workers := jobs.Workers(jobs.Deps{
 		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance, SQL: s.DB.SQL.DB,
 		MetaTemplates: s.MetaTemplates,
@@ -225,7 +241,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	if err != nil {
 		return nil, err
 	}
-	if err := client.Start(ctx); err != nil {
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("start workers: %w", err)
 	}
 	return client, nil
