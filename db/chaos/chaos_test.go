@@ -14,15 +14,15 @@ import (
 )
 
 // small is the configuration `go tool task test` runs: every experiment,
-// on 500 messages, with two kills and five-second storms. In e, 400 of them
-// fit the quota and go at 25 a second, so the rate is read over several
-// 10-second windows. Postgres is restarted in a throwaway cluster of the
+// on 500 messages, with two kills and five-second storms. In e, 300 of them
+// fit the quota and go at 10 a second, so the rate is read over more than
+// one 20-second window. Postgres is restarted in a throwaway cluster of the
 // suite's own, never in the shared local one that other tests use at the
 // same time.
 func small() Config {
 	return Config{
 		Messages: 500, Kills: 2, Storm: 5 * time.Second, Throttle: 5 * time.Second,
-		Rate: 25, Quota: 400, Concurrency: 8, Experiments: "abcdef",
+		Rate: 10, Quota: 300, Concurrency: 8, Experiments: "abcdef",
 		PGRestart: "throwaway", Timeout: 10 * time.Minute,
 	}
 }
