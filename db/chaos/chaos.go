@@ -276,7 +276,19 @@ func (e *experiment) setup(ctx context.Context, admin string, rate float64, work
 		return fmt.Errorf("create database %s (the role needs CREATEDB): %w", e.dbName, err)
 	}
 	e.cleanupDB = func() {
-		_ = adminExec(context.Background(), admin, `DROP DATABASE IF EXISTS `+e.dbName+` WITH (FORCE)`)
+		// A busy server may refuse the connection for a moment: try a few
+		// times, and say so when the database stays behind.
+		var err error
+		for range 5 {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err = adminExec(ctx, admin, `DROP DATABASE IF EXISTS `+e.dbName+` WITH (FORCE)`)
+			cancel()
+			if err == nil {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+		e.suite.logf("   could not drop database %s: %v", e.dbName, err)
 	}
 	if e.dataDir, err = os.MkdirTemp("", "herald-chaos-"+e.name+"-"); err != nil {
 		return err
