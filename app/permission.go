@@ -47,6 +47,9 @@ const (
 	// PermSettings changes the tenant's default locale, timezone and
 	// retention.
 	PermSettings Permission = "settings.manage"
+	// PermCallbacks shows and changes the tenant's status callback
+	// endpoints and their delivery logs.
+	PermCallbacks Permission = "callbacks.manage"
 )
 
 // Permissions is the role table. Operators hold every permission.
@@ -54,11 +57,11 @@ var Permissions = map[string][]Permission{
 	RoleOperator: {
 		PermPlatform, PermQueues,
 		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
-		PermApprove, PermAddresses, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
+		PermApprove, PermAddresses, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings, PermCallbacks,
 	},
 	RoleManager: {
 		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
-		PermApprove, PermAddresses, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
+		PermApprove, PermAddresses, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings, PermCallbacks,
 	},
 	RoleSupport: {
 		PermDashboard, PermMessages, PermResend, PermSchedules,

@@ -32,6 +32,15 @@ func (s *Server) routes(a *fiber.App) {
 	api.Post("/bookings/:id/resend", s.handleAPIBookingResend)
 	api.Get("/delivery-deadlines", s.handleAPIDeadlineList)
 	api.Put("/delivery-deadlines", s.handleAPIDeadlineSet)
+	api.Get("/callback-endpoints", s.handleAPICallbackList)
+	api.Post("/callback-endpoints", s.handleAPICallbackCreate)
+	api.Get("/callback-endpoints/:id", s.handleAPICallbackGet)
+	api.Patch("/callback-endpoints/:id", s.handleAPICallbackUpdate)
+	api.Delete("/callback-endpoints/:id", s.handleAPICallbackDelete)
+	api.Post("/callback-endpoints/:id/rotate-secret", s.handleAPICallbackRotate)
+	api.Post("/callback-endpoints/:id/test", s.handleAPICallbackTest)
+	api.Get("/callback-endpoints/:id/deliveries", s.handleAPICallbackDeliveries)
+	api.Post("/callback-endpoints/:id/deliveries/:delivery/replay", s.handleAPICallbackReplay)
 	// No catch-all under /api: an unknown path falls through to fiber's 404,
 	// and a known path with another method to its 405 with Allow; the error
 	// handler answers both in JSON.
