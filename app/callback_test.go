@@ -40,9 +40,15 @@ func TestSignCallback(t *testing.T) {
 	t.Run("EveryPartIsSigned", func(t *testing.T) {
 		t.Parallel()
 		for name, sign := range map[string]func() (string, error){
-			"id":        func() (string, error) { return app.SignCallback(specSecret, specMsgID+"x", specTimestamp, []byte(specPayload)) },
-			"timestamp": func() (string, error) { return app.SignCallback(specSecret, specMsgID, specTimestamp+1, []byte(specPayload)) },
-			"body":      func() (string, error) { return app.SignCallback(specSecret, specMsgID, specTimestamp, []byte(`{"test":2432232314}`)) },
+			"id": func() (string, error) {
+				return app.SignCallback(specSecret, specMsgID+"x", specTimestamp, []byte(specPayload))
+			},
+			"timestamp": func() (string, error) {
+				return app.SignCallback(specSecret, specMsgID, specTimestamp+1, []byte(specPayload))
+			},
+			"body": func() (string, error) {
+				return app.SignCallback(specSecret, specMsgID, specTimestamp, []byte(`{"test":2432232314}`))
+			},
 		} {
 			sig, err := sign()
 			require.NoError(t, err)
