@@ -551,6 +551,31 @@ func TestCallbacks_ReplayAndRotate(t *testing.T) {
 		require.Equal(t, 1, b.Count(`SELECT count(*) FROM river_job WHERE kind = 'callback'`), "no second job")
 	})
 
+	t.Run("ConcurrentReplaysStartOneRound", func(t *testing.T) {
+		t.Parallel()
+		b := setupCallbacks(t, callbackSetup{})
+		rc := newReceiver(t, nil)
+		endpointID, _ := b.createEndpoint(b.Key, rc.URL, app.CallbackMessageSent)
+		b.Submit(emailNotification("cb-replay-race", "BK-CR3", "anna@example.com"))
+		ds := b.waitDeliveries(endpointID, "succeeded", oneDelivery(app.CallbackSucceeded, 1))
+		// Workers stopped, so the replay stays pending while the others try.
+		require.NoError(t, b.Worker.Stop(b.Ctx))
+		path := "/api/v1/callback-endpoints/" + endpointID.String() + "/deliveries/" + ds[0].ID.String() + "/replay"
+		statuses := make(chan int, 6)
+		var wg sync.WaitGroup
+		for range 6 {
+			wg.Go(func() { statuses <- b.Request(http.MethodPost, path, nil, nil) })
+		}
+		wg.Wait()
+		close(statuses)
+		got := map[int]int{}
+		for s := range statuses {
+			got[s]++
+		}
+		require.Equal(t, map[int]int{http.StatusAccepted: 1, http.StatusConflict: 5}, got)
+		require.Equal(t, 2, b.Count(`SELECT count(*) FROM river_job WHERE kind = 'callback'`), "the first job and one replay")
+	})
+
 	t.Run("RotatedSecretSignsBesideTheOldOne", func(t *testing.T) {
 		t.Parallel()
 		b := setupCallbacks(t, callbackSetup{})
@@ -636,6 +661,28 @@ func TestCallbacks_Enqueue(t *testing.T) {
 		}
 		b.waitDeliveries(endpointID, "posted once", oneDelivery(app.CallbackSucceeded, 1))
 		require.Equal(t, 1, b.Count(`SELECT count(*) FROM callback_deliveries WHERE message_id = $1`, m.ID))
+	})
+
+	t.Run("ConcurrentChangesMakeOneCallback", func(t *testing.T) {
+		t.Parallel()
+		b, m, endpointID := setup(t)
+		jobs := b.Count(`SELECT count(*) FROM river_job WHERE kind = 'callback'`)
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		for range 8 {
+			wg.Go(func() {
+				errs <- b.Services.Store.InTenant(b.Ctx, b.Tenant.ID, func(tx *db.Tx) error {
+					return b.Services.Callbacks.Notify(b.Ctx, tx, b.Tenant.ID, m.ID, app.CallbackMessageRead, app.CallbackNote{})
+				})
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		b.waitDeliveries(endpointID, "posted once", oneDelivery(app.CallbackSucceeded, 1))
+		require.Equal(t, jobs+1, b.Count(`SELECT count(*) FROM river_job WHERE kind = 'callback'`))
 	})
 
 	t.Run("DuplicateReceiptsMakeOneCallback", func(t *testing.T) {
