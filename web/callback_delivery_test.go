@@ -45,7 +45,7 @@ func setupCallbacks(t *testing.T, s callbackSetup) *callbackBundle {
 	h := webtest.New(t, webtest.Options{NoWorkers: true})
 	cb := h.Services.Callbacks
 	if !s.productionClient {
-		cb.Client = webhook.NewClient(webhook.Options{AllowPrivate: true, AnyPort: true, Timeout: time.Second})
+		cb.Client = webhook.NewClient(webhook.Options{AllowPrivate: true, AnyPort: true, Timeout: 3 * time.Second})
 	}
 	// The receivers listen on 127.0.0.1, which the URL check refuses (as it
 	// should for tenants); the dial guard is what the SSRF test checks.
@@ -99,28 +99,17 @@ func (b *callbackBundle) deliveries(endpointID uuid.UUID) []deliveryView {
 func (b *callbackBundle) waitDeliveries(endpointID uuid.UUID, what string, ok func([]deliveryView) bool) []deliveryView {
 	b.T.Helper()
 	var last []deliveryView
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if last = b.deliveries(endpointID); ok(last) {
-			return last
-		}
-		time.Sleep(30 * time.Millisecond)
-	}
-	b.T.Fatalf("timed out waiting for %s; deliveries: %+v", what, last)
-	return nil
+	b.WaitUntil(what, func() bool {
+		last = b.deliveries(endpointID)
+		return ok(last)
+	})
+	return last
 }
 
 // waitCount waits until query counts n.
 func (b *callbackBundle) waitCount(n int, what, query string, args ...any) {
 	b.T.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if b.Count(query, args...) == n {
-			return
-		}
-		time.Sleep(30 * time.Millisecond)
-	}
-	b.T.Fatalf("timed out waiting for %s", what)
+	b.WaitUntil(what, func() bool { return b.Count(query, args...) == n })
 }
 
 func oneDelivery(status string, attempts int) func([]deliveryView) bool {
@@ -179,7 +168,7 @@ func (rc *receiver) next(t *testing.T) received {
 	select {
 	case p := <-rc.got:
 		return p
-	case <-time.After(20 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the receiver got no post")
 		return received{}
 	}
