@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -208,4 +209,46 @@ func TestConsoleCallbacks(t *testing.T) {
 		require.Nil(t, got.PreviousExpiresAt)
 		require.Zero(t, c.Count(`SELECT count(*) FROM callback_deliveries`))
 	})
+}
+
+// TestBrowser_Callbacks walks a manager through the Callbacks pages in
+// Chromium: create an endpoint with the form, copy its secret, send a test
+// event, and read the delivery log, with screenshots of each page.
+func TestBrowser_Callbacks(t *testing.T) {
+	t.Parallel()
+	c := serveConsole(t)
+	ctx := newBrowser(t)
+	dialogs := acceptDialogs(t, ctx)
+
+	login(t, ctx, c.base, c.users[asManager].Email, consolePassword)
+	clickNav(t, ctx, "Settings")
+	follow(t, ctx, chromedp.Click(chromedp.CSS(`.page-head a[href$="/settings/callbacks"]`)))
+	requireHeading(t, ctx, "Callbacks")
+	capture(t, ctx, "01-callbacks-empty")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`form input[name=url]`), "https://hooks.acme.example/herald"),
+		chromedp.SendKeys(chromedp.CSS(`form input[name=description]`), "CRM"),
+		// Everything but read receipts.
+		chromedp.Click(chromedp.CSS(`input[name=event_types][value="message.read"]`)),
+	))
+	follow(t, ctx, chromedp.Click(chromedp.CSS(`form button[type=submit].primary`)))
+	requireHeading(t, ctx, "Callback endpoint created")
+	secret := evalString(t, ctx, `document.querySelector('input.secret-value').value`)
+	require.True(t, strings.HasPrefix(secret, "whsec_"), "secret %q", secret)
+	capture(t, ctx, "02-callback-secret")
+
+	follow(t, ctx, chromedp.Click(chromedp.CSS(`.one-time-secret a.button.primary`)))
+	requireHeading(t, ctx, "Callback endpoint")
+	requireText(t, ctx, "message.sent, message.delivered, message.failed, message.fallback")
+	require.NotContains(t, evalString(t, ctx, `document.documentElement.outerHTML`), secret)
+
+	asked := dialogs.count()
+	follow(t, ctx, chromedp.Click(chromedp.CSS(`form[action$="/test"] button`)))
+	require.Equal(t, asked+1, dialogs.count(), "sending a test event asks first")
+	requireText(t, ctx, "Test event queued")
+	rows := textsOf(t, ctx, `table.callback-deliveries tbody tr`)
+	require.Len(t, rows, 1)
+	require.Contains(t, rows[0], "callback.test")
+	capture(t, ctx, "03-callback-endpoint")
 }
