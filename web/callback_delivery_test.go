@@ -321,6 +321,48 @@ func TestCallbacks_Delivery(t *testing.T) {
 		require.Equal(t, failed.ID.String(), posts["message.read"]["fallback_of"])
 	})
 
+	t.Run("BounceReceiptIsPostedAsFailed", func(t *testing.T) {
+		t.Parallel()
+		b := setupCallbacks(t, callbackSetup{})
+		rc := newReceiver(t, nil)
+		b.createEndpoint(b.Key, rc.URL, app.CallbackMessageFailed)
+		id := b.Submit(emailNotification("cb-bounce", "BK-CB14", "bounce@example.com"))
+		m := webtest.OnlyMessage(t, b.WaitMessages(id, "bounced", webtest.AllStatus(app.MessageFailed)))
+		data := rc.next(t).payload(t)["data"].(map[string]any)
+		require.Equal(t, m.ID.String(), data["message_id"])
+		require.Equal(t, app.MessageFailed, data["status"])
+		errData := data["error"].(map[string]any)
+		require.Equal(t, *m.FailedReason, errData["reason"])
+		require.Equal(t, "The sandbox mailbox bounced the message.", errData["message"])
+	})
+
+	t.Run("MissedDeadlineFallbackIsPosted", func(t *testing.T) {
+		t.Parallel()
+		b := setupCallbacks(t, callbackSetup{})
+		rc := newReceiver(t, nil)
+		endpointID, secret := b.createEndpoint(b.Key, rc.URL, app.CallbackMessageFallback)
+		require.NoError(t, b.Services.Deadlines.Set(b.Ctx, app.CLIActor, b.Tenant.ID, "BOOKING_CONFIRMED", app.Email, 1))
+		// The sandbox never reports on silent@: the e-mail stays SENT.
+		req := webtest.WithRecipient("cb-deadline", "BK-CB13", map[string]any{"name": "A", "email": "silent@example.com", "phone": "+4915123456789"}, "EMAIL")
+		req["fallback_chain"] = []string{"EMAIL", "SMS"}
+		id := b.Submit(req)
+		email := webtest.OnlyMessage(t, b.WaitMessages(id, "sent", webtest.AllStatus(app.MessageSent)))
+		b.Exec(`UPDATE messages SET sent_at = now() - interval '2 minutes' WHERE id = $1`, email.ID)
+
+		n, err := b.Services.Maintenance.FallBackOverdue(b.Ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		p := rc.next(t)
+		require.NoError(t, verifyStandardWebhook(secret, p, time.Now()))
+		payload := p.payload(t)
+		require.Equal(t, "message.fallback", payload["type"])
+		data := payload["data"].(map[string]any)
+		require.Equal(t, email.ID.String(), data["message_id"])
+		require.Equal(t, app.MessageSent, data["status"], "the overdue message stays SENT")
+		require.Equal(t, "SMS", data["fallback"].(map[string]any)["channel"])
+		b.waitDeliveries(endpointID, "posted", oneDelivery(app.CallbackSucceeded, 1))
+	})
+
 	t.Run("ReceiverFailsThenSucceeds", func(t *testing.T) {
 		t.Parallel()
 		b := setupCallbacks(t, callbackSetup{})
