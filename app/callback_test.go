@@ -73,3 +73,23 @@ func TestNewCallbackSecret(t *testing.T) {
 	// Standard Webhooks: at least 24 bytes, at most 64.
 	require.Len(t, key, 32)
 }
+
+// FuzzSignCallback: any id, timestamp and body sign without a panic, the
+// same way twice, and differently under another secret.
+func FuzzSignCallback(f *testing.F) {
+	f.Add(specMsgID, int64(specTimestamp), []byte(specPayload))
+	f.Add("", int64(0), []byte{})
+	f.Add("msg_.", int64(-1), []byte("\x00\xff"))
+	other := app.NewCallbackSecret()
+	f.Fuzz(func(t *testing.T, id string, ts int64, body []byte) {
+		a, err := app.SignCallback(specSecret, id, ts, body)
+		require.NoError(t, err)
+		b, err := app.SignCallback(specSecret, id, ts, body)
+		require.NoError(t, err)
+		require.Equal(t, a, b)
+		c, err := app.SignCallback(other, id, ts, body)
+		require.NoError(t, err)
+		require.NotEqual(t, a, c)
+		require.True(t, strings.HasPrefix(a, "v1,"))
+	})
+}
