@@ -160,7 +160,7 @@ func TestAPI_CallbackEndpoints(t *testing.T) {
 		h := webtest.New(t, webtest.Options{NoWorkers: true})
 		other, err := h.Services.Tenants.Create(h.Ctx, app.CLIActor, app.TenantInput{Slug: "globex", Name: "Globex Travel"})
 		require.NoError(t, err)
-		_, otherKey, err := h.Services.APIKeys.Create(h.Ctx, app.CLIActor, other.ID, "globex system")
+		_, otherKey, err := h.Services.APIKeys.Create(h.Ctx, app.CLIActor, other.ID, "globex system", app.Scopes...)
 		require.NoError(t, err)
 
 		var mine endpointView

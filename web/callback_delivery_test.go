@@ -514,7 +514,7 @@ func TestCallbacks_Delivery(t *testing.T) {
 		b := setupCallbacks(t, callbackSetup{})
 		other, err := b.Services.Tenants.Create(b.Ctx, app.CLIActor, app.TenantInput{Slug: "globex", Name: "Globex Travel"})
 		require.NoError(t, err)
-		_, otherKey, err := b.Services.APIKeys.Create(b.Ctx, app.CLIActor, other.ID, "globex system")
+		_, otherKey, err := b.Services.APIKeys.Create(b.Ctx, app.CLIActor, other.ID, "globex system", app.Scopes...)
 		require.NoError(t, err)
 		mine, theirs := newReceiver(t, nil), newReceiver(t, nil)
 		b.createEndpoint(b.Key, mine.URL, app.CallbackMessageSent)

@@ -293,6 +293,11 @@ func (s *Server) page(c *fiber.Ctx, title string) views.Page {
 		}
 	}
 	p.Operator = u.Role == app.RoleOperator
+	if p.Operator {
+		for _, w := range s.Health.Warnings {
+			p.Flash = append(append([]views.Flash(nil), p.Flash...), views.Flash{Kind: "error", Message: w})
+		}
+	}
 	return p
 }
 

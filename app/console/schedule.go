@@ -79,7 +79,7 @@ type Schedules struct {
 
 // Upcoming returns one page of the tenant's scheduled notifications,
 // soonest first, and whether more follow.
-func (s *Schedules) Upcoming(ctx context.Context, u *app.User, tenantID uuid.UUID, f ScheduleFilter, page PageRequest) ([]*ScheduledEvent, bool, error) {
+func (s *Schedules) Upcoming(ctx context.Context, u app.Principal, tenantID uuid.UUID, f ScheduleFilter, page PageRequest) ([]*ScheduledEvent, bool, error) {
 	if err := app.RequirePermission(u, app.PermSchedules); err != nil {
 		return nil, false, err
 	}
@@ -106,7 +106,7 @@ func (s *Schedules) Upcoming(ctx context.Context, u *app.User, tenantID uuid.UUI
 }
 
 // Event returns one of the tenant's events; another tenant's id is not found.
-func (s *Schedules) Event(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID) (*app.Event, error) {
+func (s *Schedules) Event(ctx context.Context, u app.Principal, tenantID, eventID uuid.UUID) (*app.Event, error) {
 	if err := app.RequirePermission(u, app.PermSchedules); err != nil {
 		return nil, err
 	}
@@ -135,7 +135,7 @@ func ParseLocalTime(field, value string, loc *time.Location) (time.Time, error) 
 // Reschedule moves an event to a new time given as a datetime-local value
 // in the tenant's timezone. The version goes up and the audit log names
 // the user.
-func (s *Schedules) Reschedule(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID, value string, loc *time.Location) (*app.Event, error) {
+func (s *Schedules) Reschedule(ctx context.Context, u app.Principal, tenantID, eventID uuid.UUID, value string, loc *time.Location) (*app.Event, error) {
 	if err := app.RequirePermission(u, app.PermManageSchedules); err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (s *Schedules) Reschedule(ctx context.Context, u *app.User, tenantID, event
 }
 
 // Cancel stops an event before it is sent.
-func (s *Schedules) Cancel(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID) (*app.Event, error) {
+func (s *Schedules) Cancel(ctx context.Context, u app.Principal, tenantID, eventID uuid.UUID) (*app.Event, error) {
 	if err := app.RequirePermission(u, app.PermManageSchedules); err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func (s *Schedules) Cancel(ctx context.Context, u *app.User, tenantID, eventID u
 
 // Decide approves an event awaiting approval, which routes it, or rejects
 // it with a reason.
-func (s *Schedules) Decide(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID, approve bool, reason string) (*app.Event, error) {
+func (s *Schedules) Decide(ctx context.Context, u app.Principal, tenantID, eventID uuid.UUID, approve bool, reason string) (*app.Event, error) {
 	if err := app.RequirePermission(u, app.PermApprove); err != nil {
 		return nil, err
 	}
