@@ -35,9 +35,12 @@ type CallbackWorker struct {
 }
 
 // Timeout implements river.Worker: one POST is bounded by
-// app.CallbackTimeout, and recording it takes little more.
+// app.CallbackTimeout (Standard Webhooks asks for 15 to 30 seconds, more
+// than the default job timeout), and recording it takes little more; the
+// total stays below the default time after which River takes a running job
+// for a crashed worker's (HERALD_RESCUE_STUCK_AFTER).
 func (w *CallbackWorker) Timeout(*river.Job[CallbackArgs]) time.Duration {
-	return app.CallbackTimeout + 15*time.Second
+	return app.CallbackTimeout + 5*time.Second
 }
 
 // Work implements river.Worker.
