@@ -67,6 +67,8 @@ type Services struct {
 
 	// The console.
 	Console Console
+	// OpenAPI is the API's merged OpenAPI document.
+	OpenAPI *web.OpenAPI
 }
 
 // Console is the console's services.
@@ -137,6 +139,9 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	metrics := jobs.NewMetrics(reg)
 
 	s := &Services{Config: cfg, Log: log, DB: d, Store: store, Queue: queue, Registry: reg}
+	if s.OpenAPI, err = web.LoadOpenAPI(web.OpenAPIFiles, baseURL(cfg)); err != nil {
+		return nil, err
+	}
 	s.Accounts = &app.Accounts{Store: db.Scope[app.AccountTx](store), Sealer: sealer, Now: now}
 	provisioner := &app.Provisioner{Accounts: s.Accounts, Now: now}
 	s.Tenants = &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: now, Provision: provisioner.Provision}
@@ -226,8 +231,16 @@ func (s *Services) Web(version string) *web.Server {
 		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
 		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
-		Registry: s.Registry, Version: version,
+		Registry: s.Registry, Version: version, OpenAPI: s.OpenAPI,
 	}
+}
+
+// baseURL is the deployment's public URL, the server of the OpenAPI document.
+func baseURL(cfg app.Config) string {
+	if cfg.BaseURL == nil {
+		return ""
+	}
+	return cfg.BaseURL.String()
 }
 
 // StartWorkers starts a River client working every Herald queue. Stop it
