@@ -56,6 +56,9 @@ const (
 	// PermSettings changes the tenant's default locale, timezone and
 	// retention.
 	PermSettings Permission = "settings.manage"
+	// PermCallbacks shows and changes the tenant's status callback
+	// endpoints and their delivery logs.
+	PermCallbacks Permission = "callbacks.manage"
 )
 
 // Permissions is the role table. Operators hold every permission.
@@ -64,12 +67,12 @@ var Permissions = map[string][]Permission{
 		PermPlatform, PermQueues,
 		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
 		PermApprove, PermAddresses, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
-		PermViewTemplates, PermViewChannels,
+		PermViewTemplates, PermViewChannels, PermCallbacks,
 	},
 	RoleManager: {
 		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
 		PermApprove, PermAddresses, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
-		PermViewTemplates, PermViewChannels,
+		PermViewTemplates, PermViewChannels, PermCallbacks,
 	},
 	RoleSupport: {
 		PermDashboard, PermMessages, PermResend, PermSchedules,

@@ -27,6 +27,8 @@ type InsertTx interface {
 type FallbackTx interface {
 	PlanTx
 	InsertTx
+	// The status changes that run a fallback make their callbacks too.
+	CallbackEnqueueTx
 	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)

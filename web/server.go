@@ -35,6 +35,10 @@ type Server struct {
 	// Deadlines serves the tenant's delivery deadlines, to the API and on
 	// the console's settings page.
 	Deadlines *console.Deadlines
+	// Callbacks serves the tenant's status callback endpoints to the API;
+	// CallbackConsole to the console.
+	Callbacks       *app.Callbacks
+	CallbackConsole *console.Callbacks
 	// MetaTemplates applies Meta's template reviews and serves the
 	// account's template page.
 	MetaTemplates *app.MetaTemplates
