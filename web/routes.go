@@ -32,6 +32,12 @@ func (s *Server) routes(a *fiber.App) {
 	api.Post("/bookings/:id/resend", s.handleAPIBookingResend)
 	api.Get("/delivery-deadlines", s.handleAPIDeadlineList)
 	api.Put("/delivery-deadlines", s.handleAPIDeadlineSet)
+	// Contacts.
+	api.Get("/contacts", s.handleAPIContactList)
+	api.Get("/contacts/:id", s.handleAPIContactGet)
+	api.Patch("/contacts/:id", s.handleAPIContactUpdate)
+	api.Post("/contacts/:id/opt-out", s.handleAPIContactOptOut)
+	api.Post("/contacts/:id/opt-in", s.handleAPIContactOptIn)
 	// No catch-all under /api: an unknown path falls through to fiber's 404,
 	// and a known path with another method to its 405 with Allow; the error
 	// handler answers both in JSON.
@@ -122,6 +128,11 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/messages/:id", app.PermMessages, s.handleMessageShow)
 	t.post("/messages/:id/retry", app.PermResend, s.handleMessageRetry)
 	t.post("/messages/:id/cancel", app.PermCancelMessage, s.handleMessageCancel)
+
+	// Contacts.
+	t.get("/contacts/:id", app.PermMessages, s.handleContactShow)
+	t.post("/contacts/:id/opt-out", app.PermContacts, s.handleContactOptOut)
+	t.post("/contacts/:id/opt-in", app.PermContacts, s.handleContactOptIn)
 
 	// Scheduled notifications, approvals and the tenant's audit log.
 	t.get("/scheduled", app.PermSchedules, s.handleScheduledList)
