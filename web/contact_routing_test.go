@@ -123,12 +123,13 @@ func TestContacts_ProfileGetsNewPhone(t *testing.T) {
 	require.Equal(t, *old.ContactID, *later.ContactID, "the profile id is the person")
 	require.Equal(t, newPhone, later.ToAddress)
 	require.Equal(t, 1, c.Count(`SELECT count(*) FROM contacts WHERE id = $1 AND phone = $2`, *old.ContactID, newPhone))
-	require.Equal(t, 1, c.Count(`SELECT count(*) FROM contact_changes WHERE contact_id = $1 AND field = 'phone'
-		AND old_value = $2 AND new_value = $3 AND source = 'event' AND event_id = $4`, *old.ContactID, oldPhone, newPhone, secondID))
 
 	c.failNow(old)
 	retry := c.retryAsSupport(old.ID)
 	require.Equal(t, oldPhone, c.toAddress(retry), "a retry goes where the message went, not to the contact's new number")
+
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM contact_changes WHERE contact_id = $1 AND field = 'phone'
+		AND old_value = $2 AND new_value = $3 AND source = 'event' AND event_id = $4`, *old.ContactID, oldPhone, newPhone, secondID))
 }
 
 func TestContacts_FallbackUsesEventAddress(t *testing.T) {
@@ -145,8 +146,9 @@ func TestContacts_FallbackUsesEventAddress(t *testing.T) {
 	c.routeNow(c.Tenant.ID, c.Submit(second))
 
 	c.failNow(wa)
-	require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE fallback_of = $1 AND channel = 'EMAIL' AND to_address = 'fritz@example.com'
-		AND recipient_index = 0`, wa.ID), "the fallback goes to the e-mail address the event gave")
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE fallback_of = $1 AND channel = 'EMAIL' AND to_address = 'fritz@example.com'`, wa.ID),
+		"the fallback goes to the e-mail address the event gave")
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE fallback_of = $1 AND recipient_index = 0`, wa.ID))
 }
 
 func TestContacts_ConcurrentNewContact(t *testing.T) {
