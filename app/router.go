@@ -317,15 +317,42 @@ func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 }
 
 // RecipientVars are the template variables of one recipient of an event:
-// the event's context with the recipient's own context over it, and the
-// recipient's fields.
+// the event's context with the recipient's own context over it (top-level
+// keys), and the recipient's fields. A recipient without a name is greeted
+// with the context's passenger_name. When the recipient has a time zone,
+// every time in the context (a string in RFC 3339, such as
+// 2027-04-12T05:15:00Z) is shown as that zone's local time,
+// "2027-04-12 07:15 CEST"; without one, times render as the caller wrote
+// them.
 func RecipientVars(e *Event, rc Recipient) (map[string]string, error) {
 	ctxVars, err := e.DecodeContext()
 	if err != nil {
 		return nil, err
 	}
-	return TemplateVars(ctxVars, rc), nil
+	for k, v := range rc.Context {
+		ctxVars[k] = v
+	}
+	if rc.Timezone != "" {
+		if loc, err := RecipientLocation(rc.Timezone); err == nil {
+			for k, v := range ctxVars {
+				if s, ok := v.(string); ok {
+					if t, err := time.Parse(time.RFC3339, s); err == nil {
+						ctxVars[k] = t.In(loc).Format(RecipientTimeLayout)
+					}
+				}
+			}
+		}
+	}
+	vars := TemplateVars(ctxVars, rc)
+	if rc.Name == "" {
+		vars["recipient_name"] = vars["passenger_name"]
+	}
+	return vars, nil
 }
+
+// RecipientTimeLayout is how a time in the context is shown to a recipient
+// with a time zone.
+const RecipientTimeLayout = "2006-01-02 15:04 MST"
 
 // RecipientOf returns the recipient of the event a message was for, with
 // its index: by the message's recipient index, else (a message stored
