@@ -280,7 +280,7 @@ func ContactPage(p Page, v ContactView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				for _, ch := range app.OptOutChannels {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<label class=\"inline\"><input type=\"checkbox\" name=\"channels\" value=\"")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<label class=\"choice\"><input type=\"checkbox\" name=\"channels\" value=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
