@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nyaruka/phonenumbers"
 )
@@ -293,11 +294,22 @@ func NormalizePhone(s string) (string, error) {
 	if !strings.HasPrefix(s, "+") {
 		return "", errors.New("phone numbers must start with + and the country code")
 	}
+	// Letters would be read as a keypad's vanity digits (A is 2): a
+	// passenger's number never has any, so a letter is a mistake.
+	if strings.IndexFunc(s, unicode.IsLetter) >= 0 {
+		return "", errors.New("phone numbers are digits only, not letters")
+	}
 	num, err := phonenumbers.Parse(s, "")
 	if err != nil || !phonenumbers.IsValidNumber(num) {
 		return "", errors.New("not a valid phone number")
 	}
-	return phonenumbers.Format(num, phonenumbers.E164), nil
+	e164 := phonenumbers.Format(num, phonenumbers.E164)
+	// E.164 allows 15 digits at most; the metadata of some countries accepts
+	// longer numbers that no provider will send to.
+	if len(e164) > 16 {
+		return "", errors.New("not a valid phone number: more than 15 digits")
+	}
+	return e164, nil
 }
 
 func normalizeChannels(p *problems, field string, in []string) []string {

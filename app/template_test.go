@@ -67,7 +67,10 @@ func TestNormalizePhone(t *testing.T) {
 	got, err = app.NormalizePhone("+919876543210")
 	require.NoError(t, err)
 	require.Equal(t, "+919876543210", got, "Indian numbers pass unchanged")
-	for _, bad := range []string{"0151 23456789", "+49 1", "+999 123456789", "phone"} {
+	for _, bad := range []string{"0151 23456789", "+49 1", "+999 123456789", "phone",
+		// Found by FuzzNormalizePhone: letters are read as keypad digits,
+		// and the result was a 16-digit number, longer than E.164 allows.
+		"+492100A0A00A0000", "+49 151 CALL NOW", "+4921002020020000"} {
 		_, err := app.NormalizePhone(bad)
 		require.Error(t, err, bad)
 	}

@@ -251,7 +251,7 @@ func TestConsole_MetaTemplates(t *testing.T) {
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
 			return c.Count(`SELECT count(*) FROM meta_templates WHERE channel_account_id = $1`, acct.ID) == 1
-		}, 10*time.Second, 20*time.Millisecond, "the sync job lists Meta's templates again")
+		}, time.Minute, 20*time.Millisecond, "the sync job lists Meta's templates again")
 		require.Equal(t, "PAUSED", statusCell(confirmedDE))
 	})
 

@@ -17,6 +17,7 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/jobs"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -394,7 +395,11 @@ func TestConsoleQueues_PauseHoldsWorkers(t *testing.T) {
 
 	id := c.Submit(webtest.Notification("evt-paused", "BK-P"))
 	c.StartWorkers()
-	time.Sleep(1500 * time.Millisecond)
+	// A job queued after the paused one, on a queue that is not paused,
+	// runs to completion: the workers are fetching, and had every chance to
+	// take the route job too.
+	probe := c.riverJob(app.QueueMaintenance, jobs.AuditVerifyArgs{}.Kind(), console.JobAvailable, map[string]any{})
+	c.WaitUntil("the maintenance probe job to complete", func() bool { return c.jobState(probe) == console.JobCompleted })
 	require.Equal(t, app.EventReceived, c.Event(id).Status, "the route queue is paused")
 	require.Equal(t, 1, c.Count(`SELECT count(*) FROM river_job WHERE queue = 'route' AND state = 'available'`))
 	doc := ops.page("/queues")

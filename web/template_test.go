@@ -381,22 +381,43 @@ func TestConsoleTemplates_Preview(t *testing.T) {
 
 func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 	t.Parallel()
-	c := setupConsole(t, webtest.Options{NoWorkers: true})
-	s := c.signIn(asManager)
-	id := c.templateID(c.Tenant.ID, "BOOKING_CONFIRMED", app.SMS, "en")
-	path := "/t/acme/templates/" + id.String()
-	_, _, original := c.templateText(id)
-
-	doc := s.page(path)
-	require.Equal(t, original, doc.Find(`textarea[name=body]`).Text())
-	require.Equal(t, "1", doc.Find(`input[name=version]`).AttrOr("value", ""))
-	require.Contains(t, text(doc.Find(`#template-form button[type=submit]`)), "Save as version 2")
-	require.Equal(t, 0, doc.Find(`select[name=event]`).Length(), "the key of a template is fixed")
-	require.NotEmpty(t, doc.Find("#template-preview pre.preview").Text(), "the editor opens with a preview")
-	require.Equal(t, 1, doc.Find(`a[href="/t/acme/templates/new?event=BOOKING_CONFIRMED&channel=SMS"]`).Length(), "another locale of the same text is one click away")
-
 	edited := "Booking {{booking_reference}} confirmed.\nSee you on {{departure_date}}, {{passenger_name}}!"
+	// setup gives each subtest its own console with the SMS template of
+	// BOOKING_CONFIRMED at the given version: 1 is the provisioned text,
+	// 2 is edited, 3 is edited with an unknown placeholder.
+	setup := func(t *testing.T, version int) (c *consoleBundle, s *session, id uuid.UUID, path, original string) {
+		t.Helper()
+		c = setupConsole(t, webtest.Options{NoWorkers: true})
+		s = c.signIn(asManager)
+		id = c.templateID(c.Tenant.ID, "BOOKING_CONFIRMED", app.SMS, "en")
+		path = "/t/acme/templates/" + id.String()
+		_, _, original = c.templateText(id)
+		for v, body := range []string{edited, edited + " {{gate}}"}[:version-1] {
+			s.page(path)
+			resp := s.post(path, url.Values{"version": {strconv.Itoa(v + 1)}, "body": {body}})
+			require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		}
+		got, _, _ := c.templateText(id)
+		require.Equal(t, version, got)
+		return c, s, id, path, original
+	}
+
+	t.Run("Editor", func(t *testing.T) {
+		t.Parallel()
+		_, s, _, path, original := setup(t, 1)
+		doc := s.page(path)
+		require.Equal(t, original, doc.Find(`textarea[name=body]`).Text())
+		require.Equal(t, "1", doc.Find(`input[name=version]`).AttrOr("value", ""))
+		require.Contains(t, text(doc.Find(`#template-form button[type=submit]`)), "Save as version 2")
+		require.Equal(t, 0, doc.Find(`select[name=event]`).Length(), "the key of a template is fixed")
+		require.NotEmpty(t, doc.Find("#template-preview pre.preview").Text(), "the editor opens with a preview")
+		require.Equal(t, 1, doc.Find(`a[href="/t/acme/templates/new?event=BOOKING_CONFIRMED&channel=SMS"]`).Length(), "another locale of the same text is one click away")
+	})
+
 	t.Run("SaveBumpsVersion", func(t *testing.T) {
+		t.Parallel()
+		c, s, id, path, original := setup(t, 1)
+		s.page(path)
 		resp := s.post(path, url.Values{"version": {"1"}, "body": {edited}})
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		doc := s.follow(resp)
@@ -409,6 +430,8 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 	})
 
 	t.Run("UnknownPlaceholderWarnsAfterSave", func(t *testing.T) {
+		t.Parallel()
+		c, s, id, path, _ := setup(t, 2)
 		s.page(path)
 		resp := s.post(path, url.Values{"version": {"2"}, "body": {edited + " {{gate}}"}})
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
@@ -421,6 +444,8 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 	})
 
 	t.Run("BadEditStoresNothing", func(t *testing.T) {
+		t.Parallel()
+		c, s, id, path, _ := setup(t, 3)
 		s.page(path)
 		doc, resp := s.postPage(path, url.Values{"version": {"3"}, "body": {"   "}})
 		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
@@ -439,6 +464,8 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 	})
 
 	t.Run("History", func(t *testing.T) {
+		t.Parallel()
+		_, s, _, path, _ := setup(t, 3)
 		doc := s.page(path + "/versions")
 		rows := doc.Find("table.versions tbody tr")
 		require.Equal(t, []string{"3", "2", "1"}, rows.Map(func(_ int, r *goquery.Selection) string { return r.AttrOr("data-version", "") }))
@@ -455,6 +482,8 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 	})
 
 	t.Run("Diff", func(t *testing.T) {
+		t.Parallel()
+		_, s, _, path, original := setup(t, 3)
 		doc := s.page(path + "/versions/1")
 		lines := doc.Find("table.diff-body tr")
 		var removed, added []string
@@ -486,6 +515,8 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 	})
 
 	t.Run("RestoreOverAnUnseenSave", func(t *testing.T) {
+		t.Parallel()
+		c, s, id, path, _ := setup(t, 3)
 		s.page(path + "/versions")
 		doc, resp := s.postPage(path+"/versions/1/restore?current=2", nil)
 		require.Equal(t, http.StatusConflict, resp.StatusCode)
@@ -499,6 +530,8 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 	})
 
 	t.Run("Restore", func(t *testing.T) {
+		t.Parallel()
+		c, s, id, path, original := setup(t, 3)
 		s.page(path + "/versions")
 		resp := s.post(path+"/versions/1/restore?current=3", nil)
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
@@ -522,12 +555,15 @@ func TestConsoleTemplates_VersionsAndRestore(t *testing.T) {
 	})
 
 	t.Run("SaveNeedsCSRF", func(t *testing.T) {
-		resp := s.post(path, url.Values{"csrf": {"forged"}, "version": {"4"}, "body": {"forged"}})
+		t.Parallel()
+		c, s, id, path, original := setup(t, 1)
+		s.page(path)
+		resp := s.post(path, url.Values{"csrf": {"forged"}, "version": {"1"}, "body": {"forged"}})
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 		resp = s.post("/t/acme/templates", url.Values{"csrf": {"forged"}, "event": {"BOOKING_REFUNDED"}, "channel": {"EMAIL"}, "locale": {"sv"}, "subject": {"x"}, "body": {"x"}})
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 		version, _, body := c.templateText(id)
-		require.Equal(t, 4, version)
+		require.Equal(t, 1, version)
 		require.Equal(t, original, body)
 		require.Zero(t, c.Count(`SELECT count(*) FROM templates WHERE locale = 'sv'`))
 	})

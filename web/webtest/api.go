@@ -126,7 +126,7 @@ func (h *Herald) Event(id uuid.UUID) EventView {
 func (h *Herald) WaitMessages(id uuid.UUID, what string, ok func([]*app.Message) bool) []*app.Message {
 	h.T.Helper()
 	var last []*app.Message
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		last = h.Event(id).Messages
 		if ok(last) {

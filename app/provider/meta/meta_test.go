@@ -457,7 +457,7 @@ func TestProvider_SendTransport(t *testing.T) {
 	slow := func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 		}
 	}
 

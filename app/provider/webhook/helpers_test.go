@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,25 +14,61 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// trap listens on addr and counts the connections it accepts, so a test can
-// show that a refused destination was never connected to.
-func trap(t *testing.T, addr string) (net.Listener, *atomic.Int32) {
+// trapped is a listener that records every connection it accepts, in the
+// order the kernel queued them.
+type trapped struct {
+	l       net.Listener
+	mu      sync.Mutex
+	remotes []string
+	arrived chan struct{}
+}
+
+// trap listens on addr and accepts (and records) whatever connects.
+func trap(t *testing.T, addr string) (net.Listener, *trapped) {
 	t.Helper()
 	l, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
-	var accepted atomic.Int32
+	tr := &trapped{l: l, arrived: make(chan struct{}, 1)}
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			accepted.Add(1)
+			tr.mu.Lock()
+			tr.remotes = append(tr.remotes, c.RemoteAddr().String())
+			tr.mu.Unlock()
+			select {
+			case tr.arrived <- struct{}{}:
+			default:
+			}
 			c.Close()
 		}
 	}()
 	t.Cleanup(func() { l.Close() })
-	return l, &accepted
+	return l, tr
+}
+
+// requireNone asserts that nothing connected to the trap. It connects
+// itself and waits until its own connection is accepted: connections are
+// accepted in the order they arrived, so any earlier one would come first.
+// No pause is needed, whatever the machine's speed.
+func (tr *trapped) requireNone(t *testing.T) {
+	t.Helper()
+	c, err := net.Dial("tcp", tr.l.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	mine := c.LocalAddr().String()
+	for {
+		tr.mu.Lock()
+		got := slices.Clone(tr.remotes)
+		tr.mu.Unlock()
+		if slices.Contains(got, mine) {
+			require.Equal(t, []string{mine}, got, "the listener accepted a connection")
+			return
+		}
+		<-tr.arrived
+	}
 }
 
 // connectRecorder is a connect hook that records every dial the guard let
