@@ -166,7 +166,7 @@ type ContactUpdate struct {
 // history and the audit log.
 func (s *Contacts) Update(ctx context.Context, actor Actor, tenantID, id uuid.UUID, in ContactUpdate) (*ContactDetail, error) {
 	var p problems
-	norm := func(v *string, field string, fn func(string) (string, error)) *string {
+	norm := func(v *string, fn func(string) (string, error)) *string {
 		if v == nil {
 			return nil
 		}
@@ -181,27 +181,27 @@ func (s *Contacts) Update(ctx context.Context, actor Actor, tenantID, id uuid.UU
 		}
 		return &n
 	}
-	name := norm(in.Name, "name", func(s string) (string, error) {
+	name := norm(in.Name, func(s string) (string, error) {
 		if len(s) > 200 {
 			return "", Invalid("invalid_name", "name", "Names are at most 200 characters.")
 		}
 		return s, nil
 	})
-	locale := norm(in.Locale, "locale", func(s string) (string, error) {
+	locale := norm(in.Locale, func(s string) (string, error) {
 		l, err := NormalizeLocale(s)
 		if err != nil {
 			return "", Invalid("invalid_locale", "locale", "%s", err.Error())
 		}
 		return l, nil
 	})
-	phone := norm(in.Phone, "phone", func(s string) (string, error) {
+	phone := norm(in.Phone, func(s string) (string, error) {
 		ph, err := NormalizePhone(s)
 		if err != nil {
 			return "", Invalid("invalid_phone", "phone", "%q is not a valid international phone number (E.164, such as +4915112345678).", s)
 		}
 		return ph, nil
 	})
-	email := norm(in.Email, "email", func(s string) (string, error) {
+	email := norm(in.Email, func(s string) (string, error) {
 		e, err := NormalizeEmail("email", s)
 		if err != nil {
 			return "", Invalid("invalid_email", "email", "%q is not a valid e-mail address.", s)

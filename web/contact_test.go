@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -274,4 +275,30 @@ func TestAPIContacts(t *testing.T) {
 		require.Len(t, e.Error.Details, 2)
 		require.Equal(t, "channels[2]", e.Error.Details[1].Field)
 	})
+}
+
+// Two edits giving two contacts the same phone number at once: the
+// conflict check and the write are one atomic step, so exactly one wins.
+func TestAPIContacts_ConcurrentPhoneConflict(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	var ids []uuid.UUID
+	for i, email := range []string{"a@example.com", "b@example.com"} {
+		body := webtest.WithRecipient("evt-"+email, "BK-"+email, map[string]any{"name": "P" + string(rune('A'+i)), "email": email}, "EMAIL")
+		ids = append(ids, *c.routeNow(c.Tenant.ID, c.Submit(body))[0].ContactID)
+	}
+	const phone = "+4915123453333"
+	statuses := make([]int, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i] = c.Request(http.MethodPatch, "/api/v1/contacts/"+id.String(), map[string]any{"phone": phone}, nil)
+		}()
+	}
+	wg.Wait()
+	require.ElementsMatch(t, []int{http.StatusOK, http.StatusConflict}, statuses)
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM contacts WHERE tenant_id = $1 AND phone = $2`, c.Tenant.ID, phone))
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM contact_changes WHERE field = 'phone' AND new_value = $1`, phone))
 }
