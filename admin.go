@@ -273,7 +273,7 @@ func demo(ctx context.Context, c cli, args []string) error {
 		// The kept credentials are gone (another data directory, or a
 		// file from before), and a key's secret is shown only once: in
 		// dev, issue a new key so that the curl in the README works.
-		_, secret, err := svc.APIKeys.Create(ctx, app.CLIActor, t.ID, "demo")
+		_, secret, err := svc.APIKeys.Create(ctx, app.CLIActor, t.ID, "demo", demoKeyScopes...)
 		if err != nil {
 			return describe(err)
 		}
@@ -301,7 +301,7 @@ func demo(ctx context.Context, c cli, args []string) error {
 		}
 		fmt.Fprintf(&b, "%s: %s  password: %s\n", role, email, password)
 	}
-	_, secret, err := svc.APIKeys.Create(ctx, app.CLIActor, t.ID, "demo")
+	_, secret, err := svc.APIKeys.Create(ctx, app.CLIActor, t.ID, "demo", demoKeyScopes...)
 	if err != nil {
 		return describe(err)
 	}
@@ -312,6 +312,13 @@ func demo(ctx context.Context, c cli, args []string) error {
 	log.Debug("demo tenant created", "tenant", t.ID)
 	return nil
 }
+
+// demoKeyScopes are the demo key's scopes: what the README's examples do
+// with it (send, read, and the management calls). Not approve: the key that
+// submits an event awaiting approval may never decide it, so the demo's
+// incidents are approved in the console by the demo manager, or with a
+// second key that has the approve scope.
+var demoKeyScopes = []string{app.ScopeSend, app.ScopeRead, app.ScopeManage}
 
 // demoCredentials returns the kept demo credentials ending, whatever the
 // file had, with `export KEY=<the api key line's key>`. ok is false when

@@ -72,6 +72,8 @@ func envVars() []envVar {
 		envVar{"HERALD_PENDING_RECEIPT_HORIZON", "24h", "how long a receipt that arrives before its send is recorded waits for it (1m to 720h); maintenance then deletes and counts it", parsePendingReceiptHorizon},
 		envVar{"HERALD_META_BASE_URL", "", "Meta Graph API URL the WhatsApp adapter calls (or a stand-in); unset: https://graph.facebook.com", parseMetaBaseURL},
 		envVar{"HERALD_PPROF_ADDR", "", "private host:port to serve Go's profiler on; unset: off", parsePprofAddr},
+		envVar{"HERALD_METRICS_ADDR", "", "private host:port to serve /metrics on, in every role (workers too); set: /metrics leaves the public port", parseMetricsAddr},
+		envVar{"HERALD_METRICS_TOKEN", "", "bearer token (24+ characters) a scraper sends for /metrics on the public port; unset: /metrics is public in dev only", parseMetricsToken},
 		envVar{"HERALD_SHUTDOWN_TIMEOUT", "25s", "how long running requests and jobs may finish after SIGTERM", parseShutdownTimeout},
 		// The data directory is main's own business, not app.Config's: dataDir
 		// reads it where it is needed. The row is here so that help lists it.
@@ -410,6 +412,22 @@ func parsePprofAddr(c *app.Config, v string) error {
 		return fmt.Errorf("HERALD_PPROF_ADDR must be host:port such as 127.0.0.1:6060, got %q", v)
 	}
 	c.PprofAddr = v
+	return nil
+}
+
+func parseMetricsAddr(c *app.Config, v string) error {
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return fmt.Errorf("HERALD_METRICS_ADDR must be host:port such as :9091, got %q", v)
+	}
+	c.MetricsAddr = v
+	return nil
+}
+
+func parseMetricsToken(c *app.Config, v string) error {
+	if len(v) < 24 {
+		return fmt.Errorf("HERALD_METRICS_TOKEN must be at least 24 characters (it guards /metrics on the public port), got %d", len(v))
+	}
+	c.MetricsToken = v
 	return nil
 }
 

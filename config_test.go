@@ -109,6 +109,8 @@ func TestConfigFromEnv(t *testing.T) {
 		"ProdWithPlainHTTP":  {with("HERALD_BASE_URL", "http://herald.example.com"), "HERALD_BASE_URL"},
 		"BadSecretKeyID":     {map[string]string{"HERALD_SECRET_KEY_ID": "has space"}, "HERALD_SECRET_KEY_ID"},
 		"LongAPIKeyCache":    {map[string]string{"HERALD_API_KEY_CACHE_TTL": "1h"}, "HERALD_API_KEY_CACHE_TTL"},
+		"BadMetricsAddr":     {map[string]string{"HERALD_METRICS_ADDR": "9091"}, "HERALD_METRICS_ADDR"},
+		"ShortMetricsToken":  {map[string]string{"HERALD_METRICS_TOKEN": "short"}, "HERALD_METRICS_TOKEN"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

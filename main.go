@@ -24,6 +24,7 @@ import (
 	_ "time/tzdata" // time zones must resolve in a static binary without /usr/share/zoneinfo
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
 	"github.com/heraldhq/herald/app"
@@ -31,6 +32,7 @@ import (
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/bench"
 	"github.com/heraldhq/herald/jobs"
+	"github.com/heraldhq/herald/web"
 )
 
 // version is set at build time with -ldflags "-X main.version=...";
@@ -284,6 +286,19 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, role string) e
 		}()
 	}
 
+	if cfg.MetricsAddr != "" {
+		// Metrics get their own listener, in every role, so a scraper reads
+		// the workers' too and the public port never shows them.
+		ms := &http.Server{Addr: cfg.MetricsAddr, Handler: metricsMux(svc.Registry), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			log.Info("metrics listening", "addr", cfg.MetricsAddr)
+			if err := ms.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics listener stopped", "err", err)
+			}
+		}()
+		defer ms.Close()
+	}
+
 	var worker *river.Client[pgx.Tx]
 	if role != "web" {
 		if worker, err = svc.StartWorkers(ctx, jobs.Config{Workers: cfg.Workers, Periodic: jobs.PeriodicJobs(), Logger: log}); err != nil {
@@ -372,4 +387,11 @@ func runBench(ctx context.Context, c cli, args []string) error {
 	bc.Binary = exe
 	_, err = bench.Run(ctx, bc)
 	return err
+}
+
+// metricsMux serves /metrics alone, for HERALD_METRICS_ADDR.
+func metricsMux(reg *prometheus.Registry) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", web.MetricsHandler(reg))
+	return mux
 }

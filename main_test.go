@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/dbtest"
 )
 
@@ -295,6 +299,18 @@ func TestRun_EnsureOperatorAndDemo(t *testing.T) {
 	_, _, err := b.herald(t, "demo")
 	require.ErrorContains(t, err, "exists already")
 
+	t.Run("DemoKeyScopes", func(t *testing.T) {
+		// What the README's examples do with $KEY: send, read and manage.
+		// Not approve: the key that submits an incident may not decide it.
+		pool, err := pgxpool.New(context.Background(), b.env["DATABASE_URL"])
+		require.NoError(t, err)
+		d := db.New(pool)
+		defer d.Close()
+		k, err := d.Store().APIKeyByHash(context.Background(), app.HashAPIKey(key[1]))
+		require.NoError(t, err)
+		require.Equal(t, app.StringList{app.ScopeSend, app.ScopeRead, app.ScopeManage}, k.Scopes)
+	})
+
 	t.Run("KeptFileWithoutExport", func(t *testing.T) {
 		// A file kept before the export line existed.
 		credFile := filepath.Join(b.env["HERALD_DATA_DIR"], "demo.txt")
@@ -317,11 +333,15 @@ func TestRun_EnsureOperatorAndDemo(t *testing.T) {
 func TestRun_ServeAndGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	freeAddr := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	addr, metricsAddr := freeAddr(), freeAddr()
 	b.env["HERALD_ADDR"] = addr
+	b.env["HERALD_METRICS_ADDR"] = metricsAddr
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -331,26 +351,39 @@ func TestRun_ServeAndGracefulShutdown(t *testing.T) {
 		done <- run(ctx, []string{"serve"}, b.getenv, &stdout, &stderr)
 	}()
 
+	// Wait until serve is ready, or has stopped: then its error says why.
 	var status string
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		var r struct{ Status string }
-		_ = json.NewDecoder(resp.Body).Decode(&r)
-		status = r.Status
-		return resp.StatusCode == 200
-	}, 15*time.Second, 50*time.Millisecond, "serve did not become ready: %v", func() error {
+	deadline := time.Now().Add(time.Minute)
+	for {
 		select {
 		case err := <-done:
-			return err
+			t.Fatalf("serve stopped before it was ready: %v", err)
 		default:
-			return nil
 		}
-	}())
+		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+			var r struct{ Status string }
+			_ = json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+			if status = r.Status; resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "serve did not become ready (last status %q)", status)
+		time.Sleep(50 * time.Millisecond)
+	}
 	require.Equal(t, "healthy", status)
+
+	// Metrics are on their own listener, not on the public one.
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	require.NoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(metrics), "herald_http_requests_total")
+	resp, err = http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 
 	cancel()
 	select {

@@ -94,6 +94,11 @@ func TestPipeline_Approval(t *testing.T) {
 		}
 	}
 
+	// The key that submits an incident may not decide it: a second key,
+	// with the approve scope, does.
+	_, approver, err := p.Services.APIKeys.Create(p.Ctx, app.CLIActor, p.Tenant.ID, "duty manager", app.ScopeApprove)
+	require.NoError(t, err)
+
 	t.Run("ApproveSendsFirstChannelOfChain", func(t *testing.T) {
 		id := p.Submit(incident("inc-1"))
 		require.Equal(t, app.EventAwaitingApproval, p.Event(id).Status)
@@ -101,22 +106,22 @@ func TestPipeline_Approval(t *testing.T) {
 			"nothing is queued before a manager approves")
 
 		var e struct{ Status string }
-		require.Equal(t, http.StatusOK, p.Request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/approve", nil, &e))
+		require.Equal(t, http.StatusOK, p.RequestWithKey(approver, http.MethodPost, "/api/v1/notifications/"+id.String()+"/approve", nil, &e))
 		require.Equal(t, app.EventReceived, e.Status)
 		m := webtest.OnlyMessage(t, p.WaitMessages(id, "the WhatsApp message read", webtest.AllStatus(app.MessageRead)))
 		require.Equal(t, app.WhatsApp, m.Channel, "with a fallback chain only the first usable channel is sent")
 
 		var res webtest.APIError
-		require.Equal(t, http.StatusConflict, p.Request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/approve", nil, &res))
+		require.Equal(t, http.StatusConflict, p.RequestWithKey(approver, http.MethodPost, "/api/v1/notifications/"+id.String()+"/approve", nil, &res))
 	})
 
 	t.Run("RejectNeedsReason", func(t *testing.T) {
 		id := p.Submit(incident("inc-2"))
 		var res webtest.APIError
-		require.Equal(t, http.StatusUnprocessableEntity, p.Request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/reject", map[string]any{}, &res))
+		require.Equal(t, http.StatusUnprocessableEntity, p.RequestWithKey(approver, http.MethodPost, "/api/v1/notifications/"+id.String()+"/reject", map[string]any{}, &res))
 		require.Equal(t, "missing_reason", res.Error.Code)
 		var e struct{ Status, DecisionReason string }
-		require.Equal(t, http.StatusOK, p.Request(http.MethodPost, "/api/v1/notifications/"+id.String()+"/reject", map[string]any{"reason": "false alarm"}, &e))
+		require.Equal(t, http.StatusOK, p.RequestWithKey(approver, http.MethodPost, "/api/v1/notifications/"+id.String()+"/reject", map[string]any{"reason": "false alarm"}, &e))
 		require.Equal(t, app.EventRejected, e.Status)
 		require.Empty(t, p.Event(id).Messages)
 	})

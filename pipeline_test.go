@@ -200,7 +200,7 @@ func TestPipeline_Intake(t *testing.T) {
 		id := p.Submit(webtest.Notification("mine-1", "BK-M"))
 		other, err := p.Services.Tenants.Create(p.Ctx, app.CLIActor, app.TenantInput{Slug: "other", Name: "Other"})
 		require.NoError(t, err)
-		_, otherKey, err := p.Services.APIKeys.Create(p.Ctx, app.CLIActor, other.ID, "k")
+		_, otherKey, err := p.Services.APIKeys.Create(p.Ctx, app.CLIActor, other.ID, "k", app.Scopes...)
 		require.NoError(t, err)
 		for _, c := range []struct{ method, path string }{
 			{http.MethodGet, "/api/v1/notifications/" + id.String()},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,9 +37,108 @@ type APIKey struct {
 	LastUsedAt *time.Time `db:"last_used_at"`
 	RevokedAt  *time.Time `db:"revoked_at"`
 	CreatedAt  time.Time  `db:"created_at"`
+	// Scopes say what the key may do through the API (ScopeSend, ...).
+	Scopes StringList `db:"scopes"`
 	// TenantStatus is the status of the key's tenant, filled in by the
 	// lookup that authenticates a request.
 	TenantStatus string `db:"tenant_status"`
+}
+
+// API key scopes: what a key may do through the API. Every /api/v1 route
+// requires exactly one of them.
+const (
+	// ScopeSend submits notifications and resends messages.
+	ScopeSend = "send"
+	// ScopeRead reads everything the API shows (GET).
+	ScopeRead = "read"
+	// ScopeManage changes what a manager changes in the console: templates,
+	// channel accounts, delivery deadlines, contacts, callback endpoints,
+	// and reschedules and cancels scheduled notifications.
+	ScopeManage = "manage"
+	// ScopeApprove approves and rejects notifications awaiting approval.
+	ScopeApprove = "approve"
+)
+
+// Scopes lists every scope, in the order the console shows them.
+var Scopes = []string{ScopeSend, ScopeRead, ScopeManage, ScopeApprove}
+
+// DefaultScopes are what a key made without naming scopes may do, and what
+// keys made before scopes existed kept: what a booking system needs.
+var DefaultScopes = []string{ScopeSend, ScopeRead}
+
+// scopePermissions is what each scope lets a key do through the services
+// the console shares with the API, in the console's vocabulary. The API's
+// routes check the scope first; the services check these permissions
+// again, so a route that forgot its scope still cannot change anything.
+var scopePermissions = map[string][]Permission{
+	ScopeSend:    {PermResend},
+	ScopeRead:    {PermMessages, PermSchedules, PermAddresses, PermViewTemplates, PermViewChannels},
+	ScopeManage:  {PermTemplates, PermChannels, PermManageSchedules},
+	ScopeApprove: {PermApprove},
+}
+
+// ScopeDescriptions says what each scope allows, for people choosing them.
+var ScopeDescriptions = map[string]string{
+	ScopeSend:    "submit notifications and resend messages",
+	ScopeRead:    "read notifications, messages, templates, channel accounts, schedules and approvals",
+	ScopeManage:  "change templates, channel accounts, delivery deadlines, contacts and callback endpoints; reschedule and cancel notifications",
+	ScopeApprove: "approve or reject notifications awaiting approval (never ones the same key submitted)",
+}
+
+// NormalizeScopes checks a choice of scopes: at least one, each known. It
+// returns them without repeats in the order of Scopes.
+func NormalizeScopes(in []string) ([]string, error) {
+	want := map[string]bool{}
+	for _, s := range in {
+		s = strings.ToLower(strings.TrimSpace(s))
+		if !slices.Contains(Scopes, s) {
+			return nil, &Error{Code: EINVALID, Reason: "unknown_scope", Field: "scopes",
+				Message: fmt.Sprintf("%q is not a scope; choose from %s.", s, strings.Join(Scopes, ", "))}
+		}
+		want[s] = true
+	}
+	if len(want) == 0 {
+		return nil, &Error{Code: EINVALID, Reason: "missing_scope", Field: "scopes",
+			Message: "Choose at least one scope: what the key may do."}
+	}
+	out := make([]string, 0, len(want))
+	for _, s := range Scopes {
+		if want[s] {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// HasScope reports whether the key holds scope s.
+func (k *APIKey) HasScope(s string) bool {
+	return k != nil && slices.Contains(k.Scopes, s)
+}
+
+// Can reports whether one of the key's scopes allows permission p. With
+// Actor and CanOpenTenant it makes a key a Principal, so the API calls the
+// console's services under the same checks.
+func (k *APIKey) Can(p Permission) bool {
+	if k == nil || k.RevokedAt != nil {
+		return false
+	}
+	for _, s := range k.Scopes {
+		if slices.Contains(scopePermissions[s], p) {
+			return true
+		}
+	}
+	return false
+}
+
+// CanOpenTenant reports whether the key works in the tenant: its own only.
+func (k *APIKey) CanOpenTenant(tenantID uuid.UUID) bool {
+	return k != nil && k.TenantID == tenantID
+}
+
+// Actor is the key as the audit log names it.
+func (k *APIKey) Actor() Actor {
+	id := k.ID
+	return Actor{Type: ActorAPIKey, ID: &id, Label: k.Name + " (" + k.Prefix + "…)"}
 }
 
 // HashAPIKey returns the stored form of an API key secret.
@@ -94,9 +195,17 @@ type cachedAPIKey struct {
 	expires time.Time
 }
 
-// Create makes a key named name for the tenant and returns it with its
-// secret, which is not stored and cannot be shown again.
-func (s *APIKeys) Create(ctx context.Context, actor Actor, tenantID uuid.UUID, name string) (*APIKey, string, error) {
+// Create makes a key named name for the tenant with the scopes (none:
+// DefaultScopes) and returns it with its secret, which is not stored and
+// cannot be shown again.
+func (s *APIKeys) Create(ctx context.Context, actor Actor, tenantID uuid.UUID, name string, scopes ...string) (*APIKey, string, error) {
+	if len(scopes) == 0 {
+		scopes = DefaultScopes
+	}
+	scopes, err := NormalizeScopes(scopes)
+	if err != nil {
+		return nil, "", err
+	}
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "":
@@ -113,13 +222,14 @@ func (s *APIKeys) Create(ctx context.Context, actor Actor, tenantID uuid.UUID, n
 		Hash:      HashAPIKey(secret),
 		CreatedBy: actor.ID,
 		CreatedAt: s.Now(),
+		Scopes:    scopes,
 	}
-	err := s.Store.InTenant(ctx, tenantID, func(tx APIKeyTx) error {
+	err = s.Store.InTenant(ctx, tenantID, func(tx APIKeyTx) error {
 		if err := tx.CreateAPIKey(ctx, k); err != nil {
 			return err
 		}
 		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "api_key.create", "api_key", k.ID.String(), map[string]any{
-			"name": k.Name, "prefix": k.Prefix,
+			"name": k.Name, "prefix": k.Prefix, "scopes": scopes,
 		}))
 	})
 	if err != nil {

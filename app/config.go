@@ -89,6 +89,14 @@ type Config struct {
 	MetaBaseURL string
 	// PprofAddr, when set, serves Go's profiler there (keep it private).
 	PprofAddr string
+	// MetricsAddr, when set, serves /metrics on its own listener (a private
+	// port a scraper reaches, in every role, workers included) and not on
+	// the public one.
+	MetricsAddr string
+	// MetricsToken, when set, lets a scraper read /metrics on the public
+	// listener with "Authorization: Bearer <token>". With neither it nor
+	// MetricsAddr, /metrics is public in dev only.
+	MetricsToken string
 	// ClientIPHeader names the header a trusted proxy in front of Herald
 	// sets to the client's address (Fly-Client-IP on Fly.io); empty means
 	// the peer address. Sign-in throttling counts per client address, so

@@ -324,8 +324,25 @@ func (s *Intake) Cancel(ctx context.Context, actor Actor, tenantID, eventID uuid
 	return e, err
 }
 
+// ErrSeparationOfDuties refuses a decision on an event by whoever submitted
+// it: an event that needs approval needs a second party.
+var ErrSeparationOfDuties = &Error{
+	Code: EFORBIDDEN, Reason: "separation_of_duties",
+	Message: "This notification was submitted with the same API key that is deciding it; another key with the approve scope, or a manager in the console, must approve or reject it.",
+}
+
+// SubmittedBy reports whether actor submitted the event. Events come in
+// through API keys only (the console submits none), so a key is the only
+// actor that can be the submitter.
+func SubmittedBy(e *Event, actor Actor) bool {
+	return actor.Type == ActorAPIKey && actor.ID != nil && e.APIKeyID != nil && *e.APIKeyID == *actor.ID
+}
+
 // Decide approves or rejects an event awaiting approval. Approval routes it
-// (at its send_at, if it has one); rejection needs a reason.
+// (at its send_at, if it has one); rejection needs a reason. The key that
+// submitted the event cannot decide it (ErrSeparationOfDuties). The event's
+// row is locked before its status is checked, so of two decisions at once
+// exactly one finds it awaiting approval; the other is ECONFLICT.
 func (s *Intake) Decide(ctx context.Context, actor Actor, tenantID, eventID uuid.UUID, approve bool, reason string) (*Event, error) {
 	reason = strings.TrimSpace(reason)
 	if !approve && reason == "" {
@@ -335,6 +352,9 @@ func (s *Intake) Decide(ctx context.Context, actor Actor, tenantID, eventID uuid
 	err := s.Store.InTenant(ctx, tenantID, func(tx IntakeTx) (err error) {
 		if e, err = tx.EventByID(ctx, tenantID, eventID, true); err != nil {
 			return err
+		}
+		if SubmittedBy(e, actor) {
+			return ErrSeparationOfDuties
 		}
 		if e.Status != EventAwaitingApproval {
 			return Errorf(ECONFLICT, "Event %s is %s, not awaiting approval.", e.ID, e.Status)

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -36,6 +37,27 @@ type Health struct {
 	// MaxLag is how long a ready job may wait before Herald counts as
 	// degraded (workers down or overloaded); 0 means one minute.
 	MaxLag time.Duration
+	// Warnings are problems of the deployment found at start (such as row
+	// security not applying to Herald's database role). They make Herald
+	// degraded and are shown to operators on every console page.
+	Warnings []string
+}
+
+// CheckRowSecurity judges the database role Herald connects as. Postgres
+// skips row-level security, the tenants' last line of isolation, for
+// superusers and BYPASSRLS roles (bypass names which, or is empty): in prod
+// Herald refuses to start with such a role; in dev it returns a warning to
+// log loudly and report.
+func CheckRowSecurity(dev bool, role, bypass string) (warning string, err error) {
+	if bypass == "" {
+		return "", nil
+	}
+	msg := fmt.Sprintf("Herald connects to Postgres as %q, a %s role: row-level security does not apply to it, so nothing in the database keeps one tenant's rows from another's queries. "+
+		"Connect as a role without SUPERUSER and BYPASSRLS (db/devdb.sh creates one, herald).", role, bypass)
+	if !dev {
+		return "", errors.New(msg + " Herald does not start in prod with such a role.")
+	}
+	return msg, nil
 }
 
 // HealthReport is the answer of /readyz.
@@ -82,6 +104,12 @@ func (h *Health) Check(ctx context.Context) HealthReport {
 	case len(q.Paused) > 0:
 		r.Status, r.River = Degraded, "paused"
 		r.Error = fmt.Sprintf("Queues paused: %v", q.Paused)
+	}
+	if len(h.Warnings) > 0 {
+		r.Details["warnings"] = h.Warnings
+		if r.Status == Healthy {
+			r.Status, r.Error = Degraded, h.Warnings[0]
+		}
 	}
 	return r
 }

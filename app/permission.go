@@ -1,5 +1,7 @@
 package app
 
+import "github.com/google/uuid"
+
 // Permission names one thing a console user may do. The console checks one
 // on every route; Permissions below is the only place that says which role
 // holds which.
@@ -40,6 +42,13 @@ const (
 	PermChannels Permission = "channels.manage"
 	// PermTemplates shows and changes templates.
 	PermTemplates Permission = "templates.manage"
+	// PermViewTemplates reads templates and their history. Console roles
+	// hold it with PermTemplates; API keys with scope read hold it alone.
+	PermViewTemplates Permission = "templates.view"
+	// PermViewChannels reads channel accounts (never their secrets).
+	// Console roles hold it with PermChannels; API keys with scope read
+	// hold it alone.
+	PermViewChannels Permission = "channels.view"
 	// PermUsers invites, changes and disables the tenant's users.
 	PermUsers Permission = "users.manage"
 	// PermAPIKeys creates and revokes API keys.
@@ -57,10 +66,12 @@ var Permissions = map[string][]Permission{
 		PermPlatform, PermQueues,
 		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
 		PermApprove, PermAddresses, PermContacts, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
+		PermViewTemplates, PermViewChannels,
 	},
 	RoleManager: {
 		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
 		PermApprove, PermAddresses, PermContacts, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
+		PermViewTemplates, PermViewChannels,
 	},
 	RoleSupport: {
 		PermDashboard, PermMessages, PermResend, PermSchedules,
@@ -88,11 +99,32 @@ func (u *User) Can(p Permission) bool {
 	return u != nil && u.DisabledAt == nil && Can(u.Role, p)
 }
 
+// Principal is whoever works through the services the console and the API
+// share: a signed-in user (*User) or an API key (*APIKey). Services check
+// its permissions and name it in the audit log.
+type Principal interface {
+	// Can reports whether the principal holds permission p.
+	Can(p Permission) bool
+	// CanOpenTenant reports whether the principal may work in the tenant.
+	CanOpenTenant(tenantID uuid.UUID) bool
+	// Actor is the principal as the audit log names it.
+	Actor() Actor
+}
+
+// CanOpenTenant reports whether the user may work in the tenant: operators
+// in every tenant, everyone else in their own.
+func (u *User) CanOpenTenant(tenantID uuid.UUID) bool {
+	return u != nil && (u.Role == RoleOperator || u.TenantID != nil && *u.TenantID == tenantID)
+}
+
 // RequirePermission returns EFORBIDDEN unless u holds p. Services that
 // change a tenant's data call it, so that a route that forgot its check
-// still cannot do what the role may not.
-func RequirePermission(u *User, p Permission) error {
-	if !u.Can(p) {
+// still cannot do what the role (or the key's scopes) may not.
+func RequirePermission(u Principal, p Permission) error {
+	if u == nil || !u.Can(p) {
+		if _, ok := u.(*APIKey); ok {
+			return &Error{Code: EFORBIDDEN, Reason: "insufficient_scope", Message: "This API key's scopes do not allow this."}
+		}
 		return Errorf(EFORBIDDEN, "Your role cannot do this.")
 	}
 	return nil

@@ -10,13 +10,13 @@ import (
 	"github.com/heraldhq/herald/app/console"
 )
 
-const apiKeyColumns = `id, tenant_id, name, prefix, hash, created_by, last_used_at, revoked_at, created_at`
+const apiKeyColumns = `id, tenant_id, name, prefix, hash, created_by, last_used_at, revoked_at, created_at, scopes`
 
 // CreateAPIKey serves app.APIKeyTx.
 func (t *Tx) CreateAPIKey(ctx context.Context, k *app.APIKey) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO api_keys (`+apiKeyColumns+`)
-		VALUES (:id, :tenant_id, :name, :prefix, :hash, :created_by, :last_used_at, :revoked_at, :created_at)`, k)
+		VALUES (:id, :tenant_id, :name, :prefix, :hash, :created_by, :last_used_at, :revoked_at, :created_at, :scopes)`, k)
 	return mapErr(err)
 }
 
@@ -39,7 +39,7 @@ func (t *Tx) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.T
 		WITH old AS (SELECT id, revoked_at FROM api_keys WHERE tenant_id = $1 AND id = $2 FOR UPDATE)
 		UPDATE api_keys k SET revoked_at = coalesce(k.revoked_at, $3)
 		FROM old WHERE k.tenant_id = $1 AND k.id = old.id
-		RETURNING k.id, k.tenant_id, k.name, k.prefix, k.created_by, k.last_used_at, k.revoked_at, k.created_at,
+		RETURNING k.id, k.tenant_id, k.name, k.prefix, k.created_by, k.last_used_at, k.revoked_at, k.created_at, k.scopes,
 			old.revoked_at IS NULL AS revoked_now`, tenantID, id, at)
 	if err != nil {
 		return nil, false, notFound(err, "API key %s not found.", id)
@@ -63,7 +63,7 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (*app.APIKey, err
 // no tenant, so row-level security hides them here and the creator of a
 // key they made reads as nil.
 const apiKeyRowSelect = `
-	SELECT k.id, k.name, k.prefix, k.created_by, k.last_used_at, k.revoked_at, k.created_at, u.email AS creator_email
+	SELECT k.id, k.name, k.prefix, k.created_by, k.last_used_at, k.revoked_at, k.created_at, k.scopes, u.email AS creator_email
 	FROM api_keys k LEFT JOIN users u ON u.id = k.created_by AND u.tenant_id = k.tenant_id`
 
 // ListAPIKeys serves console.APIKeyTx.

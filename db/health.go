@@ -30,3 +30,13 @@ func (d *DB) QueueState(ctx context.Context) (app.QueueState, error) {
 	}
 	return q, err
 }
+
+// RowSecurityBypass reports the role Herald is connected as and how it
+// escapes row-level security: "superuser", "BYPASSRLS", or "" when the
+// tenants' policies apply to it.
+func (d *DB) RowSecurityBypass(ctx context.Context) (role, bypass string, err error) {
+	err = d.SQL.QueryRowxContext(ctx, `
+		SELECT current_user::text, CASE WHEN rolsuper THEN 'superuser' WHEN rolbypassrls THEN 'BYPASSRLS' ELSE '' END
+		FROM pg_roles WHERE rolname = current_user`).Scan(&role, &bypass)
+	return role, bypass, err
+}

@@ -135,6 +135,11 @@ func (t *Tx) RequeueSent(ctx context.Context, tenantID, id uuid.UUID, detail map
 	if err != nil {
 		return false, fmt.Errorf("encode timeline detail: %w", err)
 	}
+	// The status guard (migration message_status_guard) refuses this step
+	// back unless the transaction says it is this one.
+	if _, err := t.tx.ExecContext(ctx, `SELECT set_config('herald.requeue_sent', 'on', true)`); err != nil {
+		return false, mapErr(err)
+	}
 	var n int
 	err = t.tx.GetContext(ctx, &n, `
 		WITH requeued AS (

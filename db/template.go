@@ -118,10 +118,10 @@ func (t *Tx) TemplateByKey(ctx context.Context, tenantID uuid.UUID, event string
 
 // templateVersionsQuery unites a template's earlier versions with its
 // current content, each with its author's address where the author is a
-// user of the tenant.
+// user of the tenant, or its name where it is one of the tenant's API keys.
 const templateVersionsQuery = `
 	SELECT v.template_id, v.version, v.subject, v.body, v.whatsapp_template, v.updated_by, v.created_at, v.current,
-		u.email AS author_email
+		u.email AS author_email, k.name AS author_key
 	FROM (
 		SELECT template_id, version, subject, body, whatsapp_template, updated_by, created_at, false AS current
 		FROM template_versions WHERE tenant_id = $1 AND template_id = $2
@@ -129,7 +129,8 @@ const templateVersionsQuery = `
 		SELECT id, version, subject, body, whatsapp_template, updated_by, updated_at, true
 		FROM templates WHERE tenant_id = $1 AND id = $2
 	) v
-	LEFT JOIN users u ON u.id = v.updated_by AND u.tenant_id = $1`
+	LEFT JOIN users u ON u.id = v.updated_by AND u.tenant_id = $1
+	LEFT JOIN api_keys k ON k.id = v.updated_by AND k.tenant_id = $1`
 
 // TemplateVersions serves console.TemplateTx.
 func (t *Tx) TemplateVersions(ctx context.Context, tenantID, templateID uuid.UUID, page console.PageRequest) ([]*console.TemplateVersion, error) {

@@ -1,15 +1,10 @@
 package web
 
 import (
-	"strconv"
-
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/heraldhq/herald/app"
 )
-
-// defaultContactPage is the page size of GET /api/v1/contacts without ?limit.
-const defaultContactPage = 50
 
 // handleAPIContactList lists the tenant's contacts, newest first:
 // ?phone=, ?email=, ?passenger_profile_id= filter, ?limit= and ?offset= page.
@@ -18,40 +13,16 @@ func (s *Server) handleAPIContactList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	limit, offset, err := apiPage(c, defaultContactPage)
+	req, err := apiPageOf(c)
 	if err != nil {
 		return err
 	}
-	cs, more, err := s.Contacts.List(c.UserContext(), apiKeyOf(c).TenantID, f, limit, offset)
+	// apiPageOf asks for one row more than the limit; List does that itself.
+	cs, more, err := s.Contacts.List(c.UserContext(), apiKeyOf(c).TenantID, f, req.Limit-1, req.Offset)
 	if err != nil {
 		return err
 	}
-	res := fiber.Map{"contacts": cs, "has_more": more}
-	if more {
-		res["next_offset"] = offset + limit
-	}
-	return c.JSON(res)
-}
-
-// apiPage reads ?limit= (1 to app.MaxContactPage, def when absent) and
-// ?offset= (0 or more).
-func apiPage(c *fiber.Ctx, def int) (int, int, error) {
-	limit, offset := def, 0
-	if v := c.Query("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > app.MaxContactPage {
-			return 0, 0, app.Invalid("invalid_page", "limit", "limit must be a number from 1 to %d.", app.MaxContactPage)
-		}
-		limit = n
-	}
-	if v := c.Query("offset"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, 0, app.Invalid("invalid_page", "offset", "offset must be a number, 0 or more.")
-		}
-		offset = n
-	}
-	return limit, offset, nil
+	return c.JSON(fiber.Map{"contacts": cs, "page": pageInfo(req, len(cs), more)})
 }
 
 // handleAPIContactGet returns a contact with its history.

@@ -27,8 +27,9 @@ func TestConsoleTenants_APIKeys(t *testing.T) {
 		cells := rows.First().Find("td")
 		require.Equal(t, "booking system", text(cells.Eq(0)))
 		require.Equal(t, c.Key[:11]+"…", text(cells.Eq(1)))
-		require.Equal(t, "herald admin (command line)", text(cells.Eq(2)))
-		require.Equal(t, "ACTIVE", text(cells.Eq(5)))
+		require.Equal(t, "send, read, manage, approve", text(cells.Eq(2)))
+		require.Equal(t, "herald admin (command line)", text(cells.Eq(3)))
+		require.Equal(t, "ACTIVE", text(cells.Eq(6)))
 		require.NotContains(t, doc.Text(), c.Key)
 
 		_, resp := c.signIn(asSupport).get("/t/acme/api-keys")
@@ -42,7 +43,7 @@ func TestConsoleTenants_APIKeys(t *testing.T) {
 			{strings.Repeat("k", 101), "at most 100 characters"},
 		} {
 			manager.page("/t/acme/api-keys")
-			doc, resp := manager.postPage("/t/acme/api-keys", url.Values{"name": {tc.name}})
+			doc, resp := manager.postPage("/t/acme/api-keys", url.Values{"name": {tc.name}, "scopes": {"send"}})
 			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 			require.Contains(t, fieldError(doc, "input[name=name]"), tc.want)
 			require.Equal(t, 1, doc.Find("table.apikey-list tbody tr").Length(), "the list is still shown")
@@ -53,7 +54,7 @@ func TestConsoleTenants_APIKeys(t *testing.T) {
 	var secret string
 	t.Run("ShownOnce", func(t *testing.T) {
 		manager.page("/t/acme/api-keys")
-		resp := manager.post("/t/acme/api-keys", url.Values{"name": {"Website"}})
+		resp := manager.post("/t/acme/api-keys", url.Values{"name": {"Website"}, "scopes": {"send", "read"}})
 		require.Equal(t, http.StatusOK, resp.StatusCode, "the secret is in this answer, not behind a redirect")
 		require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
 		for _, ck := range resp.Cookies() {
@@ -78,8 +79,9 @@ func TestConsoleTenants_APIKeys(t *testing.T) {
 		row := doc.Find("table.apikey-list tbody tr").First()
 		require.Equal(t, "Website", text(row.Find("td").Eq(0)))
 		require.Equal(t, secret[:11]+"…", text(row.Find("td").Eq(1)))
-		require.Equal(t, "manager@acme.test", text(row.Find("td").Eq(2)))
-		require.NotEqual(t, "–", text(row.Find("td").Eq(4)), "last used is recorded")
+		require.Equal(t, "send, read", text(row.Find("td").Eq(2)))
+		require.Equal(t, "manager@acme.test", text(row.Find("td").Eq(3)))
+		require.NotEqual(t, "–", text(row.Find("td").Eq(5)), "last used is recorded")
 		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE metadata::text LIKE '%' || $1 || '%'`, secret[11:]))
 		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'api_key.create' AND actor_id = $2 AND metadata->>'name' = 'Website'`, c.Tenant.ID, c.users[asManager].ID))
 		require.Zero(t, c.Count(`SELECT count(*) FROM api_keys WHERE prefix = $1 OR name = $1`, secret))
@@ -126,9 +128,9 @@ func TestConsoleTenants_APIKeys(t *testing.T) {
 	t.Run("OperatorCreates", func(t *testing.T) {
 		ops := c.signIn(asOperator)
 		ops.page("/t/globex/api-keys")
-		resp := ops.post("/t/globex/api-keys", url.Values{"name": {"made by ops"}})
+		resp := ops.post("/t/globex/api-keys", url.Values{"name": {"made by ops"}, "scopes": {"send", "read"}})
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		doc := c.signIn(asOtherManager).page("/t/globex/api-keys")
-		require.Equal(t, "Herald operator", text(doc.Find("tbody tr").First().Find("td").Eq(2)))
+		require.Equal(t, "Herald operator", text(doc.Find("tbody tr").First().Find("td").Eq(3)))
 	})
 }

@@ -105,7 +105,7 @@ func (s *Server) requireUser(c *fiber.Ctx) error {
 	default:
 		token := c.Get("X-CSRF-Token")
 		if token == "" {
-			token = c.FormValue("csrf")
+			token = bodyCSRF(c)
 		}
 		if !hmac.Equal([]byte(token), []byte(s.csrfToken(claims))) {
 			return app.Errorf(app.EFORBIDDEN, "This form has expired or did not come from this console. Reload the page and try again.")
@@ -140,9 +140,25 @@ func (s *Server) requireTenant(c *fiber.Ctx) error {
 		return err
 	case u.Role != app.RoleOperator && (u.TenantID == nil || *u.TenantID != t.ID):
 		return fiber.ErrNotFound
+	case t.Status == app.TenantSuspended && u.Role != app.RoleOperator && changes(c):
+		// A suspended tenant's console is read-only for its own users:
+		// no settings, keys, accounts, templates or resends until an
+		// operator reactivates it.
+		return app.Errorf(app.EFORBIDDEN, "This tenant is suspended, so its console is read-only: nothing can be changed until your Herald operator reactivates it.")
 	}
 	c.Locals(localTenant, t)
 	return c.Next()
+}
+
+// changes reports whether a console request changes something: every
+// method but GET, HEAD and OPTIONS, except the template preview, which
+// only renders what the editor holds.
+func changes(c *fiber.Ctx) bool {
+	switch c.Method() {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:
+		return false
+	}
+	return c.Route().Path != "/t/:tenant/templates/preview"
 }
 
 // allow refuses users whose role lacks perm.
@@ -293,6 +309,11 @@ func (s *Server) page(c *fiber.Ctx, title string) views.Page {
 		}
 	}
 	p.Operator = u.Role == app.RoleOperator
+	if p.Operator {
+		for _, w := range s.Health.Warnings {
+			p.Flash = append(append([]views.Flash(nil), p.Flash...), views.Flash{Kind: "error", Message: w})
+		}
+	}
 	return p
 }
 

@@ -160,20 +160,23 @@ func TestAPIContacts(t *testing.T) {
 
 	t.Run("List", func(t *testing.T) {
 		var res struct {
-			Contacts   []contactJSON `json:"contacts"`
-			HasMore    bool          `json:"has_more"`
-			NextOffset *int          `json:"next_offset"`
+			Contacts []contactJSON `json:"contacts"`
+			Page     struct {
+				HasMore    bool `json:"has_more"`
+				NextOffset *int `json:"next_offset"`
+			} `json:"page"`
 		}
 		require.Equal(t, http.StatusOK, c.Request(http.MethodGet, "/api/v1/contacts?limit=1", nil, &res))
 		require.Len(t, res.Contacts, 1)
-		require.True(t, res.HasMore)
-		require.Equal(t, 1, *res.NextOffset)
+		require.True(t, res.Page.HasMore)
+		require.Equal(t, 1, *res.Page.NextOffset)
 		require.Equal(t, benID, res.Contacts[0].ID, "newest first")
 
-		res.Contacts = nil
+		res.Contacts, res.Page.NextOffset = nil, nil
 		require.Equal(t, http.StatusOK, c.Request(http.MethodGet, "/api/v1/contacts?limit=1&offset=1", nil, &res))
 		require.Equal(t, annaID, res.Contacts[0].ID)
-		require.False(t, res.HasMore)
+		require.False(t, res.Page.HasMore)
+		require.Nil(t, res.Page.NextOffset)
 
 		for q, want := range map[string]uuid.UUID{
 			"phone=" + url.QueryEscape("+49 151 23456789"): annaID,
@@ -208,7 +211,7 @@ func TestAPIContacts(t *testing.T) {
 	})
 
 	t.Run("OtherTenant404", func(t *testing.T) {
-		_, key, err := c.Services.APIKeys.Create(c.Ctx, app.CLIActor, c.other.ID, "globex")
+		_, key, err := c.Services.APIKeys.Create(c.Ctx, app.CLIActor, c.other.ID, "globex", app.Scopes...)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNotFound, c.RequestWithKey(key, http.MethodGet, "/api/v1/contacts/"+annaID.String(), nil, nil))
 		require.Equal(t, http.StatusNotFound, c.RequestWithKey(key, http.MethodPatch, "/api/v1/contacts/"+annaID.String(), map[string]any{"name": "X"}, nil))
@@ -216,6 +219,24 @@ func TestAPIContacts(t *testing.T) {
 		var res struct{ Contacts []contactJSON }
 		require.Equal(t, http.StatusOK, c.RequestWithKey(key, http.MethodGet, "/api/v1/contacts", nil, &res))
 		require.Empty(t, res.Contacts)
+	})
+
+	t.Run("Scopes", func(t *testing.T) {
+		// Reading needs read; changing needs manage.
+		_, reader, err := c.Services.APIKeys.Create(c.Ctx, app.CLIActor, c.Tenant.ID, "reader", app.ScopeRead)
+		require.NoError(t, err)
+		path := "/api/v1/contacts/" + annaID.String()
+		require.Equal(t, http.StatusOK, c.RequestWithKey(reader, http.MethodGet, "/api/v1/contacts", nil, nil))
+		require.Equal(t, http.StatusOK, c.RequestWithKey(reader, http.MethodGet, path, nil, nil))
+		var e apiError
+		require.Equal(t, http.StatusForbidden, c.RequestWithKey(reader, http.MethodPatch, path, map[string]any{"name": "X"}, &e))
+		require.Equal(t, "insufficient_scope", e.Error.Code)
+		require.Equal(t, http.StatusForbidden, c.RequestWithKey(reader, http.MethodPost, path+"/opt-out", nil, nil))
+		require.Equal(t, http.StatusForbidden, c.RequestWithKey(reader, http.MethodPost, path+"/opt-in", nil, nil))
+		_, sender, err := c.Services.APIKeys.Create(c.Ctx, app.CLIActor, c.Tenant.ID, "sender", app.ScopeSend)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusForbidden, c.RequestWithKey(sender, http.MethodGet, path, nil, nil))
+		require.Zero(t, c.Count(`SELECT count(*) FROM contact_changes WHERE contact_id = $1 AND source = 'api'`, annaID))
 	})
 
 	t.Run("Update", func(t *testing.T) {

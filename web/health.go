@@ -1,8 +1,13 @@
 package web
 
 import (
+	"crypto/subtle"
+	"net/http"
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/heraldhq/herald/app"
@@ -26,7 +31,28 @@ func (s *Server) handleReadyz(c *fiber.Ctx) error {
 	return c.Status(status).JSON(r)
 }
 
-// handleMetrics serves the Prometheus registry.
+// handleMetrics serves the Prometheus registry on the public listener,
+// but only to whom it is meant for: with HERALD_METRICS_ADDR it lives on its
+// own listener instead (404 here); with HERALD_METRICS_TOKEN a scraper sends
+// that token as a bearer token; with neither, only a dev Herald shows it.
 func (s *Server) handleMetrics(c *fiber.Ctx) error {
-	return adaptor.HTTPHandler(promhttp.HandlerFor(s.Registry, promhttp.HandlerOpts{Registry: s.Registry}))(c)
+	switch {
+	case s.Config.MetricsAddr != "":
+		return fiber.ErrNotFound
+	case s.Config.MetricsToken != "":
+		token, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(token), []byte(s.Config.MetricsToken)) != 1 {
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="metrics"`)
+			return fiber.ErrUnauthorized
+		}
+	case !s.Config.Dev():
+		return fiber.ErrNotFound
+	}
+	return adaptor.HTTPHandler(MetricsHandler(s.Registry))(c)
+}
+
+// MetricsHandler serves a registry as Prometheus scrapes it; herald serves
+// it on HERALD_METRICS_ADDR.
+func MetricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 }

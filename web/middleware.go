@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -132,6 +134,67 @@ func apiKeyOf(c *fiber.Ctx) *app.APIKey {
 
 // apiActor is the audit actor of an /api request.
 func apiActor(c *fiber.Ctx) app.Actor {
-	k := apiKeyOf(c)
-	return app.Actor{Type: app.ActorAPIKey, ID: &k.ID, Label: k.Name + " (" + k.Prefix + "…)"}
+	return apiKeyOf(c).Actor()
+}
+
+// APIRoute is one /api/v1 route with the scope an API key needs for it.
+type APIRoute struct {
+	Method string
+	// Path is the route's pattern, such as /api/v1/templates/:id.
+	Path  string
+	Scope string
+}
+
+// APIRoutes returns every /api/v1 route registered with its scope.
+func (s *Server) APIRoutes() []APIRoute {
+	out := append([]APIRoute(nil), s.apiRoutes...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Path+out[i].Method < out[j].Path+out[j].Method })
+	return out
+}
+
+// apiGroup registers /api/v1 routes, each behind the scope it names, so
+// that no route can be added without saying which keys may call it. The
+// router it adds to already authenticates the key.
+type apiGroup struct {
+	s      *Server
+	r      fiber.Router
+	prefix string
+}
+
+func (g apiGroup) add(method, path, scope string, h fiber.Handler) {
+	if !slices.Contains(app.Scopes, scope) {
+		panic("api route " + method + " " + path + ": unknown scope " + scope)
+	}
+	g.s.apiRoutes = append(g.s.apiRoutes, APIRoute{Method: method, Path: g.prefix + path, Scope: scope})
+	if method == fiber.MethodGet {
+		// Get answers HEAD too, as fiber's own routes do.
+		g.r.Get(path, g.s.requireScope(scope), h)
+		return
+	}
+	g.r.Add(method, path, g.s.requireScope(scope), h)
+}
+
+func (g apiGroup) get(path, scope string, h fiber.Handler)  { g.add(fiber.MethodGet, path, scope, h) }
+func (g apiGroup) post(path, scope string, h fiber.Handler) { g.add(fiber.MethodPost, path, scope, h) }
+func (g apiGroup) put(path, scope string, h fiber.Handler)  { g.add(fiber.MethodPut, path, scope, h) }
+func (g apiGroup) patch(path, scope string, h fiber.Handler) {
+	g.add(fiber.MethodPatch, path, scope, h)
+}
+func (g apiGroup) delete(path, scope string, h fiber.Handler) {
+	g.add(fiber.MethodDelete, path, scope, h)
+}
+
+// requireScope lets a request through only when its API key holds scope:
+// otherwise 403 insufficient_scope, naming the scope the route needs (and,
+// as RFC 6750 has it, in WWW-Authenticate).
+func (s *Server) requireScope(scope string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if k := apiKeyOf(c); !k.HasScope(scope) {
+			c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="herald", error="insufficient_scope", scope="`+scope+`"`)
+			return &app.Error{Code: app.EFORBIDDEN, Reason: "insufficient_scope", Message: fmt.Sprintf(
+				"This API key does not have the %q scope, which %s %s needs. Its scopes: %s. A manager creates a key with the scope in the console (API keys).",
+				scope, c.Method(), c.Route().Path, strings.Join(k.Scopes, ", "))}
+		}
+		return c.Next()
+	}
 }

@@ -183,4 +183,21 @@ func TestRecipients_ApprovalPreview(t *testing.T) {
 	}
 	require.Contains(t, text(plans.Eq(1)), "Your coach leaves from bay 4.")
 	require.NotContains(t, text(plans.Eq(0)), "bay 4")
+
+	// The API's approval preview renders the same per recipient.
+	var res struct {
+		Recipients []struct {
+			Name     string
+			Messages []struct{ Channel, Body string }
+		}
+		HiddenRecipients int `json:"hidden_recipients"`
+	}
+	require.Equal(t, http.StatusOK, c.Request(http.MethodGet, "/api/v1/approvals/"+id.String(), nil, &res))
+	require.Len(t, res.Recipients, 3)
+	require.Zero(t, res.HiddenRecipients)
+	for i, want := range []string{"Hello Anna Schmidt,", "Hello Ben Ode,", "Hallo Cleo Park,"} {
+		require.Equal(t, "WHATSAPP", res.Recipients[i].Messages[0].Channel)
+		require.Contains(t, res.Recipients[i].Messages[0].Body, want)
+	}
+	require.Contains(t, res.Recipients[1].Messages[0].Body, "Your coach leaves from bay 4.")
 }

@@ -68,6 +68,7 @@ type Server struct {
 
 	metrics       *httpMetrics
 	consoleRoutes []ConsoleRoute
+	apiRoutes     []APIRoute
 }
 
 // App returns the fiber app with every route and middleware in place.
@@ -86,6 +87,11 @@ func (s *Server) App() *fiber.App {
 		// malformed header cannot make up a throttling key of its own.
 		ProxyHeader:        s.Config.ClientIPHeader,
 		EnableIPValidation: true,
+		// Values from the request (method, path, headers, parameters) are
+		// copies, not views of a buffer the next request on the connection
+		// reuses: they outlive handlers as metric labels, log attributes,
+		// cache keys and goroutine arguments, and would change under them.
+		Immutable: true,
 	})
 	s.metrics = newHTTPMetrics(s.Registry)
 	s.routes(a)

@@ -138,7 +138,22 @@ func (s *Server) loginCSRF(c *fiber.Ctx) string {
 // checkLoginCSRF checks the sign-in form's token against the cookie.
 func (s *Server) checkLoginCSRF(c *fiber.Ctx) bool {
 	v := c.Cookies(cookieLogin)
-	return len(v) >= 16 && hmac.Equal([]byte(c.FormValue("csrf")), []byte(s.mac("login", v)))
+	return len(v) >= 16 && hmac.Equal([]byte(bodyCSRF(c)), []byte(s.mac("login", v)))
+}
+
+// bodyCSRF reads the form token from the request body only (a URL-encoded
+// or multipart form), never from the query string: a token in a URL ends
+// up in logs, browser history and Referer headers, where others read it.
+func bodyCSRF(c *fiber.Ctx) string {
+	if v := c.Request().PostArgs().Peek("csrf"); len(v) > 0 {
+		return string(v)
+	}
+	if form, err := c.MultipartForm(); err == nil {
+		if v := form.Value["csrf"]; len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
 }
 
 // flash stores a notice for the next page the browser loads.

@@ -316,6 +316,25 @@ func TestConsoleTenants_PlanAndSuspension(t *testing.T) {
 			require.Contains(t, banner, "Invoice 2026-104 unpaid", p)
 		}
 
+		// ... and cannot change anything while it lasts: no settings, no
+		// keys. Previews still render; operators still act for the tenant.
+		keys := c.Count(`SELECT count(*) FROM api_keys WHERE tenant_id = $1`, c.Tenant.ID)
+		manager.page("/t/acme/api-keys")
+		doc, resp = manager.postPage("/t/acme/api-keys", url.Values{"name": {"while suspended"}, "scopes": {"send", "read"}})
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		require.Contains(t, text(doc.Selection), "read-only")
+		manager.page("/t/acme/settings")
+		_, resp = manager.postPage("/t/acme/settings", url.Values{"timezone": {"Europe/Vienna"}})
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		require.Equal(t, keys, c.Count(`SELECT count(*) FROM api_keys WHERE tenant_id = $1`, c.Tenant.ID), "no key created")
+		require.Zero(t, c.Count(`SELECT count(*) FROM tenants WHERE id = $1 AND timezone = 'Europe/Vienna'`, c.Tenant.ID))
+		manager.page("/t/acme/templates")
+		resp = manager.post("/t/acme/templates/preview", url.Values{"event": {"BOOKING_CONFIRMED"}, "channel": {"SMS"}, "body": {"Hi {{passenger_name}}"}})
+		require.Equal(t, http.StatusOK, resp.StatusCode, "a preview changes nothing")
+		ops.page("/t/acme/api-keys")
+		resp = ops.post("/t/acme/api-keys", url.Values{"name": {"operator key"}, "scopes": {"send", "read"}})
+		require.Less(t, resp.StatusCode, 400, "operators act for a suspended tenant")
+
 		// Suspending twice says so.
 		doc, resp = ops.postPage(path+"/suspend", url.Values{"reason": {"again"}})
 		require.Equal(t, http.StatusConflict, resp.StatusCode)

@@ -120,6 +120,35 @@ func TestReadyz(t *testing.T) {
 		require.Equal(t, app.Healthy, r.Status)
 		require.Equal(t, "connected", r.Database)
 		require.Equal(t, "available", r.River)
+
+		// The tests' role is one row security applies to.
+		role, bypass, err := b.Services.DB.RowSecurityBypass(b.Ctx)
+		require.NoError(t, err)
+		require.NotEmpty(t, role)
+		require.Empty(t, bypass, "the tests connect as a role without SUPERUSER and BYPASSRLS")
+		require.Empty(t, b.Services.Health.Warnings)
+	})
+
+	t.Run("DegradedWithDeploymentWarning", func(t *testing.T) {
+		t.Parallel()
+		c := setupConsole(t, webtest.Options{NoWorkers: true})
+		warning, err := app.CheckRowSecurity(true, "postgres", "superuser")
+		require.NoError(t, err, "dev warns")
+		c.Services.Health.Warnings = []string{warning}
+
+		resp, err := c.App.Test(httptest.NewRequest(http.MethodGet, "/readyz", nil), -1)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "degraded still serves traffic")
+		var r app.HealthReport
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&r))
+		require.Equal(t, app.Degraded, r.Status)
+		require.Equal(t, []any{warning}, r.Details["warnings"])
+		require.Contains(t, r.Error, "row-level security does not apply")
+
+		ops := c.signIn(asOperator)
+		require.Contains(t, text(ops.page("/tenants").Find(".flash-error")), `"postgres", a superuser role`, "operators see it on every page")
+		mgr := c.signIn(asManager)
+		require.NotContains(t, text(mgr.page("/t/acme/").Selection), "row-level security", "tenants' users do not")
 	})
 
 	t.Run("DegradedWhenJobsWait", func(t *testing.T) {

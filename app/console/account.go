@@ -445,7 +445,7 @@ func (s *Accounts) Get(ctx context.Context, tenantID, id uuid.UUID) (*AccountDet
 // Create validates the form and stores a new PENDING account. For webhook
 // accounts it returns the generated signing secret, which the caller shows
 // once and Herald never shows again.
-func (s *Accounts) Create(ctx context.Context, u *app.User, tenantID uuid.UUID, f AccountForm) (*app.ChannelAccount, string, error) {
+func (s *Accounts) Create(ctx context.Context, u app.Principal, tenantID uuid.UUID, f AccountForm) (*app.ChannelAccount, string, error) {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return nil, "", err
 	}
@@ -492,7 +492,7 @@ func (s *Accounts) Create(ctx context.Context, u *app.User, tenantID uuid.UUID, 
 
 // Update changes an account's name and settings. A blank secret keeps the
 // stored one; Clear removes optional ones.
-func (s *Accounts) Update(ctx context.Context, u *app.User, tenantID, id uuid.UUID, f AccountForm) error {
+func (s *Accounts) Update(ctx context.Context, u app.Principal, tenantID, id uuid.UUID, f AccountForm) error {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return err
 	}
@@ -550,7 +550,7 @@ func (s *Accounts) seal(a *app.ChannelAccount, secrets map[string]string) error 
 
 // RotateSigningSecret gives a webhook account a new signing secret, which
 // signs every delivery from now on, and returns it to be shown once.
-func (s *Accounts) RotateSigningSecret(ctx context.Context, u *app.User, tenantID, id uuid.UUID) (string, error) {
+func (s *Accounts) RotateSigningSecret(ctx context.Context, u app.Principal, tenantID, id uuid.UUID) (string, error) {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return "", err
 	}
@@ -596,7 +596,7 @@ func newSigningSecret() string {
 // Activate makes the account the channel's sending account. Only one
 // account per channel is ACTIVE: while another is, activation fails with
 // ECONFLICT unless replace is set, which suspends the other first.
-func (s *Accounts) Activate(ctx context.Context, u *app.User, tenantID, id uuid.UUID, replace bool) error {
+func (s *Accounts) Activate(ctx context.Context, u app.Principal, tenantID, id uuid.UUID, replace bool) error {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return err
 	}
@@ -671,7 +671,7 @@ func (s *Accounts) complete(a *app.ChannelAccount) error {
 const MaxReasonLength = 500
 
 // Suspend stops an account from sending, with a reason the tenant sees.
-func (s *Accounts) Suspend(ctx context.Context, u *app.User, tenantID, id uuid.UUID, reason string) error {
+func (s *Accounts) Suspend(ctx context.Context, u app.Principal, tenantID, id uuid.UUID, reason string) error {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return err
 	}
@@ -702,7 +702,7 @@ func (s *Accounts) Suspend(ctx context.Context, u *app.User, tenantID, id uuid.U
 // as every other message: a QUEUED message row triggered by the user, its
 // timeline, and a dispatch job. The account must be ACTIVE, because the
 // dispatcher sends through ACTIVE accounts only.
-func (s *Accounts) SendTest(ctx context.Context, u *app.User, tenantID, id uuid.UUID, to string) (*app.Message, error) {
+func (s *Accounts) SendTest(ctx context.Context, u app.Principal, tenantID, id uuid.UUID, to string) (*app.Message, error) {
 	if err := app.RequirePermission(u, app.PermChannels); err != nil {
 		return nil, err
 	}
@@ -824,7 +824,7 @@ var (
 // merges them with the stored ones (nil when creating). It returns the
 // config, the secrets to seal, and audit metadata naming what changed (never
 // a secret's value).
-func (s *Accounts) settings(u *app.User, spec *ProviderSpec, f AccountForm, storedConfig app.Attrs, storedSecrets map[string]string) (app.Attrs, map[string]string, map[string]any, error) {
+func (s *Accounts) settings(u app.Principal, spec *ProviderSpec, f AccountForm, storedConfig app.Attrs, storedSecrets map[string]string) (app.Attrs, map[string]string, map[string]any, error) {
 	creating := storedSecrets == nil
 	config := app.Attrs{}
 	// Settings the form does not show (rate overrides set by an operator)
@@ -838,7 +838,7 @@ func (s *Accounts) settings(u *app.User, spec *ProviderSpec, f AccountForm, stor
 	if spec.AWS {
 		switch f.Credentials {
 		case CredentialsDefault:
-			if u.Role != app.RoleOperator {
+			if !u.Can(app.PermPlatform) {
 				return nil, nil, nil, app.FieldErrorf("credentials",
 					"Only Herald's operators may use the platform's own AWS credentials. Enter this account's access key ID and secret access key.")
 			}
@@ -895,7 +895,7 @@ func (s *Accounts) settings(u *app.User, spec *ProviderSpec, f AccountForm, stor
 	if spec.AWS && !useDefault {
 		id, key := secrets[KeyAWSAccessKeyID], secrets[KeyAWSSecretAccessKey]
 		switch {
-		case id == "" && key == "" && u.Role != app.RoleOperator:
+		case id == "" && key == "" && !u.Can(app.PermPlatform):
 			return nil, nil, nil, app.FieldErrorf("secret_"+KeyAWSAccessKeyID, "Enter the access key ID and the secret access key of the account's IAM user.")
 		case id == "" && key == "":
 			return nil, nil, nil, app.FieldErrorf("secret_"+KeyAWSAccessKeyID, "Enter the access key ID and the secret access key, or choose the default credential chain.")
@@ -913,7 +913,7 @@ func (s *Accounts) settings(u *app.User, spec *ProviderSpec, f AccountForm, stor
 	if spec.AWS {
 		// The default chain uses the platform's AWS identity: only an
 		// operator may leave an account on it, whoever edits it later.
-		if secrets[KeyAWSAccessKeyID] == "" && u.Role != app.RoleOperator {
+		if secrets[KeyAWSAccessKeyID] == "" && !u.Can(app.PermPlatform) {
 			return nil, nil, nil, app.FieldErrorf("credentials",
 				"Only Herald's operators may use the platform's own AWS credentials. Enter this account's access key ID and secret access key.")
 		}

@@ -19,6 +19,8 @@ type APIKeyRow struct {
 	LastUsedAt *time.Time `db:"last_used_at"`
 	RevokedAt  *time.Time `db:"revoked_at"`
 	CreatedAt  time.Time  `db:"created_at"`
+	// Scopes say what the key may do through the API.
+	Scopes app.StringList `db:"scopes"`
 	// CreatorEmail is the address of the tenant user who created the key;
 	// nil when an operator (whom the tenant cannot see) or the command line
 	// did.
@@ -57,13 +59,20 @@ func (s *APIKeys) List(ctx context.Context, actor *app.User, tenantID uuid.UUID,
 	return rows, more, nil
 }
 
-// CreateAs makes a key for the tenant on behalf of a console user and
-// returns its secret, which is shown once and never stored.
-func (s *APIKeys) CreateAs(ctx context.Context, actor *app.User, tenantID uuid.UUID, name string) (*app.APIKey, string, error) {
+// CreateAs makes a key with the scopes for the tenant on behalf of a
+// console user and returns its secret, which is shown once and never
+// stored. The user chooses the scopes: at least one.
+func (s *APIKeys) CreateAs(ctx context.Context, actor *app.User, tenantID uuid.UUID, name string, scopes []string) (*app.APIKey, string, error) {
 	if err := requireTenantAccess(actor, app.PermAPIKeys, tenantID); err != nil {
 		return nil, "", err
 	}
-	return s.Create(ctx, actor.Actor(), tenantID, name)
+	if len(scopes) == 0 {
+		// Create would fall back to the defaults; a person creating a key
+		// says what it may do.
+		_, err := app.NormalizeScopes(nil)
+		return nil, "", err
+	}
+	return s.Create(ctx, actor.Actor(), tenantID, name, scopes...)
 }
 
 // Revoke revokes one of the tenant's keys on behalf of a console user; the

@@ -75,7 +75,7 @@ type ApprovalPreview struct {
 
 // Pending returns one page of the tenant's events awaiting approval, each
 // with what it would send to its first maxRecipients recipients.
-func (s *Schedules) Pending(ctx context.Context, u *app.User, tenantID uuid.UUID, page PageRequest, maxRecipients int) ([]*ApprovalPreview, bool, error) {
+func (s *Schedules) Pending(ctx context.Context, u app.Principal, tenantID uuid.UUID, page PageRequest, maxRecipients int) ([]*ApprovalPreview, bool, error) {
 	if err := app.RequirePermission(u, app.PermSchedules); err != nil {
 		return nil, false, err
 	}
@@ -98,7 +98,7 @@ func (s *Schedules) Pending(ctx context.Context, u *app.User, tenantID uuid.UUID
 
 // Preview returns one event (in any status) with what it would send when
 // approved, for its first maxRecipients recipients.
-func (s *Schedules) Preview(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID, maxRecipients int) (*ApprovalPreview, error) {
+func (s *Schedules) Preview(ctx context.Context, u app.Principal, tenantID, eventID uuid.UUID, maxRecipients int) (*ApprovalPreview, error) {
 	if err := app.RequirePermission(u, app.PermSchedules); err != nil {
 		return nil, err
 	}
@@ -126,7 +126,7 @@ func (s *Schedules) Preview(ctx context.Context, u *app.User, tenantID, eventID 
 // what the plans share once: the tenant, its active accounts, its templates
 // per channel and locale chain, the recipients' contacts, and the
 // idempotency keys of all planned messages in one query.
-func (s *Schedules) previews(ctx context.Context, tx *previewTx, u *app.User, events []*ScheduledEvent, maxRecipients int) ([]*ApprovalPreview, error) {
+func (s *Schedules) previews(ctx context.Context, tx *previewTx, u app.Principal, events []*ScheduledEvent, maxRecipients int) ([]*ApprovalPreview, error) {
 	out := make([]*ApprovalPreview, len(events))
 	planned := make([]*plannedEvent, len(events))
 	var recipients []app.Recipient
@@ -281,7 +281,7 @@ const storedMessagesPerRecipient = 20
 
 // stored fills the preview of a routed event from its stored messages, one
 // recipient per contact, in the order the messages were created.
-func (s *Schedules) stored(ctx context.Context, tx ScheduleTx, u *app.User, p *ApprovalPreview, maxRecipients int) error {
+func (s *Schedules) stored(ctx context.Context, tx ScheduleTx, u app.Principal, p *ApprovalPreview, maxRecipients int) error {
 	e := &p.Event.Event
 	p.Stored = true
 	if maxRecipients <= 0 || maxRecipients > app.MaxRecipients {

@@ -78,7 +78,7 @@ type Schedules struct {
 
 // Upcoming returns one page of the tenant's scheduled notifications,
 // soonest first, and whether more follow.
-func (s *Schedules) Upcoming(ctx context.Context, u *app.User, tenantID uuid.UUID, f ScheduleFilter, page PageRequest) ([]*ScheduledEvent, bool, error) {
+func (s *Schedules) Upcoming(ctx context.Context, u app.Principal, tenantID uuid.UUID, f ScheduleFilter, page PageRequest) ([]*ScheduledEvent, bool, error) {
 	if err := app.RequirePermission(u, app.PermSchedules); err != nil {
 		return nil, false, err
 	}
@@ -105,7 +105,7 @@ func (s *Schedules) Upcoming(ctx context.Context, u *app.User, tenantID uuid.UUI
 }
 
 // Event returns one of the tenant's events; another tenant's id is not found.
-func (s *Schedules) Event(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID) (*app.Event, error) {
+func (s *Schedules) Event(ctx context.Context, u app.Principal, tenantID, eventID uuid.UUID) (*app.Event, error) {
 	if err := app.RequirePermission(u, app.PermSchedules); err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func ParseLocalTime(field, value string, loc *time.Location) (time.Time, error) 
 // Reschedule moves an event to a new time given as a datetime-local value
 // in the tenant's timezone. The version goes up and the audit log names
 // the user.
-func (s *Schedules) Reschedule(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID, value string, loc *time.Location) (*app.Event, error) {
+func (s *Schedules) Reschedule(ctx context.Context, u app.Principal, tenantID, eventID uuid.UUID, value string, loc *time.Location) (*app.Event, error) {
 	if err := app.RequirePermission(u, app.PermManageSchedules); err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (s *Schedules) Reschedule(ctx context.Context, u *app.User, tenantID, event
 }
 
 // Cancel stops an event before it is sent.
-func (s *Schedules) Cancel(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID) (*app.Event, error) {
+func (s *Schedules) Cancel(ctx context.Context, u app.Principal, tenantID, eventID uuid.UUID) (*app.Event, error) {
 	if err := app.RequirePermission(u, app.PermManageSchedules); err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (s *Schedules) Cancel(ctx context.Context, u *app.User, tenantID, eventID u
 
 // Decide approves an event awaiting approval, which routes it, or rejects
 // it with a reason.
-func (s *Schedules) Decide(ctx context.Context, u *app.User, tenantID, eventID uuid.UUID, approve bool, reason string) (*app.Event, error) {
+func (s *Schedules) Decide(ctx context.Context, u app.Principal, tenantID, eventID uuid.UUID, approve bool, reason string) (*app.Event, error) {
 	if err := app.RequirePermission(u, app.PermApprove); err != nil {
 		return nil, err
 	}

@@ -70,8 +70,11 @@ type TemplateVersion struct {
 	UpdatedBy        *uuid.UUID `db:"updated_by"`
 	// AuthorEmail is the author's address when the author is a user of the
 	// tenant (operators' accounts are not the tenant's to read).
-	AuthorEmail *string   `db:"author_email"`
-	CreatedAt   time.Time `db:"created_at"`
+	AuthorEmail *string `db:"author_email"`
+	// AuthorKey is the name of the tenant's API key that wrote the
+	// version, when a key did.
+	AuthorKey *string   `db:"author_key"`
+	CreatedAt time.Time `db:"created_at"`
 	// Current is true for the template's current content.
 	Current bool `db:"current"`
 }
@@ -81,6 +84,8 @@ func (v *TemplateVersion) Author() string {
 	switch {
 	case v.AuthorEmail != nil:
 		return *v.AuthorEmail
+	case v.AuthorKey != nil:
+		return "API key “" + *v.AuthorKey + "”"
 	case v.UpdatedBy != nil:
 		return "Herald operator"
 	default:
@@ -135,8 +140,8 @@ func TemplateChannelsOf(event string) []app.Channel {
 }
 
 // List returns one page of the tenant's templates and whether more follow.
-func (s *Templates) List(ctx context.Context, u *app.User, tenantID uuid.UUID, f TemplateFilter, page PageRequest) (rows []*app.Template, more bool, err error) {
-	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
+func (s *Templates) List(ctx context.Context, u app.Principal, tenantID uuid.UUID, f TemplateFilter, page PageRequest) (rows []*app.Template, more bool, err error) {
+	if err := app.RequirePermission(u, app.PermViewTemplates); err != nil {
 		return nil, false, err
 	}
 	err = s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
@@ -151,8 +156,8 @@ func (s *Templates) List(ctx context.Context, u *app.User, tenantID uuid.UUID, f
 }
 
 // Locales returns the locales the tenant has templates in, for filters.
-func (s *Templates) Locales(ctx context.Context, u *app.User, tenantID uuid.UUID) (out []string, err error) {
-	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
+func (s *Templates) Locales(ctx context.Context, u app.Principal, tenantID uuid.UUID) (out []string, err error) {
+	if err := app.RequirePermission(u, app.PermViewTemplates); err != nil {
 		return nil, err
 	}
 	err = s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
@@ -163,8 +168,8 @@ func (s *Templates) Locales(ctx context.Context, u *app.User, tenantID uuid.UUID
 }
 
 // Get returns one of the tenant's templates.
-func (s *Templates) Get(ctx context.Context, u *app.User, tenantID, id uuid.UUID) (t *app.Template, err error) {
-	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
+func (s *Templates) Get(ctx context.Context, u app.Principal, tenantID, id uuid.UUID) (t *app.Template, err error) {
+	if err := app.RequirePermission(u, app.PermViewTemplates); err != nil {
 		return nil, err
 	}
 	err = s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
@@ -177,7 +182,7 @@ func (s *Templates) Get(ctx context.Context, u *app.User, tenantID, id uuid.UUID
 // Create stores a new template at version 1, active, and returns it with
 // the unknown placeholders as warnings. A template for the same event,
 // channel and locale is a conflict: edit that one instead.
-func (s *Templates) Create(ctx context.Context, u *app.User, tenantID uuid.UUID, in NewTemplateInput) (*app.Template, []string, error) {
+func (s *Templates) Create(ctx context.Context, u app.Principal, tenantID uuid.UUID, in NewTemplateInput) (*app.Template, []string, error) {
 	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, nil, err
 	}
@@ -260,7 +265,7 @@ func channelList(chs []app.Channel) string {
 // from, and it is required; when someone saved in between, nothing is
 // stored and the editor is told, so that one person's changes do not
 // silently replace another's. The template's active state is kept.
-func (s *Templates) Edit(ctx context.Context, u *app.User, tenantID, id uuid.UUID, baseVersion int, in app.TemplateInput) (*app.Template, []string, error) {
+func (s *Templates) Edit(ctx context.Context, u app.Principal, tenantID, id uuid.UUID, baseVersion int, in app.TemplateInput) (*app.Template, []string, error) {
 	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, nil, err
 	}
@@ -289,8 +294,8 @@ func checkBaseVersion(cur *app.Template, baseVersion int) error {
 }
 
 // History returns one page of a template's versions, the current one first.
-func (s *Templates) History(ctx context.Context, u *app.User, tenantID, id uuid.UUID, page PageRequest) (t *app.Template, rows []*TemplateVersion, more bool, err error) {
-	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
+func (s *Templates) History(ctx context.Context, u app.Principal, tenantID, id uuid.UUID, page PageRequest) (t *app.Template, rows []*TemplateVersion, more bool, err error) {
+	if err := app.RequirePermission(u, app.PermViewTemplates); err != nil {
 		return nil, nil, false, err
 	}
 	err = s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
@@ -325,8 +330,8 @@ func (c *TemplateComparison) Changed() bool {
 
 // Compare diffs an earlier version of a template against its current
 // content, line by line.
-func (s *Templates) Compare(ctx context.Context, u *app.User, tenantID, id uuid.UUID, version int) (*TemplateComparison, error) {
-	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
+func (s *Templates) Compare(ctx context.Context, u app.Principal, tenantID, id uuid.UUID, version int) (*TemplateComparison, error) {
+	if err := app.RequirePermission(u, app.PermViewTemplates); err != nil {
 		return nil, err
 	}
 	var c TemplateComparison
@@ -360,7 +365,7 @@ func specText(s *app.WhatsAppTemplateSpec) string {
 // version: history only grows, so the restore itself can be undone.
 // baseVersion is the current version the page showed (required): when
 // someone saved since, nothing is stored and the user is told.
-func (s *Templates) Restore(ctx context.Context, u *app.User, tenantID, id uuid.UUID, version, baseVersion int) (*app.Template, error) {
+func (s *Templates) Restore(ctx context.Context, u app.Principal, tenantID, id uuid.UUID, version, baseVersion int) (*app.Template, error) {
 	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, err
 	}
@@ -398,7 +403,7 @@ func (s *Templates) Restore(ctx context.Context, u *app.User, tenantID, id uuid.
 // SetActive switches a template on or off. Routing skips an inactive
 // template and falls back along the locale chain. The content and its
 // version stay as they are.
-func (s *Templates) SetActive(ctx context.Context, u *app.User, tenantID, id uuid.UUID, active bool) (*app.Template, error) {
+func (s *Templates) SetActive(ctx context.Context, u app.Principal, tenantID, id uuid.UUID, active bool) (*app.Template, error) {
 	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, err
 	}

@@ -64,11 +64,11 @@ func ParseRetention(s string) (*int, error) {
 // requireTenantAccess checks that u holds perm and may act in the tenant:
 // operators in any tenant, everyone else only in their own (another
 // tenant answers ENOTFOUND, as if it did not exist).
-func requireTenantAccess(u *app.User, perm app.Permission, tenantID uuid.UUID) error {
+func requireTenantAccess(u app.Principal, perm app.Permission, tenantID uuid.UUID) error {
 	if err := app.RequirePermission(u, perm); err != nil {
 		return err
 	}
-	if u.Role != app.RoleOperator && (u.TenantID == nil || *u.TenantID != tenantID) {
+	if !u.CanOpenTenant(tenantID) {
 		return app.Errorf(app.ENOTFOUND, "Tenant not found.")
 	}
 	return nil

@@ -100,6 +100,20 @@ func Connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 		d.Close()
 		return nil, err
 	}
+	role, bypass, err := d.RowSecurityBypass(ctx)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("read the database role's attributes: %w", err)
+	}
+	warning, err := app.CheckRowSecurity(cfg.Dev(), role, bypass)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	if warning != "" {
+		log.Error(warning)
+		s.Health.Warnings = append(s.Health.Warnings, warning)
+	}
 	return s, nil
 }
 

@@ -150,7 +150,7 @@ func New(t *testing.T, opts Options) *Herald {
 	h.App = h.Server.App()
 	h.Tenant, err = svc.Tenants.Create(ctx, app.CLIActor, app.TenantInput{Slug: "acme", Name: "Acme Tours", Plan: app.PlanPro})
 	require.NoError(t, err)
-	_, h.Key, err = svc.APIKeys.Create(ctx, app.CLIActor, h.Tenant.ID, "booking system")
+	_, h.Key, err = svc.APIKeys.Create(ctx, app.CLIActor, h.Tenant.ID, "booking system", app.Scopes...)
 	require.NoError(t, err)
 
 	for name, prov := range opts.Providers {

@@ -1,0 +1,201 @@
+package web_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/web/webtest"
+)
+
+// apiCall sends an API request with key and returns the status and the raw
+// answer. It uses no require, so goroutines of a concurrency test may call
+// it.
+func apiCall(h *webtest.Herald, key, method, path string, body any) (int, []byte, error) {
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			return 0, nil, err
+		}
+		r = bytes.NewReader(j)
+	}
+	req := httptest.NewRequest(method, path, r)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.App.Test(req, -1)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, raw, err
+}
+
+// call sends a request through the harness's RequestWithKey (which checks
+// answers against the API's contract where the harness does) and decodes
+// the answer into out unless out is nil; it returns the status and the raw
+// answer.
+func call(t *testing.T, h *webtest.Herald, key, method, path string, body, out any) (int, []byte) {
+	t.Helper()
+	var raw json.RawMessage
+	status := h.RequestWithKey(key, method, path, body, &raw)
+	if out != nil && len(raw) > 0 {
+		require.NoError(t, json.Unmarshal(raw, out), "body: %s", raw)
+	}
+	return status, raw
+}
+
+// keyWith creates an API key of the tenant with exactly the scopes and
+// returns its secret.
+func keyWith(t *testing.T, h *webtest.Herald, tenantID uuid.UUID, scopes ...string) string {
+	t.Helper()
+	_, secret, err := h.Services.APIKeys.Create(h.Ctx, app.CLIActor, tenantID, "key with "+strings.Join(scopes, "+"), scopes...)
+	require.NoError(t, err)
+	return secret
+}
+
+// apiRouteScopes is every /api/v1 route with the scope it requires. A new
+// route fails TestAPIScopes_Routes until it is listed here, so that its
+// scope is a decision, not an accident.
+var apiRouteScopes = map[string]string{
+	"GET /api/v1/tenant":                                   app.ScopeRead,
+	"GET /api/v1/events":                                   app.ScopeRead,
+	"POST /api/v1/notifications":                           app.ScopeSend,
+	"GET /api/v1/notifications":                            app.ScopeRead,
+	"GET /api/v1/notifications/:id":                        app.ScopeRead,
+	"PATCH /api/v1/notifications/:id":                      app.ScopeManage,
+	"DELETE /api/v1/notifications/:id":                     app.ScopeManage,
+	"POST /api/v1/notifications/:id/approve":               app.ScopeApprove,
+	"POST /api/v1/notifications/:id/reject":                app.ScopeApprove,
+	"GET /api/v1/messages":                                 app.ScopeRead,
+	"GET /api/v1/messages/:id":                             app.ScopeRead,
+	"POST /api/v1/bookings/:id/resend":                     app.ScopeSend,
+	"GET /api/v1/delivery-deadlines":                       app.ScopeRead,
+	"PUT /api/v1/delivery-deadlines":                       app.ScopeManage,
+	"GET /api/v1/scheduled-notifications":                  app.ScopeRead,
+	"GET /api/v1/approvals":                                app.ScopeRead,
+	"GET /api/v1/approvals/:id":                            app.ScopeRead,
+	"GET /api/v1/templates":                                app.ScopeRead,
+	"POST /api/v1/templates":                               app.ScopeManage,
+	"GET /api/v1/templates/:id":                            app.ScopeRead,
+	"PUT /api/v1/templates/:id":                            app.ScopeManage,
+	"GET /api/v1/templates/:id/versions":                   app.ScopeRead,
+	"POST /api/v1/templates/:id/versions/:version/restore": app.ScopeManage,
+	"POST /api/v1/templates/:id/activate":                  app.ScopeManage,
+	"POST /api/v1/templates/:id/deactivate":                app.ScopeManage,
+	"GET /api/v1/channel-accounts":                         app.ScopeRead,
+	"POST /api/v1/channel-accounts":                        app.ScopeManage,
+	"GET /api/v1/channel-accounts/:id":                     app.ScopeRead,
+	"PATCH /api/v1/channel-accounts/:id":                   app.ScopeManage,
+	"POST /api/v1/channel-accounts/:id/activate":           app.ScopeManage,
+	"POST /api/v1/channel-accounts/:id/suspend":            app.ScopeManage,
+	"POST /api/v1/channel-accounts/:id/test":               app.ScopeManage,
+}
+
+// apiPathFor fills a route's parameters: random ids (which name nothing,
+// so an allowed request answers 404 or 422 and changes nothing), version 1.
+func apiPathFor(route string) string {
+	parts := strings.Split(route, "/")
+	for i, p := range parts {
+		switch {
+		case p == ":version":
+			parts[i] = "1"
+		case strings.HasPrefix(p, ":"):
+			parts[i] = uuid.NewString()
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// TestAPIScopes_Routes checks that every route the server answers under
+// /api/v1 was registered with a scope, and that the scopes are the ones
+// apiRouteScopes lists.
+func TestAPIScopes_Routes(t *testing.T) {
+	t.Parallel()
+	h := webtest.New(t, webtest.Options{NoWorkers: true})
+
+	scoped := map[string]string{}
+	for _, r := range h.Server.APIRoutes() {
+		scoped[r.Method+" "+r.Path] = r.Scope
+	}
+	var served []string
+	for _, r := range h.App.GetRoutes(true) {
+		if !strings.HasPrefix(r.Path, "/api/v1/") || r.Method == http.MethodHead {
+			continue
+		}
+		served = append(served, r.Method+" "+r.Path)
+	}
+	sort.Strings(served)
+	require.NotEmpty(t, served)
+	for _, route := range served {
+		require.Contains(t, scoped, route, "%s is served without a scope: register it through the API route group", route)
+	}
+	require.Equal(t, apiRouteScopes, scoped, "each route's scope (a new route needs its line in apiRouteScopes)")
+}
+
+// TestAPIScopes_EachScopeAllowsItsRoutes calls every /api/v1 route with a
+// key of each single scope: the route's own scope gets past the check, any
+// other is refused with 403 insufficient_scope naming the scope needed.
+func TestAPIScopes_EachScopeAllowsItsRoutes(t *testing.T) {
+	t.Parallel()
+	h := webtest.New(t, webtest.Options{NoWorkers: true})
+	keys := map[string]string{}
+	for _, sc := range app.Scopes {
+		keys[sc] = keyWith(t, h, h.Tenant.ID, sc)
+	}
+	before := h.Count(`SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM templates) + (SELECT count(*) FROM channel_accounts) +
+		(SELECT count(*) FROM messages) + (SELECT count(*) FROM delivery_deadlines)`)
+
+	for _, r := range h.Server.APIRoutes() {
+		t.Run(r.Method+" "+r.Path, func(t *testing.T) {
+			path := apiPathFor(r.Path)
+			var body any
+			if r.Method != http.MethodGet && r.Method != http.MethodDelete {
+				body = "{}"
+			}
+			for _, sc := range app.Scopes {
+				var res apiErrorBody
+				status, raw := call(t, h, keys[sc], r.Method, path, body, &res)
+				require.Less(t, status, 500, "%s with scope %s: %s", path, sc, raw)
+				if sc == r.Scope {
+					require.NotEqual(t, "insufficient_scope", res.Error.Code, "scope %s may %s %s", sc, r.Method, r.Path)
+					continue
+				}
+				require.Equal(t, http.StatusForbidden, status, "scope %s may not %s %s: %s", sc, r.Method, r.Path, raw)
+				require.Equal(t, "insufficient_scope", res.Error.Code)
+				require.Contains(t, res.Error.Message, fmt.Sprintf("%q scope", r.Scope), "the answer names the scope needed")
+			}
+		})
+	}
+
+	t.Run("Header", func(t *testing.T) {
+		req := httptest.NewRequest(http.MethodPut, "/api/v1/delivery-deadlines", strings.NewReader("{}"))
+		req.Header.Set("Authorization", "Bearer "+keys[app.ScopeRead])
+		res, err := h.App.Test(req, -1)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		require.Equal(t, http.StatusForbidden, res.StatusCode)
+		require.Equal(t, `Bearer realm="herald", error="insufficient_scope", scope="manage"`, res.Header.Get("WWW-Authenticate"))
+	})
+
+	t.Run("RefusedStoresNothing", func(t *testing.T) {
+		after := h.Count(`SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM templates) + (SELECT count(*) FROM channel_accounts) +
+			(SELECT count(*) FROM messages) + (SELECT count(*) FROM delivery_deadlines)`)
+		require.Equal(t, before, after)
+	})
+}
