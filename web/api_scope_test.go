@@ -105,6 +105,11 @@ var apiRouteScopes = map[string]string{
 	"POST /api/v1/channel-accounts/:id/activate":           app.ScopeManage,
 	"POST /api/v1/channel-accounts/:id/suspend":            app.ScopeManage,
 	"POST /api/v1/channel-accounts/:id/test":               app.ScopeManage,
+	"GET /api/v1/contacts":                                 app.ScopeRead,
+	"GET /api/v1/contacts/:id":                             app.ScopeRead,
+	"PATCH /api/v1/contacts/:id":                           app.ScopeManage,
+	"POST /api/v1/contacts/:id/opt-out":                    app.ScopeManage,
+	"POST /api/v1/contacts/:id/opt-in":                     app.ScopeManage,
 }
 
 // apiPathFor fills a route's parameters: random ids (which name nothing,
