@@ -29,16 +29,20 @@ var providerChannels = map[string][]Channel{
 // ChannelAccount is a tenant's account with a provider on one channel: its
 // settings, its sealed secrets and whether it may send.
 type ChannelAccount struct {
-	ID              uuid.UUID `db:"id"`
-	TenantID        uuid.UUID `db:"tenant_id"`
-	Channel         Channel   `db:"channel"`
-	Provider        string    `db:"provider"`
-	Name            string    `db:"name"`
-	Status          string    `db:"status"`
-	Config          Attrs     `db:"config"`
-	Secrets         []byte    `db:"secrets"`
-	SecretsKeyID    *string   `db:"secrets_key_id"`
-	VerifyToken     string    `db:"verify_token"`
+	ID           uuid.UUID `db:"id"`
+	TenantID     uuid.UUID `db:"tenant_id"`
+	Channel      Channel   `db:"channel"`
+	Provider     string    `db:"provider"`
+	Name         string    `db:"name"`
+	Status       string    `db:"status"`
+	Config       Attrs     `db:"config"`
+	Secrets      []byte    `db:"secrets"`
+	SecretsKeyID *string   `db:"secrets_key_id"`
+	VerifyToken  string    `db:"verify_token"`
+	// WebhookToken names the account's Meta webhook path,
+	// /webhooks/meta/a/{token}: unguessable, so the path tells nobody which
+	// tenants exist.
+	WebhookToken    string    `db:"webhook_token"`
 	SuspendedReason *string   `db:"suspended_reason"`
 	CreatedAt       time.Time `db:"created_at"`
 	UpdatedAt       time.Time `db:"updated_at"`
@@ -100,7 +104,8 @@ func (s *Accounts) NewAccount(tenantID uuid.UUID, in AccountInput) (*ChannelAcco
 	a := &ChannelAccount{
 		ID: uuid.New(), TenantID: tenantID, Channel: in.Channel, Provider: in.Provider, Name: in.Name,
 		Status: AccountPending, Config: in.Config, VerifyToken: strings.ToLower(rand.Text()),
-		CreatedAt: now, UpdatedAt: now,
+		WebhookToken: strings.ToLower(rand.Text() + rand.Text()),
+		CreatedAt:    now, UpdatedAt: now,
 	}
 	if a.Config == nil {
 		a.Config = Attrs{}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/hex"
 	"log/slog"
 	"time"
 
@@ -71,25 +72,58 @@ type AuditBreak struct {
 	Reason   string     `db:"reason"`
 }
 
+// AuditAnchor is a checkpoint of a chain's head: its newest entry's id and
+// hash when the verification job last ran.
+type AuditAnchor struct {
+	TenantID *uuid.UUID `db:"tenant_id"`
+	HeadID   int64      `db:"head_id"`
+	HeadHash []byte     `db:"head_hash"`
+}
+
 // AuditTx lists the statements Audit runs.
 type AuditTx interface {
 	Tx
 	VerifyAuditChains(ctx context.Context) ([]AuditBreak, error)
+	// CheckAuditAnchors reports every chain whose newest anchored head is
+	// gone or changed.
+	CheckAuditAnchors(ctx context.Context) ([]AuditBreak, error)
+	// AnchorAuditChains records the head of every chain that moved since
+	// its last anchor, except the chains in skip, and returns the new anchors.
+	AnchorAuditChains(ctx context.Context, skip []*uuid.UUID, at time.Time) ([]AuditAnchor, error)
 }
 
 // Audit checks the audit log.
 type Audit struct {
 	Store Store[AuditTx]
 	Log   *slog.Logger
+	Now   Clock
 }
 
-// Verify recomputes every chain and logs each break as an error. The oldest
+// Verify recomputes every chain, checks each against its last anchored
+// head (so that deleting a chain's newest entries is found too), logs each
+// break as an error, and anchors the heads of the chains that verified:
+// in the database and in the log, which lives outside it. The oldest
 // surviving entry of a chain is trusted as its start, so retention pruning
-// does not count as a break.
+// does not count as a break. A chain found broken is not anchored again, so
+// the break is reported on every run until someone looks into it.
 func (a *Audit) Verify(ctx context.Context) ([]AuditBreak, error) {
 	var breaks []AuditBreak
-	err := a.Store.InPlatform(ctx, func(tx AuditTx) (err error) {
-		breaks, err = tx.VerifyAuditChains(ctx)
+	var anchors []AuditAnchor
+	err := a.Store.InPlatform(ctx, func(tx AuditTx) error {
+		chain, err := tx.VerifyAuditChains(ctx)
+		if err != nil {
+			return err
+		}
+		heads, err := tx.CheckAuditAnchors(ctx)
+		if err != nil {
+			return err
+		}
+		breaks = append(chain, heads...)
+		var skip []*uuid.UUID
+		for _, b := range breaks {
+			skip = append(skip, b.TenantID)
+		}
+		anchors, err = tx.AnchorAuditChains(ctx, skip, a.Now())
 		return err
 	})
 	if err != nil {
@@ -98,6 +132,9 @@ func (a *Audit) Verify(ctx context.Context) ([]AuditBreak, error) {
 	for _, b := range breaks {
 		a.Log.ErrorContext(ctx, "audit log chain is broken: entries were changed outside Herald",
 			"tenant_id", b.TenantID, "entry_id", b.EntryID, "reason", b.Reason)
+	}
+	for _, an := range anchors {
+		a.Log.InfoContext(ctx, "audit log checkpoint", "tenant_id", an.TenantID, "head_id", an.HeadID, "head_hash", hex.EncodeToString(an.HeadHash))
 	}
 	return breaks, nil
 }

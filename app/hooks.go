@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -54,17 +55,60 @@ type HookTx interface {
 	AccountsByProvider(ctx context.Context, tenantID uuid.UUID, provider string) ([]*ChannelAccount, error)
 	AccountsByConfig(ctx context.Context, provider string, match map[string]string) ([]*ChannelAccount, error)
 	TenantBySlug(ctx context.Context, slug string) (*Tenant, error)
+	AccountByWebhookToken(ctx context.Context, token string) (*ChannelAccount, error)
 }
 
 // Hooks serves the provider webhooks' lookups.
 type Hooks struct {
 	Store    Store[HookTx]
 	Accounts *Accounts
+	// Rates throttles Meta's subscription checks per client address.
+	Rates RateStore
+}
+
+// Meta's subscription checks are rare (one when a webhook is configured):
+// a client gets a burst of 10 and then one every 6 seconds, so the check
+// cannot be used to guess verify tokens or paths.
+const (
+	metaVerifyBurst     = 10
+	metaVerifyPerSecond = 1.0 / 6
+)
+
+// ThrottleMetaVerify counts a subscription check from the client address
+// ip and returns how long it must wait first (0: go ahead).
+func (h *Hooks) ThrottleMetaVerify(ctx context.Context, ip string) (time.Duration, error) {
+	if h.Rates == nil {
+		return 0, nil
+	}
+	return h.Rates.TakeToken(ctx, "meta-verify:"+ip, metaVerifyBurst, metaVerifyPerSecond)
+}
+
+// MetaCredentialsByToken returns the credentials of the Meta accounts of
+// the tenant whose account has the webhook token (the path
+// /webhooks/meta/a/{token}): the path finds the tenant, and the signature
+// (or verify token) of any of its Meta accounts is accepted, since one Meta
+// app may serve several of the tenant's numbers. An unknown token is
+// ENOTFOUND.
+func (h *Hooks) MetaCredentialsByToken(ctx context.Context, token string) (*MetaCredentials, error) {
+	var creds *MetaCredentials
+	err := h.Store.InPlatform(ctx, func(tx HookTx) error {
+		a, err := tx.AccountByWebhookToken(ctx, token)
+		if err != nil {
+			return err
+		}
+		if a.Provider != "meta" {
+			return Errorf(ENOTFOUND, "No Meta account has this webhook path.")
+		}
+		creds, err = h.metaCredentials(ctx, tx, a.TenantID)
+		return err
+	})
+	return creds, err
 }
 
 // MetaCredentials returns the credentials of the tenant's Meta accounts
-// (all but DISABLED ones, so a suspended account still hears its statuses).
-// An unknown tenant, or one without a Meta account, is ENOTFOUND.
+// (all but DISABLED ones, so a suspended account still hears its statuses),
+// for the older path that names the tenant's slug. An unknown tenant, or
+// one without a Meta account, is ENOTFOUND.
 func (h *Hooks) MetaCredentials(ctx context.Context, tenantSlug string) (*MetaCredentials, error) {
 	var creds *MetaCredentials
 	err := h.Store.InPlatform(ctx, func(tx HookTx) error {
@@ -72,26 +116,31 @@ func (h *Hooks) MetaCredentials(ctx context.Context, tenantSlug string) (*MetaCr
 		if err != nil {
 			return err
 		}
-		accounts, err := tx.AccountsByProvider(ctx, t.ID, "meta")
-		if err != nil {
-			return err
-		}
-		if len(accounts) == 0 {
-			return Errorf(ENOTFOUND, "Tenant %s has no WhatsApp (Meta) account.", tenantSlug)
-		}
-		creds = &MetaCredentials{TenantID: t.ID}
-		for _, a := range accounts {
-			secrets, err := h.Accounts.Open(a)
-			if err != nil {
-				return err
-			}
-			creds.Accounts = append(creds.Accounts, MetaAccount{
-				ID: a.ID, PhoneNumberID: a.Config["phone_number_id"], VerifyToken: a.VerifyToken, AppSecret: secrets["app_secret"],
-			})
-		}
-		return nil
+		creds, err = h.metaCredentials(ctx, tx, t.ID)
+		return err
 	})
 	return creds, err
+}
+
+func (h *Hooks) metaCredentials(ctx context.Context, tx HookTx, tenantID uuid.UUID) (*MetaCredentials, error) {
+	accounts, err := tx.AccountsByProvider(ctx, tenantID, "meta")
+	if err != nil {
+		return nil, err
+	}
+	if len(accounts) == 0 {
+		return nil, Errorf(ENOTFOUND, "The tenant has no WhatsApp (Meta) account.")
+	}
+	creds := &MetaCredentials{TenantID: tenantID}
+	for _, a := range accounts {
+		secrets, err := h.Accounts.Open(a)
+		if err != nil {
+			return nil, err
+		}
+		creds.Accounts = append(creds.Accounts, MetaAccount{
+			ID: a.ID, PhoneNumberID: a.Config["phone_number_id"], VerifyToken: a.VerifyToken, AppSecret: secrets["app_secret"],
+		})
+	}
+	return creds, nil
 }
 
 // SESVia returns what an SES event came through: the SES accounts that

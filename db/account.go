@@ -15,13 +15,15 @@ import (
 	"github.com/heraldhq/herald/app/console"
 )
 
-const accountColumns = `id, tenant_id, channel, provider, name, status, config, secrets, secrets_key_id, verify_token, suspended_reason, created_at, updated_at`
+const accountColumns = `id, tenant_id, channel, provider, name, status, config, secrets, secrets_key_id, verify_token, webhook_token, suspended_reason, created_at, updated_at`
 
 // CreateAccount serves app.AccountTx, app.ProvisionTx and console.AccountTx.
 func (t *Tx) CreateAccount(ctx context.Context, a *app.ChannelAccount) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO channel_accounts (`+accountColumns+`)
-		VALUES (:id, :tenant_id, :channel, :provider, :name, :status, :config, :secrets, :secrets_key_id, :verify_token, :suspended_reason, :created_at, :updated_at)`, a)
+		VALUES (:id, :tenant_id, :channel, :provider, :name, :status, :config, :secrets, :secrets_key_id, :verify_token,
+			coalesce(nullif(:webhook_token, ''), replace(CAST(gen_random_uuid() AS text), '-', '') || replace(CAST(gen_random_uuid() AS text), '-', '')),
+			:suspended_reason, :created_at, :updated_at)`, a)
 	return mapErr(err)
 }
 
@@ -224,4 +226,15 @@ func (t *Tx) MessagesByAccount(ctx context.Context, tenantID, accountID uuid.UUI
 		WHERE tenant_id = $1 AND channel_account_id = $2
 		ORDER BY created_at DESC, id DESC LIMIT $3`, tenantID, accountID, limit)
 	return ms, mapErr(err)
+}
+
+// AccountByWebhookToken serves app.HookTx (platform scope): the account
+// whose Meta webhook path carries token.
+func (t *Tx) AccountByWebhookToken(ctx context.Context, token string) (*app.ChannelAccount, error) {
+	var a app.ChannelAccount
+	err := t.tx.GetContext(ctx, &a, `SELECT `+accountColumns+` FROM channel_accounts WHERE webhook_token = $1 AND status <> 'DISABLED'`, token)
+	if err != nil {
+		return nil, notFound(err, "No account has this webhook path.")
+	}
+	return &a, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -54,6 +55,47 @@ func (t *Tx) VerifyAuditChains(ctx context.Context) ([]app.AuditBreak, error) {
 		ORDER BY id
 		LIMIT 100`)
 	return breaks, mapErr(err)
+}
+
+// CheckAuditAnchors serves app.AuditTx: every chain whose newest anchor
+// names a head entry that is gone (newer entries were deleted with it) or
+// whose hash changed.
+func (t *Tx) CheckAuditAnchors(ctx context.Context) ([]app.AuditBreak, error) {
+	var breaks []app.AuditBreak
+	err := t.tx.SelectContext(ctx, &breaks, `
+		SELECT an.tenant_id, an.head_id AS id,
+		       CASE WHEN a.id IS NULL THEN 'the anchored newest entry is gone: entries were deleted from the end of the chain'
+		            ELSE 'the anchored newest entry changed' END AS reason
+		FROM (SELECT DISTINCT ON (tenant_id) tenant_id, head_id, head_hash FROM audit_anchors ORDER BY tenant_id, id DESC) an
+		LEFT JOIN audit_log a ON a.id = an.head_id AND a.tenant_id IS NOT DISTINCT FROM an.tenant_id
+		WHERE a.id IS NULL OR a.hash IS DISTINCT FROM an.head_hash
+		ORDER BY an.head_id`)
+	return breaks, mapErr(err)
+}
+
+// AnchorAuditChains serves app.AuditTx.
+func (t *Tx) AnchorAuditChains(ctx context.Context, skip []*uuid.UUID, at time.Time) ([]app.AuditAnchor, error) {
+	skipped := make([]string, 0, len(skip))
+	for _, id := range skip {
+		if id == nil {
+			skipped = append(skipped, "platform")
+		} else {
+			skipped = append(skipped, id.String())
+		}
+	}
+	var anchors []app.AuditAnchor
+	err := t.tx.SelectContext(ctx, &anchors, `
+		WITH heads AS (
+			SELECT DISTINCT ON (tenant_id) tenant_id, id, hash FROM audit_log ORDER BY tenant_id, id DESC
+		), last AS (
+			SELECT DISTINCT ON (tenant_id) tenant_id, head_id FROM audit_anchors ORDER BY tenant_id, id DESC
+		)
+		INSERT INTO audit_anchors (tenant_id, head_id, head_hash, at)
+		SELECT h.tenant_id, h.id, h.hash, $2 FROM heads h
+		LEFT JOIN last l ON l.tenant_id IS NOT DISTINCT FROM h.tenant_id
+		WHERE l.head_id IS DISTINCT FROM h.id AND coalesce(h.tenant_id::text, 'platform') <> ALL($1)
+		RETURNING tenant_id, head_id, head_hash`, app.StringList(skipped), at)
+	return anchors, mapErr(err)
 }
 
 // likeEscaper makes user input literal inside a LIKE pattern.

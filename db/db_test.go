@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -245,7 +246,7 @@ func TestAuditLog_Chain(t *testing.T) {
 	})
 
 	t.Run("VerifyFindsTampering", func(t *testing.T) {
-		audit := &app.Audit{Store: db.Scope[app.AuditTx](b.store), Log: quietLog()}
+		audit := &app.Audit{Store: db.Scope[app.AuditTx](b.store), Log: quietLog(), Now: time.Now}
 		breaks, err := audit.Verify(b.ctx)
 		require.NoError(t, err)
 		require.Empty(t, breaks, "an untouched log verifies")
@@ -283,4 +284,82 @@ func TestHealthProbe(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, q.Available)
 	require.InDelta(t, 90, q.OldestAvailable.Seconds(), 10)
+}
+
+// TestAuditLog_AnchorsFindDeletedHead deletes a chain's newest entries, which
+// leaves a shorter chain whose links all verify: only the anchored head
+// (checkpointed by the previous verification) shows what is missing.
+func TestAuditLog_AnchorsFindDeletedHead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tn := createTenant(t, b, "anchored")
+	audit := &app.Audit{Store: db.Scope[app.AuditTx](b.store), Log: quietLog(), Now: time.Now}
+	write := func(i int) *app.AuditEntry {
+		e := app.SystemActor.Entry(&tn.ID, "test.step", "step", "", map[string]any{"i": i})
+		require.NoError(t, b.store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error { return tx.InsertAudit(b.ctx, e) }))
+		return e
+	}
+	platform := func(query string, args ...any) (n int, err error) {
+		err = b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			if strings.HasPrefix(query, "SELECT") {
+				return tx.SQL().QueryRowContext(b.ctx, query, args...).Scan(&n)
+			}
+			_, err := tx.SQL().ExecContext(b.ctx, query, args...)
+			return err
+		})
+		return n, err
+	}
+	head := func() int {
+		n, err := platform(`SELECT head_id FROM audit_anchors WHERE tenant_id = $1 ORDER BY id DESC LIMIT 1`, tn.ID)
+		require.NoError(t, err)
+		return n
+	}
+	for i := range 3 {
+		write(i)
+	}
+	last := write(3)
+
+	breaks, err := audit.Verify(b.ctx)
+	require.NoError(t, err)
+	require.Empty(t, breaks)
+	require.EqualValues(t, last.ID, head(), "the head is anchored")
+	anchors, err := platform(`SELECT count(*) FROM audit_anchors WHERE tenant_id = $1`, tn.ID)
+	require.NoError(t, err)
+	_, err = audit.Verify(b.ctx)
+	require.NoError(t, err)
+	again, err := platform(`SELECT count(*) FROM audit_anchors WHERE tenant_id = $1`, tn.ID)
+	require.NoError(t, err)
+	require.Equal(t, anchors, again, "an unmoved head is not anchored twice")
+
+	newest := write(4)
+	_, err = audit.Verify(b.ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, newest.ID, head(), "the anchor follows the head")
+
+	// Someone with database access deletes the two newest entries: every
+	// remaining link still verifies.
+	_, err = platform(`DELETE FROM audit_log WHERE id IN ($1, $2)`, last.ID, newest.ID)
+	require.NoError(t, err)
+	for range 2 {
+		breaks, err = audit.Verify(b.ctx)
+		require.NoError(t, err)
+		require.Len(t, breaks, 1, "found, and found again on the next run")
+		require.Equal(t, newest.ID, breaks[0].EntryID)
+		require.Equal(t, tn.ID, *breaks[0].TenantID)
+		require.Contains(t, breaks[0].Reason, "entries were deleted from the end of the chain")
+		require.EqualValues(t, newest.ID, head(), "a broken chain is not re-anchored")
+	}
+
+	// Nor can the anchors be rewritten to match.
+	_, err = platform(`UPDATE audit_anchors SET head_id = $2 WHERE tenant_id = $1`, tn.ID, last.ID)
+	require.ErrorContains(t, err, "cannot be changed")
+	_, err = platform(`DELETE FROM audit_anchors WHERE tenant_id = $1`, tn.ID)
+	require.ErrorContains(t, err, "newest anchor of an audit chain cannot be deleted")
+	_, err = platform(`DELETE FROM audit_anchors WHERE tenant_id = $1 AND head_id <> $2`, tn.ID, newest.ID)
+	require.NoError(t, err, "older anchors may be pruned")
+	_, err = platform(`DELETE FROM tenants WHERE id = $1`, tn.ID)
+	require.NoError(t, err, "a deleted tenant takes its anchors along")
+	n, err := platform(`SELECT count(*) FROM audit_anchors WHERE tenant_id = $1`, tn.ID)
+	require.NoError(t, err)
+	require.Zero(t, n)
 }

@@ -139,7 +139,7 @@ func (s *Server) detailProps(c *fiber.Ctx, d *console.AccountDetail) views.Chann
 	return views.ChannelDetailProps{
 		D: d, Sandbox: sandboxAddresses(), GraphVersion: meta.DefaultVersion,
 		Hooks: views.ChannelHooks{
-			Meta: base + "/webhooks/meta/" + tenantOf(c).Slug,
+			Meta: base + "/webhooks/meta/a/" + d.WebhookToken,
 			SES:  base + "/webhooks/ses",
 			SMS:  base + "/webhooks/sns-sms",
 		},

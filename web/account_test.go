@@ -692,7 +692,9 @@ func TestConsoleChannels_Setup(t *testing.T) {
 	base := strings.TrimSuffix(c.Config.BaseURL.String(), "/")
 
 	doc := s.page(channelsPrefix + "/" + metaID.String())
-	require.Equal(t, base+"/webhooks/meta/acme", text(doc.Find(".channel-setup .webhook-url")))
+	metaAcct := c.account(c.Tenant.ID, metaID)
+	require.Len(t, metaAcct.WebhookToken, 52, "an unguessable path of its own")
+	require.Equal(t, base+"/webhooks/meta/a/"+metaAcct.WebhookToken, text(doc.Find(".channel-setup .webhook-url")))
 	require.Equal(t, c.account(c.Tenant.ID, metaID).VerifyToken, text(doc.Find(".channel-setup .verify-token")))
 	require.Contains(t, text(doc.Find("dl.facts")), meta.DefaultVersion)
 
@@ -713,7 +715,7 @@ func TestConsoleChannels_Setup(t *testing.T) {
 	require.Contains(t, text(doc.Find(".recent-messages, .empty")), "Nothing sent")
 
 	// The verify token answers Meta's subscription check.
-	resp, err := c.App.Test(httptest.NewRequest(http.MethodGet, "/webhooks/meta/acme?hub.mode=subscribe&hub.challenge=42&hub.verify_token="+
+	resp, err := c.App.Test(httptest.NewRequest(http.MethodGet, "/webhooks/meta/a/"+metaAcct.WebhookToken+"?hub.mode=subscribe&hub.challenge=42&hub.verify_token="+
 		c.account(c.Tenant.ID, metaID).VerifyToken, nil), -1)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -61,6 +61,9 @@ func (s *Server) routes(a *fiber.App) {
 	// and a known path with another method to its 405 with Allow; the error
 	// handler answers both in JSON.
 
+	a.Get("/webhooks/meta/a/:token", s.handleWebhookMetaVerify)
+	a.Post("/webhooks/meta/a/:token", s.handleWebhookMeta)
+	// The older path by tenant slug, kept for webhooks configured with it.
 	a.Get("/webhooks/meta/:tenant", s.handleWebhookMetaVerify)
 	a.Post("/webhooks/meta/:tenant", s.handleWebhookMeta)
 	a.Post("/webhooks/ses", s.handleWebhookSES)

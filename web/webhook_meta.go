@@ -1,7 +1,9 @@
 package web
 
 import (
+	"math"
 	"net/url"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -10,12 +12,51 @@ import (
 	"github.com/heraldhq/herald/app/provider/meta"
 )
 
+// errMetaVerify answers every failed subscription check alike, whether the
+// path names nothing or the verify token is wrong, so that the answer tells
+// nobody which tenants or accounts exist.
+var errMetaVerify = app.Errorf(app.EFORBIDDEN, "The verify token does not match.")
+
+// errMetaSignature answers every refused webhook post alike, for the same
+// reason.
+var errMetaSignature = app.Errorf(app.EUNAUTHORIZED, "The X-Hub-Signature-256 signature does not match.")
+
+// metaCredentials resolves the path of a Meta webhook: an account's
+// unguessable token (/webhooks/meta/a/{token}) or, on the older path, the
+// tenant's slug. Nil when it names nothing.
+func (s *Server) metaCredentials(c *fiber.Ctx) (*app.MetaCredentials, error) {
+	var creds *app.MetaCredentials
+	var err error
+	if token := c.Params("token"); token != "" {
+		creds, err = s.Hooks.MetaCredentialsByToken(c.UserContext(), token)
+	} else {
+		creds, err = s.Hooks.MetaCredentials(c.UserContext(), c.Params("tenant"))
+	}
+	if app.ErrorCode(err) == app.ENOTFOUND || app.ErrorCode(err) == app.EINVALID {
+		return nil, nil
+	}
+	return creds, err
+}
+
 // handleWebhookMetaVerify answers Meta's subscription check: the challenge
-// back when the verify token is one of the tenant's Meta accounts', else 403.
+// back when the verify token is one of the tenant's Meta accounts', else
+// 403, the same 403 for a path that names nothing. Checks are throttled per
+// client address, so neither tokens nor paths can be guessed by trying.
 func (s *Server) handleWebhookMetaVerify(c *fiber.Ctx) error {
-	creds, err := s.Hooks.MetaCredentials(c.UserContext(), c.Params("tenant"))
+	wait, err := s.Hooks.ThrottleMetaVerify(c.UserContext(), c.IP())
 	if err != nil {
 		return err
+	}
+	if wait > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		return app.Errorf(app.ETOOMANY, "Too many subscription checks from this address; try again in %d seconds.", int(math.Ceil(wait.Seconds())))
+	}
+	creds, err := s.metaCredentials(c)
+	if err != nil {
+		return err
+	}
+	if creds == nil {
+		return errMetaVerify
 	}
 	query, _ := url.ParseQuery(string(c.Request().URI().QueryString()))
 	for _, a := range creds.Accounts {
@@ -24,16 +65,19 @@ func (s *Server) handleWebhookMetaVerify(c *fiber.Ctx) error {
 			return c.SendString(challenge)
 		}
 	}
-	return app.Errorf(app.EFORBIDDEN, "The verify token does not match.")
+	return errMetaVerify
 }
 
 // handleWebhookMeta receives a tenant's WhatsApp statuses and inbound
 // messages. The signature is checked over the raw body before anything is
 // parsed; statuses go to the receipt path, messages onto the contact.
 func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
-	creds, err := s.Hooks.MetaCredentials(c.UserContext(), c.Params("tenant"))
+	creds, err := s.metaCredentials(c)
 	if err != nil {
 		return err
+	}
+	if creds == nil {
+		return errMetaSignature
 	}
 	body, header := c.Body(), c.Get("X-Hub-Signature-256")
 	// Every account whose secret verifies is remembered: statuses bind to
@@ -45,13 +89,13 @@ func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
 		}
 	}
 	if len(verified) == 0 {
-		s.Log.Warn("Meta webhook signature rejected", "tenant", c.Params("tenant"), "has_header", header != "")
-		return app.Errorf(app.EUNAUTHORIZED, "The X-Hub-Signature-256 signature does not match.")
+		s.Log.Warn("Meta webhook signature rejected", "tenant_id", creds.TenantID, "has_header", header != "")
+		return errMetaSignature
 	}
 	hook, err := meta.ParseWebhook(body)
 	if err != nil {
 		// Signed by Meta but not understood: a retry will not change that.
-		s.Log.Warn("Meta webhook not understood", "tenant", c.Params("tenant"), "err", err)
+		s.Log.Warn("Meta webhook not understood", "tenant_id", creds.TenantID, "err", err)
 		return c.JSON(fiber.Map{"outcome": "ignored"})
 	}
 	outcomes := map[string]int{}

@@ -75,7 +75,11 @@ func inboundHook(wamid, from, text string, at time.Time) []byte {
 func TestWebhook_Meta(t *testing.T) {
 	t.Parallel()
 	fake := newFakeMeta(t)
-	p := webtest.New(t, webtest.Options{Config: func(cfg *app.Config) { cfg.MetaBaseURL = fake.URL }})
+	p := webtest.New(t, webtest.Options{Config: func(cfg *app.Config) {
+		// The client's address comes from a header, as behind a proxy, so
+		// that subtests are distinct clients of the throttle.
+		cfg.MetaBaseURL, cfg.ClientIPHeader = fake.URL, "X-Client-IP"
+	}})
 	sb := p.ActiveAccount(app.WhatsApp)
 	require.NoError(t, p.Services.Accounts.SetStatus(p.Ctx, app.CLIActor, p.Tenant.ID, sb.ID, app.AccountDisabled, ""))
 	const appSecret = "meta-app-secret"
@@ -99,23 +103,55 @@ func TestWebhook_Meta(t *testing.T) {
 	require.Contains(t, fake.requests[0]["text"].(map[string]any)["body"], "Gardasee")
 	fake.mu.Unlock()
 
-	verify := func(token string) (int, string) {
-		req := httptest.NewRequest(http.MethodGet, "/webhooks/meta/acme?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token="+token, nil)
+	verifyAt := func(path, client, token string) (*http.Response, string) {
+		req := httptest.NewRequest(http.MethodGet, path+"?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token="+token, nil)
+		req.Header.Set("X-Client-IP", client)
 		resp, err := p.App.Test(req, -1)
 		require.NoError(t, err)
 		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return resp, string(b)
 	}
+	accountPath := "/webhooks/meta/a/" + acct.WebhookToken
 	t.Run("VerifyChallenge", func(t *testing.T) {
-		status, body := verify(acct.VerifyToken)
-		require.Equal(t, http.StatusOK, status)
-		require.Equal(t, "1158201444", body)
-		status, _ = verify("wrong")
-		require.Equal(t, http.StatusForbidden, status)
-		req := httptest.NewRequest(http.MethodGet, "/webhooks/meta/nobody?hub.mode=subscribe&hub.challenge=1&hub.verify_token=x", nil)
-		resp, err := p.App.Test(req, -1)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusNotFound, resp.StatusCode)
+		for _, path := range []string{accountPath, "/webhooks/meta/acme"} {
+			resp, body := verifyAt(path, "192.0.2.1", acct.VerifyToken)
+			require.Equal(t, http.StatusOK, resp.StatusCode, path)
+			require.Equal(t, "1158201444", body)
+			resp, _ = verifyAt(path, "192.0.2.1", "wrong")
+			require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		}
+	})
+	t.Run("VerifyTellsNothing", func(t *testing.T) {
+		// A wrong token, a tenant without a Meta account, a tenant that does
+		// not exist and a path no account has: one answer.
+		_, want := verifyAt(accountPath, "192.0.2.2", "wrong")
+		for _, path := range []string{"/webhooks/meta/globex", "/webhooks/meta/nobody", "/webhooks/meta/a/" + strings.Repeat("x", 52), "/webhooks/meta/a/" + sb.WebhookToken} {
+			resp, body := verifyAt(path, "192.0.2.2", acct.VerifyToken)
+			require.Equal(t, http.StatusForbidden, resp.StatusCode, path)
+			require.JSONEq(t, want, body, path)
+		}
+	})
+	t.Run("VerifyThrottled", func(t *testing.T) {
+		for i := range 10 {
+			resp, _ := verifyAt("/webhooks/meta/nobody", "192.0.2.3", "x")
+			require.Equal(t, http.StatusForbidden, resp.StatusCode, "check %d", i+1)
+		}
+		resp, _ := verifyAt(accountPath, "192.0.2.3", acct.VerifyToken)
+		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "guessing from one address is slowed down")
+		require.NotEmpty(t, resp.Header.Get("Retry-After"))
+		resp, _ = verifyAt(accountPath, "192.0.2.4", acct.VerifyToken)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "other addresses are not")
+	})
+	t.Run("PostsToTheAccountPath", func(t *testing.T) {
+		// A status of a message Herald does not know: accepted and
+		// counted, and no other subtest's message moves.
+		body := statusHook("wamid.ELSEWHERE", "delivered", time.Now())
+		code, out := postWebhook(p, accountPath, body, map[string]string{"Content-Type": "application/json", "X-Hub-Signature-256": signMeta(appSecret, body)})
+		require.Equal(t, http.StatusOK, code, "%v", out)
+		code, _ = postWebhook(p, "/webhooks/meta/a/"+strings.Repeat("x", 52), body, map[string]string{"Content-Type": "application/json", "X-Hub-Signature-256": signMeta(appSecret, body)})
+		require.Equal(t, http.StatusUnauthorized, code, "an unknown path answers like a bad signature")
+		code, _ = postWebhook(p, "/webhooks/meta/nobody", body, map[string]string{"Content-Type": "application/json", "X-Hub-Signature-256": signMeta(appSecret, body)})
+		require.Equal(t, http.StatusUnauthorized, code)
 	})
 
 	post := func(body []byte, signature string) (int, map[string]any) {
