@@ -74,7 +74,12 @@ func envVars() []envVar {
 		envVar{"HERALD_PPROF_ADDR", "", "private host:port to serve Go's profiler on; unset: off", parsePprofAddr},
 		envVar{"HERALD_METRICS_ADDR", "", "private host:port to serve /metrics on, in every role (workers too); set: /metrics leaves the public port", parseMetricsAddr},
 		envVar{"HERALD_METRICS_TOKEN", "", "bearer token (24+ characters) a scraper sends for /metrics on the public port; unset: /metrics is public in dev only", parseMetricsToken},
-		envVar{"HERALD_SHUTDOWN_TIMEOUT", "25s", "how long running requests and jobs may finish after SIGTERM", parseShutdownTimeout},
+		envVar{"HERALD_SHUTDOWN_TIMEOUT", "25s", "how long running requests and jobs may finish after SIGTERM; no new job starts meanwhile, and jobs still running then are cancelled", parseShutdownTimeout},
+		envVar{"HERALD_JOB_TIMEOUT", app.DefaultJobTimeout.String(), "how long one run of a job (a send included) may take before it is cancelled and retried (1s to 10m)",
+			jobDuration("HERALD_JOB_TIMEOUT", 10*time.Minute, func(c *app.Config) *time.Duration { return &c.JobTimeout })},
+		envVar{"HERALD_RESCUE_STUCK_AFTER", app.DefaultRescueStuckAfter.String(), "how long a job may stay running before it is taken for a crashed worker's and run again; at least HERALD_JOB_TIMEOUT + " + app.RecordSentRetryFor.String() + " (the time a send may spend recording its result); at most 24h",
+			jobDuration("HERALD_RESCUE_STUCK_AFTER", 24*time.Hour, func(c *app.Config) *time.Duration { return &c.RescueStuckAfter })},
+		envVar{"HERALD_WEBHOOK_ALLOW_PRIVATE", "false", "true lets webhook channel accounts call loopback receivers (127.0.0.0/8, ::1, internal host names) on any port, to try one on this machine; dev only (refused with HERALD_ENV=prod)", parseWebhookAllowPrivate},
 		// The data directory is main's own business, not app.Config's: dataDir
 		// reads it where it is needed. The row is here so that help lists it.
 		envVar{"HERALD_DATA_DIR", defaultDataDir, "directory for the dev keys and the dev admin and demo credentials", func(*app.Config, string) error { return nil }},
@@ -201,6 +206,15 @@ func checkConfig(c *app.Config, given map[string]string) error {
 	}
 	if (c.AdminEmail == "") != (c.AdminPassword == "") {
 		return fmt.Errorf("HERALD_ADMIN_EMAIL and HERALD_ADMIN_PASSWORD must be set together")
+	}
+	if c.RescueStuckAfter < c.JobTimeout+app.RecordSentRetryFor {
+		// A job still running (or still recording an accepted send) would be
+		// rescued and run a second time beside itself.
+		return fmt.Errorf("HERALD_RESCUE_STUCK_AFTER (%s) must be at least HERALD_JOB_TIMEOUT (%s) + %s, so that a running send is never rescued",
+			c.RescueStuckAfter, c.JobTimeout, app.RecordSentRetryFor)
+	}
+	if prod && c.WebhookAllowPrivate {
+		return fmt.Errorf("HERALD_WEBHOOK_ALLOW_PRIVATE must not be set when HERALD_ENV=prod: tenants could make Herald call its own network")
 	}
 	if c.LogFormat == "" {
 		c.LogFormat = "text"
@@ -412,6 +426,28 @@ func parsePprofAddr(c *app.Config, v string) error {
 		return fmt.Errorf("HERALD_PPROF_ADDR must be host:port such as 127.0.0.1:6060, got %q", v)
 	}
 	c.PprofAddr = v
+	return nil
+}
+
+// jobDuration parses a duration from 1s to most into the field field
+// returns.
+func jobDuration(name string, most time.Duration, field func(*app.Config) *time.Duration) func(*app.Config, string) error {
+	return func(c *app.Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > most {
+			return fmt.Errorf("%s must be a duration from 1s to %s such as 30s, got %q", name, most, v)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+func parseWebhookAllowPrivate(c *app.Config, v string) error {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("HERALD_WEBHOOK_ALLOW_PRIVATE must be true or false, got %q", v)
+	}
+	c.WebhookAllowPrivate = b
 	return nil
 }
 

@@ -32,6 +32,25 @@ func TestConfigFromEnv(t *testing.T) {
 		require.Equal(t, 100, c.Quotas[app.PlanFree][app.Email])
 		require.Equal(t, app.Unlimited, c.Quotas[app.PlanEnterprise][app.Email])
 		require.Equal(t, 5*time.Second, c.APIKeyCacheTTL)
+		require.Equal(t, app.DefaultJobTimeout, c.JobTimeout)
+		require.Equal(t, app.DefaultRescueStuckAfter, c.RescueStuckAfter)
+		require.GreaterOrEqual(t, c.RescueStuckAfter, c.JobTimeout+app.RecordSentRetryFor, "a running send is never rescued")
+		require.False(t, c.WebhookAllowPrivate)
+	})
+
+	t.Run("JobBounds", func(t *testing.T) {
+		t.Parallel()
+		c, err := configFromEnv(envFrom(map[string]string{"HERALD_JOB_TIMEOUT": "40s", "HERALD_RESCUE_STUCK_AFTER": "2m"}))
+		require.NoError(t, err)
+		require.Equal(t, 40*time.Second, c.JobTimeout)
+		require.Equal(t, 2*time.Minute, c.RescueStuckAfter)
+	})
+
+	t.Run("WebhookAllowPrivateInDev", func(t *testing.T) {
+		t.Parallel()
+		c, err := configFromEnv(envFrom(map[string]string{"HERALD_WEBHOOK_ALLOW_PRIVATE": "true"}))
+		require.NoError(t, err)
+		require.True(t, c.WebhookAllowPrivate)
 	})
 
 	t.Run("APIKeyCacheOff", func(t *testing.T) {
@@ -109,8 +128,15 @@ func TestConfigFromEnv(t *testing.T) {
 		"ProdWithPlainHTTP":  {with("HERALD_BASE_URL", "http://herald.example.com"), "HERALD_BASE_URL"},
 		"BadSecretKeyID":     {map[string]string{"HERALD_SECRET_KEY_ID": "has space"}, "HERALD_SECRET_KEY_ID"},
 		"LongAPIKeyCache":    {map[string]string{"HERALD_API_KEY_CACHE_TTL": "1h"}, "HERALD_API_KEY_CACHE_TTL"},
-		"BadMetricsAddr":     {map[string]string{"HERALD_METRICS_ADDR": "9091"}, "HERALD_METRICS_ADDR"},
-		"ShortMetricsToken":  {map[string]string{"HERALD_METRICS_TOKEN": "short"}, "HERALD_METRICS_TOKEN"},
+		"BadJobTimeout":      {map[string]string{"HERALD_JOB_TIMEOUT": "0s"}, "HERALD_JOB_TIMEOUT"},
+		"BadRescue":          {map[string]string{"HERALD_RESCUE_STUCK_AFTER": "forever"}, "HERALD_RESCUE_STUCK_AFTER"},
+		// A send still running (or recording its result) would be rescued
+		// and sent a second time beside itself.
+		"RescueBeforeTimeout":  {map[string]string{"HERALD_JOB_TIMEOUT": "30s", "HERALD_RESCUE_STUCK_AFTER": "40s"}, "HERALD_RESCUE_STUCK_AFTER"},
+		"BadAllowPrivate":      {map[string]string{"HERALD_WEBHOOK_ALLOW_PRIVATE": "sure"}, "HERALD_WEBHOOK_ALLOW_PRIVATE"},
+		"ProdWithAllowPrivate": {with("HERALD_WEBHOOK_ALLOW_PRIVATE", "true"), "HERALD_WEBHOOK_ALLOW_PRIVATE"},
+		"BadMetricsAddr":       {map[string]string{"HERALD_METRICS_ADDR": "9091"}, "HERALD_METRICS_ADDR"},
+		"ShortMetricsToken":    {map[string]string{"HERALD_METRICS_TOKEN": "short"}, "HERALD_METRICS_TOKEN"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

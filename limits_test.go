@@ -60,13 +60,15 @@ func sentTimes(p *webtest.Herald, tenantID uuid.UUID) []time.Time {
 func logGrants(p *webtest.Herald) {
 	p.T.Helper()
 	p.Exec(`CREATE TABLE rate_grants (seq bigserial PRIMARY KEY, key text NOT NULL, at timestamptz NOT NULL)`)
-	p.Exec(`ALTER FUNCTION herald_take_token(text, double precision, double precision) RENAME TO herald_take_token_unlogged`)
+	p.Exec(`ALTER FUNCTION herald_take_token_at(text, double precision, double precision, timestamptz, double precision, double precision)
+		RENAME TO herald_take_token_unlogged`)
 	p.Exec(`
-		CREATE FUNCTION herald_take_token(k text, capacity double precision, per_second double precision)
+		CREATE FUNCTION herald_take_token_at(k text, capacity double precision, per_second double precision, at timestamptz,
+		                                     cooldown_s double precision, recover_s double precision)
 		RETURNS double precision LANGUAGE plpgsql AS $$
 		DECLARE wait double precision;
 		BEGIN
-		  wait := herald_take_token_unlogged(k, capacity, per_second);
+		  wait := herald_take_token_unlogged(k, capacity, per_second, at, cooldown_s, recover_s);
 		  IF wait = 0 THEN
 		    INSERT INTO rate_grants (key, at) VALUES (k, clock_timestamp());
 		  END IF;

@@ -89,6 +89,12 @@ func (b *Breakers) get(a *ChannelAccount) *accountBreaker {
 		Timeout:      openFor,
 		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.TotalFailures >= uint32(threshold) },
 		IsSuccessful: func(err error) bool { return !countsAsFailure(err) },
+		// A send Herald itself cut short (shutdown, the job's timeout)
+		// says nothing about the provider: neither failure nor success.
+		IsExcluded: func(err error) bool {
+			var c cutShort
+			return errors.As(err, &c)
+		},
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			if to == gobreaker.StateOpen {
 				ab.mu.Lock()
@@ -131,11 +137,29 @@ func (b *Breakers) changed(tenantID, accountID uuid.UUID, providerName string, f
 	}()
 }
 
+// cutShort marks the error of a send whose context ended (shutdown, job
+// timeout) for the breaker, which must not count it.
+type cutShort struct{ err error }
+
+func (c cutShort) Error() string { return c.err.Error() }
+func (c cutShort) Unwrap() error { return c.err }
+
 // Send runs send through the account's breaker. When the breaker refuses,
-// it returns how long to wait before trying again, and no error.
-func (b *Breakers) Send(a *ChannelAccount, send func() (string, error)) (string, time.Duration, error) {
+// it returns how long to wait before trying again, and no error. A send
+// that fails because ctx ended is not held against the provider.
+func (b *Breakers) Send(ctx context.Context, a *ChannelAccount, send func() (string, error)) (string, time.Duration, error) {
 	ab := b.get(a)
-	id, err := ab.cb.Execute(send)
+	id, err := ab.cb.Execute(func() (string, error) {
+		id, err := send()
+		if err != nil && ctx.Err() != nil {
+			return id, cutShort{err}
+		}
+		return id, err
+	})
+	var c cutShort
+	if errors.As(err, &c) {
+		err = c.err
+	}
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 		ab.mu.Lock()
 		wait := ab.openedAt.Sub(b.Now())

@@ -105,7 +105,27 @@ type Config struct {
 	// ShutdownTimeout bounds how long running jobs and requests may take to
 	// finish after SIGTERM.
 	ShutdownTimeout time.Duration
+	// JobTimeout bounds one run of any job (a send's provider call
+	// included); its context is cancelled after that long.
+	JobTimeout time.Duration
+	// RescueStuckAfter is how long a job may stay running before River
+	// takes it for a crashed worker's and runs it again. It must exceed
+	// JobTimeout plus RecordSentRetryFor, so that a send still running
+	// (or still recording its result) is never rescued.
+	RescueStuckAfter time.Duration
+	// WebhookAllowPrivate lets the webhook channel call loopback
+	// receivers on any port; dev only, so that a receiver on the
+	// developer's machine can be tried.
+	WebhookAllowPrivate bool
 }
+
+// Default job run bounds (HERALD_JOB_TIMEOUT, HERALD_RESCUE_STUCK_AFTER):
+// a send that takes longer than 15 s is cut, and a crashed worker's job
+// is running again about 35 s later plus River's rescue interval (30 s).
+const (
+	DefaultJobTimeout       = 15 * time.Second
+	DefaultRescueStuckAfter = 35 * time.Second
+)
 
 // Dev reports whether Herald runs in development mode.
 func (c Config) Dev() bool { return c.Env == EnvDev }

@@ -264,7 +264,7 @@ func (s *Contacts) Update(ctx context.Context, actor Actor, tenantID, id uuid.UU
 		set("phone", &c.Phone, phone)
 		set("email", &c.Email, email)
 		if c.Phone == nil && c.Email == nil {
-			return Invalid("no_address", "phone", "A contact keeps a phone number or an e-mail address.")
+			return Invalid("contact_needs_address", "phone", "A contact keeps a phone number or an e-mail address; it would have neither.")
 		}
 		if err := s.record(ctx, tx, actor, c, changes, "contact.update"); err != nil {
 			return err

@@ -5,12 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app/provider"
 )
+
+// RecordSentRetryFor bounds how long a send the provider accepted keeps
+// trying to record that through a database outage before the job gives up
+// (and leaves the message marked as possibly sent, see Dispatcher).
+const RecordSentRetryFor = 15 * time.Second
 
 // Unlimited marks a quota without a limit.
 const Unlimited = -1
@@ -28,7 +35,15 @@ var DefaultQuotas = map[string]map[Channel]int{
 // Gate: they wrap the provider call itself, see Breakers.Send.)
 type Gate interface {
 	Wait(ctx context.Context, account *ChannelAccount) (time.Duration, error)
+	// Throttled tells the gate that the provider refused a send of the
+	// account for its rate, asking to wait retryAfter: the account's sends
+	// slow down, in every worker process.
+	Throttled(ctx context.Context, account *ChannelAccount, retryAfter time.Duration) error
 }
+
+// DefaultRateLimitWait is the snooze after a provider's rate limit that
+// came without a hint.
+const DefaultRateLimitWait = 5 * time.Second
 
 // DispatchOutcome tells the job runner what to do with the job.
 type DispatchOutcome struct {
@@ -45,7 +60,7 @@ type DispatchOutcome struct {
 type DispatchTx interface {
 	FallbackTx
 	ReceiptApplyTx
-	MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID, month time.Time) (*DispatchState, error)
+	MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*DispatchState, error)
 	RecordSent(ctx context.Context, s SentRecord) (bool, error)
 	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
@@ -57,6 +72,17 @@ type DispatchTx interface {
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
 	WhatsAppTx
+	SendGuardTx
+}
+
+// SendGuardTx lists the statements around a provider call: the quota
+// reservation and the marker of a call in flight.
+type SendGuardTx interface {
+	LockSend(ctx context.Context, tenantID, id uuid.UUID) (marker *SendMarker, quotaMonth *time.Time, err error)
+	ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch Channel, month time.Time, limit int, held *time.Time) (ok bool, used int, err error)
+	ReleaseQuota(ctx context.Context, tenantID, id uuid.UUID) error
+	MarkSendStarted(ctx context.Context, tenantID, id uuid.UUID, m SendMarker) error
+	ClearSendStarted(ctx context.Context, tenantID, id uuid.UUID) error
 }
 
 // Dispatcher sends one queued message through its channel account's provider.
@@ -77,6 +103,14 @@ type Dispatcher struct {
 	Receipts *Receipts
 	Now      Clock
 	Log      *slog.Logger
+	// JitterFunc returns a random wait in [0, n) that spreads snoozes;
+	// nil uses math/rand. Tests make it deterministic.
+	JitterFunc func(n time.Duration) time.Duration
+	// RecordTimer paces the retries of recording an accepted send; nil
+	// uses real timers. Tests move an injected clock instead.
+	RecordTimer backoff.Timer
+
+	guard sendGuard
 }
 
 // CompleteFunc finishes the dispatch job inside the dispatcher's transaction,
@@ -89,11 +123,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	var m *Message
 	var acct *ChannelAccount
 	var tenant *Tenant
-	var used int
 	var waTemplate *provider.WhatsAppTemplate
 	var waRefusal string
 	err := d.Store.InTenant(ctx, job.TenantID, func(tx DispatchTx) error {
-		st, err := tx.MessageForDispatch(ctx, job.TenantID, job.MessageID, MonthOf(d.Now()))
+		st, err := tx.MessageForDispatch(ctx, job.TenantID, job.MessageID)
 		if err != nil {
 			return err
 		}
@@ -101,7 +134,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 		if m.Status != MessageQueued || st.Account == nil {
 			return nil
 		}
-		tenant, acct, used = st.Tenant, st.Account, st.Used
+		tenant, acct = st.Tenant, st.Account
 		if m.Channel == WhatsApp && acct.Provider == "meta" {
 			waTemplate, waRefusal, err = d.whatsAppPlan(ctx, tx, m, acct)
 		}
@@ -126,10 +159,6 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 		// fail over now instead of spending a request on it.
 		return d.fail(ctx, m, ReasonWhatsAppTemplateRequired, ReasonWhatsAppTemplateRequired, waRefusal, complete)
 	}
-	if limit := d.quota(tenant.Plan, m.Channel); limit != Unlimited && used >= limit {
-		return d.fail(ctx, m, ReasonQuotaExceeded, "quota_exceeded",
-			fmt.Sprintf("The %s plan allows %d %s messages a month; %d were sent.", tenant.Plan, limit, m.Channel, used), complete)
-	}
 	if d.Limiter != nil {
 		wait, err := d.Limiter.Wait(ctx, acct)
 		if err != nil {
@@ -150,6 +179,26 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	if err != nil {
 		return DispatchOutcome{}, fmt.Errorf("message %s: %w", m.ID, err)
 	}
+	// The quota is reserved (and the call marked) before the provider is
+	// called: counted after it, concurrent sends all read the same use and
+	// exceed the quota together.
+	limit := d.quota(tenant.Plan, m.Channel)
+	plan, err := d.beginSend(ctx, m, limit, p, attempt)
+	switch {
+	case err != nil:
+		return DispatchOutcome{}, err
+	case plan.unrecorded != nil:
+		// This process has the provider's acceptance from an earlier run
+		// that could not record it: record it, do not send again.
+		return d.recordSent(ctx, m, acct, *plan.unrecorded, complete)
+	case !plan.quotaOK:
+		return d.fail(ctx, m, ReasonQuotaExceeded, "quota_exceeded",
+			fmt.Sprintf("The %s plan allows %d %s messages a month; %d were sent.", tenant.Plan, limit, m.Channel, plan.used), complete)
+	case !plan.proceed:
+		d.Metrics.Snooze("send_outcome_unknown")
+		d.Metrics.MessageOutcome(m.Channel, "snoozed")
+		return DispatchOutcome{Snooze: plan.wait}, nil
+	}
 	out := provider.Outbound{
 		MessageID: m.ID, TenantID: m.TenantID, Channel: string(m.Channel), To: m.ToAddress,
 		Subject: m.Subject, Body: m.Body, Attempt: attempt, Template: waTemplate,
@@ -160,8 +209,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	var sendErr error
 	if d.Breakers != nil {
 		var wait time.Duration
-		externalID, wait, sendErr = d.Breakers.Send(acct, func() (string, error) { return p.Send(ctx, out) })
+		externalID, wait, sendErr = d.Breakers.Send(ctx, acct, func() (string, error) { return p.Send(ctx, out) })
 		if wait > 0 {
+			d.endSend(ctx, m)
 			d.Metrics.Snooze("breaker_open")
 			d.Metrics.MessageOutcome(m.Channel, "snoozed")
 			return DispatchOutcome{Snooze: wait}, nil
@@ -173,7 +223,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	if sendErr == nil {
 		d.Metrics.DispatchLatency(m.Channel, d.Now().Sub(m.QueuedAt))
 		d.Metrics.MessageOutcome(m.Channel, "sent")
-		out, err := d.sent(ctx, m, acct, externalID, attempt, d.Now().Sub(start), complete)
+		out, err := d.recordSent(ctx, m, acct, unrecordedSend{externalID: externalID, attempt: attempt, took: d.Now().Sub(start)}, complete)
 		if c, ok := p.(provider.Committer); ok && err == nil {
 			c.Committed(externalID)
 		}
@@ -189,20 +239,30 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 		d.suspend(ctx, acct, pe)
 		return d.fail(ctx, m, ReasonChannelSuspended, pe.Code, pe.Reason, complete)
 	case pe.Class == provider.RateLimited:
+		// The provider's hint is followed, and spread: every message
+		// answered 429 at once must not come back at once. The account's
+		// bucket slows down for every worker, so that the sends during
+		// the storm stay near the rate the provider takes.
 		wait := pe.RetryAfter
 		if wait <= 0 {
-			wait = 5 * time.Second
+			wait = DefaultRateLimitWait
 		}
-		d.note(ctx, m, map[string]any{"rate_limited": pe.Code, "snooze_seconds": wait.Seconds()})
+		if d.Limiter != nil {
+			if err := d.Limiter.Throttled(context.WithoutCancel(ctx), acct, wait); err != nil {
+				d.Log.WarnContext(ctx, "rate limit not recorded on the account's bucket", "channel_account_id", acct.ID, "err", err)
+			}
+		}
+		snooze := wait + d.jitter(wait/2)
+		d.refused(ctx, m, false, map[string]any{"rate_limited": pe.Code, "retry_after_seconds": wait.Seconds(), "snooze_seconds": snooze.Seconds()})
 		d.Metrics.Snooze("provider_rate_limited")
 		d.Metrics.MessageOutcome(m.Channel, "snoozed")
-		return DispatchOutcome{Snooze: wait}, nil
+		return DispatchOutcome{Snooze: snooze}, nil
 	case pe.Class == provider.Permanent:
 		return d.fail(ctx, m, ReasonProviderRejected, pe.Code, pe.Reason, complete)
 	case attempt >= maxAttempts:
 		return d.fail(ctx, m, ReasonRetriesExhausted, pe.Code, pe.Reason, complete)
 	default:
-		d.retrying(ctx, m, map[string]any{"attempt": attempt, "error_code": pe.Code, "error": pe.Reason, "will_retry": true})
+		d.refused(ctx, m, true, map[string]any{"attempt": attempt, "error_code": pe.Code, "error": pe.Reason, "will_retry": true})
 		d.Metrics.MessageOutcome(m.Channel, "retry")
 		return DispatchOutcome{Retry: pe}, nil
 	}
@@ -290,6 +350,14 @@ func (d *Dispatcher) fail(ctx context.Context, m *Message, reason, code, detail 
 		if next != nil {
 			finalReason = ReasonFallbackTriggered + nextChannel
 		}
+		// The message was not sent: its quota goes back, and no call of it
+		// is left in flight.
+		if err := tx.ReleaseQuota(ctx, m.TenantID, m.ID); err != nil {
+			return err
+		}
+		if err := tx.ClearSendStarted(ctx, m.TenantID, m.ID); err != nil {
+			return err
+		}
 		ok, err := tx.MarkFailed(ctx, m.TenantID, m.ID, []string{MessageQueued}, finalReason, code, now)
 		if err != nil {
 			return err
@@ -326,19 +394,37 @@ func (d *Dispatcher) note(ctx context.Context, m *Message, detail map[string]any
 	}
 }
 
-// retrying counts a failed provider call that will be retried as an
-// attempt, with its timeline entry, so that messages.attempts shows every
-// call.
-func (d *Dispatcher) retrying(ctx context.Context, m *Message, detail map[string]any) {
+// refused records a provider call that failed without a final outcome:
+// its timeline entry, the end of its send marker and, for a call that will
+// be retried (countAttempt), the attempt, so that messages.attempts shows
+// every call. A snooze for a rate limit uses no attempt.
+func (d *Dispatcher) refused(ctx context.Context, m *Message, countAttempt bool, detail map[string]any) {
+	ctx = context.WithoutCancel(ctx)
 	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
-		if err := tx.CountAttempt(ctx, m.TenantID, m.ID); err != nil {
+		if countAttempt {
+			if err := tx.CountAttempt(ctx, m.TenantID, m.ID); err != nil {
+				return err
+			}
+		}
+		if err := tx.ClearSendStarted(ctx, m.TenantID, m.ID); err != nil {
 			return err
 		}
 		return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, Detail: detail, At: d.Now()})
 	})
 	if err != nil {
-		d.Log.WarnContext(ctx, "retry not recorded", "message_id", m.ID, "err", err)
+		d.Log.WarnContext(ctx, "failed provider call not recorded", "message_id", m.ID, "err", err)
 	}
+}
+
+// jitter returns a random wait in [0, spread), from JitterFunc when set.
+func (d *Dispatcher) jitter(spread time.Duration) time.Duration {
+	if spread <= 0 {
+		return 0
+	}
+	if d.JitterFunc != nil {
+		return d.JitterFunc(spread)
+	}
+	return rand.N(spread)
 }
 
 // suspend flags a channel account the provider refused to work with, with

@@ -193,6 +193,9 @@ func TestDispatcher_AWSErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setupPipeline(t, nil)
+			// Snoozes after a rate limit are spread by up to half the
+			// provider's wait; without jitter they are the wait itself.
+			b.svc.Dispatcher.JitterFunc = func(time.Duration) time.Duration { return 0 }
 			tn := b.tenant(t, "acme")
 			acct, api := b.useAWS(t, tn, app.Channel(tt.channel))
 			m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, tt.channel))

@@ -16,8 +16,11 @@ const (
 	EFORBIDDEN    = "forbidden"
 	ETOOLARGE     = "too_large"
 	// ETOOMANY refuses a request made too often (sign-in attempts).
-	ETOOMANY  = "too_many_requests"
-	EINTERNAL = "internal"
+	ETOOMANY = "too_many_requests"
+	// EUNAVAILABLE: a dependency (the database) cannot be reached right
+	// now; the same request later will most likely work.
+	EUNAVAILABLE = "unavailable"
+	EINTERNAL    = "internal"
 )
 
 // Error is Herald's one error type for failures a caller can act on. Code is

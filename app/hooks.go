@@ -80,7 +80,7 @@ func (h *Hooks) ThrottleMetaVerify(ctx context.Context, ip string) (time.Duratio
 	if h.Rates == nil {
 		return 0, nil
 	}
-	return h.Rates.TakeToken(ctx, "meta-verify:"+ip, metaVerifyBurst, metaVerifyPerSecond)
+	return h.Rates.TakeToken(ctx, "meta-verify:"+ip, metaVerifyBurst, metaVerifyPerSecond, time.Time{}, DefaultSlowDown)
 }
 
 // MetaCredentialsByToken returns the credentials of the Meta accounts of

@@ -25,16 +25,58 @@ var DefaultRates = map[string]float64{
 
 // RateStore takes tokens from buckets that every worker process shares.
 type RateStore interface {
-	// TakeToken takes one token and returns 0, or returns how long until
-	// a token will be there.
-	TakeToken(ctx context.Context, key string, capacity, perSecond float64) (time.Duration, error)
+	// TakeToken takes one token at time at (zero: the store's own clock)
+	// and returns 0, or returns how long until a token will be there. A throttled bucket (see Throttle)
+	// gives no token before its block ends and refills at its slowed rate.
+	TakeToken(ctx context.Context, key string, capacity, perSecond float64, at time.Time, slow SlowDown) (time.Duration, error)
+	// Throttle records a provider's rate limit on the bucket at time at:
+	// no token for retryAfter, then the rate slowed down.
+	Throttle(ctx context.Context, key string, capacity float64, at time.Time, retryAfter time.Duration, slow SlowDown) error
 }
+
+// SlowDown is how a bucket slows after a provider's rate limit: its rate
+// halves (not below MinFactor of the account's rate), stays there for
+// Cooldown, then grows back to the full rate over Recover. Halving
+// per 429 and growing back linearly is the usual AIMD way of finding the
+// rate a provider takes.
+type SlowDown struct {
+	MinFactor         float64
+	Cooldown, Recover time.Duration
+}
+
+// DefaultSlowDown halves an account's rate down to an eighth, for 30 s,
+// then recovers within a minute.
+var DefaultSlowDown = SlowDown{MinFactor: 0.125, Cooldown: 30 * time.Second, Recover: time.Minute}
 
 // RateLimiter is the dispatch Gate for provider rate limits: one token
 // bucket per tenant and channel account, held in Postgres.
 type RateLimiter struct {
 	Store RateStore
+	// Now is the clock buckets are read with; nil reads the database's,
+	// once the bucket is locked, so that every worker process shares one
+	// clock. Tests inject theirs.
+	Now Clock
+	// JitterFunc returns a random wait in [0, n); nil uses math/rand.
+	JitterFunc func(n time.Duration) time.Duration
+	// SlowDown is the reaction to a provider's 429; zero: DefaultSlowDown.
+	SlowDown SlowDown
 }
+
+func (l *RateLimiter) now() time.Time {
+	if l.Now != nil {
+		return l.Now()
+	}
+	return time.Time{}
+}
+
+func (l *RateLimiter) slowDown() SlowDown {
+	if l.SlowDown == (SlowDown{}) {
+		return DefaultSlowDown
+	}
+	return l.SlowDown
+}
+
+func bucketKey(a *ChannelAccount) string { return "rate:" + a.TenantID.String() + ":" + a.ID.String() }
 
 // AccountRate returns the account's rate (sends per second) and burst, and
 // false when the account is not rate limited.
@@ -71,10 +113,29 @@ func (l *RateLimiter) Wait(ctx context.Context, a *ChannelAccount) (time.Duratio
 	if err != nil || !limited {
 		return 0, err
 	}
-	wait, err := l.Store.TakeToken(ctx, "rate:"+a.TenantID.String()+":"+a.ID.String(), burst, perSecond)
+	wait, err := l.Store.TakeToken(ctx, bucketKey(a), burst, perSecond, l.now(), l.slowDown())
 	if err != nil || wait <= 0 {
 		return 0, err
 	}
 	spread := max(wait, 100*time.Millisecond)
-	return wait + rand.N(spread), nil
+	return wait + l.jitter(spread), nil
+}
+
+// Throttled implements Gate: the provider answered a send of the account
+// with a rate limit. Every worker's sends of the account wait retryAfter,
+// then go at a slowed rate. Accounts without a rate limit of their own
+// (the sandbox) keep none.
+func (l *RateLimiter) Throttled(ctx context.Context, a *ChannelAccount, retryAfter time.Duration) error {
+	_, burst, limited, err := AccountRate(a)
+	if err != nil || !limited {
+		return err
+	}
+	return l.Store.Throttle(ctx, bucketKey(a), burst, l.now(), retryAfter, l.slowDown())
+}
+
+func (l *RateLimiter) jitter(n time.Duration) time.Duration {
+	if l.JitterFunc != nil {
+		return l.JitterFunc(n)
+	}
+	return rand.N(n)
 }

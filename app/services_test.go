@@ -106,6 +106,9 @@ func setupPipeline(t *testing.T, configure func(*app.Config)) *pipelineBundle {
 	svc.Breakers.Now, svc.Dispatcher.Now, svc.Messages.Now, svc.Inbound.Now = clock.Now, clock.Now, clock.Now, clock.Now
 	svc.Maintenance.Now, svc.Deadlines.Now = clock.Now, clock.Now
 	svc.MetaTemplates.Now = clock.Now
+	limiter, ok := svc.Dispatcher.Limiter.(*app.RateLimiter)
+	require.True(t, ok, "the rate limiter is wired")
+	limiter.Now = clock.Now
 
 	b := &pipelineBundle{ctx: ctx, cfg: cfg, svc: svc, clock: clock, meta: meta,
 		reports: make(chan provider.Receipt, 64), keys: map[uuid.UUID]*app.APIKey{}}

@@ -41,9 +41,6 @@ type DispatchState struct {
 	// Tenant and Account are nil when the message has no channel account.
 	Tenant  *Tenant
 	Account *ChannelAccount
-	// Used is the tenant's count of messages on the message's channel in
-	// the month asked for.
-	Used int
 }
 
 // SentRecord is a provider's acceptance of a message: the message becomes

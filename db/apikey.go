@@ -54,7 +54,7 @@ func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (*app.APIKey, err
 	var k app.APIKey
 	err := s.db.GetContext(ctx, &k, `SELECT `+apiKeyColumns+`, tenant_status FROM herald_api_key_auth($1)`, hash)
 	if err != nil {
-		return nil, notFound(err, "API key not found.")
+		return nil, unavailable(notFound(err, "API key not found."))
 	}
 	return &k, nil
 }

@@ -161,6 +161,9 @@ func (c scoped[T]) InPlatform(ctx context.Context, fn func(T) error) error {
 }
 
 func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(*Tx) error) (err error) {
+	// A lost connection is told apart from every other failure, so that
+	// callers can wait for the database instead of failing for good.
+	defer func() { err = unavailable(err) }()
 	// The scope is set in the BEGIN message itself (see beginScoped), with
 	// set_config's is_local: both settings end with the transaction, so a
 	// pooled connection never carries one tenant's scope into the next use.

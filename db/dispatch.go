@@ -13,27 +13,23 @@ import (
 )
 
 var dispatchQuery = `
-	SELECT ` + prefixed("m", messageColumns) + `, ` + prefixed("t", tenantColumns) + `, ` + prefixed("a", accountColumns) + `,
-		(SELECT coalesce(sum(u.count), 0) FROM usage_counters u
-		 WHERE u.tenant_id = m.tenant_id AND u.channel = m.channel AND u.month = $3) AS used
+	SELECT ` + prefixed("m", messageColumns) + `, ` + prefixed("t", tenantColumns) + `, ` + prefixed("a", accountColumns) + `
 	FROM messages m
 	JOIN tenants t ON t.id = m.tenant_id
 	JOIN channel_accounts a ON a.tenant_id = m.tenant_id AND a.id = m.channel_account_id
 	WHERE m.tenant_id = $1 AND m.id = $2`
 
-// MessageForDispatch returns the message with its tenant, its channel
-// account and the tenant's usage of its channel in the month, in one round
-// trip; Tenant and Account are nil when it has no account. It serves
-// app.DispatchTx. in one statement. A message without a channel account
-// comes alone.
-func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID, month time.Time) (*app.DispatchState, error) {
+// MessageForDispatch returns the message with its tenant and its channel
+// account in one round trip; Tenant and Account are nil when it has no
+// account. It serves app.DispatchTx. (The quota is not read here: the send
+// reserves it, see ReserveQuota.)
+func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*app.DispatchState, error) {
 	var row struct {
 		Message app.Message        `db:"m"`
 		Tenant  app.Tenant         `db:"t"`
 		Account app.ChannelAccount `db:"a"`
-		Used    int                `db:"used"`
 	}
-	err := t.tx.GetContext(ctx, &row, dispatchQuery, tenantID, id, month)
+	err := t.tx.GetContext(ctx, &row, dispatchQuery, tenantID, id)
 	if isNoRows(err) {
 		m, err := t.MessageByID(ctx, tenantID, id, false)
 		if err != nil {
@@ -44,13 +40,15 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID, mon
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account, Used: row.Used}, nil
+	return &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account}, nil
 }
 
 // RecordSent serves app.DispatchTx: the status change, the timeline entry
 // and the usage count in one statement, the last two only when the message
-// was still QUEUED. Usage is spread over shards (see migration 00003) so
-// that concurrent sends of a tenant do not queue on one row.
+// was still QUEUED, and the count only once per message and month (a send
+// again after a provider's rate-limit receipt is the same message). Usage is
+// spread over shards (see migration 00003) so that concurrent sends of a
+// tenant do not queue on one row. The marker of the provider call goes.
 func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, error) {
 	detail, err := json.Marshal(s.Detail)
 	if err != nil {
@@ -58,9 +56,12 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, error) {
 	}
 	var n int
 	err = t.tx.GetContext(ctx, &n, `
-		WITH sent AS (
+		WITH before AS (
+			SELECT counted_month FROM messages WHERE tenant_id = $1 AND id = $2
+		), sent AS (
 			UPDATE messages SET status = 'SENT', provider = $3, external_message_id = $4, attempts = greatest(attempts + 1, $5), sent_at = $6,
-				failed_reason = NULL, error_code = NULL, updated_at = $6
+				failed_reason = NULL, error_code = NULL, updated_at = $6, counted_month = $10,
+				send_started_at = NULL, send_started_by = NULL, send_attempt = NULL
 			WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'
 			RETURNING tenant_id, id
 		), timeline AS (
@@ -69,6 +70,7 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, error) {
 		), usage AS (
 			INSERT INTO usage_counters (tenant_id, channel, month, shard, count)
 			SELECT tenant_id, $9, $10, $11, 1 FROM sent
+			WHERE (SELECT counted_month FROM before) IS DISTINCT FROM $10::date
 			ON CONFLICT (tenant_id, channel, month, shard) DO UPDATE SET count = usage_counters.count + excluded.count
 		)
 		SELECT count(*) FROM sent`,
@@ -78,4 +80,119 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, error) {
 		return false, mapErr(err)
 	}
 	return n == 1, nil
+}
+
+// LockSend serves app.DispatchTx: it locks the message for the start of a
+// send and returns the marker of an earlier provider call whose outcome was
+// never recorded, if any, and the month whose quota the message holds.
+func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID) (*app.SendMarker, *time.Time, error) {
+	var row struct {
+		At      *time.Time `db:"send_started_at"`
+		By      *uuid.UUID `db:"send_started_by"`
+		Attempt *int       `db:"send_attempt"`
+		Quota   *time.Time `db:"quota_month"`
+	}
+	err := t.tx.GetContext(ctx, &row, `
+		SELECT send_started_at, send_started_by, send_attempt, quota_month FROM messages
+		WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id)
+	if err != nil {
+		return nil, nil, notFound(err, "message %s not found", id)
+	}
+	if row.At == nil || row.By == nil {
+		return nil, row.Quota, nil
+	}
+	m := &app.SendMarker{At: *row.At, By: *row.By}
+	if row.Attempt != nil {
+		m.Attempt = *row.Attempt
+	}
+	return m, row.Quota, nil
+}
+
+// ReserveQuota serves app.DispatchTx: it takes one of the month's quota
+// for the message unless the message holds one already, in one statement
+// that refuses at the limit, so that concurrent sends of every worker
+// process together never exceed it. A reservation the message holds for
+// another month (its send moved into this one) is given back. The month's
+// row starts from what usage_counters counted before reservations
+// existed. It returns whether the message holds a reservation now, and the
+// month's use. Call it after LockSend, in the same transaction.
+func (t *Tx) ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch app.Channel, month time.Time, limit int, held *time.Time) (bool, int, error) {
+	if held != nil && held.Equal(month) {
+		var used int
+		err := t.tx.GetContext(ctx, &used, `SELECT used FROM quota_usage WHERE tenant_id = $1 AND channel = $2 AND month = $3`, tenantID, ch, month)
+		if isNoRows(err) {
+			err = nil // the message holds its place; the row's figure is gone
+		}
+		return true, used, mapErr(err)
+	}
+	if held != nil {
+		if err := t.releaseQuota(ctx, tenantID, id, ch, *held); err != nil {
+			return false, 0, err
+		}
+	}
+	if _, err := t.tx.ExecContext(ctx, `
+		INSERT INTO quota_usage (tenant_id, channel, month, used)
+		SELECT $1, $2, $3, coalesce(sum(count), 0) FROM usage_counters WHERE tenant_id = $1 AND channel = $2 AND month = $3
+		ON CONFLICT (tenant_id, channel, month) DO NOTHING`, tenantID, ch, month); err != nil {
+		return false, 0, mapErr(err)
+	}
+	var used int
+	err := t.tx.GetContext(ctx, &used, `
+		UPDATE quota_usage SET used = used + 1
+		WHERE tenant_id = $1 AND channel = $2 AND month = $3 AND used < $4
+		RETURNING used`, tenantID, ch, month, limit)
+	if isNoRows(err) {
+		err = t.tx.GetContext(ctx, &used, `SELECT used FROM quota_usage WHERE tenant_id = $1 AND channel = $2 AND month = $3`, tenantID, ch, month)
+		return false, used, mapErr(err)
+	}
+	if err != nil {
+		return false, 0, mapErr(err)
+	}
+	_, err = t.tx.ExecContext(ctx, `UPDATE messages SET quota_month = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, id, month)
+	return true, used, mapErr(err)
+}
+
+// ReleaseQuota serves app.DispatchTx: the message gives back the
+// reservation it holds, if any (a send that ended without going out).
+func (t *Tx) ReleaseQuota(ctx context.Context, tenantID, id uuid.UUID) error {
+	var row struct {
+		Channel app.Channel `db:"channel"`
+		Month   *time.Time  `db:"quota_month"`
+	}
+	err := t.tx.GetContext(ctx, &row, `SELECT channel, quota_month FROM messages WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id)
+	if err != nil {
+		return notFound(err, "message %s not found", id)
+	}
+	if row.Month == nil {
+		return nil
+	}
+	return t.releaseQuota(ctx, tenantID, id, row.Channel, *row.Month)
+}
+
+func (t *Tx) releaseQuota(ctx context.Context, tenantID, id uuid.UUID, ch app.Channel, month time.Time) error {
+	if _, err := t.tx.ExecContext(ctx, `
+		UPDATE quota_usage SET used = greatest(used - 1, 0) WHERE tenant_id = $1 AND channel = $2 AND month = $3`,
+		tenantID, ch, month); err != nil {
+		return mapErr(err)
+	}
+	_, err := t.tx.ExecContext(ctx, `UPDATE messages SET quota_month = NULL WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	return mapErr(err)
+}
+
+// MarkSendStarted serves app.DispatchTx: a provider call of the message
+// is about to start; until its outcome is recorded, the marker stays.
+func (t *Tx) MarkSendStarted(ctx context.Context, tenantID, id uuid.UUID, m app.SendMarker) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET send_started_at = $3, send_started_by = $4, send_attempt = $5
+		WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'`, tenantID, id, m.At, m.By, m.Attempt)
+	return mapErr(err)
+}
+
+// ClearSendStarted serves app.DispatchTx: the outcome of the message's
+// provider call is known (it was refused, or never made).
+func (t *Tx) ClearSendStarted(ctx context.Context, tenantID, id uuid.UUID) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET send_started_at = NULL, send_started_by = NULL, send_attempt = NULL
+		WHERE tenant_id = $1 AND id = $2 AND send_started_at IS NOT NULL`, tenantID, id)
+	return mapErr(err)
 }

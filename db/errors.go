@@ -1,7 +1,13 @@
 package db
 
 import (
+	"database/sql/driver"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -46,4 +52,44 @@ func mapErr(err error) error {
 		return app.Errorf(app.ECONFLICT, "Someone changed this at the same time; try again.")
 	}
 	return err
+}
+
+// errUnavailable is what a caller learns when the database cannot be
+// reached: the web answers 503 with Retry-After, the dispatcher retries
+// recording a send instead of sending again.
+var errUnavailable = app.Errorf(app.EUNAVAILABLE, "The database cannot be reached right now; try again in a few seconds.")
+
+// unavailable marks err as app.EUNAVAILABLE when it says the database
+// cannot be reached (refused or broken connections, a server shutting
+// down or starting up), keeping err itself in the chain for the log.
+func unavailable(err error) error {
+	if err == nil || !connectionLost(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errUnavailable, err)
+}
+
+// connectionLost reports whether err is a failure to reach Postgres rather
+// than an answer from it.
+func connectionLost(err error) bool {
+	if app.ErrorCode(err) == app.EUNAVAILABLE {
+		return false // marked already
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P01..57P03: the server shuts
+		// down or is starting ("the database system is shutting down").
+		return strings.HasPrefix(pgErr.Code, "08") || pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03"
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &connectErr), errors.As(err, &netErr),
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, net.ErrClosed), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	// pgx reports a connection it closed after a failure by text only.
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "failed to connect") || strings.Contains(msg, "unexpected EOF")
 }

@@ -3,14 +3,34 @@ package db
 import (
 	"context"
 	"time"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // TakeToken implements app.RateStore with one statement outside any
-// transaction, so that the bucket row is locked only for that statement.
-func (s *Store) TakeToken(ctx context.Context, key string, capacity, perSecond float64) (time.Duration, error) {
+// transaction, so that the bucket row is locked only for that statement. A
+// zero at reads the database's clock.
+func (s *Store) TakeToken(ctx context.Context, key string, capacity, perSecond float64, at time.Time, slow app.SlowDown) (time.Duration, error) {
 	var wait float64
-	if err := s.db.GetContext(ctx, &wait, `SELECT herald_take_token($1, $2, $3)`, key, capacity, perSecond); err != nil {
-		return 0, mapErr(err)
+	if err := s.db.GetContext(ctx, &wait, `SELECT herald_take_token_at($1, $2, $3, $4, $5, $6)`,
+		key, capacity, perSecond, clockParam(at), slow.Cooldown.Seconds(), slow.Recover.Seconds()); err != nil {
+		return 0, unavailable(mapErr(err))
 	}
 	return time.Duration(wait * float64(time.Second)), nil
+}
+
+// Throttle implements app.RateStore, in one statement like TakeToken.
+func (s *Store) Throttle(ctx context.Context, key string, capacity float64, at time.Time, retryAfter time.Duration, slow app.SlowDown) error {
+	_, err := s.db.ExecContext(ctx, `SELECT herald_rate_throttled($1, $2, $3, $4, $5, $6, $7)`,
+		key, capacity, clockParam(at), retryAfter.Seconds(), slow.MinFactor, slow.Cooldown.Seconds(), slow.Recover.Seconds())
+	return unavailable(mapErr(err))
+}
+
+// clockParam is at as a statement parameter: NULL, the database's own
+// clock, when at is zero.
+func clockParam(at time.Time) *time.Time {
+	if at.IsZero() {
+		return nil
+	}
+	return &at
 }

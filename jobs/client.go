@@ -4,6 +4,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -17,6 +18,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // FetchCooldown is the shortest pause between two fetches of one queue.
@@ -41,12 +44,20 @@ type Config struct {
 	FetchPollInterval time.Duration
 	// BackoffFunc overrides the retry schedule (tests shorten it).
 	BackoffFunc func(attempt int) time.Duration
+	// JobTimeout bounds one run of a job: its context is cancelled then
+	// (app.Config.JobTimeout; zero: app.DefaultJobTimeout).
+	JobTimeout time.Duration
+	// RescueStuckAfter is how long a job may stay running before River
+	// rescues it as a crashed worker's (app.Config.RescueStuckAfter; zero:
+	// app.DefaultRescueStuckAfter).
+	RescueStuckAfter time.Duration
+	// SoftStopTimeout, when set, is how long running jobs may finish once
+	// the client stops before their contexts are cancelled.
+	SoftStopTimeout time.Duration
 }
 
-// NewWorkerClient returns a River client that works jobs on Herald's queues.
-// It runs on the pgx pool so that it hears new jobs through LISTEN/NOTIFY the
-// moment their transaction commits.
-func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, cfg Config) (*river.Client[pgx.Tx], error) {
+// riverConfig is the River configuration of the worker client.
+func riverConfig(workers *river.Workers, cfg Config) (*river.Config, error) {
 	queues := make(map[string]river.QueueConfig, len(cfg.Workers))
 	for name, n := range cfg.Workers {
 		queues[name] = river.QueueConfig{MaxWorkers: n}
@@ -58,7 +69,12 @@ func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, cfg Config) (*r
 	if log == nil {
 		log = slog.Default()
 	}
-	return river.NewClient(riverpgxv5.New(pool), &river.Config{
+	timeout := cmp.Or(cfg.JobTimeout, app.DefaultJobTimeout)
+	rescue := cmp.Or(cfg.RescueStuckAfter, app.DefaultRescueStuckAfter)
+	if rescue <= timeout {
+		return nil, fmt.Errorf("jobs: rescuing jobs after %s would rescue jobs still running (timeout %s)", rescue, timeout)
+	}
+	return &river.Config{
 		Queues:       queues,
 		Workers:      workers,
 		PeriodicJobs: cfg.Periodic,
@@ -73,9 +89,27 @@ func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, cfg Config) (*r
 		DiscardedJobRetentionPeriod: 7 * 24 * time.Hour,
 		FetchCooldown:               FetchCooldown,
 		FetchPollInterval:           cfg.FetchPollInterval,
-		JobTimeout:                  2 * time.Minute,
-		RescueStuckJobsAfter:        10 * time.Minute,
-	})
+		// Every kind's run is bounded, and a job is rescued only once it
+		// has certainly stopped: a crashed worker's sends wait about
+		// RescueStuckAfter (plus River's rescuer interval), not an hour.
+		JobTimeout:           timeout,
+		RescueStuckJobsAfter: rescue,
+		// Stopping lets running jobs finish: job contexts do not end with
+		// the context Start was given (see StartWorkers), and only after
+		// this long does River cancel them.
+		SoftStopTimeout: cfg.SoftStopTimeout,
+	}, nil
+}
+
+// NewWorkerClient returns a River client that works jobs on Herald's queues.
+// It runs on the pgx pool so that it hears new jobs through LISTEN/NOTIFY the
+// moment their transaction commits.
+func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, cfg Config) (*river.Client[pgx.Tx], error) {
+	rc, err := riverConfig(workers, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return river.NewClient(riverpgxv5.New(pool), rc)
 }
 
 // NewInserter returns an insert-only River client over database/sql, so that
@@ -138,9 +172,11 @@ func (h *ErrorHandler) HandlePanic(ctx context.Context, job *rivertype.JobRow, p
 	return nil
 }
 
-// Stop stops the worker client: running jobs get until ctx ends to finish,
-// then they are cancelled and given a short moment to record that.
+// Stop stops the worker client softly: no new job starts, and running jobs
+// get until ctx ends to finish; only then are their contexts cancelled
+// (River's StopAndCancel), and they get a short moment to record that.
 func Stop(ctx context.Context, client *river.Client[pgx.Tx], log *slog.Logger) {
+	log.Info("workers stopping: no new jobs; running jobs may finish")
 	err := client.Stop(ctx)
 	if err == nil {
 		return

@@ -153,3 +153,15 @@ func TestBackoff(t *testing.T) {
 	require.Equal(t, []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second}, got)
 	require.Equal(t, 5, jobs.MaxAttempts)
 }
+
+// TestWorkers_Timeouts: a send is bounded by the client's JobTimeout
+// (HERALD_JOB_TIMEOUT), the sweeps over every tenant by MaintenanceTimeout.
+func TestWorkers_Timeouts(t *testing.T) {
+	t.Parallel()
+	require.Zero(t, (&jobs.DispatchWorker{}).Timeout(nil), "dispatch: the client's JobTimeout")
+	require.Zero(t, (&jobs.RouteWorker{}).Timeout(nil), "route: the client's JobTimeout")
+	require.Equal(t, jobs.MaintenanceTimeout, (&jobs.RetentionWorker{}).Timeout(nil))
+	require.Equal(t, jobs.MaintenanceTimeout, (&jobs.RequeueStuckWorker{}).Timeout(nil))
+	require.Equal(t, jobs.MaintenanceTimeout, (&jobs.AuditVerifyWorker{}).Timeout(nil))
+	require.Equal(t, jobs.MaintenanceTimeout, (&jobs.MetaTemplateSyncWorker{}).Timeout(nil))
+}

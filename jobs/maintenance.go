@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"time"
 
 	"github.com/riverqueue/river"
 
@@ -84,4 +85,31 @@ type RetentionWorker struct {
 func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[RetentionArgs]) error {
 	_, err := w.Maintenance.Prune(ctx)
 	return err
+}
+
+// MaintenanceTimeout bounds a run of the periodic sweeps (retention,
+// audit verification, Meta template sync, re-enqueueing): they walk every
+// tenant in batches and may outlast HERALD_JOB_TIMEOUT, which is sized for
+// one send. River rescues a job of such a kind only once this has passed,
+// so a long sweep is never run twice side by side.
+const MaintenanceTimeout = 10 * time.Minute
+
+// Timeout implements river.Worker.
+func (w *RetentionWorker) Timeout(*river.Job[RetentionArgs]) time.Duration {
+	return MaintenanceTimeout
+}
+
+// Timeout implements river.Worker.
+func (w *RequeueStuckWorker) Timeout(*river.Job[RequeueStuckArgs]) time.Duration {
+	return MaintenanceTimeout
+}
+
+// Timeout implements river.Worker.
+func (w *AuditVerifyWorker) Timeout(*river.Job[AuditVerifyArgs]) time.Duration {
+	return MaintenanceTimeout
+}
+
+// Timeout implements river.Worker.
+func (w *MetaTemplateSyncWorker) Timeout(*river.Job[MetaTemplateSyncArgs]) time.Duration {
+	return MaintenanceTimeout
 }

@@ -346,7 +346,9 @@ func submitEvent(t *testing.T, base, key string, body map[string]any) {
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Timeout: stepTimeout}).Do(req)
+	client := webtest.Client(t)
+	client.Timeout = stepTimeout
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusAccepted, resp.StatusCode)

@@ -244,6 +244,7 @@ var tenantNav = []navItem{
 	{"Templates", "/templates", app.PermTemplates},
 	{"Channels", "/channels", app.PermChannels},
 	{"API keys", "/api-keys", app.PermAPIKeys},
+	{"API reference", "/api-reference", app.PermAPIKeys},
 	{"Users", "/users", app.PermUsers},
 	{"Audit", "/audit", app.PermAudit},
 	{"Settings", "/settings", app.PermSettings},

@@ -22,6 +22,7 @@ var statusOf = map[string]int{
 	app.EFORBIDDEN:    fiber.StatusForbidden,
 	app.ETOOLARGE:     fiber.StatusRequestEntityTooLarge,
 	app.ETOOMANY:      fiber.StatusTooManyRequests,
+	app.EUNAVAILABLE:  fiber.StatusServiceUnavailable,
 	app.EINTERNAL:     fiber.StatusInternalServerError,
 }
 
@@ -109,7 +110,16 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 			message = fmt.Sprintf("%s is not allowed on %s; allowed: %s.", c.Method(), c.Path(), c.GetRespHeader(fiber.HeaderAllow))
 		}
 	}
-	if status >= 500 {
+	switch {
+	case status == fiber.StatusServiceUnavailable:
+		// The database is away (a restart, a failover): the request may
+		// simply be made again, and callers are told when.
+		s.Log.WarnContext(c.UserContext(), "request failed: database unavailable", "path", c.Path(), "request_id", requestIDOf(c), "err", err)
+		c.Set(fiber.HeaderRetryAfter, retryAfterUnavailable)
+		if !wantsJSON(c) {
+			message = "Herald cannot reach its database at the moment. Nothing was changed; please try again in a few seconds."
+		}
+	case status >= 500:
 		s.Log.ErrorContext(c.UserContext(), "request failed", "path", c.Path(), "request_id", requestIDOf(c), "err", err)
 		message = "Internal error."
 	}
@@ -126,6 +136,10 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 	return views.ErrorPage(s.page(c, message), status, message, requestIDOf(c)).
 		Render(c.UserContext(), c.Response().BodyWriter())
 }
+
+// retryAfterUnavailable is the Retry-After of a 503 while the database is
+// away, in seconds: a restart takes a few.
+const retryAfterUnavailable = "5"
 
 // wantsJSON reports whether the request is for the API or a webhook, whose
 // callers are programs.

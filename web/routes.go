@@ -17,6 +17,7 @@ func (s *Server) routes(a *fiber.App) {
 	a.Get("/static/*", s.handleStatic)
 	a.Get("/favicon.ico", func(c *fiber.Ctx) error { return c.Redirect("/static/favicon.svg", fiber.StatusMovedPermanently) })
 
+	a.Get("/api/openapi.json", s.handleOpenAPI)
 	// The API: every route names the scope its key needs (app.Scope*).
 	api := apiGroup{s: s, r: a.Group("/api/v1", s.requireAPIKey, s.refuseNUL), prefix: "/api/v1"}
 	api.get("/tenant", app.ScopeRead, s.handleAPITenant)
@@ -182,5 +183,6 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/api-keys", app.PermAPIKeys, s.handleAPIKeys)
 	t.post("/api-keys", app.PermAPIKeys, s.handleAPIKeyCreate)
 	t.post("/api-keys/:id/revoke", app.PermAPIKeys, s.handleAPIKeyRevoke)
+	t.get("/api-reference", app.PermAPIKeys, s.handleAPIReference)
 
 }

@@ -64,7 +64,10 @@ type Server struct {
 
 	// Registry receives the HTTP metrics and serves /metrics.
 	Registry *prometheus.Registry
-	Version  string
+	// OpenAPI is the API's document, served at /api/openapi.json and on the
+	// console's reference page; App loads it when it is unset.
+	OpenAPI *OpenAPI
+	Version string
 
 	metrics       *httpMetrics
 	consoleRoutes []ConsoleRoute
@@ -94,6 +97,24 @@ func (s *Server) App() *fiber.App {
 		Immutable: true,
 	})
 	s.metrics = newHTTPMetrics(s.Registry)
+	if s.OpenAPI == nil {
+		// The document is embedded in the binary, so it fails to load only
+		// when it was written wrong; wire.Connect reports that as an error
+		// before any server starts.
+		doc, err := LoadOpenAPI(OpenAPIFiles, baseURLOf(s.Config))
+		if err != nil {
+			panic(err)
+		}
+		s.OpenAPI = doc
+	}
 	s.routes(a)
 	return a
+}
+
+// baseURLOf is the deployment's public URL, or "" when none is configured.
+func baseURLOf(cfg app.Config) string {
+	if cfg.BaseURL == nil {
+		return ""
+	}
+	return cfg.BaseURL.String()
 }

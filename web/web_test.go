@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,12 +36,11 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{Herald: webtest.New(t, webtest.Options{NoWorkers: true})}
 }
 
+// do sends a request through the harness, which checks API requests and
+// answers against the OpenAPI document.
 func (b *testBundle) do(t *testing.T, req *http.Request) *http.Response {
 	t.Helper()
-	resp, err := b.App.Test(req, -1)
-	require.NoError(t, err)
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return b.Do(t, req)
 }
 
 func decodeError(t *testing.T, resp *http.Response) (code, message, field string) {
@@ -278,6 +278,14 @@ func TestErrorHandler(t *testing.T) {
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		require.Equal(t, 413, resp.StatusCode)
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		// The body was announced, never sent: only the answer is compared
+		// with the OpenAPI document.
+		webtest.CheckContract(t, webtest.Exchange{
+			Request: httptest.NewRequest(http.MethodPost, "/api/v1/notifications", nil), Response: resp, ResponseBody: raw, Garbage: true,
+		})
+		resp.Body = io.NopCloser(bytes.NewReader(raw))
 		code, _, _ := decodeError(t, resp)
 		require.Equal(t, app.ETOOLARGE, code)
 	})

@@ -145,3 +145,10 @@ type Receipt struct {
 
 // ReportFunc delivers a receipt to Herald.
 type ReportFunc func(ctx context.Context, r Receipt) error
+
+// Idempotent is implemented by providers whose far end recognises a message
+// sent twice (by Outbound.MessageID), so that a send whose outcome is
+// unknown (Herald lost the answer) may simply be made again.
+type Idempotent interface {
+	Idempotent() bool
+}

@@ -65,6 +65,8 @@ type Services struct {
 
 	// The console.
 	Console Console
+	// OpenAPI is the API's merged OpenAPI document.
+	OpenAPI *web.OpenAPI
 }
 
 // Console is the console's services.
@@ -135,6 +137,9 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	metrics := jobs.NewMetrics(reg)
 
 	s := &Services{Config: cfg, Log: log, DB: d, Store: store, Queue: queue, Registry: reg}
+	if s.OpenAPI, err = web.LoadOpenAPI(web.OpenAPIFiles, baseURL(cfg)); err != nil {
+		return nil, err
+	}
 	s.Accounts = &app.Accounts{Store: db.Scope[app.AccountTx](store), Sealer: sealer, Now: now}
 	provisioner := &app.Provisioner{Accounts: s.Accounts, Now: now}
 	s.Tenants = &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: now, Provision: provisioner.Provision}
@@ -150,12 +155,15 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	}
 	// One Meta client sends messages and manages templates.
 	metaProvider := &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log}
+	// Private receivers only where the configuration allows them (dev;
+	// refused in prod at start), for the console's checks and the sends.
+	webhookProvider := &webhook.Provider{AllowHTTP: cfg.Dev(), AllowPrivate: cfg.Dev() && cfg.WebhookAllowPrivate}
 	s.Dispatcher = &app.Dispatcher{
 		Store: db.Scope[app.DispatchTx](store), Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
 		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
 		Providers: provider.Set{
 			"meta":    metaProvider,
-			"webhook": &webhook.Provider{AllowHTTP: cfg.Dev()},
+			"webhook": webhookProvider,
 			"ses":     &ses.Provider{Log: log, AnyEndpoint: cfg.Dev()},
 			"sns":     &sns.Provider{Log: log, AnyEndpoint: cfg.Dev()},
 			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
@@ -186,7 +194,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Queues:     &console.Queues{Store: db.Scope[console.QueueTx](store), Admin: queue.Admin(), Now: now},
 		Accounts: &console.Accounts{
 			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, TemplateSync: queue, Now: now,
-			CheckWebhookURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
+			CheckWebhookURLFunc: webhookProvider.CheckURL,
 			CheckEndpointURLFunc: func(raw string) error {
 				_, err := awsclient.CheckEndpoint(raw, cfg.Dev())
 				return err
@@ -215,13 +223,34 @@ func (s *Services) Web(version string) *web.Server {
 		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
 		Contacts: s.Contacts, ContactConsole: s.Console.ContactConsole,
-		Registry: s.Registry, Version: version,
+		Registry: s.Registry, Version: version, OpenAPI: s.OpenAPI,
 	}
 }
 
+// baseURL is the deployment's public URL, the server of the OpenAPI document.
+func baseURL(cfg app.Config) string {
+	if cfg.BaseURL == nil {
+		return ""
+	}
+	return cfg.BaseURL.String()
+}
+
 // StartWorkers starts a River client working every Herald queue. Stop it
-// with jobs.Stop.
+// with jobs.Stop: ctx only bounds the start. Job contexts must not end with
+// it: River derives them from the context Start gets, and a signal
+// context there would cut every send in flight at SIGTERM instead of
+// letting it finish (the provider may have the message, and the send would
+// run again after the restart).
 func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Client[pgx.Tx], error) {
+	if jc.JobTimeout == 0 {
+		jc.JobTimeout = s.Config.JobTimeout
+	}
+	if jc.RescueStuckAfter == 0 {
+		jc.RescueStuckAfter = s.Config.RescueStuckAfter
+	}
+	if jc.SoftStopTimeout == 0 {
+		jc.SoftStopTimeout = s.Config.ShutdownTimeout
+	}
 	workers := jobs.Workers(jobs.Deps{
 		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance, SQL: s.DB.SQL.DB,
 		MetaTemplates: s.MetaTemplates,
@@ -230,7 +259,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	if err != nil {
 		return nil, err
 	}
-	if err := client.Start(ctx); err != nil {
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("start workers: %w", err)
 	}
 	return client, nil

@@ -47,30 +47,146 @@ func (h *Herald) Request(method, path string, body any, out any) int {
 // RequestWithKey is Request with another API key, another tenant's say.
 func (h *Herald) RequestWithKey(key, method, path string, body any, out any) int {
 	h.T.Helper()
-	var r io.Reader
+	return h.request(h.T, false, key, method, path, body, out)
+}
+
+// RequestGarbage is Request for a body a test sends deliberately broken
+// (NUL bytes, malformed JSON): the request is not compared with the OpenAPI
+// document, the answer still is.
+func (h *Herald) RequestGarbage(method, path string, body any, out any) int {
+	h.T.Helper()
+	return h.request(h.T, true, h.Key, method, path, body, out)
+}
+
+func (h *Herald) request(t testing.TB, garbage bool, key, method, path string, body any, out any) int {
+	t.Helper()
+	var raw []byte
 	switch b := body.(type) {
 	case nil:
 	case []byte:
-		r = bytes.NewReader(b)
+		raw = b
 	case string:
-		r = strings.NewReader(b)
+		raw = []byte(b)
 	default:
 		j, err := json.Marshal(b)
-		require.NoError(h.T, err)
-		r = bytes.NewReader(j)
+		require.NoError(t, err)
+		raw = j
+	}
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(raw)
 	}
 	req := httptest.NewRequest(method, path, r)
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := h.App.Test(req, -1)
-	require.NoError(h.T, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(h.T, err)
-	if out != nil && len(raw) > 0 {
-		require.NoError(h.T, json.Unmarshal(raw, out), "body: %s", raw)
+	resp := h.do(t, req, raw, garbage)
+	respBody, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	if out != nil && len(respBody) > 0 {
+		require.NoError(t, json.Unmarshal(respBody, out), "body: %s", respBody)
 	}
 	return resp.StatusCode
+}
+
+// Do sends a request to Herald's app and returns the answer, whose body
+// the test reads and the test's end closes. A request to /api/ and its
+// answer are checked against the OpenAPI document (see Contract); a
+// departure fails t.
+func (h *Herald) Do(t testing.TB, req *http.Request) *http.Response {
+	t.Helper()
+	var body []byte
+	if req.Body != nil {
+		var err error
+		body, err = io.ReadAll(req.Body)
+		require.NoError(t, err)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return h.do(t, req, body, false)
+}
+
+// DoGarbage is Do for a request a test sends deliberately broken: only the
+// answer is checked against the OpenAPI document.
+func (h *Herald) DoGarbage(t testing.TB, req *http.Request) *http.Response {
+	t.Helper()
+	var body []byte
+	if req.Body != nil {
+		var err error
+		body, err = io.ReadAll(req.Body)
+		require.NoError(t, err)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	return h.do(t, req, body, true)
+}
+
+func (h *Herald) do(t testing.TB, req *http.Request, body []byte, garbage bool) *http.Response {
+	t.Helper()
+	check := req.Clone(req.Context())
+	resp, err := h.App.Test(req, -1)
+	require.NoError(t, err)
+	respBody, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	CheckContract(t, Exchange{Request: check, RequestBody: body, Response: resp, ResponseBody: respBody, Garbage: garbage})
+	resp.Body = io.NopCloser(bytes.NewReader(respBody))
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// CheckContract fails t if an exchange with Herald's API departs from the
+// OpenAPI document (see Contract).
+func CheckContract(t testing.TB, x Exchange) {
+	t.Helper()
+	c, err := APIContract()
+	require.NoError(t, err, "the OpenAPI document does not load")
+	if err := c.Check(x); err != nil {
+		t.Errorf("%v", err)
+	}
+}
+
+// Client returns an HTTP client for a Herald served on a listener (browser
+// tests, real connections) whose API requests and answers are checked
+// against the OpenAPI document, as Request's are.
+func Client(t testing.TB) *http.Client {
+	return &http.Client{Transport: &ContractTransport{T: t, Next: http.DefaultTransport}}
+}
+
+// ContractTransport is an http.RoundTripper that checks each API request
+// and answer against the OpenAPI document and fails T on a departure.
+type ContractTransport struct {
+	// T is failed (with Errorf, so a RoundTrip may run on any goroutine).
+	T testing.TB
+	// Next sends the request.
+	Next http.RoundTripper
+	// Garbage leaves the requests uncompared with the document, for a test
+	// that sends them broken deliberately; the answers still are compared.
+	Garbage bool
+}
+
+// RoundTrip implements http.RoundTripper.
+func (ct *ContractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	check := req.Clone(req.Context())
+	resp, err := ct.Next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	respBody, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	CheckContract(ct.T, Exchange{Request: check, RequestBody: body, Response: resp, ResponseBody: respBody, Garbage: ct.Garbage})
+	resp.Body = io.NopCloser(bytes.NewReader(respBody))
+	return resp, nil
 }
 
 // Notification is a valid BOOKING_CONFIRMED request for one passenger, Anna

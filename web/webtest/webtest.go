@@ -110,6 +110,8 @@ func Config(databaseURL string) app.Config {
 		BreakerWindow:    5 * time.Minute,
 		BreakerOpenFor:   time.Minute,
 		ShutdownTimeout:  25 * time.Second,
+		JobTimeout:       app.DefaultJobTimeout,
+		RescueStuckAfter: app.DefaultRescueStuckAfter,
 
 		PendingReceiptHorizon: 24 * time.Hour,
 	}

@@ -195,11 +195,22 @@ func response(err error) (int, http.Header) {
 	return 0, nil
 }
 
-// retryAfter reads a Retry-After header given in seconds, or returns def.
-// AWS rarely sends one, but a proxy in front of the endpoint may.
+// retryAfter reads a Retry-After header, in seconds or as an HTTP date,
+// or returns def. AWS rarely sends one, but a proxy in front of the
+// endpoint may.
 func retryAfter(header http.Header, def time.Duration) time.Duration {
-	if s, err := strconv.Atoi(strings.TrimSpace(header.Get("Retry-After"))); err == nil && s > 0 && s <= 3600 {
-		return time.Duration(s) * time.Second
+	return retryAfterAt(header, def, time.Now())
+}
+
+// retryAfterAt is retryAfter at time now (a date counts from it). Hints
+// past an hour are taken as an hour: a bogus header must not park sends.
+func retryAfterAt(header http.Header, def time.Duration, now time.Time) time.Duration {
+	v := strings.TrimSpace(header.Get("Retry-After"))
+	if s, err := strconv.Atoi(v); err == nil && s > 0 {
+		return min(time.Duration(s)*time.Second, time.Hour)
+	}
+	if at, err := http.ParseTime(v); err == nil && at.After(now) {
+		return min(at.Sub(now), time.Hour)
 	}
 	return def
 }

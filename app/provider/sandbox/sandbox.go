@@ -158,3 +158,7 @@ func (p *Provider) report(id string, b Behaviour) {
 		}
 	}
 }
+
+// Idempotent implements provider.Idempotent: the sandbox delivers nowhere,
+// so sending a message again is harmless.
+func (p *Provider) Idempotent() bool { return true }

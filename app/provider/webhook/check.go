@@ -21,3 +21,21 @@ func CheckURL(raw string, allowHTTP bool) error {
 	}
 	return err
 }
+
+// CheckURL checks a webhook URL as this provider's sends will: with
+// AllowHTTP, plain http passes; with AllowPrivate (development), loopback
+// and private receivers on any port pass too.
+func (p *Provider) CheckURL(raw string) error {
+	p.ready()
+	_, err := p.target(provider.Account{Config: map[string]string{ConfigURL: raw}})
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		return errors.New(pe.Reason)
+	}
+	return err
+}
+
+// Idempotent implements provider.Idempotent: every delivery of a message
+// carries the same Herald-Message-Id, by which receivers recognise one
+// they have had, so a delivery whose outcome Herald lost may be repeated.
+func (p *Provider) Idempotent() bool { return true }

@@ -1,0 +1,147 @@
+package app_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db/dbtest"
+)
+
+// stepTimer paces the dispatcher's retries of a recording on the injected
+// clock: each wait moves the clock on by that much and calls step with the
+// number of waits so far, then fires at once.
+type stepTimer struct {
+	c     chan time.Time
+	clock *testClock
+	mu    sync.Mutex
+	waits int
+	step  func(waits int)
+}
+
+func newStepTimer(clock *testClock, step func(waits int)) *stepTimer {
+	return &stepTimer{c: make(chan time.Time, 1), clock: clock, step: step}
+}
+
+func (s *stepTimer) Start(d time.Duration) {
+	s.mu.Lock()
+	s.waits++
+	n := s.waits
+	s.mu.Unlock()
+	s.clock.Advance(d)
+	if s.step != nil {
+		s.step(n)
+	}
+	s.c <- s.clock.Now()
+}
+
+func (s *stepTimer) Stop()               {}
+func (s *stepTimer) C() <-chan time.Time { return s.c }
+func (s *stepTimer) count() int          { s.mu.Lock(); defer s.mu.Unlock(); return s.waits }
+
+// setupOutage is setupPipeline with Herald reaching its database through a
+// proxy the test can cut, and a WhatsApp message queued on a Meta account
+// whose send cuts the database the moment Meta has accepted it (the
+// provider has the message; the transaction that records it fails).
+func setupOutage(t *testing.T) (*pipelineBundle, *dbtest.Proxy, *app.Message) {
+	t.Helper()
+	var proxy *dbtest.Proxy
+	b := setupPipeline(t, func(c *app.Config) { proxy, c.DatabaseURL = dbtest.NewProxy(t, c.DatabaseURL) })
+	tn := b.tenant(t, "acme")
+	b.useMeta(t, tn, nil)
+	m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+	var once sync.Once
+	b.meta.mu.Lock()
+	b.meta.before = func() { once.Do(proxy.Cut) }
+	b.meta.mu.Unlock()
+	return b, proxy, m
+}
+
+func TestDispatcher_DatabaseOutage(t *testing.T) {
+	t.Parallel()
+
+	t.Run("RecordingRetriesThroughShortOutage", func(t *testing.T) {
+		t.Parallel()
+		b, proxy, m := setupOutage(t)
+		// The database is back after the third failed try.
+		timer := newStepTimer(b.clock, func(waits int) {
+			if waits == 3 {
+				proxy.Restore()
+			}
+		})
+		b.svc.Dispatcher.RecordTimer = timer
+
+		c := &completion{}
+		out, err := b.dispatch(m, 1, 5, c)
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Done: true}, out)
+		require.Equal(t, 3, timer.count(), "the recording was tried again, not the send")
+		require.Len(t, b.meta.received(), 1, "Meta got the message once")
+		sent := b.message(t, m.TenantID, m.ID)
+		require.Equal(t, app.MessageSent, sent.Status)
+		require.Equal(t, fakeWamid(1), *sent.ExternalMessageID)
+		require.Equal(t, 1, b.usage(t, m.TenantID, app.WhatsApp))
+		require.Equal(t, 1, c.count(), "the job completed with the record")
+	})
+
+	t.Run("OutageOutlastingRetriesNeverResends", func(t *testing.T) {
+		t.Parallel()
+		b, proxy, m := setupOutage(t)
+		b.svc.Dispatcher.RecordTimer = newStepTimer(b.clock, nil)
+
+		start := b.clock.Now()
+		_, err := b.dispatch(m, 1, 5, &completion{})
+		require.Error(t, err, "the job fails: River runs it again later")
+		require.Equal(t, app.EUNAVAILABLE, app.ErrorCode(err))
+		// Backoff stops when its next wait (at most 3 s) would pass the bound.
+		require.GreaterOrEqual(t, b.clock.Now().Sub(start), app.RecordSentRetryFor-3*time.Second, "it kept trying for about the whole bound")
+		require.Len(t, b.meta.received(), 1)
+		proxy.Restore()
+
+		// Another worker process runs the job first: the call's outcome is
+		// unknown to it, so it waits for the process that made the call.
+		other := &app.Dispatcher{Store: b.svc.Dispatcher.Store, Queue: b.svc.Queue, Router: b.svc.Router, Accounts: b.svc.Accounts,
+			Providers: b.svc.Dispatcher.Providers, Quotas: b.cfg.Quotas, Metrics: b.svc.Dispatcher.Metrics, Now: b.clock.Now, Log: b.svc.Log}
+		c := &completion{}
+		out, err := other.Dispatch(b.ctx, app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}, 2, 5, c.complete)
+		require.NoError(t, err)
+		require.Positive(t, out.Snooze)
+		require.LessOrEqual(t, out.Snooze, app.SendOutcomeHold)
+		require.Len(t, b.meta.received(), 1, "no blind send from another process")
+		require.Equal(t, app.MessageQueued, b.message(t, m.TenantID, m.ID).Status)
+
+		// The process that made the call records what Meta answered.
+		out, err = b.dispatch(m, 2, 5, c)
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Done: true}, out)
+		require.Len(t, b.meta.received(), 1, "recorded, not sent again")
+		sent := b.message(t, m.TenantID, m.ID)
+		require.Equal(t, app.MessageSent, sent.Status)
+		require.Equal(t, fakeWamid(1), *sent.ExternalMessageID)
+		require.Equal(t, 1, b.usage(t, m.TenantID, app.WhatsApp))
+	})
+
+	t.Run("CrashedCallerIsSentAgainAfterTheHold", func(t *testing.T) {
+		t.Parallel()
+		b, proxy, m := setupOutage(t)
+		b.svc.Dispatcher.RecordTimer = newStepTimer(b.clock, nil)
+		_, err := b.dispatch(m, 1, 5, &completion{})
+		require.Error(t, err)
+		proxy.Restore()
+
+		// The process that made the call is gone (its memory with it):
+		// after the hold, the message goes out again, at least once.
+		b.clock.Advance(app.SendOutcomeHold)
+		other := &app.Dispatcher{Store: b.svc.Dispatcher.Store, Queue: b.svc.Queue, Router: b.svc.Router, Accounts: b.svc.Accounts,
+			Providers: b.svc.Dispatcher.Providers, Quotas: b.cfg.Quotas, Metrics: b.svc.Dispatcher.Metrics, Now: b.clock.Now, Log: b.svc.Log}
+		c := &completion{}
+		out, err := other.Dispatch(b.ctx, app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}, 2, 5, c.complete)
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Done: true}, out)
+		require.Len(t, b.meta.received(), 2)
+		require.Equal(t, 1, b.usage(t, m.TenantID, app.WhatsApp), "counted once")
+	})
+}
