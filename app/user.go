@@ -87,7 +87,9 @@ func ValidatePassword(p string) error {
 type UserTx interface {
 	Tx
 	CreateUser(ctx context.Context, u *User) error
-	UserByEmail(ctx context.Context, email string) (*User, error)
+	// UsersByEmail returns every account under the address: one person
+	// may hold accounts in several tenants and among operators.
+	UsersByEmail(ctx context.Context, email string) ([]*User, error)
 	CountOperators(ctx context.Context) (int, error)
 	TenantBySlug(ctx context.Context, slug string) (*Tenant, error)
 	InsertAudit(ctx context.Context, e *AuditEntry) error
@@ -101,8 +103,10 @@ type Users struct {
 	PasswordCost int
 }
 
-// Create validates in and stores the user with an audit entry. A taken
-// e-mail address is ECONFLICT; an unknown tenant is ENOTFOUND.
+// Create validates in and stores the user with an audit entry. An address
+// taken in the same tenant (or, for an operator, by another operator) is
+// ECONFLICT; an unknown tenant is ENOTFOUND. Accounts in other tenants
+// under the same address do not matter: identity is per tenant.
 func (s *Users) Create(ctx context.Context, actor Actor, in UserInput) (*User, error) {
 	email, err := NormalizeEmail("email", in.Email)
 	if err != nil {
@@ -181,8 +185,9 @@ func (s *Users) HashCost() int {
 }
 
 // EnsureOperator creates an operator admin with the given address and
-// password unless a user with that address exists. It reports whether it
-// created one.
+// password unless an operator with that address exists (accounts of the
+// address in tenants do not count: they are other identities). It reports
+// whether it created one.
 func (s *Users) EnsureOperator(ctx context.Context, actor Actor, email, password string) (bool, error) {
 	norm, err := NormalizeEmail("email", email)
 	if err != nil {
@@ -190,16 +195,11 @@ func (s *Users) EnsureOperator(ctx context.Context, actor Actor, email, password
 	}
 	var exists bool
 	err = s.Store.InPlatform(ctx, func(tx UserTx) error {
-		_, err := tx.UserByEmail(ctx, norm)
-		switch ErrorCode(err) {
-		case "":
-			exists = true
-			return nil
-		case ENOTFOUND:
-			return nil
-		default:
-			return err
+		users, err := tx.UsersByEmail(ctx, norm)
+		for _, u := range users {
+			exists = exists || u.TenantID == nil
 		}
+		return err
 	})
 	if err != nil || exists {
 		return false, err

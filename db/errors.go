@@ -17,9 +17,10 @@ import (
 // constraintErrors turns named constraint violations into errors a user can
 // act on, naming the input field where there is one.
 var constraintErrors = map[string]*app.Error{
-	"tenants_slug_key":  {Code: app.ECONFLICT, Message: "A tenant with this slug already exists.", Field: "slug"},
-	"users_email_key":   {Code: app.ECONFLICT, Message: "A user with this e-mail address already exists.", Field: "email"},
-	"api_keys_hash_key": {Code: app.ECONFLICT, Message: "An API key with this secret already exists; try again."},
+	"tenants_slug_key":         {Code: app.ECONFLICT, Message: "A tenant with this slug already exists.", Field: "slug"},
+	"users_tenant_email_key":   {Code: app.ECONFLICT, Message: "A user with this e-mail address already exists.", Field: "email"},
+	"users_operator_email_key": {Code: app.ECONFLICT, Message: "An operator with this e-mail address already exists.", Field: "email"},
+	"api_keys_hash_key":        {Code: app.ECONFLICT, Message: "An API key with this secret already exists; try again."},
 	// Two saves of one template both writing the version they replace.
 	"template_versions_pkey": {Code: app.ECONFLICT, Message: templateChanged},
 }

@@ -19,15 +19,16 @@ func (t *Tx) CreateUser(ctx context.Context, u *app.User) error {
 	return mapErr(err)
 }
 
-// UserByEmail serves app.UserTx and console.SessionTx. Addresses are stored
-// lower-cased.
-func (t *Tx) UserByEmail(ctx context.Context, email string) (*app.User, error) {
-	var u app.User
-	err := t.tx.GetContext(ctx, &u, `SELECT `+userColumns+` FROM users WHERE email = lower($1)`, email)
-	if err != nil {
-		return nil, notFound(err, "User %q not found.", email)
-	}
-	return &u, nil
+// UsersByEmail serves app.UserTx and console.SessionTx: every account
+// under the address, in every tenant and among operators, oldest first.
+// Addresses are stored lower-cased. It runs in platform scope only: no
+// tenant learns of another tenant's accounts.
+func (t *Tx) UsersByEmail(ctx context.Context, email string) ([]*app.User, error) {
+	rows := []*app.User{}
+	err := t.tx.SelectContext(ctx, &rows, `
+		SELECT `+userColumns+` FROM users WHERE email = lower($1)
+		ORDER BY created_at, id`, email)
+	return rows, mapErr(err)
 }
 
 // UserByID serves console.SessionTx.

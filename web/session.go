@@ -20,13 +20,68 @@ import (
 )
 
 // Console cookies. The session is a JWT; the login cookie ties the sign-in
-// form's CSRF token to the browser before anyone is signed in; the flash
-// cookie carries one notice across a redirect.
+// form's CSRF token to the browser before anyone is signed in; the choice
+// cookie names the accounts a password opened while the person chooses an
+// organisation; the flash cookie carries one notice across a redirect.
 const (
 	cookieSession = "herald_session"
 	cookieLogin   = "herald_login"
+	cookieChoice  = "herald_login_choice"
 	cookieFlash   = "herald_flash"
 )
+
+// choiceTTL is how long the choice of an organisation may take.
+const choiceTTL = 5 * time.Minute
+
+// choiceIssuer sets choice cookies apart from sessions: neither passes for
+// the other.
+const choiceIssuer = "herald-login-choice"
+
+// choiceClaims is what the choice cookie holds: every account the password
+// opened, at the session version it had then.
+type choiceClaims struct {
+	jwt.RegisteredClaims
+	Accounts []choiceAccount `json:"accts"`
+}
+
+type choiceAccount struct {
+	ID      string `json:"id"`
+	Version int    `json:"sv"`
+}
+
+// setChoice sets the choice cookie for accounts.
+func (s *Server) setChoice(c *fiber.Ctx, accounts []console.Account) {
+	now := time.Now()
+	claims := choiceClaims{RegisteredClaims: jwt.RegisteredClaims{
+		Issuer: choiceIssuer, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(choiceTTL)),
+	}}
+	for _, a := range accounts {
+		claims.Accounts = append(claims.Accounts, choiceAccount{ID: a.User.ID.String(), Version: a.User.SessionVersion})
+	}
+	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.Config.SessionKey)
+	if err != nil {
+		// HS256 over a byte key cannot fail.
+		panic(err)
+	}
+	s.setCookie(c, cookieChoice, token, now.Add(choiceTTL))
+}
+
+// parseChoice returns the claims of a valid, unexpired choice cookie.
+func (s *Server) parseChoice(token string) (*choiceClaims, error) {
+	var claims choiceClaims
+	_, err := jwt.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return s.Config.SessionKey, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+		jwt.WithIssuer(choiceIssuer), jwt.WithExpirationRequired())
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range claims.Accounts {
+		if _, err := uuid.Parse(a.ID); err != nil {
+			return nil, errors.New("choice naming no account")
+		}
+	}
+	return &claims, nil
+}
 
 // sessionClaims is what the session cookie holds: the user (sub), the
 // user's session version when it was issued (sv), a random session id (jti)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/console"
+	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -163,152 +164,318 @@ func TestConsole_SignIn(t *testing.T) {
 	})
 }
 
+// testClock is a clock the test moves by hand.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newTestClock() *testClock { return &testClock{now: time.Now().Truncate(time.Second)} }
+
+func (k *testClock) Now() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.now
+}
+
+func (k *testClock) Advance(d time.Duration) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.now = k.now.Add(d)
+}
+
+// from returns a browser at client address ip.
+func (c *consoleBundle) from(ip string) *session {
+	s := c.anonymous()
+	s.ip = ip
+	return s
+}
+
+// loginPage signs in and parses the page that answers.
+func (s *session) loginPage(email, password string) (*goquery.Document, *http.Response) {
+	s.t.Helper()
+	doc := s.page("/login")
+	token, _ := doc.Find(`form[action="/login"] input[name=csrf]`).Attr("value")
+	return s.postPage("/login", url.Values{"csrf": {token}, "email": {email}, "password": {password}})
+}
+
+// parallelLogins sends one sign-in per form at once, each from its own
+// browser at ip, and returns how many got each status.
+func (c *consoleBundle) parallelLogins(t *testing.T, ip string, forms []url.Values) map[int]int {
+	reqs := make([]*http.Request, len(forms))
+	for i, form := range forms {
+		s := c.from(ip)
+		doc := s.page("/login")
+		token, _ := doc.Find(`input[name=csrf]`).Attr("value")
+		form.Set("csrf", token)
+		req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Client-IP", ip)
+		for k, v := range s.cookies {
+			req.AddCookie(&http.Cookie{Name: k, Value: v})
+		}
+		reqs[i] = req
+	}
+	codes := make([]int, len(reqs))
+	errs := make([]error, len(reqs))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, req := range reqs {
+		wg.Go(func() {
+			<-start
+			resp, err := c.App.Test(req, -1)
+			if errs[i] = err; err == nil {
+				codes[i] = resp.StatusCode
+				resp.Body.Close()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	byCode := map[int]int{}
+	for i := range reqs {
+		require.NoError(t, errs[i])
+		byCode[codes[i]]++
+	}
+	return byCode
+}
+
 func TestConsole_Throttling(t *testing.T) {
 	t.Parallel()
 	c := setupConsole(t, webtest.Options{NoWorkers: true})
-	c.Server.Sessions.AccountLimit, c.Server.Sessions.AddressLimit = 3, 6
+	rules := console.Throttle{PairFree: 3, AddressFree: 6, AccountFree: 10, MaxWait: 10 * time.Second, AccountMaxWait: 4 * time.Second}
+	// setup gives each subtest empty counts, the rules above and a clock
+	// of its own.
+	setup := func(t *testing.T) *testClock {
+		c.Exec(`DELETE FROM login_throttle`)
+		c.Exec(`DELETE FROM login_failure_windows`)
+		clock := newTestClock()
+		c.Server.Sessions.Now, c.Server.Sessions.Throttle = clock.Now, rules
+		return clock
+	}
+	alert := func(doc *goquery.Document) string { return text(doc.Find(".auth-card [role=alert]")) }
 
-	t.Run("PerAccount", func(t *testing.T) {
+	t.Run("AttackerCannotLockOutVictim", func(t *testing.T) {
+		setup(t)
+		attacker := c.from("198.51.100.1")
 		for i := range 3 {
-			s := c.anonymous()
-			s.ip = "198.51.100." + string(rune('1'+i))
-			require.Equal(t, http.StatusUnauthorized, s.login("support@acme.test", "guess "+s.ip).StatusCode)
+			require.Equal(t, http.StatusUnauthorized, attacker.login("support@acme.test", "guess "+strconv.Itoa(i)).StatusCode)
 		}
-		// Locked, even with the right password and from a new address.
-		s := c.anonymous()
-		s.ip = "198.51.100.9"
-		resp := s.login("support@acme.test", consolePassword)
+		// The attacker's client waits, even with the right password...
+		doc, resp := attacker.loginPage("support@acme.test", consolePassword)
 		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-		require.NotContains(t, s.cookies, "herald_session")
-		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'session.login_throttled'`))
-
-		// Other accounts are not affected.
-		require.Equal(t, http.StatusSeeOther, c.anonymous().login("manager@acme.test", consolePassword).StatusCode)
+		require.Equal(t, "Too many failed sign-ins. Wait 1 second and try again.", alert(doc))
+		require.Equal(t, "1", resp.Header.Get("Retry-After"))
+		require.NotContains(t, attacker.cookies, "herald_session")
+		// ...while the person signs in from their own address at once.
+		require.Equal(t, http.StatusSeeOther, c.from("198.51.100.2").login("support@acme.test", consolePassword).StatusCode)
+		// Their success does not clear the attacker's count.
+		_, resp = attacker.loginPage("support@acme.test", "guess again")
+		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	})
 
-	t.Run("PerAddress", func(t *testing.T) {
-		s := c.anonymous()
-		s.ip = "203.0.113.7"
+	t.Run("PairBackoffDoubles", func(t *testing.T) {
+		clock := setup(t)
+		s := c.from("198.51.100.3")
+		for range 3 {
+			require.Equal(t, http.StatusUnauthorized, s.login("manager@acme.test", "guess").StatusCode)
+		}
+		// After the third failure each further attempt waits 1, 2, 4, 8
+		// seconds, then at most MaxWait (10 s).
+		for _, wait := range []int{1, 2, 4, 8, 10, 10} {
+			_, resp := s.loginPage("manager@acme.test", "guess")
+			require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+			require.Equal(t, strconv.Itoa(wait), resp.Header.Get("Retry-After"))
+			clock.Advance(time.Duration(wait-1) * time.Second)
+			_, resp = s.loginPage("manager@acme.test", consolePassword)
+			require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "one second early")
+			require.Equal(t, "1", resp.Header.Get("Retry-After"))
+			clock.Advance(time.Second)
+			require.Equal(t, http.StatusUnauthorized, s.login("manager@acme.test", "guess").StatusCode, "checked after %d s", wait)
+		}
+		// Once the wait is over the right password signs in and the pair
+		// starts again from nothing.
+		clock.Advance(10 * time.Second)
+		require.Equal(t, http.StatusSeeOther, s.login("manager@acme.test", consolePassword).StatusCode)
+		require.Zero(t, c.Count(`SELECT count(*) FROM login_throttle WHERE key = 'pair:manager@acme.test|198.51.100.3'`))
+	})
+
+	t.Run("CredentialStuffingSlowsTheClient", func(t *testing.T) {
+		clock := setup(t)
+		s := c.from("203.0.113.7")
 		for i := range 6 {
-			require.Equal(t, http.StatusUnauthorized, s.login("probe"+string(rune('a'+i))+"@acme.test", "guess").StatusCode)
+			require.Equal(t, http.StatusUnauthorized, s.login("probe"+strconv.Itoa(i)+"@acme.test", "guess").StatusCode)
 		}
-		resp := s.login("manager@acme.test", consolePassword)
+		// Six failures across accounts: the client waits, whatever it
+		// tries.
+		_, resp := s.loginPage("manager@acme.test", consolePassword)
 		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		require.Equal(t, "1", resp.Header.Get("Retry-After"))
+		// A client that has not failed is not affected.
+		require.Equal(t, http.StatusSeeOther, c.from("203.0.113.8").login("manager@acme.test", consolePassword).StatusCode)
+		// It is a backoff, not a lock: once the wait is over, the right
+		// password signs in.
+		clock.Advance(time.Second)
+		require.Equal(t, http.StatusSeeOther, s.login("manager@acme.test", consolePassword).StatusCode)
 	})
 
-	t.Run("WindowPasses", func(t *testing.T) {
-		c.Exec(`UPDATE login_failures SET window_start = window_start - interval '1 hour'`)
-		require.Equal(t, http.StatusSeeOther, c.anonymous().login("support@acme.test", consolePassword).StatusCode)
+	t.Run("DistributedGuessingSlowsOnlyFailedClients", func(t *testing.T) {
+		clock := setup(t)
+		// Eleven clients guess once each: every first attempt of a client
+		// is checked, and the account passes its ceiling of ten.
+		for i := range 11 {
+			require.Equal(t, http.StatusUnauthorized, c.from("198.18.1."+strconv.Itoa(i+1)).login("support@acme.test", "guess").StatusCode)
+		}
+		// A client that failed before now waits for the account's
+		// backoff, which never exceeds AccountMaxWait...
+		_, resp := c.from("198.18.1.1").loginPage("support@acme.test", "guess again")
+		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		wait, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		require.NoError(t, err)
+		require.LessOrEqual(t, wait, 4)
+		// ...and a client that has not failed is never refused.
+		require.Equal(t, http.StatusSeeOther, c.from("198.18.1.99").login("support@acme.test", consolePassword).StatusCode)
+		clock.Advance(time.Duration(wait) * time.Second)
+		require.Equal(t, http.StatusUnauthorized, c.from("198.18.1.1").login("support@acme.test", "guess again").StatusCode)
 	})
 
-	t.Run("SuccessResetsAccount", func(t *testing.T) {
-		login := func(ip, password string) int {
-			s := c.anonymous()
-			s.ip = ip
-			return s.login("manager@acme.test", password).StatusCode
+	t.Run("ParallelGuessesFromOneClient", func(t *testing.T) {
+		// Twenty guesses for one account sent at once from one client:
+		// exactly as many as the pair's free failures reach the password
+		// check; the rest are refused before it.
+		setup(t)
+		forms := make([]url.Values, 20)
+		for i := range forms {
+			forms[i] = url.Values{"email": {"ops@herald.test"}, "password": {"parallel guess " + strconv.Itoa(i)}}
 		}
-		c.Exec(`DELETE FROM login_failures`)
-		require.Equal(t, http.StatusUnauthorized, login("198.51.100.21", "guess one"))
-		require.Equal(t, http.StatusUnauthorized, login("198.51.100.22", "guess two"))
-		// The third attempt is within the limit: it succeeds and starts the
-		// account's count again.
-		require.Equal(t, http.StatusSeeOther, login("198.51.100.23", consolePassword))
-		for i := range 3 {
-			require.Equal(t, http.StatusUnauthorized, login("198.51.100.3"+string(rune('1'+i)), "guess again"), "failure %d after the reset", i+1)
-		}
-		// The limit is reached again: the right password is refused.
-		require.Equal(t, http.StatusTooManyRequests, login("198.51.100.40", consolePassword))
+		byCode := c.parallelLogins(t, "198.18.0.1", forms)
+		require.Equal(t, map[int]int{http.StatusUnauthorized: 3, http.StatusTooManyRequests: 17}, byCode)
+		require.Equal(t, 3, c.Count(`SELECT failures FROM login_throttle WHERE key = 'pair:ops@herald.test|198.18.0.1'`))
+		// The audit log has one entry for the window and one for the
+		// start of throttling, not twenty.
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'session.login_failed' AND metadata->>'email' = 'ops@herald.test'`))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'session.login_throttled' AND metadata->>'email' = 'ops@herald.test'`))
+		require.Equal(t, 17, c.Count(`SELECT refused FROM login_failure_windows WHERE email = 'ops@herald.test' AND client = '198.18.0.1'`))
 	})
 
-	t.Run("SuccessesDoNotLockAddress", func(t *testing.T) {
-		// Many people signing in from one office address: successes do not
-		// use up the address's budget.
-		c.Exec(`DELETE FROM login_failures`)
-		for i := range 10 {
-			s := c.anonymous()
-			s.ip = "198.51.100.50"
-			require.Equal(t, http.StatusSeeOther, s.login("ops@herald.test", consolePassword).StatusCode, "sign-in %d", i+1)
+	t.Run("ParallelStuffingFromOneClient", func(t *testing.T) {
+		setup(t)
+		forms := make([]url.Values, 20)
+		for i := range forms {
+			forms[i] = url.Values{"email": {"stuffed" + strconv.Itoa(i) + "@acme.test"}, "password": {"guess"}}
 		}
+		byCode := c.parallelLogins(t, "198.18.0.2", forms)
+		require.Equal(t, map[int]int{http.StatusUnauthorized: 6, http.StatusTooManyRequests: 14}, byCode)
 	})
 
-	t.Run("ParallelGuessesAreCounted", func(t *testing.T) {
-		// Twenty guesses sent at once from twenty addresses: only as many
-		// as the account's limit may reach the password check; the rest
-		// are refused before it.
-		c.Exec(`DELETE FROM login_failures`)
-		const n = 20
-		reqs := make([]*http.Request, n)
-		for i := range reqs {
-			s := c.anonymous()
-			s.ip = "198.18.0." + strconv.Itoa(i+1)
-			doc := s.page("/login")
-			token, _ := doc.Find(`input[name=csrf]`).Attr("value")
-			form := url.Values{"csrf": {token}, "email": {"ops@herald.test"}, "password": {"parallel guess " + strconv.Itoa(i)}}
-			req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			req.Header.Set("X-Client-IP", s.ip)
-			for k, v := range s.cookies {
-				req.AddCookie(&http.Cookie{Name: k, Value: v})
-			}
-			reqs[i] = req
+	t.Run("FailuresAuditedPerWindow", func(t *testing.T) {
+		// Sixty failed sign-ins for an unknown address, thirty in each of
+		// two windows, write four audit entries: each window's opening and
+		// its summary.
+		clock := setup(t)
+		c.Server.Sessions.Throttle = console.Throttle{PairFree: 1000, AddressFree: 1000, AccountFree: 1000}
+		const email = "nobody@acme.test"
+		rows := func(action string) int {
+			return c.Count(`SELECT count(*) FROM audit_log WHERE action = $1 AND metadata->>'email' = $2`, action, email)
 		}
-		codes := make([]int, n)
-		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i, req := range reqs {
-			wg.Go(func() {
-				<-start
-				resp, err := c.App.Test(req, -1)
-				if errs[i] = err; err == nil {
-					codes[i] = resp.StatusCode
-					resp.Body.Close()
-				}
-			})
+		for range 30 {
+			_, err := c.Server.Sessions.Login(c.Ctx, email, "guess", "192.0.2.77")
+			require.Equal(t, console.ErrBadCredentials, err)
+			clock.Advance(time.Minute)
 		}
-		close(start)
-		wg.Wait()
-		byCode := map[int]int{}
-		for i := range n {
-			require.NoError(t, errs[i])
-			byCode[codes[i]]++
+		require.Equal(t, 1, rows("session.login_failed"))
+		require.Zero(t, rows("session.login_failed_summary"))
+		first := clock.Now().Add(-30 * time.Minute)
+
+		clock.Advance(console.DefaultThrottle.AuditWindow)
+		for range 30 {
+			_, err := c.Server.Sessions.Login(c.Ctx, email, "guess", "192.0.2.77")
+			require.Equal(t, console.ErrBadCredentials, err)
 		}
-		limit := c.Server.Sessions.AccountLimit
-		require.Equal(t, map[int]int{http.StatusUnauthorized: limit, http.StatusTooManyRequests: n - limit}, byCode)
-		require.Equal(t, limit, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'session.login_failed' AND metadata->>'email' = 'ops@herald.test'`),
-			"only %d guesses may reach the password check", limit)
-		require.Equal(t, n-limit, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'session.login_throttled' AND metadata->>'email' = 'ops@herald.test'`))
+		require.Equal(t, 2, rows("session.login_failed"))
+		require.Equal(t, 1, rows("session.login_failed_summary"))
+		var meta struct {
+			Failures int
+			FirstAt  string
+			LastAt   string
+			Tenant   *string
+		}
+		require.NoError(t, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(c.Ctx, `
+				SELECT (metadata->>'failures')::int, metadata->>'first_at', metadata->>'last_at', tenant_id::text
+				FROM audit_log WHERE action = 'session.login_failed_summary' AND metadata->>'email' = $1`, email).
+				Scan(&meta.Failures, &meta.FirstAt, &meta.LastAt, &meta.Tenant)
+		}))
+		require.Equal(t, 30, meta.Failures)
+		require.Equal(t, first.UTC().Format(time.RFC3339), meta.FirstAt)
+		require.Equal(t, first.Add(29*time.Minute).UTC().Format(time.RFC3339), meta.LastAt)
+		require.Nil(t, meta.Tenant, "an unknown address is the platform's business")
+
+		// A window nobody tries again from ends with the next sign-in of
+		// anyone.
+		clock.Advance(2 * console.DefaultThrottle.AuditWindow)
+		_, err := c.Server.Sessions.Login(c.Ctx, "somebody-else@acme.test", "guess", "192.0.2.78")
+		require.Equal(t, console.ErrBadCredentials, err)
+		require.Equal(t, 2, rows("session.login_failed_summary"))
+		require.Equal(t, 4, c.Count(`SELECT count(*) FROM audit_log WHERE metadata->>'email' = $1`, email))
+	})
+
+	t.Run("FailuresOfAUserInTheirTenantsLog", func(t *testing.T) {
+		setup(t)
+		s := c.from("192.0.2.79")
+		require.Equal(t, http.StatusUnauthorized, s.login("support@acme.test", "guess").StatusCode)
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'session.login_failed' AND tenant_id = $1 AND metadata->>'ip' = '192.0.2.79'`, *c.users[asSupport].TenantID))
+		// Success closes the window with its summary.
+		require.Equal(t, http.StatusSeeOther, s.login("support@acme.test", consolePassword).StatusCode)
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'session.login_failed_summary' AND tenant_id = $1 AND metadata->>'ip' = '192.0.2.79'`, *c.users[asSupport].TenantID))
+		require.Zero(t, c.Count(`SELECT count(*) FROM login_failure_windows WHERE client = '192.0.2.79'`))
+	})
+
+	t.Run("QuietPeriodStartsAgain", func(t *testing.T) {
+		clock := setup(t)
+		s := c.from("198.51.100.60")
+		for range 3 {
+			require.Equal(t, http.StatusUnauthorized, s.login("manager@acme.test", "guess").StatusCode)
+		}
+		clock.Advance(console.DefaultThrottle.Quiet)
+		for range 3 {
+			require.Equal(t, http.StatusUnauthorized, s.login("manager@acme.test", "guess").StatusCode)
+		}
 	})
 
 	t.Run("BogusAddressHeader", func(t *testing.T) {
 		// A client address header that is not an IP address is not a
 		// throttling key of its own: every made-up value counts against
 		// the same peer address.
-		c.Exec(`DELETE FROM login_failures`)
+		setup(t)
 		for i := range 6 {
-			s := c.anonymous()
-			s.ip = "made-up-" + strconv.Itoa(i)
-			require.Equal(t, http.StatusUnauthorized, s.login("bogus"+strconv.Itoa(i)+"@acme.test", "guess").StatusCode)
+			require.Equal(t, http.StatusUnauthorized, c.from("made-up-"+strconv.Itoa(i)).login("bogus"+strconv.Itoa(i)+"@acme.test", "guess").StatusCode)
 		}
-		s := c.anonymous()
-		s.ip = "made-up-again"
-		require.Equal(t, http.StatusTooManyRequests, s.login("support@acme.test", consolePassword).StatusCode)
-		require.Zero(t, c.Count(`SELECT count(*) FROM login_failures WHERE key LIKE 'address:made-up%'`))
+		require.Equal(t, http.StatusTooManyRequests, c.from("made-up-again").login("support@acme.test", consolePassword).StatusCode)
+		require.Zero(t, c.Count(`SELECT count(*) FROM login_throttle WHERE key LIKE '%made-up%'`))
 		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE metadata->>'ip' LIKE 'made-up%'`))
 
 		// A valid address in the header is still taken as it is.
-		s = c.anonymous()
-		s.ip = "2001:db8::7"
-		require.Equal(t, http.StatusUnauthorized, s.login("probe@acme.test", "guess").StatusCode)
-		require.Equal(t, 1, c.Count(`SELECT count(*) FROM login_failures WHERE key = 'address:2001:db8::7'`))
+		require.Equal(t, http.StatusUnauthorized, c.from("2001:db8::7").login("probe@acme.test", "guess").StatusCode)
+		require.Equal(t, 1, c.Count(`SELECT failures FROM login_throttle WHERE key = 'address:2001:db8::7'`))
 	})
 
-	t.Run("UnknownAddressThrottlesAccountOnly", func(t *testing.T) {
-		c.Exec(`DELETE FROM login_failures`)
+	t.Run("UnknownClientAddress", func(t *testing.T) {
+		setup(t)
 		_, err := c.Server.Sessions.Login(c.Ctx, "nobody@acme.test", "guess", "")
 		require.Equal(t, app.EUNAUTHORIZED, app.ErrorCode(err))
-		require.Zero(t, c.Count(`SELECT count(*) FROM login_failures WHERE key LIKE 'address:%'`))
-		require.Equal(t, 1, c.Count(`SELECT count(*) FROM login_failures WHERE key = 'account:nobody@acme.test'`))
+		require.Zero(t, c.Count(`SELECT count(*) FROM login_throttle WHERE key LIKE 'address:%'`))
+		require.Equal(t, 1, c.Count(`SELECT failures FROM login_throttle WHERE key = 'pair:nobody@acme.test|'`))
+		require.Equal(t, 1, c.Count(`SELECT failures FROM login_throttle WHERE key = 'account:nobody@acme.test'`))
+	})
+
+	t.Run("JunkAddressTyped", func(t *testing.T) {
+		// Whatever is typed as the address, the answer is the usual one.
+		setup(t)
+		for _, email := range []string{"nul\x00@acme.test", strings.Repeat("x", 5000) + "@acme.test", "\xff\xfe"} {
+			_, err := c.Server.Sessions.Login(c.Ctx, email, "guess", "192.0.2.80")
+			require.Equal(t, console.ErrBadCredentials, err)
+		}
 	})
 }
 
@@ -430,39 +597,41 @@ func TestConsole_SessionRevocation(t *testing.T) {
 
 	t.Run("PasswordChangeThrottled", func(t *testing.T) {
 		// Guessing the current password through a session counts like
-		// failed sign-ins of the account.
+		// failed sign-ins from the client.
+		clock := newTestClock()
+		c.Server.Sessions.Now = clock.Now
 		s := c.signIn(asOperator)
 		s.page("/account/password")
-		change := func(current, confirm string) (*goquery.Document, int) {
-			doc, resp := s.postPage("/account/password", url.Values{"current": {current}, "new": {"another new secret"}, "confirm": {confirm}})
-			return doc, resp.StatusCode
+		change := func(current, confirm string) (*goquery.Document, *http.Response) {
+			return s.postPage("/account/password", url.Values{"current": {current}, "new": {"another new secret"}, "confirm": {confirm}})
 		}
-		_, code := change("guess 1", "another new secret")
-		require.Equal(t, http.StatusUnprocessableEntity, code)
+		_, resp := change("guess 1", "another new secret")
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 		// The right current password resets the count, even if the form
 		// has another mistake.
-		doc, code := change(consolePassword, "another new secreT")
-		require.Equal(t, http.StatusUnprocessableEntity, code)
+		doc, resp := change(consolePassword, "another new secreT")
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
 		require.Equal(t, "The two new passwords differ.", text(doc.Find(`input[name=confirm] ~ .field-error`)))
-		for i := range console.LoginAccountFailures {
-			doc, code = change("guess again", "another new secret")
-			require.Equal(t, http.StatusUnprocessableEntity, code, "guess %d", i+1)
+		for i := range console.DefaultThrottle.PairFree {
+			doc, resp = change("guess again", "another new secret")
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "guess %d", i+1)
 			require.Equal(t, "The current password is wrong.", text(doc.Find(`input[name=current] ~ .field-error`)))
 		}
 		// Over the limit: refused even with the right password.
-		doc, code = change(consolePassword, "another new secret")
-		require.Equal(t, http.StatusTooManyRequests, code)
-		require.Contains(t, text(doc.Find(`[role=alert]`)), "Too many failed sign-ins")
+		doc, resp = change(consolePassword, "another new secret")
+		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+		require.Equal(t, "1", resp.Header.Get("Retry-After"))
+		require.Contains(t, text(doc.Find(`[role=alert]`)), "Too many failed sign-ins. Wait 1 second")
 		require.Zero(t, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.password_change' AND actor_id = $1`, c.users[asOperator].ID))
 		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.password_change_throttled' AND actor_id = $1`, c.users[asOperator].ID))
-		// The same count guards signing in.
-		require.Equal(t, http.StatusTooManyRequests, c.anonymous().login("ops@herald.test", consolePassword).StatusCode)
+		// The same count guards signing in from that client.
+		require.Equal(t, http.StatusTooManyRequests, c.from(s.ip).login("ops@herald.test", consolePassword).StatusCode)
 		s.page("/tenants") // the session itself goes on
 
-		// Once the window has passed the change goes through.
-		c.Exec(`UPDATE login_failures SET window_start = window_start - interval '1 hour' WHERE key = 'account:ops@herald.test'`)
-		_, code = change(consolePassword, "another new secret")
-		require.Equal(t, http.StatusSeeOther, code, "changed, on to the start page")
+		// Once the wait is over the change goes through.
+		clock.Advance(time.Second)
+		_, resp = change(consolePassword, "another new secret")
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "changed, on to the start page")
 		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.password_change' AND actor_id = $1`, c.users[asOperator].ID))
 	})
 }

@@ -31,9 +31,7 @@ func TestServer_DatabaseUnavailable(t *testing.T) {
 	apiGet := func() *http.Response {
 		req := httptest.NewRequest(http.MethodGet, "/api/v1/notifications/"+id.String(), nil)
 		req.Header.Set("Authorization", "Bearer "+c.Key)
-		resp, err := c.App.Test(req, -1)
-		require.NoError(t, err)
-		return resp
+		return c.Do(t, req) // checked against the OpenAPI document
 	}
 	proxy.Cut()
 
@@ -51,8 +49,7 @@ func TestServer_DatabaseUnavailable(t *testing.T) {
 	req := httptest.NewRequest(http.MethodPost, "/api/v1/notifications", strings.NewReader(mustJSON(t, webtest.Notification("evt-2", "BK-2"))))
 	req.Header.Set("Authorization", "Bearer "+c.Key)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.App.Test(req, -1)
-	require.NoError(t, err)
+	resp = c.Do(t, req)
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Equal(t, "5", resp.Header.Get("Retry-After"))
 

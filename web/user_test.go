@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/web/webtest"
 )
@@ -21,9 +22,10 @@ func (c *consoleBundle) userIDByEmail(email string) uuid.UUID {
 	c.T.Helper()
 	var id uuid.UUID
 	require.NoError(c.T, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
-		u, err := tx.UserByEmail(c.Ctx, email)
+		users, err := tx.UsersByEmail(c.Ctx, email)
 		if err == nil {
-			id = u.ID
+			require.Len(c.T, users, 1, "one account under %s", email)
+			id = users[0].ID
 		}
 		return err
 	}))
@@ -91,7 +93,7 @@ func TestConsoleUsers_Create(t *testing.T) {
 			status                      int
 		}{
 			{"email", "manager@acme.test", "input[name=email]", "A user with this e-mail address already exists.", 409},
-			{"email", "MANAGER@globex.test", "input[name=email]", "already exists", 409},
+			{"email", "MANAGER@acme.test", "input[name=email]", "already exists", 409},
 			{"email", "not an address", "input[name=email]", "is not a valid e-mail address", 422},
 			{"email", "anna@localhost", "input[name=email]", "is not a valid e-mail address", 422},
 			{"email", "", "input[name=email]", "E-mail address is required.", 422},
@@ -415,4 +417,176 @@ func TestConsoleUsers_OpposingManagers(t *testing.T) {
 	}
 	require.Equal(t, 10, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.role_change'`))
 	require.Equal(t, 10, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.disable'`))
+}
+
+func TestConsoleUsers_AddressOfAnotherTenant(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	manager := c.signIn(asManager)
+
+	// accounts gives the address an account in globex with consolePassword
+	// and invites it to acme through the console. The acme account keeps
+	// its temporary password, which it returns, or with samePassword takes
+	// consolePassword too.
+	accounts := func(t *testing.T, email string, samePassword bool) (acmeID, globexID uuid.UUID, temporary string) {
+		g, err := c.Services.Users.Create(c.Ctx, app.CLIActor, app.UserInput{Email: email, Password: consolePassword, Role: app.RoleSupport, TenantSlug: "globex"})
+		require.NoError(t, err)
+		manager.page("/t/acme/users/new")
+		doc, resp := manager.postPage("/t/acme/users", url.Values{"name": {"Gabi"}, "email": {email}, "role": {"support"}})
+		require.Equal(t, http.StatusOK, resp.StatusCode, "an address used elsewhere is invited like any other")
+		require.Zero(t, doc.Find(".field-error").Length())
+		temporary = temporaryPassword(t, doc)
+		require.NoError(t, c.Services.Store.InTenant(c.Ctx, c.Tenant.ID, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(c.Ctx, `SELECT id FROM users WHERE tenant_id = $1 AND email = $2`, c.Tenant.ID, email).Scan(&acmeID)
+		}))
+		if samePassword {
+			var a *app.User
+			require.NoError(t, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) (err error) {
+				a, err = tx.UserByID(c.Ctx, acmeID)
+				return err
+			}))
+			require.NoError(t, c.Server.Sessions.ChangePassword(c.Ctx, a, "", temporary, consolePassword, consolePassword))
+		}
+		return acmeID, g.ID, temporary
+	}
+	// choices signs in and returns the organisations the page offers.
+	choices := func(s *session, email, password string) (*goquery.Document, map[string]string) {
+		doc, resp := s.loginPage(email, password)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		out := map[string]string{}
+		doc.Find(`form.login-choice button[name=account]`).Each(func(_ int, b *goquery.Selection) {
+			out[text(b)] = b.AttrOr("value", "")
+		})
+		return doc, out
+	}
+	choose := func(s *session, doc *goquery.Document, account string) *http.Response {
+		token, _ := doc.Find(`form.login-choice input[name=csrf]`).Attr("value")
+		return s.post("/login", url.Values{"csrf": {token}, "account": {account}})
+	}
+
+	t.Run("InvitedLikeAnyNewAddress", func(t *testing.T) {
+		// The answer for an address used in globex is the answer for an
+		// address nobody uses.
+		manager.page("/t/acme/users/new")
+		fresh, resp := manager.postPage("/t/acme/users", url.Values{"name": {"Gabi"}, "email": {"nobody-yet@example.test"}, "role": {"support"}})
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		manager.page("/t/acme/users/new")
+		used, resp := manager.postPage("/t/acme/users", url.Values{"name": {"Gabi"}, "email": {"manager@globex.test"}, "role": {"support"}})
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		shape := func(doc *goquery.Document, email string) string {
+			return strings.ReplaceAll(strings.ReplaceAll(text(doc.Find("main")), temporaryPassword(t, doc), "PASSWORD"), email, "EMAIL")
+		}
+		require.Equal(t, shape(fresh, "nobody-yet@example.test"), shape(used, "manager@globex.test"))
+		require.Equal(t, 2, c.Count(`SELECT count(*) FROM users WHERE email = 'manager@globex.test'`))
+	})
+
+	t.Run("EachSignsInWithTheirOwnPassword", func(t *testing.T) {
+		const email = "own@example.test"
+		acmeID, globexID, temporary := accounts(t, email, false)
+		resp := c.from("198.51.100.70").login(email, consolePassword)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, "/t/globex/", resp.Header.Get("Location"))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'session.login' AND actor_id = $1`, globexID))
+
+		resp = c.from("198.51.100.71").login(email, temporary)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, "/t/acme/", resp.Header.Get("Location"))
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'session.login' AND actor_id = $1`, acmeID))
+	})
+
+	t.Run("SamePasswordAsksWhichOrganisation", func(t *testing.T) {
+		const email = "same@example.test"
+		acmeID, globexID, _ := accounts(t, email, true)
+		// An operator under the address with another password is not
+		// offered: only the accounts the password opened are.
+		_, err := c.Services.Users.Create(c.Ctx, app.CLIActor, app.UserInput{Email: email, Password: "the operator's own secret", Role: app.RoleOperator})
+		require.NoError(t, err)
+
+		s := c.from("198.51.100.72")
+		doc, offered := choices(s, email, consolePassword)
+		require.Equal(t, map[string]string{"Acme Tours": acmeID.String(), "Globex Travel": globexID.String()}, offered)
+		require.NotContains(t, s.cookies, "herald_session", "nobody is signed in before the choice")
+		resp := choose(s, doc, acmeID.String())
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, "/t/acme/", resp.Header.Get("Location"))
+		require.Contains(t, text(s.follow(resp).Find(".tenant-badge")), "Acme Tours")
+		require.NotContains(t, s.cookies, "herald_login_choice", "a choice is used once")
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'session.login' AND actor_id = $1 AND tenant_id = $2`, acmeID, c.Tenant.ID))
+
+		s = c.from("198.51.100.73")
+		doc, _ = choices(s, email, consolePassword)
+		resp = choose(s, doc, globexID.String())
+		require.Equal(t, "/t/globex/", resp.Header.Get("Location"))
+		require.Contains(t, text(s.follow(resp).Find(".tenant-badge")), "Globex Travel")
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'session.login' AND actor_id = $1 AND tenant_id = $2`, globexID, c.other.ID))
+
+		// The operator's own password signs the operator straight in.
+		resp = c.from("198.51.100.74").login(email, "the operator's own secret")
+		require.Equal(t, "/tenants", resp.Header.Get("Location"))
+	})
+
+	t.Run("ChoiceOnlyAmongTheAccountsMatched", func(t *testing.T) {
+		const email = "forged@example.test"
+		acmeID, _, temporary := accounts(t, email, true)
+		op, err := c.Services.Users.Create(c.Ctx, app.CLIActor, app.UserInput{Email: email, Password: temporary, Role: app.RoleOperator})
+		require.NoError(t, err)
+		s := c.from("198.51.100.75")
+		doc, offered := choices(s, email, consolePassword)
+		require.Len(t, offered, 2)
+		// The operator account is not among the choices: naming it
+		// anyway gets nowhere.
+		answer, resp := s.postPage("/login", url.Values{"csrf": {doc.Find(`form.login-choice input[name=csrf]`).AttrOr("value", "")}, "account": {op.ID.String()}})
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.Equal(t, "This sign-in is no longer valid. Sign in again.", text(answer.Find(".auth-card [role=alert]")))
+		require.NotContains(t, s.cookies, "herald_session")
+
+		// Without the choice cookie nothing is chosen.
+		other := c.from("198.51.100.76")
+		token := other.page("/login").Find(`input[name=csrf]`).AttrOr("value", "")
+		resp = other.post("/login", url.Values{"csrf": {token}, "account": {acmeID.String()}})
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.NotContains(t, other.cookies, "herald_session")
+	})
+
+	t.Run("ChoiceVoidedByDisabling", func(t *testing.T) {
+		const email = "voided@example.test"
+		acmeID, _, _ := accounts(t, email, true)
+		s := c.from("198.51.100.77")
+		doc, _ := choices(s, email, consolePassword)
+		_, err := c.Services.Console.Users.Disable(c.Ctx, c.users[asManager], c.Tenant.ID, acmeID)
+		require.NoError(t, err)
+		resp := choose(s, doc, acmeID.String())
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.NotContains(t, s.cookies, "herald_session")
+		// With the acme account disabled the password opens one account:
+		// no choice.
+		resp = c.from("198.51.100.78").login(email, consolePassword)
+		require.Equal(t, "/t/globex/", resp.Header.Get("Location"))
+	})
+
+	t.Run("StillConflictsInTheSameTenant", func(t *testing.T) {
+		const email = "twice@example.test"
+		accounts(t, email, false)
+		manager.page("/t/acme/users/new")
+		doc, resp := manager.postPage("/t/acme/users", url.Values{"name": {"Again"}, "email": {strings.ToUpper(email)}, "role": {"support"}})
+		require.Equal(t, http.StatusConflict, resp.StatusCode)
+		require.Contains(t, fieldError(doc, "input[name=email]"), "already exists")
+		require.Equal(t, 1, c.Count(`SELECT count(*) FROM users WHERE email = $1 AND tenant_id = $2`, email, c.Tenant.ID))
+	})
+
+	t.Run("OperatorsUniqueAmongOperators", func(t *testing.T) {
+		const email = "operator-too@example.test"
+		accounts(t, email, false)
+		// An address used only in tenants gets its operator...
+		created, err := c.Services.Users.EnsureOperator(c.Ctx, app.CLIActor, email, "an operator secret")
+		require.NoError(t, err)
+		require.True(t, created)
+		require.Equal(t, 3, c.Count(`SELECT count(*) FROM users WHERE email = $1`, email))
+		// ...and only one.
+		created, err = c.Services.Users.EnsureOperator(c.Ctx, app.CLIActor, email, "an operator secret")
+		require.NoError(t, err)
+		require.False(t, created)
+		_, err = c.Services.Users.Create(c.Ctx, app.CLIActor, app.UserInput{Email: email, Password: "yet another secret", Role: app.RoleOperator})
+		require.Equal(t, app.ECONFLICT, app.ErrorCode(err))
+	})
 }

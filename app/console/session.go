@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -10,17 +9,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/heraldhq/herald/app"
-)
-
-// Sign-in throttling (defaults): an account is locked for the rest of the
-// window after AccountFailures failed attempts, an address after
-// AddressFailures, whichever comes first. Counts live in Postgres, so every
-// web process shares them. An attempt is counted before its password is
-// checked, so parallel attempts cannot all slip under the limit.
-const (
-	LoginWindow          = 15 * time.Minute
-	LoginAccountFailures = 5
-	LoginAddressFailures = 20
 )
 
 // SessionTTL is how long a console session lasts without activity; the web
@@ -37,14 +25,31 @@ type SessionTx interface {
 	app.Tx
 	InsertAudit(ctx context.Context, e *app.AuditEntry) error
 	UserByID(ctx context.Context, id uuid.UUID) (*app.User, error)
-	UserByEmail(ctx context.Context, email string) (*app.User, error)
-	// CountLoginAttempt counts one attempt under each key in a single
-	// atomic step and returns every key's count; a count whose window
-	// started before since starts again at one.
-	CountLoginAttempt(ctx context.Context, keys []string, since, at time.Time) (map[string]int, error)
-	// ReleaseLoginAttempt takes back one attempt counted under key.
-	ReleaseLoginAttempt(ctx context.Context, key string) error
-	ClearLoginFailures(ctx context.Context, key string) error
+	// UsersByEmail returns every account under the address, in every
+	// tenant and among operators.
+	UsersByEmail(ctx context.Context, email string) ([]*app.User, error)
+	TenantByID(ctx context.Context, id uuid.UUID) (*app.Tenant, error)
+	// LockLoginCounts returns the throttling counts of keys, creating the
+	// missing ones at zero and starting again those whose last failure is
+	// at or before since, each locked until the transaction ends.
+	LockLoginCounts(ctx context.Context, keys []string, since, at time.Time) ([]LoginCount, error)
+	// SaveLoginCounts stores counts locked by LockLoginCounts; a count of
+	// zero is removed.
+	SaveLoginCounts(ctx context.Context, counts []LoginCount) error
+	// DeleteQuietLoginCounts removes at most limit counts with neither a
+	// failure nor a block since before.
+	DeleteQuietLoginCounts(ctx context.Context, before time.Time, limit int) error
+	// LockFailureWindow returns the failure window of (email, client),
+	// created empty at at when there is none, locked until the
+	// transaction ends.
+	LockFailureWindow(ctx context.Context, email, client string, at time.Time) (*FailureWindow, error)
+	SaveFailureWindow(ctx context.Context, w *FailureWindow) error
+	// TakeFailureWindow removes and returns the window of (email, client);
+	// ENOTFOUND when there is none.
+	TakeFailureWindow(ctx context.Context, email, client string) (*FailureWindow, error)
+	// TakeEndedFailureWindows removes and returns at most limit windows
+	// opened at or before before.
+	TakeEndedFailureWindows(ctx context.Context, before time.Time, limit int) ([]*FailureWindow, error)
 	// RecordLogin stamps the user's last sign-in.
 	RecordLogin(ctx context.Context, userID uuid.UUID, at time.Time) error
 	// BumpSessionVersion revokes every session of the user and returns the
@@ -60,30 +65,34 @@ type SessionTx interface {
 // cookie holding the user id and the session version; bumping the version
 // here revokes every cookie issued before.
 type Sessions struct {
-	Store        app.Store[SessionTx]
-	Users        *app.Users
-	Now          app.Clock
-	AccountLimit int
-	AddressLimit int
-	Window       time.Duration
+	Store app.Store[SessionTx]
+	Users *app.Users
+	Now   app.Clock
+	// Throttle replaces the default throttling rules field by field: a
+	// zero field keeps DefaultThrottle's.
+	Throttle Throttle
 
 	dummyOnce sync.Once
 	dummy     []byte
 }
 
-func (s *Sessions) limits() (account, address int, window time.Duration) {
-	account, address, window = s.AccountLimit, s.AddressLimit, s.Window
-	if account == 0 {
-		account = LoginAccountFailures
-	}
-	if address == 0 {
-		address = LoginAddressFailures
-	}
-	if window == 0 {
-		window = LoginWindow
-	}
-	return account, address, window
+// LoginHashChecks is how many password hashes every sign-in compares,
+// dummies making up the difference when the address has fewer accounts,
+// so that the time a sign-in takes does not tell whether the address has
+// an account, nor how many. An address with more accounts than this costs
+// one comparison more per account.
+const LoginHashChecks = 3
+
+// Account is one account a sign-in's password matched, with the name of the
+// organisation it belongs to.
+type Account struct {
+	User         *app.User
+	Organisation string
 }
+
+// OperatorOrganisation is how the sign-in page names the platform, the
+// organisation of operator accounts.
+const OperatorOrganisation = "Herald platform (operator)"
 
 // ErrBadCredentials is what every failed sign-in answers, whether the
 // address is unknown, the password wrong or the user disabled, so that the
@@ -94,111 +103,133 @@ var ErrBadCredentials = app.Errorf(app.EUNAUTHORIZED, "E-mail address or passwor
 // out everywhere since it was issued.
 var ErrSessionEnded = app.Errorf(app.EUNAUTHORIZED, "Your session has ended. Sign in again.")
 
-func accountKey(email string) string { return "account:" + strings.ToLower(strings.TrimSpace(email)) }
-func addressKey(ip string) string    { return "address:" + ip }
-
-// errThrottled answers a sign-in or password check refused because too
-// many attempts failed within the window.
-func errThrottled(window time.Duration) error {
-	return app.Errorf(app.ETOOMANY, "Too many failed sign-ins. Wait %d minutes and try again.", int(window.Minutes()))
-}
-
-// countAttempt counts one attempt under the account key of email and, when
-// ip is known, under the address key of ip, before any password is looked
-// at. It reports whether either count is now over its limit.
-func (s *Sessions) countAttempt(ctx context.Context, email, ip string) (throttled bool, err error) {
-	accountLimit, addressLimit, window := s.limits()
-	now := s.Now()
-	keys := []string{accountKey(email)}
-	if ip != "" {
-		keys = append(keys, addressKey(ip))
-	}
-	var counts map[string]int
-	err = s.Store.InPlatform(ctx, func(tx SessionTx) (err error) {
-		counts, err = tx.CountLoginAttempt(ctx, keys, now.Add(-window), now)
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	return counts[keys[0]] > accountLimit || ip != "" && counts[addressKey(ip)] > addressLimit, nil
-}
+// ErrChoiceEnded answers the choice of an organisation whose account was
+// disabled or had its password changed since the password was checked.
+var ErrChoiceEnded = app.Errorf(app.EUNAUTHORIZED, "This sign-in is no longer valid. Sign in again.")
 
 // Login checks an e-mail address and password coming from the network
-// address ip (empty when unknown: then only the account is throttled).
-// Every attempt is counted first, atomically; throttled attempts are refused
-// before the password is looked at. Failures and successes are audited.
-func (s *Sessions) Login(ctx context.Context, email, password, ip string) (*app.User, error) {
-	_, _, window := s.limits()
+// address ip (empty when unknown). The attempt passes the throttle first
+// (see Throttle), atomically; a refused attempt is not checked at all. The
+// password is then compared with every account under the address, and
+// with dummies up to LoginHashChecks. It returns the enabled accounts whose
+// password matched: when there is one, the user is signed in (recorded and
+// audited); when there are several, nobody is signed in yet and the
+// caller asks which organisation, then calls Choose. Failures answer
+// ErrBadCredentials whatever the reason, and are audited in aggregate.
+func (s *Sessions) Login(ctx context.Context, email, password, ip string) ([]Account, error) {
 	now := s.Now()
-
-	throttled, err := s.countAttempt(ctx, email, ip)
+	name := loginName(email)
+	keys := throttleKeys(name, ip)
+	wait, err := s.admit(ctx, keys, now)
 	if err != nil {
 		return nil, err
 	}
-	if throttled {
-		_ = s.audit(ctx, nil, app.Actor{Type: app.ActorSystem, Label: ip}, "session.login_throttled", map[string]any{"email": email, "ip": ip})
-		return nil, errThrottled(window)
+	if wait > 0 {
+		if err := s.recordFailure(ctx, name, ip, now, wait); err != nil {
+			return nil, err
+		}
+		return nil, errThrottled(wait)
 	}
 
-	var u *app.User
-	err = s.Store.InPlatform(ctx, func(tx SessionTx) error {
-		norm, err := app.NormalizeEmail("email", email)
-		if err == nil {
-			u, err = tx.UserByEmail(ctx, norm)
-		}
-		if err != nil && app.ErrorCode(err) != app.ENOTFOUND && app.ErrorCode(err) != app.EINVALID {
+	var users []*app.User
+	if norm, err := app.NormalizeEmail("email", email); err == nil {
+		err = s.Store.InPlatform(ctx, func(tx SessionTx) (err error) {
+			users, err = tx.UsersByEmail(ctx, norm)
 			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if u == nil {
-		// Spend the time a real check takes, so timing does not tell
-		// which addresses exist.
-		_ = bcrypt.CompareHashAndPassword(s.dummyHash(), []byte(password))
-	}
-	if u == nil || !u.CheckPassword(password) || u.DisabledAt != nil {
-		// The attempt stays counted as a failure.
-		var tenantID *uuid.UUID
-		meta := map[string]any{"email": email, "ip": ip}
-		if u != nil {
-			tenantID = u.TenantID
-			meta["user_id"] = u.ID.String()
-		}
-		err := s.Store.InPlatform(ctx, func(tx SessionTx) error {
-			return tx.InsertAudit(ctx, app.Actor{Type: app.ActorSystem, Label: ip}.Entry(tenantID, "session.login_failed", "user", email, meta))
 		})
 		if err != nil {
+			return nil, err
+		}
+	}
+	matched := s.checkPasswords(users, password)
+	if len(matched) == 0 {
+		// The attempt stays counted as a failure.
+		if err := s.recordFailure(ctx, name, ip, now, 0); err != nil {
 			return nil, err
 		}
 		return nil, ErrBadCredentials
 	}
 
+	var accounts []Account
 	err = s.Store.InPlatform(ctx, func(tx SessionTx) error {
-		// A success clears the account's count and takes back the attempt
-		// counted under the address, so that many people signing in from
-		// one office do not lock it.
-		if err := tx.ClearLoginFailures(ctx, accountKey(email)); err != nil {
+		if err := s.release(ctx, tx, keys, now); err != nil {
 			return err
 		}
-		if ip != "" {
-			if err := tx.ReleaseLoginAttempt(ctx, addressKey(ip)); err != nil {
-				return err
+		if err := s.closeWindow(ctx, tx, name, ip); err != nil {
+			return err
+		}
+		for _, u := range matched {
+			a := Account{User: u, Organisation: OperatorOrganisation}
+			if u.TenantID != nil {
+				t, err := tx.TenantByID(ctx, *u.TenantID)
+				if err != nil {
+					return err
+				}
+				a.Organisation = t.Name
 			}
+			accounts = append(accounts, a)
 		}
-		if err := tx.RecordLogin(ctx, u.ID, now); err != nil {
-			return err
+		if len(matched) > 1 {
+			return nil
 		}
-		return tx.InsertAudit(ctx, u.Actor().Entry(u.TenantID, "session.login", "user", u.ID.String(), map[string]any{"ip": ip}))
+		return s.recordLogin(ctx, tx, matched[0], ip, now)
 	})
 	if err != nil {
 		return nil, err
 	}
-	u.LastLoginAt = &now
+	return accounts, nil
+}
+
+// Choose signs in the account userID that Login matched along with others,
+// once the person has said which organisation they meant. sessionVersion is
+// the account's version when Login checked the password: a password
+// change, reset or disabling since then voids the choice.
+func (s *Sessions) Choose(ctx context.Context, userID uuid.UUID, sessionVersion int, ip string) (*app.User, error) {
+	now := s.Now()
+	var u *app.User
+	err := s.Store.InPlatform(ctx, func(tx SessionTx) (err error) {
+		u, err = tx.UserByID(ctx, userID)
+		switch {
+		case app.ErrorCode(err) == app.ENOTFOUND:
+			return ErrChoiceEnded
+		case err != nil:
+			return err
+		case u.DisabledAt != nil || u.SessionVersion != sessionVersion:
+			return ErrChoiceEnded
+		}
+		return s.recordLogin(ctx, tx, u, ip, now)
+	})
+	if err != nil {
+		return nil, err
+	}
 	return u, nil
+}
+
+func (s *Sessions) recordLogin(ctx context.Context, tx SessionTx, u *app.User, ip string, now time.Time) error {
+	if err := tx.RecordLogin(ctx, u.ID, now); err != nil {
+		return err
+	}
+	u.LastLoginAt = &now
+	return tx.InsertAudit(ctx, u.Actor().Entry(u.TenantID, "session.login", "user", u.ID.String(), map[string]any{"ip": ip}))
+}
+
+// checkPasswords compares password with the hash of every account and with
+// dummy hashes up to LoginHashChecks, and returns the enabled accounts it
+// matches. Every hash is compared whatever the earlier ones gave, so the
+// work is the same for no account, one or several.
+func (s *Sessions) checkPasswords(users []*app.User, password string) []*app.User {
+	var matched []*app.User
+	for i := range max(LoginHashChecks, len(users)) {
+		hash := s.dummyHash()
+		if i < len(users) {
+			hash = users[i].PasswordHash
+		}
+		ok := bcrypt.CompareHashAndPassword(hash, []byte(password)) == nil
+		if i < len(users) && ok && users[i].DisabledAt == nil {
+			matched = append(matched, users[i])
+		}
+	}
+	return matched
 }
 
 func (s *Sessions) dummyHash() []byte {
@@ -243,23 +274,25 @@ func (s *Sessions) Logout(ctx context.Context, u *app.User) error {
 // ChangePassword replaces the user's password after checking the current
 // one. Every session ends, the caller's too: it signs in again with the new
 // password, or the web layer issues it a fresh session at the new version.
-// Checks of the current password count under the account like sign-ins do,
-// so a stolen session cannot be used to guess the password.
-func (s *Sessions) ChangePassword(ctx context.Context, u *app.User, current, next, confirm string) error {
-	_, _, window := s.limits()
-	throttled, err := s.countAttempt(ctx, u.Email, "")
+// Checks of the current password pass the throttle like sign-ins from the
+// client address ip do, so a stolen session cannot be used to guess the
+// password.
+func (s *Sessions) ChangePassword(ctx context.Context, u *app.User, ip, current, next, confirm string) error {
+	now := s.Now()
+	keys := throttleKeys(loginName(u.Email), ip)
+	wait, err := s.admit(ctx, keys, now)
 	if err != nil {
 		return err
 	}
-	if throttled {
-		_ = s.audit(ctx, u.TenantID, u.Actor(), "user.password_change_throttled", nil)
-		return errThrottled(window)
+	if wait > 0 {
+		_ = s.audit(ctx, u.TenantID, u.Actor(), "user.password_change_throttled", map[string]any{"ip": ip})
+		return errThrottled(wait)
 	}
 	if !u.CheckPassword(current) {
 		return app.FieldErrorf("current", "The current password is wrong.")
 	}
 	if err := s.Store.InPlatform(ctx, func(tx SessionTx) error {
-		return tx.ClearLoginFailures(ctx, accountKey(u.Email))
+		return s.release(ctx, tx, keys, now)
 	}); err != nil {
 		return err
 	}

@@ -115,7 +115,11 @@ func (s *Users) InTenant(ctx context.Context, actor *app.User, tenantID, id uuid
 // Invite adds a manager or support user to the tenant with a generated
 // temporary password, which it returns: Herald sends no mail, so whoever
 // invites passes it on, and the new user chooses their own at the first
-// sign-in. A taken e-mail address is ECONFLICT on the email field.
+// sign-in. An address already used in this tenant is ECONFLICT on the email
+// field; an address used in another tenant is invited like any other (the
+// uniqueness that decides is per tenant, and the statement runs in the
+// tenant's scope), so an invitation never tells whether a person uses
+// Herald elsewhere.
 func (s *Users) Invite(ctx context.Context, actor *app.User, tenantID uuid.UUID, in InviteInput) (*app.User, string, error) {
 	if err := requireTenantAccess(actor, app.PermUsers, tenantID); err != nil {
 		return nil, "", err
