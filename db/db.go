@@ -121,6 +121,7 @@ var (
 	_ app.AuditTx        = (*Tx)(nil)
 	_ app.BreakerTx      = (*Tx)(nil)
 	_ app.CallbackTx     = (*Tx)(nil)
+	_ app.ContactsTx     = (*Tx)(nil)
 	_ app.DeadlineTx     = (*Tx)(nil)
 	_ app.DispatchTx     = (*Tx)(nil)
 	_ app.HookTx         = (*Tx)(nil)

@@ -124,6 +124,11 @@ var apiRouteScopes = map[string]string{
 	"POST /api/v1/callback-endpoints/:id/test":                        app.ScopeManage,
 	"GET /api/v1/callback-endpoints/:id/deliveries":                   app.ScopeRead,
 	"POST /api/v1/callback-endpoints/:id/deliveries/:delivery/replay": app.ScopeManage,
+	"GET /api/v1/contacts":                                            app.ScopeRead,
+	"GET /api/v1/contacts/:id":                                        app.ScopeRead,
+	"PATCH /api/v1/contacts/:id":                                      app.ScopeManage,
+	"POST /api/v1/contacts/:id/opt-out":                               app.ScopeManage,
+	"POST /api/v1/contacts/:id/opt-in":                                app.ScopeManage,
 }
 
 // apiPathFor fills a route's parameters: random ids (which name nothing,

@@ -61,6 +61,12 @@ func (s *Server) routes(a *fiber.App) {
 	api.post("/callback-endpoints/:id/test", app.ScopeManage, s.handleAPICallbackTest)
 	api.get("/callback-endpoints/:id/deliveries", app.ScopeRead, s.handleAPICallbackDeliveries)
 	api.post("/callback-endpoints/:id/deliveries/:delivery/replay", app.ScopeManage, s.handleAPICallbackReplay)
+	// Contacts.
+	api.get("/contacts", app.ScopeRead, s.handleAPIContactList)
+	api.get("/contacts/:id", app.ScopeRead, s.handleAPIContactGet)
+	api.patch("/contacts/:id", app.ScopeManage, s.handleAPIContactUpdate)
+	api.post("/contacts/:id/opt-out", app.ScopeManage, s.handleAPIContactOptOut)
+	api.post("/contacts/:id/opt-in", app.ScopeManage, s.handleAPIContactOptIn)
 	// No catch-all under /api: an unknown path falls through to fiber's 404,
 	// and a known path with another method to its 405 with Allow; the error
 	// handler answers both in JSON.
@@ -154,6 +160,11 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/messages/:id", app.PermMessages, s.handleMessageShow)
 	t.post("/messages/:id/retry", app.PermResend, s.handleMessageRetry)
 	t.post("/messages/:id/cancel", app.PermCancelMessage, s.handleMessageCancel)
+
+	// Contacts.
+	t.get("/contacts/:id", app.PermMessages, s.handleContactShow)
+	t.post("/contacts/:id/opt-out", app.PermContacts, s.handleContactOptOut)
+	t.post("/contacts/:id/opt-in", app.PermContacts, s.handleContactOptIn)
 
 	// Scheduled notifications, approvals and the tenant's audit log.
 	t.get("/scheduled", app.PermSchedules, s.handleScheduledList)

@@ -39,6 +39,8 @@ type Server struct {
 	// CallbackConsole to the console.
 	Callbacks       *app.Callbacks
 	CallbackConsole *console.Callbacks
+	// Contacts reads and changes contacts, for the API and the console.
+	Contacts *app.Contacts
 	// MetaTemplates applies Meta's template reviews and serves the
 	// account's template page.
 	MetaTemplates *app.MetaTemplates
@@ -58,6 +60,7 @@ type Server struct {
 	Queues         *console.Queues
 	Accounts       *console.Accounts
 	MessageConsole *console.MessageConsole
+	ContactConsole *console.ContactConsole
 	Schedules      *console.Schedules
 	AuditLog       *console.AuditLog
 	// MetaTemplateConsole serves a WhatsApp account's Meta template page.

@@ -51,6 +51,7 @@ type Services struct {
 	Dispatcher  *app.Dispatcher
 	Receipts    *app.Receipts
 	Messages    *app.Messages
+	Contacts    *app.Contacts
 	Maintenance *app.Maintenance
 	Deadlines   *app.Deadlines
 	Audit       *app.Audit
@@ -83,6 +84,7 @@ type Console struct {
 	Queues         *console.Queues
 	Accounts       *console.Accounts
 	MessageConsole *console.MessageConsole
+	ContactConsole *console.ContactConsole
 	Schedules      *console.Schedules
 	AuditLog       *console.AuditLog
 	MetaTemplates  *console.MetaTemplates
@@ -182,6 +184,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		},
 	}
 	s.Messages = &app.Messages{Store: db.Scope[app.MessagesTx](store), Queue: queue, Router: s.Router, Now: now}
+	s.Contacts = &app.Contacts{Store: db.Scope[app.ContactsTx](store), Now: now}
 	s.Maintenance = &app.Maintenance{Store: db.Scope[app.MaintenanceTx](store), Queue: queue, Now: now, Log: log,
 		PendingHorizon: cfg.PendingReceiptHorizon, Metrics: metrics, Router: s.Router, Callbacks: s.Callbacks}
 	s.Deadlines = &app.Deadlines{Store: db.Scope[app.DeadlineTx](store), Now: now}
@@ -210,6 +213,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		},
 		MessageConsole: &console.MessageConsole{Store: db.Scope[console.MessageTx](store), Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
 		Schedules:      &console.Schedules{Store: db.Scope[console.ScheduleTx](store), Intake: s.Intake, Router: s.Router, Now: now},
+		ContactConsole: &console.ContactConsole{Contacts: s.Contacts},
 		AuditLog:       &console.AuditLog{Store: db.Scope[console.AuditLogTx](store), Audit: s.Audit, Now: now},
 		MetaTemplates:  &console.MetaTemplates{Store: db.Scope[console.MetaTemplateTx](store), MetaTemplates: s.MetaTemplates},
 		Callbacks:      &console.Callbacks{Callbacks: s.Callbacks},
@@ -231,6 +235,7 @@ func (s *Services) Web(version string) *web.Server {
 		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
 		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
+		Contacts: s.Contacts, ContactConsole: s.Console.ContactConsole,
 		Registry: s.Registry, Version: version, OpenAPI: s.OpenAPI,
 	}
 }
