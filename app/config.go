@@ -26,6 +26,8 @@ const (
 	QueueDispatchSMS      = "dispatch_sms"
 	QueueDispatchWebhook  = "dispatch_webhook"
 	QueueMaintenance      = "maintenance"
+	// QueueCallback posts status callbacks to tenants' endpoints.
+	QueueCallback = "callback"
 )
 
 // DefaultWorkers is the number of concurrent workers per queue when
@@ -38,6 +40,7 @@ var DefaultWorkers = map[string]int{
 	QueueDispatchSMS:      100,
 	QueueDispatchWebhook:  50,
 	QueueMaintenance:      2,
+	QueueCallback:         20,
 }
 
 // Config is Herald's configuration. Package main reads it from the

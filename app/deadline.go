@@ -115,6 +115,10 @@ func (m *Maintenance) FallBackOverdue(ctx context.Context) (int, error) {
 			}); err != nil {
 				return err
 			}
+			if err := m.Callbacks.Notify(ctx, tx, msg.TenantID, msg.ID, CallbackMessageFallback,
+				CallbackNote{FallbackMessageID: next.MessageID, FallbackChannel: channel}); err != nil {
+				return err
+			}
 			n++
 			return m.Queue.EnqueueDispatch(ctx, tx, *next)
 		})

@@ -101,8 +101,11 @@ type Dispatcher struct {
 	// Receipts applies the receipts that overtook a send when it is
 	// recorded; nil leaves them pending.
 	Receipts *Receipts
-	Now      Clock
-	Log      *slog.Logger
+	// Callbacks makes the status callbacks of sends and failures; nil
+	// makes none.
+	Callbacks *Callbacks
+	Now       Clock
+	Log       *slog.Logger
 	// JitterFunc returns a random wait in [0, n) that spreads snoozes;
 	// nil uses math/rand. Tests make it deterministic.
 	JitterFunc func(n time.Duration) time.Duration
@@ -314,7 +317,10 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 				"provider": acct.Provider, "external_id": externalID, "attempt": attempt, "provider_ms": took.Milliseconds(),
 			},
 		})
-		if err != nil || !moved || d.Receipts == nil {
+		if err != nil || !moved {
+			return err
+		}
+		if err := d.Callbacks.Notify(ctx, tx, m.TenantID, m.ID, CallbackMessageSent, CallbackNote{}); err != nil || d.Receipts == nil {
 			return err
 		}
 		sent := *m
@@ -371,7 +377,14 @@ func (d *Dispatcher) fail(ctx context.Context, m *Message, reason, code, detail 
 		}); err != nil {
 			return err
 		}
+		if err := d.Callbacks.Notify(ctx, tx, m.TenantID, m.ID, CallbackMessageFailed, CallbackNote{ErrorMessage: detail}); err != nil {
+			return err
+		}
 		if next != nil {
+			if err := d.Callbacks.Notify(ctx, tx, m.TenantID, m.ID, CallbackMessageFallback,
+				CallbackNote{FallbackMessageID: next.MessageID, FallbackChannel: nextChannel}); err != nil {
+				return err
+			}
 			if err := d.Queue.EnqueueDispatch(ctx, tx, *next); err != nil {
 				return err
 			}

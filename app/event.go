@@ -138,6 +138,11 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 		return nil, err
 	}
 	redacted := Redact(req.Context)
+	for i, rc := range req.Recipients {
+		for _, path := range Redact(rc.Context) {
+			redacted = append(redacted, fmt.Sprintf("recipients[%d].context.%s", i, path))
+		}
+	}
 	def, _ := LookupEvent(req.TriggerEvent)
 
 	recipients, _ := json.Marshal(req.Recipients)

@@ -38,6 +38,8 @@ type InboundTx interface {
 	Tx
 	FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*Contact, error)
 	CreateContact(ctx context.Context, c *Contact) (*Contact, error)
+	LockContactKeys(ctx context.Context, tenantID uuid.UUID, keys []string) error
+	InsertContactChanges(ctx context.Context, changes []*ContactChange) error
 	LatestOpenConversation(ctx context.Context, tenantID, contactID uuid.UUID) (*Conversation, error)
 	InsertInbound(ctx context.Context, m *InboundMessage) (bool, error)
 	OpenWhatsAppWindow(ctx context.Context, tenantID, contactID uuid.UUID, until time.Time) error
@@ -64,10 +66,19 @@ func (s *Inbound) Record(ctx context.Context, tenantID uuid.UUID, m InboundMessa
 	}
 	var fresh bool
 	err = s.Store.InTenant(ctx, tenantID, func(tx InboundTx) error {
+		// Locked as routing locks it, so that a reply and an event about
+		// the same new number make one contact.
+		if err := tx.LockContactKeys(ctx, tenantID, ContactKeys(Recipient{Phone: phone})); err != nil {
+			return err
+		}
 		c, err := tx.FindContact(ctx, tenantID, "", phone, "")
 		if ErrorCode(err) == ENOTFOUND {
 			now := s.Now()
 			c, err = tx.CreateContact(ctx, &Contact{ID: uuid.New(), TenantID: tenantID, Phone: &phone, CreatedAt: now, UpdatedAt: now})
+			if err == nil {
+				err = tx.InsertContactChanges(ctx, []*ContactChange{{TenantID: tenantID, ContactID: c.ID, Field: ChangeCreated,
+					NewValue: strPtr(contactSummary(c)), Source: ChangeSourceInbound, ActorType: ActorSystem, ActorLabel: "a reply", At: now}})
+			}
 		}
 		if err != nil {
 			return err

@@ -44,6 +44,9 @@ type Maintenance struct {
 	// Router continues the chains of messages past their delivery
 	// deadline; nil leaves them.
 	Router *Router
+	// Callbacks makes the message.fallback callbacks of those chains; nil
+	// makes none.
+	Callbacks *Callbacks
 }
 
 // DefaultPendingHorizon is how long a receipt waits for its send to be

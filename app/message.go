@@ -26,6 +26,7 @@ const (
 	ReasonNoTemplates       = "no_templates_found"
 	ReasonNoActiveChannels  = "no_active_channels"
 	ReasonNoAddress         = "no_recipient_address"
+	ReasonOptedOut          = "opted_out"
 	ReasonChannelSuspended  = "channel_suspended"
 	ReasonQuotaExceeded     = "quota_exceeded"
 	ReasonProviderRejected  = "provider_rejected"
@@ -61,19 +62,23 @@ func CanTransition(from, to string) bool {
 
 // Message is one message to one recipient on one channel.
 type Message struct {
-	ID                uuid.UUID  `db:"id" json:"id"`
-	TenantID          uuid.UUID  `db:"tenant_id" json:"-"`
-	EventID           *uuid.UUID `db:"event_id" json:"event_id,omitempty"`
-	CorrelationID     string     `db:"correlation_id" json:"correlation_id"`
-	IdempotencyKey    string     `db:"idempotency_key" json:"idempotency_key"`
-	TriggerEvent      string     `db:"trigger_event" json:"trigger_event"`
-	Channel           Channel    `db:"channel" json:"channel"`
-	ChannelAccountID  *uuid.UUID `db:"channel_account_id" json:"channel_account_id,omitempty"`
-	TemplateID        *uuid.UUID `db:"template_id" json:"template_id,omitempty"`
-	TemplateVersion   *int       `db:"template_version" json:"template_version,omitempty"`
-	Locale            *string    `db:"locale" json:"locale,omitempty"`
-	ContactID         *uuid.UUID `db:"contact_id" json:"contact_id,omitempty"`
-	ConversationID    *uuid.UUID `db:"conversation_id" json:"conversation_id,omitempty"`
+	ID               uuid.UUID  `db:"id" json:"id"`
+	TenantID         uuid.UUID  `db:"tenant_id" json:"-"`
+	EventID          *uuid.UUID `db:"event_id" json:"event_id,omitempty"`
+	CorrelationID    string     `db:"correlation_id" json:"correlation_id"`
+	IdempotencyKey   string     `db:"idempotency_key" json:"idempotency_key"`
+	TriggerEvent     string     `db:"trigger_event" json:"trigger_event"`
+	Channel          Channel    `db:"channel" json:"channel"`
+	ChannelAccountID *uuid.UUID `db:"channel_account_id" json:"channel_account_id,omitempty"`
+	TemplateID       *uuid.UUID `db:"template_id" json:"template_id,omitempty"`
+	TemplateVersion  *int       `db:"template_version" json:"template_version,omitempty"`
+	Locale           *string    `db:"locale" json:"locale,omitempty"`
+	ContactID        *uuid.UUID `db:"contact_id" json:"contact_id,omitempty"`
+	ConversationID   *uuid.UUID `db:"conversation_id" json:"conversation_id,omitempty"`
+	// RecipientIndex is the position of the message's recipient in its
+	// event's recipients: a retry, resend or fallback reads that
+	// recipient's addresses from the event.
+	RecipientIndex    *int       `db:"recipient_index" json:"recipient_index,omitempty"`
 	ToAddress         string     `db:"to_address" json:"to"`
 	Subject           string     `db:"subject" json:"subject,omitempty"`
 	Body              string     `db:"body" json:"body"`
@@ -110,49 +115,6 @@ type MessageEvent struct {
 	At         time.Time      `db:"at" json:"at"`
 }
 
-// Contact is a person a tenant sends to.
-type Contact struct {
-	ID                 uuid.UUID  `db:"id"`
-	TenantID           uuid.UUID  `db:"tenant_id"`
-	PassengerProfileID *string    `db:"passenger_profile_id"`
-	Name               string     `db:"name"`
-	Phone              *string    `db:"phone"`
-	Email              *string    `db:"email"`
-	Locale             *string    `db:"locale"`
-	EmailComplainedAt  *time.Time `db:"email_complained_at"`
-	// WhatsAppWindowUntil is when the 24-hour window the contact's last
-	// WhatsApp message opened closes.
-	WhatsAppWindowUntil *time.Time `db:"whatsapp_window_until"`
-	CreatedAt           time.Time  `db:"created_at"`
-	UpdatedAt           time.Time  `db:"updated_at"`
-}
-
-// Recipient returns the contact as a template recipient.
-func (c *Contact) Recipient() Recipient {
-	r := Recipient{Name: c.Name}
-	if c.Phone != nil {
-		r.Phone = *c.Phone
-	}
-	if c.Email != nil {
-		r.Email = *c.Email
-	}
-	if c.Locale != nil {
-		r.Locale = *c.Locale
-	}
-	return r
-}
-
-// Address returns the contact's address on a channel, or "".
-func (c *Contact) Address(ch Channel) string {
-	switch {
-	case ch.Phone() && c.Phone != nil:
-		return *c.Phone
-	case ch == Email && c.Email != nil && c.EmailComplainedAt == nil:
-		return *c.Email
-	}
-	return ""
-}
-
 // Conversation links a contact's messages to a booking, trip or invoice.
 type Conversation struct {
 	ID        uuid.UUID `db:"id"`
@@ -173,7 +135,11 @@ type MessagesTx interface {
 	MessagesByEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*Message, error)
 	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Message, error)
 	Timeline(ctx context.Context, tenantID, messageID uuid.UUID) ([]*MessageEvent, error)
-	FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*Contact, error)
+	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
+	ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileIDs, phones, emails []string) ([]*Contact, error)
+	// EventRecipientContacts returns the contact of each recipient (by
+	// index) the event's messages were sent to.
+	EventRecipientContacts(ctx context.Context, tenantID, eventID uuid.UUID) (map[int]uuid.UUID, error)
 	LatestEventForEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID, trigger string) (*Event, error)
 	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
@@ -272,13 +238,19 @@ func (s *Messages) Resend(ctx context.Context, actor Actor, tenantID uuid.UUID, 
 		if err != nil {
 			return err
 		}
+		known, err := tx.EventRecipientContacts(ctx, tenantID, e.ID)
+		if err != nil {
+			return err
+		}
 		var jobs []DispatchJob
-		for _, rc := range recipients {
-			contact, err := tx.FindContact(ctx, tenantID, rc.PassengerProfileID, rc.Phone, rc.Email)
+		for i, rc := range recipients {
+			// The resend goes to the addresses the event gave this
+			// recipient, and belongs to the contact its messages went to.
+			contact, err := s.resendContact(ctx, tx, tenantID, known, i, rc)
 			if err != nil {
 				return err
 			}
-			m, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, contact, nil, ch, tmpl)
+			m, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, Addressee{Contact: contact, Recipient: rc, Index: i}, nil, ch, tmpl)
 			if err != nil {
 				return err
 			}
@@ -304,4 +276,29 @@ func (s *Messages) Resend(ctx context.Context, actor Actor, tenantID uuid.UUID, 
 		return s.Queue.EnqueueDispatch(ctx, tx, jobs...)
 	})
 	return out, err
+}
+
+// resendContact is the contact of the event's recipient i: the one its
+// messages went to, else (messages stored before they recorded their
+// recipient) the contact MatchContact picks. A recipient no contact matches
+// was never routed, so there is nothing to resend to it.
+func (s *Messages) resendContact(ctx context.Context, tx MessagesTx, tenantID uuid.UUID, known map[int]uuid.UUID, i int, rc Recipient) (*Contact, error) {
+	if id, ok := known[i]; ok {
+		return tx.ContactByID(ctx, tenantID, id)
+	}
+	cs, err := tx.ContactCandidates(ctx, tenantID, nonEmpty(rc.PassengerProfileID), nonEmpty(rc.Phone), nonEmpty(rc.Email))
+	if err != nil {
+		return nil, err
+	}
+	if c := MatchContact(cs, rc); c != nil {
+		return c, nil
+	}
+	return nil, Errorf(ENOTFOUND, "Recipient %d of the notification was never sent to; there is nothing to resend.", i)
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
 }

@@ -37,13 +37,18 @@ type NotificationRequest struct {
 	Locale              string               `json:"locale,omitempty"`
 }
 
-// Recipient is one person to notify.
+// Recipient is one person to notify. Context, Locale and Timezone, when
+// given, override the event's for this recipient only: an incident
+// broadcast to a coach greets each passenger by name and shows times in
+// each one's zone.
 type Recipient struct {
-	PassengerProfileID string `json:"passenger_profile_id,omitempty"`
-	Name               string `json:"name"`
-	Phone              string `json:"phone,omitempty"`
-	Email              string `json:"email,omitempty"`
-	Locale             string `json:"locale,omitempty"`
+	PassengerProfileID string         `json:"passenger_profile_id,omitempty"`
+	Name               string         `json:"name"`
+	Phone              string         `json:"phone,omitempty"`
+	Email              string         `json:"email,omitempty"`
+	Locale             string         `json:"locale,omitempty"`
+	Timezone           string         `json:"timezone,omitempty"`
+	Context            map[string]any `json:"context,omitempty"`
 }
 
 // ConversationContext links the messages to a booking, trip or invoice.
@@ -162,12 +167,7 @@ func (r *NotificationRequest) Validate(now time.Time) error {
 	if def, ok := LookupEvent(r.TriggerEvent); !ok {
 		p.add(Invalid("unknown_event", "trigger_event", "trigger_event %q is not a known event; GET /api/v1/events lists them.", r.TriggerEvent))
 	} else {
-		for _, v := range def.Variables {
-			val, present := r.Context[v]
-			if !present || val == nil || val == "" {
-				p.add(Invalid("missing_variable", "context."+v, "context.%s is required for %s.", v, def.Name))
-			}
-		}
+		r.checkVariables(&p, def)
 	}
 	switch {
 	case len(r.Recipients) == 0:
@@ -204,6 +204,40 @@ func (r *NotificationRequest) Validate(now time.Time) error {
 	return p.err()
 }
 
+// checkVariables reports the required variables missing from a
+// recipient's merged context (the event's, with the recipient's own over
+// it): one problem under context.<name> when no recipient has the variable,
+// else one under recipients[i].context.<name> for each recipient without
+// it.
+func (r *NotificationRequest) checkVariables(p *problems, def *EventDef) {
+	present := func(ctx map[string]any, v string) bool {
+		val, ok := ctx[v]
+		return ok && val != nil && val != ""
+	}
+	for _, v := range def.Variables {
+		if present(r.Context, v) {
+			continue
+		}
+		var missing []int
+		for i, rc := range r.Recipients {
+			if !present(rc.Context, v) {
+				missing = append(missing, i)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		if len(missing) == len(r.Recipients) {
+			p.add(Invalid("missing_variable", "context."+v, "context.%s is required for %s.", v, def.Name))
+			continue
+		}
+		for _, i := range missing {
+			field := fmt.Sprintf("recipients[%d].context.%s", i, v)
+			p.add(Invalid("missing_variable", field, "%s is required for %s: the event's context does not have it, so each recipient's must.", field, def.Name))
+		}
+	}
+}
+
 func (rc *Recipient) validate(p *problems, field string) {
 	rc.Name = strings.TrimSpace(rc.Name)
 	rc.PassengerProfileID = strings.TrimSpace(rc.PassengerProfileID)
@@ -234,6 +268,24 @@ func (rc *Recipient) validate(p *problems, field string) {
 			rc.Locale = l
 		}
 	}
+	if rc.Timezone != "" {
+		if _, err := RecipientLocation(rc.Timezone); err != nil {
+			p.add(Invalid("invalid_timezone", field+".timezone", "%q is not a time zone; use an IANA name such as Europe/Berlin.", rc.Timezone))
+		}
+	}
+	if len(rc.Context) == 0 {
+		// {} and absent mean the same: nothing overrides the event's context.
+		rc.Context = nil
+	}
+}
+
+// RecipientLocation loads an IANA time zone by name. "Local", which names
+// whatever zone the server runs in, is not one.
+func RecipientLocation(name string) (*time.Location, error) {
+	if name == "Local" || strings.TrimSpace(name) != name {
+		return nil, fmt.Errorf("unknown time zone %q", name)
+	}
+	return time.LoadLocation(name)
 }
 
 // NormalizePhone parses an international number and returns it in E.164.

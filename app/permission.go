@@ -33,6 +33,8 @@ const (
 	PermManageSchedules Permission = "schedules.manage"
 	// PermApprove approves or rejects events that wait for approval.
 	PermApprove Permission = "approvals.decide"
+	// PermContacts changes contacts: opt-outs and opt-ins.
+	PermContacts Permission = "contacts.manage"
 	// PermAddresses shows phone numbers and e-mail addresses unmasked.
 	PermAddresses Permission = "addresses.view"
 	// PermChannels shows and changes channel accounts (secrets stay
@@ -56,6 +58,9 @@ const (
 	// PermSettings changes the tenant's default locale, timezone and
 	// retention.
 	PermSettings Permission = "settings.manage"
+	// PermCallbacks shows and changes the tenant's status callback
+	// endpoints and their delivery logs.
+	PermCallbacks Permission = "callbacks.manage"
 )
 
 // Permissions is the role table. Operators hold every permission.
@@ -63,13 +68,13 @@ var Permissions = map[string][]Permission{
 	RoleOperator: {
 		PermPlatform, PermQueues,
 		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
-		PermApprove, PermAddresses, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
-		PermViewTemplates, PermViewChannels,
+		PermApprove, PermAddresses, PermContacts, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
+		PermViewTemplates, PermViewChannels, PermCallbacks,
 	},
 	RoleManager: {
 		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
-		PermApprove, PermAddresses, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
-		PermViewTemplates, PermViewChannels,
+		PermApprove, PermAddresses, PermContacts, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
+		PermViewTemplates, PermViewChannels, PermCallbacks,
 	},
 	RoleSupport: {
 		PermDashboard, PermMessages, PermResend, PermSchedules,

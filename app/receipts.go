@@ -109,11 +109,14 @@ type Receipts struct {
 	Store Store[ReceiptTx]
 	// Router and Queue continue a failed message's fallback chain; with a
 	// nil Router a late failure ends the chain.
-	Router  *Router
-	Queue   Queue
-	Metrics Metrics
-	Now     Clock
-	Log     *slog.Logger
+	Router *Router
+	Queue  Queue
+	// Callbacks makes the status callbacks of the receipts' changes; nil
+	// makes none.
+	Callbacks *Callbacks
+	Metrics   Metrics
+	Now       Clock
+	Log       *slog.Logger
 }
 
 // Apply stores the receipt once (a replay is a no-op), finds the message by
@@ -270,6 +273,9 @@ func (s *Receipts) record(ctx context.Context, tx ReceiptApplyTx, r provider.Rec
 	outcome := ReceiptRecorded
 	if moved {
 		outcome, m.Status = ReceiptApplied, to
+		if err := s.Callbacks.NotifyStatus(ctx, tx, m.TenantID, m.ID, to, CallbackNote{ErrorMessage: r.Reason}); err != nil {
+			return "", err
+		}
 	}
 	// A failure reported after the provider accepted the message continues
 	// its chain as a refusal at send time does; it happens once, with the
@@ -388,6 +394,10 @@ func (s *Receipts) fallBack(ctx context.Context, tx ReceiptApplyTx, m *Message, 
 	if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceWebhook, At: r.At,
 		Detail: map[string]any{"fallback": channel, "fallback_message_id": next.MessageID.String(), "receipt_id": r.ReceiptID},
 	}); err != nil {
+		return err
+	}
+	if err := s.Callbacks.Notify(ctx, tx, m.TenantID, m.ID, CallbackMessageFallback,
+		CallbackNote{FallbackMessageID: next.MessageID, FallbackChannel: channel}); err != nil {
 		return err
 	}
 	return s.Queue.EnqueueDispatch(ctx, tx, *next)

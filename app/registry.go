@@ -149,17 +149,20 @@ var eventList = []EventDef{
 			"boarding_point_name": "Munich Central Bus Station", "operator_phone": "+49 89 1234567"},
 	},
 	{
+		// Sent to everyone on the trip in one event: each recipient is greeted
+		// by their own name (recipient_name), so no passenger_name is needed.
 		Name: "INCIDENT_BROADCAST", Description: "A critical incident affects the trip; held for a manager's approval.",
 		Channels: []Channel{WhatsApp, SMS, Email}, Fallback: []Channel{WhatsApp, SMS, Email}, RequiresApproval: true,
-		Variables: []string{"passenger_name", "tour_name", "incident_message", "operator_phone"},
-		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour",
+		Variables: []string{"tour_name", "incident_message", "operator_phone"},
+		Sample: map[string]any{"tour_name": "Lake Garda Spring Tour",
 			"incident_message": "Our coach is delayed by about 90 minutes because of a closure on the A13.", "operator_phone": "+49 89 1234567"},
 	},
 	{
+		// Like INCIDENT_BROADCAST, one event for the whole trip.
 		Name: "INCIDENT_ALLCLEAR", Description: "The incident is resolved.",
 		Channels: []Channel{WhatsApp, SMS, Email}, Fallback: []Channel{WhatsApp, SMS, Email},
-		Variables: []string{"passenger_name", "tour_name", "update_message"},
-		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour",
+		Variables: []string{"tour_name", "update_message"},
+		Sample: map[string]any{"tour_name": "Lake Garda Spring Tour",
 			"update_message": "The road is open again; we expect to arrive at 18:30."},
 	},
 	{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,6 +28,8 @@ type InsertTx interface {
 type FallbackTx interface {
 	PlanTx
 	InsertTx
+	// The status changes that run a fallback make their callbacks too.
+	CallbackEnqueueTx
 	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
@@ -36,12 +39,10 @@ type FallbackTx interface {
 type RouteTx interface {
 	PlanTx
 	InsertTx
+	ContactResolveTx
 	EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*Event, *Tenant, error)
 	OpenConversation(ctx context.Context, tenantID, contactID uuid.UUID, entityType, entityID string, at time.Time) (*Conversation, error)
 	SetEventStatus(ctx context.Context, e *Event) error
-	FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*Contact, error)
-	CreateContact(ctx context.Context, c *Contact) (*Contact, error)
-	UpdateContact(ctx context.Context, c *Contact, r Recipient, at time.Time) error
 	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
 }
@@ -80,12 +81,13 @@ func (r *Router) Route(ctx context.Context, job RouteJob) error {
 			return err
 		}
 
+		contacts, err := ResolveContacts(ctx, tx, tenant.ID, recipients, eventActor(e), ChangeSourceEvent, &e.ID, r.Now())
+		if err != nil {
+			return err
+		}
 		var dispatch []DispatchJob
-		for _, rc := range recipients {
-			contact, err := r.resolveContact(ctx, tx, tenant.ID, rc)
-			if err != nil {
-				return err
-			}
+		for i, rc := range recipients {
+			contact := contacts[i]
 			var conversationID *uuid.UUID
 			if e.EntityType != nil {
 				conv, err := tx.OpenConversation(ctx, tenant.ID, contact.ID, *e.EntityType, *e.EntityID, r.Now())
@@ -94,7 +96,7 @@ func (r *Router) Route(ctx context.Context, job RouteJob) error {
 				}
 				conversationID = &conv.ID
 			}
-			jobs, err := r.routeRecipient(ctx, tx, tenant, e, def, contact, conversationID)
+			jobs, err := r.routeRecipient(ctx, tx, tenant, e, def, Addressee{Contact: contact, Recipient: rc, Index: i}, conversationID)
 			if err != nil {
 				return err
 			}
@@ -109,53 +111,16 @@ func (r *Router) Route(ctx context.Context, job RouteJob) error {
 	})
 }
 
-func (r *Router) resolveContact(ctx context.Context, tx RouteTx, tenantID uuid.UUID, rc Recipient) (*Contact, error) {
-	c, err := tx.FindContact(ctx, tenantID, rc.PassengerProfileID, rc.Phone, rc.Email)
-	switch {
-	case err == nil:
-		// The request carries the newest details; keep them (a write only
-		// when something changed: most events repeat what is known).
-		if contactChanged(c, rc) {
-			return c, tx.UpdateContact(ctx, c, rc, r.Now())
-		}
-		return c, nil
-	case ErrorCode(err) != ENOTFOUND:
-		return nil, err
-	}
-	now := r.Now()
-	c = &Contact{ID: uuid.New(), TenantID: tenantID, Name: rc.Name, CreatedAt: now, UpdatedAt: now}
-	if rc.PassengerProfileID != "" {
-		c.PassengerProfileID = &rc.PassengerProfileID
-	}
-	if rc.Phone != "" {
-		c.Phone = &rc.Phone
-	}
-	if rc.Email != "" {
-		c.Email = &rc.Email
-	}
-	if rc.Locale != "" {
-		c.Locale = &rc.Locale
-	}
-	return tx.CreateContact(ctx, c)
-}
-
-// contactChanged reports whether a recipient brings details the contact
-// does not have yet; empty fields never count as a change.
-func contactChanged(c *Contact, rc Recipient) bool {
-	differs := func(stored *string, given string) bool { return given != "" && (stored == nil || *stored != given) }
-	return (rc.Name != "" && rc.Name != c.Name) || differs(c.Phone, rc.Phone) || differs(c.Email, rc.Email) ||
-		differs(c.Locale, rc.Locale) || (c.PassengerProfileID == nil && rc.PassengerProfileID != "")
-}
-
 // routeRecipient creates the messages of one recipient: every usable channel
 // without a fallback chain, the first usable one with it. When nothing is
 // usable, one FAILED message records why.
-func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, contact *Contact, conversationID *uuid.UUID) ([]DispatchJob, error) {
+func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, conversationID *uuid.UUID) ([]DispatchJob, error) {
+	contact := to.Contact
 	channels, chain := RouteChannels(e, def)
 	var jobs []DispatchJob
 	var skipped []string
 	for i, ch := range channels {
-		m, skip, err := r.Plan(ctx, tx, tenant, e, def, contact, conversationID, ch, nil)
+		m, skip, err := r.Plan(ctx, tx, tenant, e, def, to, conversationID, ch, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -183,19 +148,14 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 		// (a once-per-entity event seen again).
 		return jobs, nil
 	}
-	reason := ReasonNoTemplates
-	for _, s := range skipped {
-		if s == ReasonNoActiveChannels || s == ReasonNoAddress {
-			reason = s
-		}
-	}
+	reason := MostTellingSkip(skipped)
 	now := r.Now()
 	failed := &Message{
 		ID: uuid.New(), TenantID: tenant.ID, EventID: &e.ID, CorrelationID: e.SourceEventID,
 		IdempotencyKey: fmt.Sprintf("%s:%s:NONE:none:%s", scopeOf(e, def), e.TriggerEvent, contact.ID),
 		TriggerEvent:   e.TriggerEvent, Channel: channels[0], ContactID: &contact.ID, ConversationID: conversationID,
 		Status: MessageFailed, FailedReason: &reason, EntityType: e.EntityType, EntityID: e.EntityID,
-		FallbackChain: StringList{}, QueuedAt: now, FailedAt: &now, CreatedAt: now, UpdatedAt: now,
+		RecipientIndex: to.index(), FallbackChain: StringList{}, QueuedAt: now, FailedAt: &now, CreatedAt: now, UpdatedAt: now,
 	}
 	_, err := r.Insert(ctx, tx, failed, SourceRouting, map[string]any{"reason": reason, "skipped": skipped})
 	return nil, err
@@ -242,11 +202,63 @@ func scopeOf(e *Event, def *EventDef) string {
 	return "event/" + e.SourceEventID
 }
 
-// Plan builds the QUEUED message of one channel, or says why it cannot.
-// A nil template is looked up over the locale chain.
-func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, def *EventDef, contact *Contact, conversationID *uuid.UUID, ch Channel, t *Template) (*Message, string, error) {
+// Addressee is one recipient of an event as a message is planned for it:
+// the recipient as the event gave it (its addresses, name, locale and
+// context are what the message uses) and the contact it resolved to (whose
+// opt-outs and e-mail complaints count, and whose id the message carries).
+type Addressee struct {
+	Contact   *Contact
+	Recipient Recipient
+	// Index is the recipient's position in the event's recipients; -1 when
+	// the event does not say (a message stored before messages recorded it).
+	Index int
+}
+
+func (a Addressee) index() *int {
+	if a.Index < 0 {
+		return nil
+	}
+	i := a.Index
+	return &i
+}
+
+// address is where a message on ch goes: the recipient's own address on
+// the channel, never the contact's (which a later event may have changed),
+// and no e-mail address once the contact complained about e-mail.
+func (a Addressee) address(ch Channel) string {
+	switch {
+	case ch.Phone():
+		return a.Recipient.Phone
+	case ch == Email && (a.Contact == nil || a.Contact.EmailComplainedAt == nil):
+		return a.Recipient.Email
+	}
+	return ""
+}
+
+// MostTellingSkip is the reason routing records when every channel was
+// skipped: the one that says most about what to fix.
+func MostTellingSkip(skipped []string) string {
+	reason := ReasonNoTemplates
+	for _, want := range []string{ReasonNoActiveChannels, ReasonNoAddress, ReasonOptedOut} {
+		if slices.Contains(skipped, want) {
+			reason = want
+		}
+	}
+	return reason
+}
+
+// Plan builds the QUEUED message of one channel for one addressee, or says
+// why it cannot. A nil template is looked up over the locale chain.
+func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, conversationID *uuid.UUID, ch Channel, t *Template) (*Message, string, error) {
+	contact := to.Contact
+	if contact.OptedOutOf(ch) {
+		return nil, ReasonOptedOut, nil
+	}
 	if t == nil {
-		locale := contact.Recipient().Locale
+		locale := to.Recipient.Locale
+		if locale == "" && contact.Locale != nil {
+			locale = *contact.Locale
+		}
 		if locale == "" && e.Locale != nil {
 			locale = *e.Locale
 		}
@@ -269,18 +281,21 @@ func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 	} else if err != nil {
 		return nil, "", err
 	}
-	to := contact.Address(ch)
+	addr := to.address(ch)
 	if ch == Webhook {
-		to = acct.Config["url"]
+		addr = acct.Config["url"]
 	}
-	if to == "" {
+	if addr == "" {
 		return nil, ReasonNoAddress, nil
 	}
-	ctxVars, err := e.DecodeContext()
+	rc := to.Recipient
+	if rc.Name == "" {
+		rc.Name = contact.Name
+	}
+	vars, err := RecipientVars(e, rc)
 	if err != nil {
 		return nil, "", err
 	}
-	vars := TemplateVars(ctxVars, contact.Recipient())
 	body, missing := Render(t.Body, vars, ch == Email)
 	subject, missingSubject := Render(t.Subject, vars, false)
 	if missing = append(missing, missingSubject...); len(missing) > 0 {
@@ -297,10 +312,81 @@ func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 		IdempotencyKey: fmt.Sprintf("%s:%s:%s:%s:%s", scopeOf(e, def), e.TriggerEvent, ch, t.ID, contact.ID),
 		TriggerEvent:   e.TriggerEvent, Channel: ch, ChannelAccountID: &acct.ID, TemplateID: templateID,
 		TemplateVersion: templateVersion, Locale: &t.Locale, ContactID: &contact.ID, ConversationID: conversationID,
-		ToAddress: to, Subject: HeaderText(subject), Body: body, Status: MessageQueued,
+		RecipientIndex: to.index(), ToAddress: addr, Subject: HeaderText(subject), Body: body, Status: MessageQueued,
 		Provider: &acct.Provider, EntityType: e.EntityType, EntityID: e.EntityID, FallbackChain: StringList{},
 		QueuedAt: now, CreatedAt: now, UpdatedAt: now,
 	}, "", nil
+}
+
+// RecipientVars are the template variables of one recipient of an event:
+// the event's context with the recipient's own context over it (top-level
+// keys), and the recipient's fields. A recipient without a name is greeted
+// with the context's passenger_name. When the recipient has a time zone,
+// every time in the context (a string in RFC 3339, such as
+// 2027-04-12T05:15:00Z) is shown as that zone's local time,
+// "2027-04-12 07:15 CEST"; without one, times render as the caller wrote
+// them.
+func RecipientVars(e *Event, rc Recipient) (map[string]string, error) {
+	ctxVars, err := e.DecodeContext()
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range rc.Context {
+		ctxVars[k] = v
+	}
+	if rc.Timezone != "" {
+		if loc, err := RecipientLocation(rc.Timezone); err == nil {
+			for k, v := range ctxVars {
+				if s, ok := v.(string); ok {
+					if t, err := time.Parse(time.RFC3339, s); err == nil {
+						ctxVars[k] = t.In(loc).Format(RecipientTimeLayout)
+					}
+				}
+			}
+		}
+	}
+	vars := TemplateVars(ctxVars, rc)
+	if rc.Name == "" {
+		vars["recipient_name"] = vars["passenger_name"]
+	}
+	return vars, nil
+}
+
+// RecipientTimeLayout is how a time in the context is shown to a recipient
+// with a time zone.
+const RecipientTimeLayout = "2006-01-02 15:04 MST"
+
+// RecipientOf returns the recipient of the event a message was for, with
+// its index: by the message's recipient index, else (a message stored
+// before messages recorded it) the first recipient whose address on the
+// message's channel is the one the message went to. ok is false when the
+// event names no such recipient.
+func RecipientOf(recipients []Recipient, m *Message) (Recipient, int, bool) {
+	if m.RecipientIndex != nil {
+		i := *m.RecipientIndex
+		if i >= 0 && i < len(recipients) {
+			return recipients[i], i, true
+		}
+		return Recipient{}, -1, false
+	}
+	for i, rc := range recipients {
+		if a := (Addressee{Recipient: rc}).address(m.Channel); a != "" && a == m.ToAddress {
+			return rc, i, true
+		}
+	}
+	return Recipient{}, -1, false
+}
+
+// WithAddress returns the recipient with its address on ch set to addr: a
+// retry goes to exactly the address the failed message went to.
+func (rc Recipient) WithAddress(ch Channel, addr string) Recipient {
+	switch {
+	case ch.Phone():
+		rc.Phone = addr
+	case ch == Email:
+		rc.Email = addr
+	}
+	return rc
 }
 
 // Insert stores a message unless its idempotency key exists, with the first
@@ -334,9 +420,21 @@ func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (
 	if err != nil {
 		return nil, "", err
 	}
+	// The next channel goes to the address the event gave this recipient
+	// on it, not to whatever the contact holds now.
+	recipients, err := e.DecodeRecipients()
+	if err != nil {
+		return nil, "", err
+	}
+	rc, index, ok := RecipientOf(recipients, failed)
+	if !ok {
+		r.Log.WarnContext(ctx, "fallback skipped: the event no longer names the message's recipient", "message_id", failed.ID)
+		return nil, "", nil
+	}
+	to := Addressee{Contact: contact, Recipient: rc, Index: index}
 	chain := toChannels(failed.FallbackChain)
 	for i, ch := range chain {
-		m, skip, err := r.Plan(ctx, tx, tenant, e, def, contact, failed.ConversationID, ch, nil)
+		m, skip, err := r.Plan(ctx, tx, tenant, e, def, to, failed.ConversationID, ch, nil)
 		if err != nil {
 			return nil, "", err
 		}

@@ -624,18 +624,21 @@ Your travel team</p>`,
 		Body: "We are sorry: the service from {{boarding_point_name}} on your trip {{tour_name}} has been cancelled. Please call us on {{operator_phone}} so that we can find an alternative.",
 	},
 
+	// INCIDENT_BROADCAST and INCIDENT_ALLCLEAR go to everyone on a trip in
+	// one event, so they greet each recipient by their own name
+	// (recipient_name), not the event's passenger_name.
 	// INCIDENT_BROADCAST
 	{
 		Event: "INCIDENT_BROADCAST", Channel: WhatsApp, Locale: "de-DE",
 		Body: "*Wichtige Information zu Ihrer Reise {{tour_name}}*\n\n" +
-			"Hallo {{passenger_name}},\n\n" +
+			"Hallo {{recipient_name}},\n\n" +
 			"{{incident_message}}\n\n" +
 			"Bei Fragen erreichen Sie uns unter {{operator_phone}}. Wir halten Sie auf dem Laufenden.",
 	},
 	{
 		Event: "INCIDENT_BROADCAST", Channel: WhatsApp, Locale: "en",
 		Body: "*Important information about your trip {{tour_name}}*\n\n" +
-			"Hello {{passenger_name}},\n\n" +
+			"Hello {{recipient_name}},\n\n" +
 			"{{incident_message}}\n\n" +
 			"If you have any questions, please call us on {{operator_phone}}. We will keep you updated.",
 	},
@@ -650,7 +653,7 @@ Your travel team</p>`,
 	{
 		Event: "INCIDENT_BROADCAST", Channel: Email, Locale: "de-DE",
 		Subject: "Wichtige Information zu Ihrer Reise {{tour_name}}",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
+		Body: `<p>Guten Tag {{recipient_name}},</p>
 <p>wir haben eine wichtige Information zu Ihrer Reise <strong>{{tour_name}}</strong>:</p>
 <p><strong>{{incident_message}}</strong></p>
 <p>Wir halten Sie auf dem Laufenden und melden uns, sobald es Neuigkeiten gibt. Bei Fragen oder wenn Sie Hilfe benötigen, erreichen Sie uns unter <strong>{{operator_phone}}</strong>.</p>
@@ -661,7 +664,7 @@ Ihr Reiseteam</p>`,
 	{
 		Event: "INCIDENT_BROADCAST", Channel: Email, Locale: "en",
 		Subject: "Important information about your trip {{tour_name}}",
-		Body: `<p>Dear {{passenger_name}},</p>
+		Body: `<p>Dear {{recipient_name}},</p>
 <p>We have important information about your trip <strong>{{tour_name}}</strong>:</p>
 <p><strong>{{incident_message}}</strong></p>
 <p>We will keep you updated and get back to you as soon as there is news. If you have any questions or need help, you can reach us on <strong>{{operator_phone}}</strong>.</p>
@@ -674,7 +677,7 @@ Your travel team</p>`,
 	{
 		Event: "INCIDENT_ALLCLEAR", Channel: WhatsApp, Locale: "de-DE",
 		Body: "*Entwarnung zu Ihrer Reise {{tour_name}}*\n\n" +
-			"Hallo {{passenger_name}},\n\n" +
+			"Hallo {{recipient_name}},\n\n" +
 			"die zuvor gemeldete Störung ist behoben.\n\n" +
 			"{{update_message}}\n\n" +
 			"Vielen Dank für Ihre Geduld!",
@@ -682,7 +685,7 @@ Your travel team</p>`,
 	{
 		Event: "INCIDENT_ALLCLEAR", Channel: WhatsApp, Locale: "en",
 		Body: "*All clear for your trip {{tour_name}}*\n\n" +
-			"Hello {{passenger_name}},\n\n" +
+			"Hello {{recipient_name}},\n\n" +
 			"The issue we told you about has been resolved.\n\n" +
 			"{{update_message}}\n\n" +
 			"Thank you for your patience!",
@@ -698,7 +701,7 @@ Your travel team</p>`,
 	{
 		Event: "INCIDENT_ALLCLEAR", Channel: Email, Locale: "de-DE",
 		Subject: "Entwarnung zu Ihrer Reise {{tour_name}}",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
+		Body: `<p>Guten Tag {{recipient_name}},</p>
 <p>wir haben gute Nachrichten zu Ihrer Reise <strong>{{tour_name}}</strong>: Die zuvor gemeldete Störung ist behoben.</p>
 <p><strong>{{update_message}}</strong></p>
 <p>Vielen Dank für Ihre Geduld und Ihr Verständnis. Wir wünschen Ihnen eine gute Reise.</p>
@@ -708,7 +711,7 @@ Ihr Reiseteam</p>`,
 	{
 		Event: "INCIDENT_ALLCLEAR", Channel: Email, Locale: "en",
 		Subject: "All clear for your trip {{tour_name}}",
-		Body: `<p>Dear {{passenger_name}},</p>
+		Body: `<p>Dear {{recipient_name}},</p>
 <p>Good news about your trip <strong>{{tour_name}}</strong>: the issue we told you about has been resolved.</p>
 <p><strong>{{update_message}}</strong></p>
 <p>Thank you for your patience and understanding. We wish you a pleasant journey.</p>

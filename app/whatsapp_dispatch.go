@@ -114,25 +114,33 @@ func (d *Dispatcher) retryAsTemplate(ctx context.Context, p provider.Provider, o
 }
 
 // messageVars are the variables the message's text was rendered with: its
-// event's context and its contact.
+// event's context and its recipient there (RecipientVars), so the Meta
+// template's parameters say what the text said.
 func (d *Dispatcher) messageVars(ctx context.Context, tx DispatchTx, m *Message) (map[string]string, error) {
-	var eventContext map[string]any
-	if m.EventID != nil {
-		e, err := tx.EventByID(ctx, m.TenantID, *m.EventID, false)
-		if err != nil {
-			return nil, err
-		}
-		if eventContext, err = e.DecodeContext(); err != nil {
-			return nil, err
-		}
+	if m.EventID == nil {
+		return TemplateVars(nil, Recipient{}), nil
 	}
-	var r Recipient
-	if m.ContactID != nil {
+	e, err := tx.EventByID(ctx, m.TenantID, *m.EventID, false)
+	if err != nil {
+		return nil, err
+	}
+	recipients, err := e.DecodeRecipients()
+	if err != nil {
+		return nil, err
+	}
+	// As Router.Plan: the event's recipient, named after its contact when
+	// the event gave no name.
+	rc, _, ok := RecipientOf(recipients, m)
+	if (!ok || rc.Name == "") && m.ContactID != nil {
 		c, err := tx.ContactByID(ctx, m.TenantID, *m.ContactID)
 		if err != nil {
 			return nil, err
 		}
-		r = c.Recipient()
+		if ok {
+			rc.Name = c.Name
+		} else {
+			rc = c.Recipient()
+		}
 	}
-	return TemplateVars(eventContext, r), nil
+	return RecipientVars(e, rc)
 }

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"encoding/json"
 	"io/fs"
 	"regexp"
 	"slices"
@@ -192,16 +193,10 @@ func TestMigration_DefaultMetaTemplatesBackfill(t *testing.T) {
 	exec(`UPDATE templates SET whatsapp_template = NULL WHERE tenant_id = $1 AND channel = 'WHATSAPP'`, tn.ID)
 	exec(`UPDATE templates SET body = body || ' Bis bald!' WHERE id = $1`, edited.ID)
 
-	raw, err := fs.ReadFile(db.Migrations(), "00014_whatsapp_default_meta_templates.sql")
-	require.NoError(t, err)
-	up, _, ok := strings.Cut(string(raw), "-- +goose Down")
-	require.True(t, ok)
-	// Run as goose does: one transaction, outside any tenant scope.
-	tx, err := b.svc.DB.SQL.BeginTx(b.ctx, nil)
-	require.NoError(t, err)
-	_, err = tx.ExecContext(b.ctx, up)
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit())
+	// The backfill, then the later migration that changed default texts
+	// (and backfills its own).
+	runMigration(t, b, "00014_whatsapp_default_meta_templates.sql")
+	runMigration(t, b, migrationNamed(t, "_incident_greeting.sql"))
 
 	for _, d := range app.DefaultTemplates() {
 		if d.WhatsApp == nil {
@@ -214,5 +209,90 @@ func TestMigration_DefaultMetaTemplatesBackfill(t *testing.T) {
 			continue
 		}
 		require.Equal(t, d.WhatsApp, spec, "%s/%s", d.Event, d.Locale)
+	}
+}
+
+// migrationNamed returns the file name of the one migration whose name ends
+// with suffix (migrations are renumbered as they land).
+func migrationNamed(t *testing.T, suffix string) string {
+	t.Helper()
+	entries, err := fs.ReadDir(db.Migrations(), ".")
+	require.NoError(t, err)
+	var found []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), suffix) {
+			found = append(found, e.Name())
+		}
+	}
+	require.Len(t, found, 1, "migrations named *%s", suffix)
+	return found[0]
+}
+
+// runMigration runs a migration's Up section as goose does: one
+// transaction, outside any tenant scope.
+func runMigration(t *testing.T, b *pipelineBundle, name string) {
+	t.Helper()
+	raw, err := fs.ReadFile(db.Migrations(), name)
+	require.NoError(t, err)
+	up, _, ok := strings.Cut(string(raw), "-- +goose Down")
+	require.True(t, ok)
+	tx, err := b.svc.DB.SQL.BeginTx(b.ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(b.ctx, up)
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+}
+
+// TestMigration_IncidentGreeting runs the migration that makes incident
+// texts greet each recipient over a tenant still on the earlier defaults:
+// unedited texts move to the new one as a new version, an edited one stays.
+func TestMigration_IncidentGreeting(t *testing.T) {
+	t.Parallel()
+	b := setupPipeline(t, nil)
+	tn := b.tenant(t, "acme")
+	exec := func(query string, args ...any) {
+		require.NoError(t, b.svc.Store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(b.ctx, query, args...)
+			return err
+		}))
+	}
+	count := func(query string, args ...any) int {
+		var n int
+		require.NoError(t, b.svc.Store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.ctx, query, args...).Scan(&n)
+		}))
+		return n
+	}
+	// As before: the earlier greeting, and its Meta template's parameters.
+	exec(`UPDATE templates SET body = replace(body, '{{recipient_name}}', '{{passenger_name}}'),
+		whatsapp_template = CASE WHEN whatsapp_template IS NULL THEN NULL
+			ELSE jsonb_set(whatsapp_template, '{parameters,1}', '"passenger_name"') END
+		WHERE tenant_id = $1 AND trigger_event LIKE 'INCIDENT_%'`, tn.ID)
+	exec(`UPDATE templates SET body = body || ' Gute Fahrt!' WHERE tenant_id = $1 AND trigger_event = 'INCIDENT_ALLCLEAR'
+		AND channel = 'EMAIL' AND locale = 'en'`, tn.ID)
+
+	runMigration(t, b, migrationNamed(t, "_incident_greeting.sql"))
+
+	for _, d := range app.DefaultTemplates() {
+		if d.Event != "INCIDENT_BROADCAST" && d.Event != "INCIDENT_ALLCLEAR" || !strings.Contains(d.Body, "{{recipient_name}}") {
+			continue
+		}
+		if d.Event == "INCIDENT_ALLCLEAR" && d.Channel == app.Email && d.Locale == "en" {
+			require.Equal(t, 1, count(`SELECT count(*) FROM templates WHERE tenant_id = $1 AND trigger_event = $2 AND channel = $3
+				AND locale = $4 AND version = 1 AND body LIKE '%{{passenger_name}}% Gute Fahrt!'`, tn.ID, d.Event, d.Channel, d.Locale),
+				"an edited text stays as the tenant wrote it")
+			continue
+		}
+		require.Equal(t, 1, count(`SELECT count(*) FROM templates WHERE tenant_id = $1 AND trigger_event = $2 AND channel = $3
+			AND locale = $4 AND version = 2 AND body = $5`, tn.ID, d.Event, d.Channel, d.Locale, d.Body), "%s/%s/%s", d.Event, d.Channel, d.Locale)
+		require.Equal(t, 1, count(`SELECT count(*) FROM template_versions v JOIN templates t ON t.id = v.template_id
+			WHERE t.tenant_id = $1 AND t.trigger_event = $2 AND t.channel = $3 AND t.locale = $4 AND v.version = 1
+			AND v.body LIKE '%{{passenger_name}}%'`, tn.ID, d.Event, d.Channel, d.Locale), "the earlier text is kept")
+		if d.WhatsApp != nil {
+			spec, err := json.Marshal(d.WhatsApp)
+			require.NoError(t, err)
+			require.Equal(t, 1, count(`SELECT count(*) FROM templates WHERE tenant_id = $1 AND trigger_event = $2 AND channel = 'WHATSAPP'
+				AND locale = $3 AND whatsapp_template = $4::jsonb`, tn.ID, d.Event, d.Locale, string(spec)))
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,11 +13,11 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-const contactColumns = `id, tenant_id, passenger_profile_id, name, phone, email, locale, email_complained_at, whatsapp_window_until, created_at, updated_at`
+const contactColumns = `id, tenant_id, passenger_profile_id, name, phone, email, locale, email_complained_at, opted_out, whatsapp_window_until, created_at, updated_at`
 
-// FindContact looks a recipient up by profile id, else phone, else e-mail.
-// It serves app.InboundTx, app.MessagesTx, app.RouteTx and
-// console.ScheduleTx.
+// FindContact looks a sender up by profile id, else phone, else e-mail.
+// It serves app.InboundTx (replies come from a phone number, and any
+// contact with it can answer the conversation).
 func (t *Tx) FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*app.Contact, error) {
 	var c app.Contact
 	var err error
@@ -53,9 +55,12 @@ func (t *Tx) ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Cont
 // CreateContact stores c, or returns the contact that won a race for the
 // same profile id. It serves app.InboundTx and app.RouteTx.
 func (t *Tx) CreateContact(ctx context.Context, c *app.Contact) (*app.Contact, error) {
+	if c.OptedOut == nil {
+		c.OptedOut = app.StringList{}
+	}
 	res, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO contacts (`+contactColumns+`)
-		VALUES (:id, :tenant_id, :passenger_profile_id, :name, :phone, :email, :locale, :email_complained_at, :whatsapp_window_until, :created_at, :updated_at)
+		VALUES (:id, :tenant_id, :passenger_profile_id, :name, :phone, :email, :locale, :email_complained_at, :opted_out, :whatsapp_window_until, :created_at, :updated_at)
 		ON CONFLICT (tenant_id, passenger_profile_id) WHERE passenger_profile_id IS NOT NULL DO NOTHING`, c)
 	if err != nil {
 		return nil, mapErr(err)
@@ -66,20 +71,174 @@ func (t *Tx) CreateContact(ctx context.Context, c *app.Contact) (*app.Contact, e
 	return t.FindContact(ctx, c.TenantID, *c.PassengerProfileID, "", "")
 }
 
-// UpdateContact serves app.RouteTx: the recipient's details fill in or
-// replace the stored ones; empty fields keep what is stored.
-func (t *Tx) UpdateContact(ctx context.Context, c *app.Contact, r app.Recipient, at time.Time) error {
-	err := t.tx.GetContext(ctx, c, `
-		UPDATE contacts SET
-			name = coalesce(nullif($3, ''), name),
-			phone = coalesce(nullif($4, ''), phone),
-			email = coalesce(nullif($5, ''), email),
-			locale = coalesce(nullif($6, ''), locale),
-			passenger_profile_id = coalesce(passenger_profile_id, nullif($7, '')),
-			updated_at = $8
-		WHERE tenant_id = $1 AND id = $2
-		RETURNING `+contactColumns, c.TenantID, c.ID, r.Name, r.Phone, r.Email, r.Locale, r.PassengerProfileID, at)
+// LockContactKeys takes a transaction-scoped advisory lock per key, in
+// sorted order so that two transactions never wait on each other in a
+// cycle. It serves app.ContactResolveTx.
+func (t *Tx) LockContactKeys(ctx context.Context, tenantID uuid.UUID, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	for _, k := range sorted {
+		if _, err := t.tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || ':contact:' || $2, 0))`, tenantID.String(), k); err != nil {
+			return mapErr(err)
+		}
+	}
+	return nil
+}
+
+// InsertContact stores a new contact. It serves app.ContactResolveTx.
+func (t *Tx) InsertContact(ctx context.Context, c *app.Contact) error {
+	if c.OptedOut == nil {
+		c.OptedOut = app.StringList{}
+	}
+	_, err := t.tx.NamedExecContext(ctx, `
+		INSERT INTO contacts (`+contactColumns+`)
+		VALUES (:id, :tenant_id, :passenger_profile_id, :name, :phone, :email, :locale, :email_complained_at, :opted_out, :whatsapp_window_until, :created_at, :updated_at)`, c)
 	return mapErr(err)
+}
+
+// SaveContact writes a contact's details and opt-outs. It serves
+// app.ContactResolveTx and app.ContactsTx.
+func (t *Tx) SaveContact(ctx context.Context, c *app.Contact) error {
+	if c.OptedOut == nil {
+		c.OptedOut = app.StringList{}
+	}
+	res, err := t.tx.NamedExecContext(ctx, `
+		UPDATE contacts SET passenger_profile_id = :passenger_profile_id, name = :name, phone = :phone, email = :email,
+			locale = :locale, opted_out = :opted_out, updated_at = :updated_at
+		WHERE tenant_id = :tenant_id AND id = :id`, c)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return app.Errorf(app.ENOTFOUND, "Contact %s not found.", c.ID)
+	}
+	return nil
+}
+
+// InsertContactChanges appends to contacts' histories. It serves
+// app.ContactResolveTx and app.ContactsTx.
+func (t *Tx) InsertContactChanges(ctx context.Context, changes []*app.ContactChange) error {
+	if len(changes) == 0 {
+		return nil
+	}
+	_, err := t.tx.NamedExecContext(ctx, `
+		INSERT INTO contact_changes (tenant_id, contact_id, field, old_value, new_value, source, event_id, actor_type, actor_id, actor_label, at)
+		VALUES (:tenant_id, :contact_id, :field, :old_value, :new_value, :source, :event_id, :actor_type, :actor_id, :actor_label, :at)`, changes)
+	return mapErr(err)
+}
+
+// ContactChanges returns a contact's history, newest first. It serves
+// app.ContactsTx.
+func (t *Tx) ContactChanges(ctx context.Context, tenantID, contactID uuid.UUID, limit int) ([]*app.ContactChange, error) {
+	out := []*app.ContactChange{}
+	err := t.tx.SelectContext(ctx, &out, `
+		SELECT id, tenant_id, contact_id, field, old_value, new_value, source, event_id, actor_type, actor_id, actor_label, at
+		FROM contact_changes WHERE tenant_id = $1 AND contact_id = $2 ORDER BY id DESC LIMIT $3`, tenantID, contactID, limit)
+	return out, mapErr(err)
+}
+
+// LockContact reads a contact for a change. It serves app.ContactsTx.
+func (t *Tx) LockContact(ctx context.Context, tenantID, id uuid.UUID) (*app.Contact, error) {
+	var c app.Contact
+	if err := t.tx.GetContext(ctx, &c, `SELECT `+contactColumns+` FROM contacts WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id); err != nil {
+		return nil, notFound(err, "Contact %s not found.", id)
+	}
+	return &c, nil
+}
+
+// ListContacts returns a page of the tenant's contacts matching f, newest
+// first (one more than the limit, so the caller knows whether more follow).
+// It serves app.ContactsTx.
+func (t *Tx) ListContacts(ctx context.Context, tenantID uuid.UUID, f app.ContactFilter, limit, offset int) ([]*app.Contact, error) {
+	where := []string{"tenant_id = ?"}
+	args := []any{tenantID}
+	add := func(cond string, v any) {
+		where = append(where, cond)
+		args = append(args, v)
+	}
+	if f.Phone != "" {
+		add("phone = ?", f.Phone)
+	}
+	if f.Email != "" {
+		add("email = ?", f.Email)
+	}
+	if f.PassengerProfileID != "" {
+		add("passenger_profile_id = ?", f.PassengerProfileID)
+	}
+	args = append(args, limit+1, offset)
+	out := []*app.Contact{}
+	err := t.tx.SelectContext(ctx, &out, t.tx.Rebind(`
+		SELECT `+contactColumns+` FROM contacts WHERE `+strings.Join(where, " AND ")+`
+		ORDER BY created_at DESC, id LIMIT ? OFFSET ?`), args...)
+	return out, mapErr(err)
+}
+
+// ContactOtherWith returns another of the tenant's contacts holding the
+// phone number, if any. It serves app.ContactsTx.
+func (t *Tx) ContactOtherWith(ctx context.Context, tenantID, id uuid.UUID, phone string) (*app.Contact, error) {
+	var c app.Contact
+	err := t.tx.GetContext(ctx, &c, `
+		SELECT `+contactColumns+` FROM contacts WHERE tenant_id = $1 AND id <> $2 AND phone = $3
+		ORDER BY created_at LIMIT 1`, tenantID, id, phone)
+	if err != nil {
+		return nil, notFound(err, "No other contact has %s.", phone)
+	}
+	return &c, nil
+}
+
+// ContactMessages returns a page of a contact's messages, newest first (one
+// more than the limit). It serves app.ContactsTx.
+func (t *Tx) ContactMessages(ctx context.Context, tenantID, contactID uuid.UUID, limit, offset int) ([]*app.Message, error) {
+	out := []*app.Message{}
+	err := t.tx.SelectContext(ctx, &out, `
+		SELECT `+messageColumns+` FROM messages WHERE tenant_id = $1 AND contact_id = $2
+		ORDER BY created_at DESC, id LIMIT $3 OFFSET $4`, tenantID, contactID, limit+1, offset)
+	return out, mapErr(err)
+}
+
+// ContactEntities returns the bookings, trips and invoices a contact's
+// conversations and messages are about, most recent first. It serves
+// app.ContactsTx.
+func (t *Tx) ContactEntities(ctx context.Context, tenantID, contactID uuid.UUID, limit int) ([]app.EntityRef, error) {
+	out := []app.EntityRef{}
+	err := t.tx.SelectContext(ctx, &out, `
+		SELECT entity_type, entity_id, max(at) AS last_at FROM (
+			SELECT CASE WHEN booking_id IS NOT NULL THEN 'booking' WHEN trip_id IS NOT NULL THEN 'trip' ELSE 'invoice' END AS entity_type,
+				coalesce(booking_id, trip_id, invoice_id) AS entity_id, updated_at AS at
+			FROM conversations WHERE tenant_id = $1 AND contact_id = $2 AND num_nonnulls(booking_id, trip_id, invoice_id) = 1
+			UNION ALL
+			SELECT entity_type, entity_id, created_at FROM messages
+			WHERE tenant_id = $1 AND contact_id = $2 AND entity_id IS NOT NULL
+		) e GROUP BY entity_type, entity_id ORDER BY max(at) DESC, entity_id LIMIT $3`, tenantID, contactID, limit)
+	return out, mapErr(err)
+}
+
+// EventRecipientContacts serves app.MessagesTx: the contact of each
+// recipient index among the event's messages (the first message's, should
+// they ever differ).
+func (t *Tx) EventRecipientContacts(ctx context.Context, tenantID, eventID uuid.UUID) (map[int]uuid.UUID, error) {
+	rows, err := t.tx.QueryContext(ctx, `
+		SELECT DISTINCT ON (recipient_index) recipient_index, contact_id FROM messages
+		WHERE tenant_id = $1 AND event_id = $2 AND recipient_index IS NOT NULL AND contact_id IS NOT NULL
+		ORDER BY recipient_index, created_at, id`, tenantID, eventID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := map[int]uuid.UUID{}
+	for rows.Next() {
+		var i int
+		var id uuid.UUID
+		if err := rows.Scan(&i, &id); err != nil {
+			return nil, mapErr(err)
+		}
+		out[i] = id
+	}
+	return out, mapErr(rows.Err())
 }
 
 // OpenConversation returns the contact's open conversation about the entity,

@@ -120,6 +120,8 @@ var (
 	_ app.APIKeyTx       = (*Tx)(nil)
 	_ app.AuditTx        = (*Tx)(nil)
 	_ app.BreakerTx      = (*Tx)(nil)
+	_ app.CallbackTx     = (*Tx)(nil)
+	_ app.ContactsTx     = (*Tx)(nil)
 	_ app.DeadlineTx     = (*Tx)(nil)
 	_ app.DispatchTx     = (*Tx)(nil)
 	_ app.HookTx         = (*Tx)(nil)

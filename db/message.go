@@ -15,7 +15,7 @@ import (
 )
 
 const messageColumns = `id, tenant_id, event_id, correlation_id, idempotency_key, trigger_event, channel, channel_account_id,
-	template_id, template_version, locale, contact_id, conversation_id, to_address, subject, body, status, failed_reason,
+	template_id, template_version, locale, contact_id, conversation_id, recipient_index, to_address, subject, body, status, failed_reason,
 	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
 	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at`
 
@@ -42,7 +42,7 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 		WITH inserted AS (
 			INSERT INTO messages (`+messageColumns+`)
 			VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
-				:template_id, :template_version, :locale, :contact_id, :conversation_id, :to_address, :subject, :body, :status, :failed_reason,
+				:template_id, :template_version, :locale, :contact_id, :conversation_id, :recipient_index, :to_address, :subject, :body, :status, :failed_reason,
 				:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
 				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at)
 			ON CONFLICT (tenant_id, idempotency_key) DO NOTHING

@@ -19,6 +19,9 @@ type Deps struct {
 	// MetaTemplates syncs WhatsApp accounts' Meta templates; nil leaves
 	// the sync job unregistered.
 	MetaTemplates *app.MetaTemplates
+	// Callbacks posts status callbacks; nil leaves their worker
+	// unregistered.
+	Callbacks *app.Callbacks
 	// SQL is the database/sql handle the app's transactions run on; dispatch
 	// jobs complete inside those transactions.
 	SQL *sql.DB
@@ -33,6 +36,9 @@ func Workers(d Deps) *river.Workers {
 	river.AddWorker(w, &RequeueStuckWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &DeadlineWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &RetentionWorker{Maintenance: d.Maintenance})
+	if d.Callbacks != nil {
+		river.AddWorker(w, &CallbackWorker{Callbacks: d.Callbacks})
+	}
 	if d.MetaTemplates != nil {
 		river.AddWorker(w, &MetaTemplateSyncWorker{MetaTemplates: d.MetaTemplates})
 	}

@@ -165,6 +165,16 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 	requireText(t, ctx, "DELIVERED")
 	capture(t, ctx, "11-message-detail")
 
+	// The passenger's contact, from the message: the manager opts her out
+	// of SMS there.
+	follow(t, ctx, chromedp.Click(chromedp.CSS(`dl.facts a.contact-link`)))
+	requireAt(t, ctx, "/t/acme/contacts/")
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`form[action$="/opt-out"] input[value=SMS]`))))
+	follow(t, ctx, chromedp.Click(chromedp.CSS(`form[action$="/opt-out"] button[value=out]`)))
+	requireText(t, ctx, "Opted out")
+	require.Equal(t, []string{"SMS"}, textsOf(t, ctx, `.contact-opted-out`))
+	capture(t, ctx, "11-contact")
+
 	// The explorer lists both messages of the booking and more.
 	clickNav(t, ctx, "Messages")
 	requireHeading(t, ctx, "Messages")
@@ -246,6 +256,12 @@ func TestBrowser_SupportMasking(t *testing.T) {
 	requireText(t, ctx, "DELIVERED")
 	requireMasked(t, ctx, full, maskedOf(rows[:1], masked))
 	capture(t, ctx, "03-message-detail")
+
+	// The message's contact: every address on it masked too.
+	follow(t, ctx, chromedp.Click(chromedp.CSS(`dl.facts a.contact-link`)))
+	requireAt(t, ctx, "/t/acme/contacts/")
+	requireMasked(t, ctx, full, masked)
+	capture(t, ctx, "03-contact")
 
 	clickNav(t, ctx, "Messages")
 	requireMasked(t, ctx, full, maskedOf(rows, masked))

@@ -141,18 +141,27 @@ func readYAMLMapping(fsys fs.FS, name string) (*yaml.Node, error) {
 	return doc.Content[0], nil
 }
 
-// mergePartial adds a partial document's paths and components to root.
+// mergePartial adds a partial document's paths, webhooks and components to
+// root.
 func mergePartial(root, part *yaml.Node, file string, origin map[string]string) error {
 	for i := 0; i < len(part.Content); i += 2 {
 		key, val := part.Content[i].Value, part.Content[i+1]
-		if key != "paths" && key != "components" {
-			return fmt.Errorf("openapi: %s may hold only paths and components, not %q (line %d)", file, key, part.Content[i].Line)
+		if key != "paths" && key != "components" && key != "webhooks" {
+			return fmt.Errorf("openapi: %s may hold only paths, webhooks and components, not %q (line %d)", file, key, part.Content[i].Line)
 		}
 		if val.Kind != yaml.MappingNode {
 			return fmt.Errorf("openapi: %s: %s is not a mapping (line %d)", file, key, val.Line)
 		}
 		if key == "paths" {
 			if err := mergeEntries(mapping(root, "paths"), val, "path", "", file, origin); err != nil {
+				return err
+			}
+			continue
+		}
+		// OpenAPI 3.1's webhooks: the requests Herald itself sends (status
+		// callbacks), merged like paths.
+		if key == "webhooks" {
+			if err := mergeEntries(mapping(root, "webhooks"), val, "webhook", "", file, origin); err != nil {
 				return err
 			}
 			continue

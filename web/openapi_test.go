@@ -170,7 +170,7 @@ components:
 		},
 		"PartialWithInfo": {
 			files: map[string]string{"a.yaml": "info: {title: X}\n"},
-			err:   `a.yaml may hold only paths and components, not "info"`,
+			err:   `a.yaml may hold only paths, webhooks and components, not "info"`,
 		},
 		"NotYAML": {
 			files: map[string]string{"a.yaml": "paths: [unclosed\n"},

@@ -52,6 +52,21 @@ func (s *Server) routes(a *fiber.App) {
 	api.post("/channel-accounts/:id/activate", app.ScopeManage, s.handleAPIAccountActivate)
 	api.post("/channel-accounts/:id/suspend", app.ScopeManage, s.handleAPIAccountSuspend)
 	api.post("/channel-accounts/:id/test", app.ScopeManage, s.handleAPIAccountTest)
+	api.get("/callback-endpoints", app.ScopeRead, s.handleAPICallbackList)
+	api.post("/callback-endpoints", app.ScopeManage, s.handleAPICallbackCreate)
+	api.get("/callback-endpoints/:id", app.ScopeRead, s.handleAPICallbackGet)
+	api.patch("/callback-endpoints/:id", app.ScopeManage, s.handleAPICallbackUpdate)
+	api.delete("/callback-endpoints/:id", app.ScopeManage, s.handleAPICallbackDelete)
+	api.post("/callback-endpoints/:id/rotate-secret", app.ScopeManage, s.handleAPICallbackRotate)
+	api.post("/callback-endpoints/:id/test", app.ScopeManage, s.handleAPICallbackTest)
+	api.get("/callback-endpoints/:id/deliveries", app.ScopeRead, s.handleAPICallbackDeliveries)
+	api.post("/callback-endpoints/:id/deliveries/:delivery/replay", app.ScopeManage, s.handleAPICallbackReplay)
+	// Contacts.
+	api.get("/contacts", app.ScopeRead, s.handleAPIContactList)
+	api.get("/contacts/:id", app.ScopeRead, s.handleAPIContactGet)
+	api.patch("/contacts/:id", app.ScopeManage, s.handleAPIContactUpdate)
+	api.post("/contacts/:id/opt-out", app.ScopeManage, s.handleAPIContactOptOut)
+	api.post("/contacts/:id/opt-in", app.ScopeManage, s.handleAPIContactOptIn)
 	// No catch-all under /api: an unknown path falls through to fiber's 404,
 	// and a known path with another method to its 405 with Allow; the error
 	// handler answers both in JSON.
@@ -146,6 +161,11 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.post("/messages/:id/retry", app.PermResend, s.handleMessageRetry)
 	t.post("/messages/:id/cancel", app.PermCancelMessage, s.handleMessageCancel)
 
+	// Contacts.
+	t.get("/contacts/:id", app.PermMessages, s.handleContactShow)
+	t.post("/contacts/:id/opt-out", app.PermContacts, s.handleContactOptOut)
+	t.post("/contacts/:id/opt-in", app.PermContacts, s.handleContactOptIn)
+
 	// Scheduled notifications, approvals and the tenant's audit log.
 	t.get("/scheduled", app.PermSchedules, s.handleScheduledList)
 	t.get("/scheduled/:id", app.PermSchedules, s.handleScheduledShow)
@@ -161,6 +181,15 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/settings", app.PermSettings, s.handleSettings)
 	t.post("/settings", app.PermSettings, s.handleSettingsUpdate)
 	t.post("/settings/deadlines", app.PermSettings, s.handleDeadlineChange)
+	t.get("/settings/callbacks", app.PermCallbacks, s.handleCallbacks)
+	t.post("/settings/callbacks", app.PermCallbacks, s.handleCallbackCreate)
+	t.get("/settings/callbacks/:id", app.PermCallbacks, s.handleCallbackShow)
+	t.post("/settings/callbacks/:id/enable", app.PermCallbacks, s.handleCallbackEnable)
+	t.post("/settings/callbacks/:id/disable", app.PermCallbacks, s.handleCallbackDisable)
+	t.post("/settings/callbacks/:id/rotate", app.PermCallbacks, s.handleCallbackRotate)
+	t.post("/settings/callbacks/:id/test", app.PermCallbacks, s.handleCallbackTest)
+	t.post("/settings/callbacks/:id/delete", app.PermCallbacks, s.handleCallbackDelete)
+	t.post("/settings/callbacks/:id/deliveries/:delivery/replay", app.PermCallbacks, s.handleCallbackReplay)
 	t.get("/users", app.PermUsers, s.handleUsers)
 	t.post("/users", app.PermUsers, s.handleUserCreate)
 	t.get("/users/new", app.PermUsers, s.handleUserNew)

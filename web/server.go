@@ -35,6 +35,12 @@ type Server struct {
 	// Deadlines serves the tenant's delivery deadlines, to the API and on
 	// the console's settings page.
 	Deadlines *console.Deadlines
+	// Callbacks serves the tenant's status callback endpoints to the API;
+	// CallbackConsole to the console.
+	Callbacks       *app.Callbacks
+	CallbackConsole *console.Callbacks
+	// Contacts reads and changes contacts, for the API and the console.
+	Contacts *app.Contacts
 	// MetaTemplates applies Meta's template reviews and serves the
 	// account's template page.
 	MetaTemplates *app.MetaTemplates
@@ -54,6 +60,7 @@ type Server struct {
 	Queues         *console.Queues
 	Accounts       *console.Accounts
 	MessageConsole *console.MessageConsole
+	ContactConsole *console.ContactConsole
 	Schedules      *console.Schedules
 	AuditLog       *console.AuditLog
 	// MetaTemplateConsole serves a WhatsApp account's Meta template page.

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -241,16 +242,13 @@ func (s *Schedules) plan(ctx context.Context, tx *previewTx, p *ApprovalPreview,
 	}
 	channels, chain := app.RouteChannels(e, def)
 	p.Chain = chain
-	for _, rc := range pe.recipients {
-		contact, known, err := previewContact(ctx, tx, tenant.ID, rc)
-		if err != nil {
-			return err
-		}
+	for i, rc := range pe.recipients {
+		contact, known := tx.previewContact(tenant.ID, rc)
 		rp := RecipientPlan{Name: rc.Name, Known: known}
 		keys := make([]string, 0, len(channels))
 		skipped := []string{}
 		for _, ch := range channels {
-			m, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, contact, nil, ch, nil)
+			m, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, app.Addressee{Contact: contact, Recipient: rc, Index: i}, nil, ch, nil)
 			if err != nil {
 				return err
 			}
@@ -269,12 +267,7 @@ func (s *Schedules) plan(ctx context.Context, tx *previewTx, p *ApprovalPreview,
 		}
 		if len(skipped) == len(channels) {
 			// As routing does: the most telling reason wins.
-			rp.Nothing = app.ReasonNoTemplates
-			for _, r := range skipped {
-				if r == app.ReasonNoActiveChannels || r == app.ReasonNoAddress {
-					rp.Nothing = r
-				}
-			}
+			rp.Nothing = app.MostTellingSkip(skipped)
 		}
 		p.Recipients = append(p.Recipients, rp)
 		pe.keys = append(pe.keys, keys)
@@ -359,7 +352,8 @@ type previewTx struct {
 	tenants   map[uuid.UUID]*app.Tenant
 	accounts  map[app.Channel]cached[*app.ChannelAccount]
 	templates map[string]cached[*app.Template]
-	contacts  map[app.Recipient]cached[*app.Contact]
+	// candidates are the contacts loadContacts read.
+	candidates []*app.Contact
 }
 
 type cached[T any] struct {
@@ -370,7 +364,7 @@ type cached[T any] struct {
 func newPreviewTx(tx ScheduleTx) *previewTx {
 	return &previewTx{
 		ScheduleTx: tx, tenants: map[uuid.UUID]*app.Tenant{}, accounts: map[app.Channel]cached[*app.ChannelAccount]{},
-		templates: map[string]cached[*app.Template]{}, contacts: map[app.Recipient]cached[*app.Contact]{},
+		templates: map[string]cached[*app.Template]{},
 	}
 }
 
@@ -415,26 +409,8 @@ func (t *previewTx) FindTemplate(ctx context.Context, tenantID uuid.UUID, event 
 	return tp, err
 }
 
-// FindContact answers from the contacts loadContacts read; a recipient it
-// did not see is looked up as routing does.
-func (t *previewTx) FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*app.Contact, error) {
-	c, ok := t.contacts[app.Recipient{PassengerProfileID: profileID, Phone: phone, Email: email}]
-	if !ok {
-		return t.ScheduleTx.FindContact(ctx, tenantID, profileID, phone, email)
-	}
-	if c.err != nil {
-		return nil, c.err
-	}
-	// previewContact changes the contact it gets: hand out a copy.
-	cp := *c.v
-	return &cp, nil
-}
-
-// loadContacts reads in one query every contact FindContact could pick for
-// the recipients and picks each one's as FindContact does: the contact with
-// the profile id, else one with the phone number or e-mail address (and no
-// profile id of its own when the recipient has one), the phone number's
-// match first, then the oldest.
+// loadContacts reads in one query every contact the recipients could be
+// (those sharing an identifier with one of them).
 func (t *previewTx) loadContacts(ctx context.Context, tenantID uuid.UUID, rs []app.Recipient) error {
 	var profiles, phones, emails []string
 	for _, rc := range rs {
@@ -452,80 +428,21 @@ func (t *previewTx) loadContacts(ctx context.Context, tenantID uuid.UUID, rs []a
 	if err != nil {
 		return err
 	}
-	for _, rc := range rs {
-		key := app.Recipient{PassengerProfileID: rc.PassengerProfileID, Phone: rc.Phone, Email: rc.Email}
-		if c := pickContact(cs, key); c != nil {
-			t.contacts[key] = cached[*app.Contact]{v: c}
-		} else {
-			t.contacts[key] = cached[*app.Contact]{err: app.Errorf(app.ENOTFOUND, "Contact not found.")}
-		}
-	}
+	t.candidates = cs
 	return nil
 }
 
-// pickContact is FindContact's choice among candidates ordered oldest first.
-func pickContact(cs []*app.Contact, rc app.Recipient) *app.Contact {
-	is := func(p *string, v string) bool { return v != "" && p != nil && *p == v }
-	if rc.PassengerProfileID != "" {
-		for _, c := range cs {
-			if is(c.PassengerProfileID, rc.PassengerProfileID) {
-				return c
-			}
-		}
-	}
-	var best *app.Contact
-	bestRank := 3
-	for _, c := range cs {
-		if !is(c.Phone, rc.Phone) && !is(c.Email, rc.Email) {
-			continue
-		}
-		if rc.PassengerProfileID != "" && c.PassengerProfileID != nil {
-			continue
-		}
-		// ORDER BY (phone = $2) DESC NULLS LAST: a match, then another
-		// number, then none.
-		rank := 1
-		switch {
-		case c.Phone == nil:
-			rank = 2
-		case *c.Phone == rc.Phone:
-			rank = 0
-		}
-		if rank < bestRank {
-			best, bestRank = c, rank
-		}
-	}
-	return best
-}
-
 // previewContact is the contact routing would use for a recipient, without
-// storing anything: the stored contact with the request's newer details, or
-// a new one made from the request.
-func previewContact(ctx context.Context, tx ScheduleTx, tenantID uuid.UUID, rc app.Recipient) (*app.Contact, bool, error) {
-	c, err := tx.FindContact(ctx, tenantID, rc.PassengerProfileID, rc.Phone, rc.Email)
-	switch {
-	case app.ErrorCode(err) == app.ENOTFOUND:
-		c = &app.Contact{TenantID: tenantID}
-	case err != nil:
-		return nil, false, err
+// storing anything: the stored contact app.MatchContact picks among the
+// candidates, or a new one made from the request (known false). Addresses,
+// name, locale and context come from the recipient either way; the
+// contact's opt-outs and complaints count.
+func (t *previewTx) previewContact(tenantID uuid.UUID, rc app.Recipient) (*app.Contact, bool) {
+	if c := app.MatchContact(t.candidates, rc); c != nil {
+		cp := *c
+		return &cp, true
 	}
-	known := err == nil
-	// Empty fields never overwrite, as in the contact update of routing.
-	set := func(dst **string, v string) {
-		if v != "" {
-			*dst = &v
-		}
-	}
-	if rc.Name != "" {
-		c.Name = rc.Name
-	}
-	set(&c.Phone, rc.Phone)
-	set(&c.Email, rc.Email)
-	set(&c.Locale, rc.Locale)
-	if c.PassengerProfileID == nil {
-		set(&c.PassengerProfileID, rc.PassengerProfileID)
-	}
-	return c, known, nil
+	return app.NewContact(tenantID, rc, time.Time{}), false
 }
 
 // SkipReasonText explains a routing skip reason to a person.
@@ -537,6 +454,8 @@ func SkipReasonText(reason string) string {
 		return "No active channel account for this channel."
 	case app.ReasonNoAddress:
 		return "The recipient has no address for this channel (or complained about e-mail)."
+	case app.ReasonOptedOut:
+		return "The contact opted out of this channel."
 	}
 	return reason
 }

@@ -28,7 +28,8 @@ func (s *MessageConsole) Resend(ctx context.Context, u *app.User, tenantID uuid.
 // resend), so the failed message is not re-queued: the retry is a new
 // QUEUED message planned like a resend (the same template if it is still
 // active, else the one routing would pick now, and the channel's current
-// ACTIVE account, so a fixed account or template takes effect), with the
+// ACTIVE account, so a fixed account or template takes effect) to the
+// address the failed message went to, with the
 // idempotency key retry:{failed message id}, triggered_by the user, and a
 // dispatch job. The failed message keeps its status and gets a timeline
 // note naming its retry; an audit entry records both.
@@ -80,7 +81,19 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 				return err
 			}
 		}
-		next, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, contact, m.ConversationID, m.Channel, tmpl)
+		// The retry goes to exactly the address the failed message went
+		// to, whatever the contact holds now; the rest of the recipient
+		// (name, locale, context) is what the event gave.
+		recipients, err := e.DecodeRecipients()
+		if err != nil {
+			return err
+		}
+		rc, index, ok := app.RecipientOf(recipients, m)
+		if !ok {
+			rc, index = app.Recipient{Name: contact.Name}, -1
+		}
+		to := app.Addressee{Contact: contact, Recipient: rc.WithAddress(m.Channel, m.ToAddress), Index: index}
+		next, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, to, m.ConversationID, m.Channel, tmpl)
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ const (
 var JobStates = []string{JobAvailable, JobScheduled, JobRunning, JobRetryable, JobCompleted, JobCancelled, JobDiscarded}
 
 // HeraldQueues lists Herald's queues in the order the console shows them.
-var HeraldQueues = []string{app.QueueRoute, app.QueueDispatchWhatsApp, app.QueueDispatchEmail, app.QueueDispatchSMS, app.QueueDispatchWebhook, app.QueueMaintenance}
+var HeraldQueues = []string{app.QueueRoute, app.QueueDispatchWhatsApp, app.QueueDispatchEmail, app.QueueDispatchSMS, app.QueueDispatchWebhook, app.QueueCallback, app.QueueMaintenance}
 
 // Job is one background job as the console shows it. Args are reduced to
 // the ids they carry: a job's arguments may hold tenant data, which the

@@ -33,7 +33,6 @@ type ScheduleFilter struct {
 // show. Changes go through Intake, as they do for the API.
 type ScheduleTx interface {
 	app.PlanTx
-	FindContact(ctx context.Context, tenantID uuid.UUID, profileID, phone, email string) (*app.Contact, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*app.Tenant, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Event, error)
 	// UpcomingEvents returns the tenant's events that are not sent yet and
@@ -49,7 +48,7 @@ type ScheduleTx interface {
 	ExistingMessageKeys(ctx context.Context, tenantID uuid.UUID, keys []string) ([]string, error)
 	// ContactCandidates returns the tenant's contacts with one of the
 	// profile ids, phone numbers or e-mail addresses, oldest first: every
-	// contact FindContact could pick for recipients with those details.
+	// contact a recipient with those details could be (app.MatchContact).
 	ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileIDs, phones, emails []string) ([]*app.Contact, error)
 	// ContactsByIDs returns the tenant's contacts with the ids (unknown ids
 	// are left out).

@@ -51,6 +51,7 @@ type Services struct {
 	Dispatcher  *app.Dispatcher
 	Receipts    *app.Receipts
 	Messages    *app.Messages
+	Contacts    *app.Contacts
 	Maintenance *app.Maintenance
 	Deadlines   *app.Deadlines
 	Audit       *app.Audit
@@ -58,6 +59,9 @@ type Services struct {
 	Breakers    *app.Breakers
 	Inbound     *app.Inbound
 	Hooks       *app.Hooks
+	// Callbacks manages tenants' callback endpoints and posts their
+	// status callbacks.
+	Callbacks *app.Callbacks
 	// MetaTemplates syncs WhatsApp accounts' Meta templates and submits
 	// Herald's for review.
 	MetaTemplates *app.MetaTemplates
@@ -80,9 +84,11 @@ type Console struct {
 	Queues         *console.Queues
 	Accounts       *console.Accounts
 	MessageConsole *console.MessageConsole
+	ContactConsole *console.ContactConsole
 	Schedules      *console.Schedules
 	AuditLog       *console.AuditLog
 	MetaTemplates  *console.MetaTemplates
+	Callbacks      *console.Callbacks
 }
 
 // Connect opens the database pool (named role in pg_stat_activity) and
@@ -146,7 +152,14 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Templates = &app.Templates{Store: db.Scope[app.TemplateTx](store), Now: now}
 	s.Intake = &app.Intake{Store: db.Scope[app.IntakeTx](store), Queue: queue, Now: now}
 	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log}
-	s.Receipts = &app.Receipts{Store: db.Scope[app.ReceiptTx](store), Router: s.Router, Queue: queue, Metrics: metrics, Now: now, Log: log}
+	s.Callbacks = &app.Callbacks{
+		Store: db.Scope[app.CallbackTx](store), Queue: queue, Sealer: sealer, Now: now, Log: log,
+		// The webhook channel's guarded client: tenants' URLs never reach
+		// private, loopback or metadata addresses.
+		Client:       webhook.NewClient(webhook.Options{Timeout: app.CallbackTimeout}),
+		CheckURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
+	}
+	s.Receipts = &app.Receipts{Callbacks: s.Callbacks, Store: db.Scope[app.ReceiptTx](store), Router: s.Router, Queue: queue, Metrics: metrics, Now: now, Log: log}
 	s.Breakers = &app.Breakers{
 		Threshold: cfg.BreakerThreshold, Window: cfg.BreakerWindow, OpenFor: cfg.BreakerOpenFor,
 		Store: db.Scope[app.BreakerTx](store), Metrics: metrics, Log: log, Now: now,
@@ -158,7 +171,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	webhookProvider := &webhook.Provider{AllowHTTP: cfg.Dev(), AllowPrivate: cfg.Dev() && cfg.WebhookAllowPrivate}
 	s.Dispatcher = &app.Dispatcher{
 		Store: db.Scope[app.DispatchTx](store), Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
-		Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
+		Callbacks: s.Callbacks, Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
 		Providers: provider.Set{
 			"meta":    metaProvider,
 			"webhook": webhookProvider,
@@ -171,8 +184,9 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		},
 	}
 	s.Messages = &app.Messages{Store: db.Scope[app.MessagesTx](store), Queue: queue, Router: s.Router, Now: now}
+	s.Contacts = &app.Contacts{Store: db.Scope[app.ContactsTx](store), Now: now}
 	s.Maintenance = &app.Maintenance{Store: db.Scope[app.MaintenanceTx](store), Queue: queue, Now: now, Log: log,
-		PendingHorizon: cfg.PendingReceiptHorizon, Metrics: metrics, Router: s.Router}
+		PendingHorizon: cfg.PendingReceiptHorizon, Metrics: metrics, Router: s.Router, Callbacks: s.Callbacks}
 	s.Deadlines = &app.Deadlines{Store: db.Scope[app.DeadlineTx](store), Now: now}
 	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log, Now: now}
 	s.Health = &app.Health{Probe: d, Now: now}
@@ -199,8 +213,10 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		},
 		MessageConsole: &console.MessageConsole{Store: db.Scope[console.MessageTx](store), Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
 		Schedules:      &console.Schedules{Store: db.Scope[console.ScheduleTx](store), Intake: s.Intake, Router: s.Router, Now: now},
+		ContactConsole: &console.ContactConsole{Contacts: s.Contacts},
 		AuditLog:       &console.AuditLog{Store: db.Scope[console.AuditLogTx](store), Audit: s.Audit, Now: now},
 		MetaTemplates:  &console.MetaTemplates{Store: db.Scope[console.MetaTemplateTx](store), MetaTemplates: s.MetaTemplates},
+		Callbacks:      &console.Callbacks{Callbacks: s.Callbacks},
 	}
 	return s, nil
 }
@@ -211,13 +227,15 @@ func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health,
 		Intake: s.Intake, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Hooks: s.Hooks,
-		Deadlines:     s.Console.Deadlines,
+		Deadlines: s.Console.Deadlines,
+		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,
 		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,
 		SNSVerifier: &awsnotify.Verifier{},
 		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
 		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
 		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
+		Contacts: s.Contacts, ContactConsole: s.Console.ContactConsole,
 		Registry: s.Registry, Version: version, OpenAPI: s.OpenAPI,
 	}
 }
@@ -248,7 +266,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	}
 	workers := jobs.Workers(jobs.Deps{
 		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance, SQL: s.DB.SQL.DB,
-		MetaTemplates: s.MetaTemplates,
+		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks,
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)
 	if err != nil {

@@ -88,15 +88,15 @@ func TestContract_CatchesDrift(t *testing.T) {
 			want: []string{"operation createNotification", "Location"},
 		},
 		"UndocumentedRoute": {
-			method: "GET", path: "/api/v1/contacts", status: 200, answer: `{"contacts":[]}`,
-			want: []string{"GET /api/v1/contacts answered 200", "no operation"},
+			method: "GET", path: "/api/v1/widgets", status: 200, answer: `{"widgets":[]}`,
+			want: []string{"GET /api/v1/widgets answered 200", "no operation"},
 		},
 		"UndocumentedMethod": {
 			method: "DELETE", path: "/api/v1/tenant", status: 200, answer: tenantJSON + `}`,
 			want: []string{"no operation DELETE /api/v1/tenant"},
 		},
 		"UndocumentedRouteRefused": {
-			method: "GET", path: "/api/v1/contacts", status: 404, answer: notFoundError,
+			method: "GET", path: "/api/v1/widgets", status: 404, answer: notFoundError,
 		},
 		"AcceptedInvalidRequest": {
 			method: "POST", path: "/api/v1/notifications", body: `{"event_id":"e-1"}`, status: 202, answer: submitted,

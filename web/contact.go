@@ -1,0 +1,64 @@
+package web
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/views"
+)
+
+// handleContactShow shows a contact: details, bookings, messages and the
+// history of its details.
+func (s *Server) handleContactShow(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	n, req := pageOf(c)
+	p, err := s.ContactConsole.Page(c.UserContext(), userOf(c), tenantOf(c).ID, id, req)
+	if err != nil {
+		return err
+	}
+	title := p.Contact.Name
+	if title == "" {
+		title = "Contact"
+	}
+	return s.render(c, views.ContactPage(s.page(c, title), views.ContactView{
+		Contact: p, Base: tenantPath(c, ""), Path: tenantPath(c, "/contacts/"+id.String()),
+		Pager: pagerOf(c, n, len(p.Messages), p.More),
+	}))
+}
+
+// handleContactOptOut opts the contact out of the checked channels (every
+// channel when none is checked).
+func (s *Server) handleContactOptOut(c *fiber.Ctx) error { return s.contactOpt(c, true) }
+
+// handleContactOptIn opts the contact back in.
+func (s *Server) handleContactOptIn(c *fiber.Ctx) error { return s.contactOpt(c, false) }
+
+func (s *Server) contactOpt(c *fiber.Ctx, out bool) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var channels []string
+	c.Request().PostArgs().VisitAll(func(k, v []byte) {
+		if string(k) == "channels" {
+			channels = append(channels, string(v))
+		}
+	})
+	err = s.ContactConsole.SetOptOut(c.UserContext(), userOf(c), tenantOf(c).ID, id, channels, out)
+	switch app.ErrorCode(err) {
+	case "":
+		if out {
+			s.flash(c, "success", "Opted out: routing skips these channels for this contact.")
+		} else {
+			s.flash(c, "success", "Opted back in.")
+		}
+	case app.EINVALID:
+		s.flash(c, "error", app.ErrorMessage(err))
+	default:
+		return err
+	}
+	return c.Redirect(tenantPath(c, "/contacts/"+id.String()), fiber.StatusSeeOther)
+}
