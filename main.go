@@ -31,6 +31,7 @@ import (
 	"github.com/heraldhq/herald/app/wire"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/bench"
+	"github.com/heraldhq/herald/db/chaos"
 	"github.com/heraldhq/herald/jobs"
 	"github.com/heraldhq/herald/web"
 )
@@ -60,6 +61,7 @@ func commands() []command {
 		{"admin ensure-operator", "", "create the first operator admin (from HERALD_ADMIN_EMAIL/PASSWORD, or generated in dev)"},
 		{"demo", "[--if-missing]", "create the demo tenant with a manager, a support user and an API key; print them, ending with `export KEY=...`"},
 		{"bench", "[--requests N] [--concurrency N] [--rate N] [--duration D] [--tenants N]", "load test: web and worker processes on a fresh database, figures printed"},
+		{"chaos", "[--messages N] [--kills N] [--seed N] [--storm D] [--throttle D] [--rate N] [--quota N] [--experiments abcdef] [--pg-restart local|throwaway|off]", "fault injection: kills, Postgres restarts and provider storms on fresh databases; fails on any loss or duplicate"},
 		{"version", "", "the version and the VCS revision herald was built from"},
 		{"help", "[env | command]", "this text, every environment variable with its default, or one command's usage"},
 	}
@@ -195,6 +197,8 @@ func runCommand(ctx context.Context, c cli, args []string) error {
 		return demo(ctx, c, rest)
 	case "bench":
 		return runBench(ctx, c, rest)
+	case "chaos":
+		return runChaos(ctx, c, rest)
 	default:
 		printUsage(c.stderr)
 		return usagef("unknown command %q", cmd)
@@ -386,6 +390,48 @@ func runBench(ctx context.Context, c cli, args []string) error {
 	}
 	bc.Binary = exe
 	_, err = bench.Run(ctx, bc)
+	return err
+}
+
+// runChaos runs the fault-injection suite against this very binary.
+func runChaos(ctx context.Context, c cli, args []string) error {
+	fs := newFlags("chaos", c)
+	cc := chaos.Config{Out: c.stdout}
+	fs.IntVar(&cc.Messages, "messages", 20000, "events (one message each) per experiment")
+	fs.IntVar(&cc.Kills, "kills", 5, "SIGKILLs of the worker (experiment a) and of the web process (b)")
+	fs.Uint64Var(&cc.Seed, "seed", 0, "seed of the kill moments; 0 picks one, printed")
+	fs.DurationVar(&cc.Storm, "storm", 2*time.Minute, "how long the provider answers 503 (d)")
+	fs.DurationVar(&cc.Throttle, "throttle", time.Minute, "how long the provider then answers 429 with Retry-After (d)")
+	fs.Float64Var(&cc.Rate, "rate", 100, "the account's sends per second that two workers share (e)")
+	fs.IntVar(&cc.Quota, "quota", 0, "the plan's monthly webhook quota (e); 0: half the messages")
+	fs.IntVar(&cc.Concurrency, "concurrency", 16, "concurrent API clients")
+	fs.StringVar(&cc.Experiments, "experiments", "abcdef", "the experiments to run, by letter")
+	fs.StringVar(&cc.PGRestart, "pg-restart", "local", "where c restarts Postgres: local (the cluster DATABASE_URL names; it disturbs every other user of it), throwaway (a temporary cluster of its own) or off")
+	fs.StringVar(&cc.PGData, "pgdata", "", "the local cluster's data directory; default: found from the server on port 54320")
+	fs.DurationVar(&cc.Timeout, "timeout", 30*time.Minute, "limit on each experiment")
+	fs.BoolVar(&cc.Keep, "keep", false, "keep the databases and the processes' logs")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	switch {
+	case cc.Messages < 1 || cc.Kills < 0 || cc.Concurrency < 1 || cc.Quota < 0 || cc.Rate <= 0 || cc.Timeout <= 0:
+		return usagef("chaos: counts, rate and timeout must be positive")
+	case cc.Storm < 0 || cc.Throttle < 0:
+		return usagef("chaos: --storm and --throttle must not be negative")
+	case strings.Trim(cc.Experiments, "abcdef") != "" || cc.Experiments == "":
+		return usagef("chaos: --experiments takes letters from abcdef, got %q", cc.Experiments)
+	case cc.PGRestart != "local" && cc.PGRestart != "throwaway" && cc.PGRestart != "off":
+		return usagef("chaos: --pg-restart is local, throwaway or off, got %q", cc.PGRestart)
+	}
+	cfg, _, err := c.setup()
+	if err != nil {
+		return err
+	}
+	cc.DatabaseURL = cfg.DatabaseURL
+	if cc.Binary, err = os.Executable(); err != nil {
+		return err
+	}
+	_, err = chaos.Run(ctx, cc)
 	return err
 }
 

@@ -1,0 +1,927 @@
+// Package chaos is Herald's fault-injection suite: `herald chaos` (run by
+// `go tool task chaos`) starts Herald's web and worker processes on a fresh
+// database per experiment, sends notifications over the API to a fake
+// provider that counts every call by message, and meanwhile kills workers,
+// kills the web process, restarts Postgres, or has the provider fail. Then
+// it checks that nothing was lost and nothing done twice: every accepted
+// event is stored once and its message reached a final state once, and the
+// provider took each message once, give or take the sends a SIGKILL or a
+// restart caught between the provider's answer and the commit.
+//
+// Every wait is on a condition (the provider's counters, the database),
+// bounded by a generous timeout; nothing depends on the machine's speed.
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config says what to run and how hard.
+type Config struct {
+	// DatabaseURL names the server; each experiment creates a database of
+	// its own there (herald_chaos_<pid>_<experiment>) and drops it after.
+	DatabaseURL string
+	// Binary is the herald executable to start as web and worker.
+	Binary string
+	// Messages is the number of events (one message each) per experiment.
+	Messages int
+	// Kills is how often experiment a kills the worker and b the web process.
+	Kills int
+	// Seed drives the moments of the kills; 0 picks one (printed).
+	Seed uint64
+	// Storm is how long the provider answers 503 in experiment d, Throttle
+	// how long it then answers 429 with Retry-After.
+	Storm, Throttle time.Duration
+	// Rate is the account's sends per second in experiment e, Quota the
+	// plan's monthly webhook quota there (0: half the messages).
+	Rate  float64
+	Quota int
+	// Concurrency is the number of API clients.
+	Concurrency int
+	// Experiments lists the experiments to run by letter, e.g. "abcdef".
+	Experiments string
+	// PGRestart says where experiment c restarts Postgres: "local" (the
+	// project's cluster DATABASE_URL names, skipped when it names another
+	// server), "throwaway" (a cluster the suite creates under a temporary
+	// directory, so concurrent tests on the local one are not disturbed),
+	// or "off" (experiment c is skipped).
+	PGRestart string
+	// PGData overrides the local cluster's data directory.
+	PGData string
+	// Timeout bounds each experiment.
+	Timeout time.Duration
+	// Keep keeps the databases and the processes' logs.
+	Keep bool
+	Out  io.Writer
+}
+
+// Row is one experiment's outcome, a line of the table.
+type Row struct {
+	Name, Title      string
+	Skipped          string
+	Accepted         int
+	Events, Messages int
+	Sent, Failed     int
+	Lost, Missing    int
+	DupEvents        int // event rows beyond one per event_id
+	DupMessages      int // message rows beyond one per idempotency key
+	DupCalls         int // provider calls taken beyond one per message
+	InFlight         []int
+	Recover          []time.Duration
+	Failures         []string
+}
+
+// Broke reports whether the experiment broke an invariant.
+func (r *Row) Broke() bool { return len(r.Failures) > 0 }
+
+// experiments are the letters Run knows, in order.
+var experiments = []struct{ name, title string }{
+	{"a", "worker SIGKILLed and restarted"},
+	{"b", "web SIGKILLed during intake, clients retry"},
+	{"c", "Postgres restarted (pg_ctl restart -m fast)"},
+	{"d", "provider 503 storm, then 429 Retry-After"},
+	{"e", "two workers share a rate limit and a quota"},
+	{"f", "worker SIGTERMed (drains), restarted"},
+}
+
+// Run runs the experiments and prints the timelines and the table. The
+// error says whether any invariant broke; rows are returned either way.
+func Run(ctx context.Context, cfg Config) ([]Row, error) {
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Uint64() >> 1
+	}
+	if cfg.Quota == 0 {
+		cfg.Quota = max(cfg.Messages/2, 1)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 30 * time.Minute
+	}
+	s := &suite{cfg: cfg}
+	s.logf("herald chaos: %d messages per experiment, %d kills, seed %d, load average %s", cfg.Messages, cfg.Kills, cfg.Seed, loadAverage())
+	var rows []Row
+	for _, x := range experiments {
+		if !strings.Contains(cfg.Experiments, x.name) {
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		s.logf("\n== %s: %s", x.name, x.title)
+		row := s.run(ctx, x.name, x.title)
+		rows = append(rows, row)
+	}
+	s.table(rows)
+	failed := 0
+	for _, r := range rows {
+		if r.Broke() {
+			failed++
+		}
+	}
+	if ctx.Err() != nil {
+		return rows, ctx.Err()
+	}
+	if failed > 0 {
+		return rows, fmt.Errorf("%d of %d experiments broke an invariant", failed, len(rows))
+	}
+	return rows, nil
+}
+
+type suite struct {
+	cfg Config
+	mu  sync.Mutex
+}
+
+func (s *suite) logf(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintf(s.cfg.Out, format+"\n", args...)
+}
+
+// run sets up one experiment, runs it and checks it.
+func (s *suite) run(ctx context.Context, name, title string) Row {
+	row := Row{Name: name, Title: title}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	e := &experiment{suite: s, name: name, row: &row, rng: rand.New(rand.NewPCG(s.cfg.Seed, uint64(name[0])))}
+	defer e.cleanup()
+
+	var cl *cluster
+	var err error
+	if name == "c" {
+		switch s.cfg.PGRestart {
+		case "off":
+			row.Skipped = "Postgres restart off (--pg-restart off)"
+		case "throwaway":
+			cl, err = throwawayCluster(ctx)
+		default:
+			cl, err = localCluster(s.cfg.DatabaseURL, s.cfg.PGData)
+			if err != nil {
+				row.Skipped, err = err.Error(), nil
+			}
+		}
+		if row.Skipped != "" {
+			s.logf("   skipped: %s", row.Skipped)
+			return row
+		}
+		if err != nil {
+			row.Failures = append(row.Failures, "set up the throwaway cluster: "+err.Error())
+			return row
+		}
+		e.cluster = cl
+		if cl.tempRoot != "" {
+			e.logf("throwaway cluster in %s", cl.tempRoot)
+		}
+	}
+	admin := s.cfg.DatabaseURL
+	if cl != nil {
+		admin = cl.adminURL
+	}
+	rate, workers := 100000.0, 1 // no rate limit to speak of outside e
+	var extra []string
+	if name == "e" {
+		rate, workers = s.cfg.Rate, 2
+		extra = append(extra, "HERALD_QUOTA_PRO_WEBHOOK="+strconv.Itoa(s.cfg.Quota))
+	}
+	if err := e.setup(ctx, admin, rate, workers, extra); err != nil {
+		row.Failures = append(row.Failures, "setup: "+err.Error())
+		s.logf("   setup failed: %v", err)
+		return row
+	}
+	e.start = time.Now()
+
+	faultDone := make(chan error, 1)
+	go func() { faultDone <- e.fault(ctx) }()
+	e.intake(ctx)
+	e.logf("intake done: %d accepted", e.acceptedN.Load())
+	if err := <-faultDone; err != nil {
+		row.Failures = append(row.Failures, "fault: "+err.Error())
+		e.logf("fault failed: %v", err)
+	}
+	if err := e.waitFor(ctx, "every accepted event to reach a final state", e.drained); err != nil {
+		row.Failures = append(row.Failures, err.Error())
+	} else {
+		e.logf("all messages final")
+	}
+	e.check(context.WithoutCancel(ctx))
+	return row
+}
+
+type experiment struct {
+	*suite
+	name    string
+	row     *Row
+	rng     *rand.Rand
+	cluster *cluster
+
+	dbName, dbURL, dataDir, addr string
+	pool                         *pgxpool.Pool
+	prov                         *provider
+	web                          *proc
+	workers                      []*proc
+	key                          string
+	client                       *http.Client
+	start                        time.Time
+	extraEnv                     []string
+
+	mu        sync.Mutex
+	accepted  []string
+	rejected  []string
+	acceptedN atomic.Int64
+	intakeEnd atomic.Bool
+	dupBound  int
+	cleanupDB func()
+	counted   map[string]int // message id -> provider accepts counted as in flight
+}
+
+func (e *experiment) logf(format string, args ...any) {
+	at := 0.0
+	if !e.start.IsZero() {
+		at = time.Since(e.start).Seconds()
+	}
+	e.suite.logf("   %s t+%6.1fs  %s", e.name, at, fmt.Sprintf(format, args...))
+}
+
+func (e *experiment) setup(ctx context.Context, admin string, rate float64, workers int, extra []string) error {
+	e.extraEnv = extra
+	e.prov = newProvider()
+	e.dbName = fmt.Sprintf("herald_chaos_%d_%s", os.Getpid(), e.name)
+	u, err := url.Parse(admin)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	u.Path = "/" + e.dbName
+	e.dbURL = u.String()
+	if err := adminExec(ctx, admin, `DROP DATABASE IF EXISTS `+e.dbName+` WITH (FORCE)`, `CREATE DATABASE `+e.dbName); err != nil {
+		return fmt.Errorf("create database %s (the role needs CREATEDB): %w", e.dbName, err)
+	}
+	e.cleanupDB = func() {
+		// A busy server may refuse the connection for a moment: try a few
+		// times, and say so when the database stays behind.
+		var err error
+		for range 5 {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err = adminExec(ctx, admin, `DROP DATABASE IF EXISTS `+e.dbName+` WITH (FORCE)`)
+			cancel()
+			if err == nil {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+		e.suite.logf("   could not drop database %s: %v", e.dbName, err)
+	}
+	if e.dataDir, err = os.MkdirTemp("", "herald-chaos-"+e.name+"-"); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	e.addr = ln.Addr().String()
+	_ = ln.Close()
+	e.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: e.cfg.Concurrency * 2}, Timeout: 30 * time.Second}
+	if _, err := e.herald(ctx, "migrate"); err != nil {
+		return err
+	}
+	// The demo key is the one key the command line issues with the manage
+	// scope, which creating a channel account takes; the demo tenant is on
+	// the PRO plan.
+	out, err := e.herald(ctx, "demo")
+	if err != nil {
+		return err
+	}
+	for line := range strings.Lines(out) {
+		if k, ok := strings.CutPrefix(strings.TrimSpace(line), "api key: "); ok {
+			e.key = strings.TrimSpace(k)
+		}
+	}
+	if e.key == "" {
+		return errors.New("herald demo printed no api key")
+	}
+	pcfg, err := pgxpool.ParseConfig(e.dbURL)
+	if err != nil {
+		return err
+	}
+	pcfg.MaxConns = 4
+	pcfg.ConnConfig.RuntimeParams["herald.scope"] = "platform"
+	if e.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+		return err
+	}
+	if e.web, err = e.startProc("web"); err != nil {
+		return err
+	}
+	if err := e.waitFor(ctx, "herald web to answer /healthz", e.webReady); err != nil {
+		return err
+	}
+	if err := e.createAccount(ctx, rate); err != nil {
+		return err
+	}
+	for range workers {
+		w, err := e.startProc("worker")
+		if err != nil {
+			return err
+		}
+		e.workers = append(e.workers, w)
+	}
+	return nil
+}
+
+// createAccount makes the tenant's webhook account point at the fake
+// provider, with the given rate limit, and makes it the active one.
+func (e *experiment) createAccount(ctx context.Context, rate float64) error {
+	var acct struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	status, raw, err := e.call(ctx, http.MethodPost, "/api/v1/channel-accounts", map[string]any{
+		"provider": "webhook", "name": "chaos receiver",
+		"config": map[string]any{"url": e.prov.URL()},
+	}, &acct)
+	if err != nil || status != http.StatusCreated {
+		return fmt.Errorf("create webhook account: %d %v %s", status, err, raw)
+	}
+	// Neither the API nor the console sets an account's rate_per_second
+	// (it is an operator's setting the dispatcher reads from the account's
+	// configuration), so the suite writes it before any worker starts.
+	if err := setRate(ctx, e.pool, acct.ID, strconv.FormatFloat(rate, 'f', -1, 64)); err != nil {
+		return fmt.Errorf("set the webhook account's rate: %w", err)
+	}
+	if !strings.EqualFold(acct.Status, "active") {
+		status, raw, err = e.call(ctx, http.MethodPost, "/api/v1/channel-accounts/"+acct.ID+"/activate", map[string]any{"replace": true}, &acct)
+		if err != nil || status != http.StatusOK {
+			return fmt.Errorf("activate webhook account: %d %v %s", status, err, raw)
+		}
+	}
+	return nil
+}
+
+func (e *experiment) call(ctx context.Context, method, path string, body, out any) (int, []byte, error) {
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+e.addr+path, bytes.NewReader(b))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode < 300 {
+		_ = json.Unmarshal(raw, out)
+	}
+	return resp.StatusCode, raw, nil
+}
+
+func (e *experiment) env() []string {
+	return append(os.Environ(), append([]string{
+		"DATABASE_URL=" + e.dbURL,
+		"HERALD_ENV=dev",
+		"HERALD_ADDR=" + e.addr,
+		"HERALD_DATA_DIR=" + e.dataDir,
+		"HERALD_LOG_LEVEL=warn",
+		"HERALD_SANDBOX_DELAY=0s",
+		"HERALD_WEBHOOK_ALLOW_PRIVATE=true",
+		// The shared cluster allows 100 connections in all.
+		"HERALD_DB_MAX_CONNS=10",
+		"HERALD_PPROF_ADDR=",
+		"HERALD_METRICS_ADDR=",
+	}, e.extraEnv...)...)
+}
+
+// herald runs one herald command to completion and returns its stdout.
+func (e *experiment) herald(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, e.cfg.Binary, args...)
+	cmd.Env = e.env()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("herald %s: %w: %s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
+}
+
+// proc is a long-running herald process.
+type proc struct {
+	role     string
+	cmd      *exec.Cmd
+	done     chan struct{}
+	stopping atomic.Bool
+}
+
+func (e *experiment) startProc(role string) (*proc, error) {
+	cmd := exec.Command(e.cfg.Binary, role)
+	cmd.Env = e.env()
+	logFile, err := os.OpenFile(filepath.Join(e.dataDir, role+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start herald %s: %w", role, err)
+	}
+	p := &proc{role: role, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		close(p.done)
+		if !p.stopping.Load() {
+			e.logf("herald %s (pid %d) exited on its own: %v; see %s", role, cmd.Process.Pid, err, filepath.Join(e.dataDir, role+".log"))
+		}
+	}()
+	return p, nil
+}
+
+// stop sends sig and waits for the process to end (SIGKILL after a minute).
+func (p *proc) stop(sig syscall.Signal) (exitCode int) {
+	p.stopping.Store(true)
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func (e *experiment) webReady() (bool, error) {
+	resp, err := e.client.Get("http://" + e.addr + "/healthz")
+	if err != nil {
+		return false, nil
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, nil
+}
+
+// waitFor polls cond until it holds, ctx ends, or ten minutes pass without
+// it; a cond error (the database restarting) counts as "not yet".
+func (e *experiment) waitFor(ctx context.Context, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(10 * time.Minute)
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			if last != nil {
+				return fmt.Errorf("gave up waiting for %s (last error: %v)", what, last)
+			}
+			return fmt.Errorf("gave up waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// drained says whether every accepted event has been stored and routed and
+// no message is waiting for a final state.
+func (e *experiment) drained() (bool, error) {
+	if !e.intakeEnd.Load() {
+		return false, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	events, unrouted, open, err := pending(ctx, e.pool)
+	if err != nil {
+		return false, err
+	}
+	return events >= int(e.acceptedN.Load()) && unrouted == 0 && open == 0, nil
+}
+
+// intake posts the events from cfg.Concurrency clients. A client retries an
+// event with the same event_id until the API answers 2xx (a lost answer must
+// not make a second event) or a 4xx other than 408/429 (recorded).
+func (e *experiment) intake(ctx context.Context) {
+	defer e.intakeEnd.Store(true)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range e.cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(e.cfg.Messages) || ctx.Err() != nil {
+					return
+				}
+				e.post(ctx, fmt.Sprintf("chaos-%s-%d", e.name, i), int(i))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (e *experiment) post(ctx context.Context, eventID string, n int) {
+	body := map[string]any{
+		"event_id":             eventID,
+		"trigger_event":        "BOOKING_REFUNDED",
+		"recipients":           []map[string]any{{"name": "Chaos Passenger", "email": fmt.Sprintf("p%d@chaos.example", n)}},
+		"context":              map[string]any{"passenger_name": "Chaos Passenger", "booking_reference": fmt.Sprintf("BK-%d", n), "refund_amount": "12.00 EUR"},
+		"conversation_context": map[string]any{"type": "booking", "id": fmt.Sprintf("BK-%d", n)},
+		"channels":             []string{"WEBHOOK"},
+	}
+	backoff := 20 * time.Millisecond
+	for ctx.Err() == nil {
+		status, raw, err := e.call(ctx, http.MethodPost, "/api/v1/notifications", body, nil)
+		switch {
+		case err == nil && status >= 200 && status < 300:
+			e.mu.Lock()
+			e.accepted = append(e.accepted, eventID)
+			e.mu.Unlock()
+			e.acceptedN.Add(1)
+			return
+		case err == nil && status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests:
+			e.mu.Lock()
+			e.rejected = append(e.rejected, fmt.Sprintf("%s: %d %s", eventID, status, bytes.TrimSpace(raw)))
+			e.mu.Unlock()
+			return
+		}
+		// Pacing between retries of a failed request, not a wait for a
+		// condition: the client cannot know when the server is back.
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 500*time.Millisecond)
+	}
+}
+
+// targets are n random points in [5%, 85%] of total, ascending.
+func (e *experiment) targets(n, total int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(float64(total) * (0.05 + 0.8*e.rng.Float64()))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// progress waits until the provider took at least n messages.
+func (e *experiment) progress(ctx context.Context, n int64) error {
+	return e.waitFor(ctx, fmt.Sprintf("the provider to take %d messages", n), func() (bool, error) {
+		return e.prov.accepted.Load() >= n, nil
+	})
+}
+
+// recovered waits until the provider takes another message after base
+// (or nothing is left to send) and records how long that took from since.
+func (e *experiment) recovered(ctx context.Context, since time.Time, base int64, counter *atomic.Int64) error {
+	err := e.waitFor(ctx, "progress after the fault", func() (bool, error) {
+		if counter.Load() > base {
+			return true, nil
+		}
+		return e.drained()
+	})
+	d := time.Since(since)
+	e.row.Recover = append(e.row.Recover, d)
+	e.logf("recovered after %s", d.Round(10*time.Millisecond))
+	return err
+}
+
+// inFlightAfterDeath counts the sends a dead worker left between the
+// provider's answer and the commit: taken by the provider, not sent in the
+// database. With no other worker running, the count cannot change under us.
+// A message still uncommitted from an earlier kill counts again only when
+// the provider took it again since: each counted send is one call that a
+// restarted worker may legitimately repeat.
+func (e *experiment) inFlightAfterDeath(ctx context.Context) int {
+	e.prov.waitIdle()
+	ids := e.prov.acceptedIDs()
+	var open []string
+	_ = e.waitFor(ctx, "the in-flight count", func() (bool, error) {
+		var err error
+		open, err = uncommitted(ctx, e.pool, ids)
+		return err == nil, err
+	})
+	if e.counted == nil {
+		e.counted = map[string]int{}
+	}
+	n := 0
+	for id, accepts := range e.prov.acceptsOf(open) {
+		if accepts > e.counted[id] {
+			n++
+			e.counted[id] = accepts
+		}
+	}
+	return n
+}
+
+// fault runs the experiment's faults while intake goes on.
+func (e *experiment) fault(ctx context.Context) error {
+	n := e.cfg.Messages
+	switch e.name {
+	case "a":
+		for _, t := range e.targets(e.cfg.Kills, n) {
+			if err := e.progress(ctx, t); err != nil {
+				return err
+			}
+			sent := e.prov.accepted.Load()
+			e.workers[0].stop(syscall.SIGKILL)
+			inflight := e.inFlightAfterDeath(ctx)
+			e.row.InFlight = append(e.row.InFlight, inflight)
+			e.dupBound += inflight
+			e.logf("worker SIGKILLed after %d provider sends; %d sends in flight", sent, inflight)
+			w, err := e.startProc("worker")
+			if err != nil {
+				return err
+			}
+			e.workers[0] = w
+			if err := e.recovered(ctx, time.Now(), e.prov.accepted.Load(), &e.prov.accepted); err != nil {
+				return err
+			}
+		}
+	case "b":
+		for _, t := range e.targets(e.cfg.Kills, n) {
+			if err := e.waitFor(ctx, fmt.Sprintf("%d accepted events", t), func() (bool, error) { return e.acceptedN.Load() >= t, nil }); err != nil {
+				return err
+			}
+			e.web.stop(syscall.SIGKILL)
+			e.logf("web SIGKILLed after %d accepted events", e.acceptedN.Load())
+			e.row.InFlight = append(e.row.InFlight, 0)
+			w, err := e.startProc("web")
+			if err != nil {
+				return err
+			}
+			e.web = w
+			base, at := e.acceptedN.Load(), time.Now()
+			if err := e.waitFor(ctx, "the API to accept again", func() (bool, error) {
+				return e.acceptedN.Load() > base || e.intakeEnd.Load(), nil
+			}); err != nil {
+				return err
+			}
+			d := time.Since(at)
+			e.row.Recover = append(e.row.Recover, d)
+			e.logf("the API accepts again after %s", d.Round(10*time.Millisecond))
+		}
+	case "c":
+		if err := e.progress(ctx, int64(n)*3/10); err != nil {
+			return err
+		}
+		// Sends whose commit the restart may undo: those the provider took
+		// but the database did not record as sent just before, and every
+		// one it takes until the server is back.
+		base := e.prov.accepted.Load()
+		open, err := uncommitted(ctx, e.pool, e.prov.acceptedIDs())
+		if err != nil {
+			return err
+		}
+		before := len(open)
+		e.logf("restarting Postgres after %d provider sends", base)
+		if err := e.cluster.restart(ctx); err != nil {
+			return err
+		}
+		inflight := before + int(e.prov.accepted.Load()-base)
+		e.row.InFlight = append(e.row.InFlight, inflight)
+		e.dupBound += inflight
+		e.logf("Postgres is back; %d sends in flight", inflight)
+		return e.recovered(ctx, time.Now(), e.prov.accepted.Load(), &e.prov.accepted)
+	case "d":
+		if err := e.progress(ctx, int64(n)/10); err != nil {
+			return err
+		}
+		e.prov.mode.Store(unavailable)
+		e.logf("provider answers 503 for %s", e.cfg.Storm)
+		if err := sleepCtx(ctx, e.cfg.Storm); err != nil {
+			return err
+		}
+		e.prov.mode.Store(throttled)
+		e.logf("provider answers 429 with Retry-After for %s", e.cfg.Throttle)
+		if err := sleepCtx(ctx, e.cfg.Throttle); err != nil {
+			return err
+		}
+		e.prov.mode.Store(healthy)
+		e.logf("provider healthy (%d calls so far)", e.prov.total.Load())
+		e.row.InFlight = append(e.row.InFlight, 0)
+		return e.recovered(ctx, time.Now(), e.prov.accepted.Load(), &e.prov.accepted)
+	case "f":
+		if err := e.progress(ctx, int64(n)*4/10); err != nil {
+			return err
+		}
+		at := time.Now()
+		code := e.workers[0].stop(syscall.SIGTERM)
+		inflight := e.inFlightAfterDeath(ctx)
+		e.row.InFlight = append(e.row.InFlight, inflight)
+		e.logf("worker SIGTERMed: exited with %d after %s; %d sends left uncommitted", code, time.Since(at).Round(10*time.Millisecond), inflight)
+		if code != 0 {
+			e.row.Failures = append(e.row.Failures, fmt.Sprintf("the worker exited with %d after SIGTERM", code))
+		}
+		if inflight > 0 {
+			e.row.Failures = append(e.row.Failures, fmt.Sprintf("the worker did not drain: %d sends taken by the provider were not committed", inflight))
+		}
+		w, err := e.startProc("worker")
+		if err != nil {
+			return err
+		}
+		e.workers[0] = w
+		return e.recovered(ctx, time.Now(), e.prov.accepted.Load(), &e.prov.accepted)
+	}
+	return nil
+}
+
+// sleepCtx lets a fault last for d: the length of a provider storm is the
+// experiment's input, not a guess at how long something takes.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// check counts and compares, and records every broken invariant.
+func (e *experiment) check(ctx context.Context) {
+	r := e.row
+	e.mu.Lock()
+	accepted := append([]string(nil), e.accepted...)
+	rejected := append([]string(nil), e.rejected...)
+	e.mu.Unlock()
+	r.Accepted = len(accepted)
+	if len(rejected) > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d requests refused, e.g. %s", len(rejected), rejected[0]))
+	}
+	if r.Accepted < e.cfg.Messages {
+		r.Failures = append(r.Failures, fmt.Sprintf("only %d of %d requests were accepted", r.Accepted, e.cfg.Messages))
+	}
+	var t *tally
+	if err := e.waitFor(ctx, "the final counts", func() (bool, error) {
+		var err error
+		t, err = count(ctx, e.pool, accepted)
+		return err == nil, err
+	}); err != nil {
+		r.Failures = append(r.Failures, err.Error())
+		return
+	}
+	r.Events, r.Messages, r.Sent, r.Failed = t.Events, t.Messages, t.Sent, t.Failed
+	r.Lost, r.Missing = t.Lost, t.Missing
+	r.DupEvents, r.DupMessages = t.Events-t.DistinctEvents, t.Messages-t.DistinctMessages
+	var examples []string
+	r.DupCalls, examples = e.prov.duplicates()
+	if r.Missing > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d events answered 2xx are missing", r.Missing))
+	}
+	if r.Lost > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d accepted events have no message in a final state, e.g. %s", r.Lost, strings.Join(t.LostExamples, ", ")))
+	}
+	if r.DupEvents > 0 || r.DupMessages > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("duplicate rows: %d events, %d messages", r.DupEvents, r.DupMessages))
+	}
+	if r.DupCalls > e.dupBound {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d duplicate provider calls, more than the %d sends in flight at the faults; messages: %s", r.DupCalls, e.dupBound, strings.Join(examples, ", ")))
+	} else if r.DupCalls > 0 {
+		e.logf("%d duplicate provider calls, within the %d sends in flight at the faults; messages: %s", r.DupCalls, e.dupBound, strings.Join(examples, ", "))
+	}
+	taken := map[string]bool{}
+	for _, id := range e.prov.acceptedIDs() {
+		taken[id] = true
+	}
+	var phantom []string
+	for _, id := range t.SentIDs {
+		if !taken[id] {
+			phantom = append(phantom, id)
+		}
+	}
+	if len(phantom) > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d messages are sent in the database but the provider never took them, e.g. %s", len(phantom), phantom[0]))
+	}
+	if len(taken) != t.Sent {
+		r.Failures = append(r.Failures, fmt.Sprintf("the provider took %d messages, the database has %d sent", len(taken), t.Sent))
+	}
+	if e.name == "e" {
+		e.checkLimits(t, len(taken))
+	}
+}
+
+// checkLimits holds experiment e to the account's rate and the plan's quota.
+// The rate is read over 20-second windows: the bucket may add a second's
+// burst on top of the rate, so a window may hold rate*20 + burst calls. The
+// 10% margin then covers 2.1 s of delay between a token and its call's
+// arrival at the provider, which a busy machine does produce; a shorter
+// window would make the check depend on the machine's speed.
+func (e *experiment) checkLimits(t *tally, taken int) {
+	r := e.row
+	const window = 20 * time.Second
+	burst := max(e.cfg.Rate, 1)
+	limit := e.cfg.Rate*window.Seconds() + burst
+	peak := e.prov.maxInWindow(window)
+	e.logf("peak %d calls in %s against %.0f allowed (%.0f/s plus a burst of %.0f); quota %d, taken %d, sent %d, failed %d",
+		peak, window, limit, e.cfg.Rate, burst, e.cfg.Quota, taken, t.Sent, t.Failed)
+	if float64(peak) > 1.1*limit {
+		r.Failures = append(r.Failures, fmt.Sprintf("rate: %d calls in %s, more than 10%% above the %.0f the account allows", peak, window, limit))
+	}
+	if taken > e.cfg.Quota || t.Sent > e.cfg.Quota {
+		r.Failures = append(r.Failures, fmt.Sprintf("quota overshoot: the provider took %d messages and %d are sent; the quota is %d", taken, t.Sent, e.cfg.Quota))
+	}
+}
+
+func (e *experiment) cleanup() {
+	if e.web != nil {
+		e.web.stop(syscall.SIGTERM)
+	}
+	for _, w := range e.workers {
+		w.stop(syscall.SIGTERM)
+	}
+	if e.pool != nil {
+		e.pool.Close()
+	}
+	if e.prov != nil {
+		e.prov.Close()
+	}
+	if !e.cfg.Keep {
+		if e.cleanupDB != nil {
+			e.cleanupDB()
+		}
+		if e.dataDir != "" {
+			_ = os.RemoveAll(e.dataDir)
+		}
+		e.cluster.remove()
+	} else if e.dataDir != "" {
+		e.suite.logf("   kept database %s and logs in %s", e.dbName, e.dataDir)
+	}
+}
+
+// table prints one row per experiment.
+func (s *suite) table(rows []Row) {
+	s.logf("\nHerald chaos (%d messages, seed %d, load average %s)", s.cfg.Messages, s.cfg.Seed, loadAverage())
+	s.logf("%-3s %8s %8s %8s %8s %7s %5s %9s %9s %-16s %-28s %s",
+		"exp", "accepted", "events", "messages", "sent", "failed", "lost", "dup rows", "dup calls", "in flight", "recovered after", "result")
+	for _, r := range rows {
+		if r.Skipped != "" {
+			s.logf("%-3s %s", r.Name, "skipped: "+r.Skipped)
+			continue
+		}
+		inflight := make([]string, len(r.InFlight))
+		for i, n := range r.InFlight {
+			inflight[i] = strconv.Itoa(n)
+		}
+		rec := make([]string, len(r.Recover))
+		for i, d := range r.Recover {
+			rec[i] = strconv.FormatFloat(d.Seconds(), 'f', 1, 64)
+		}
+		result := "ok"
+		if r.Broke() {
+			result = "FAILED"
+		}
+		s.logf("%-3s %8d %8d %8d %8d %7d %5d %4d/%-4d %9d %-16s %-28s %s",
+			r.Name, r.Accepted, r.Events, r.Messages, r.Sent, r.Failed, r.Lost, r.DupEvents, r.DupMessages, r.DupCalls,
+			dash(strings.Join(inflight, ",")), dash(strings.Join(rec, ","))+seconds(len(rec)), result)
+	}
+	for _, r := range rows {
+		for _, f := range r.Failures {
+			s.logf("%s: %s", r.Name, f)
+		}
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func seconds(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return " s"
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
