@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,17 +16,22 @@ import (
 // database, not one tenant's view of it.
 
 // BenchDatabase is the database the benchmark creates, fills and drops on
-// the server DATABASE_URL names. The statements below spell it out too, so
-// they read as plain SQL.
-const BenchDatabase = "herald_bench"
+// the server DATABASE_URL names: herald_bench, or HERALD_BENCH_DATABASE when
+// set, so that two benchmarks on one server do not drop each other's.
+func BenchDatabase() string {
+	if name := os.Getenv("HERALD_BENCH_DATABASE"); name != "" {
+		return name
+	}
+	return "herald_bench"
+}
 
 // BenchCreateDatabase drops any benchmark database a failed run left behind
 // and creates an empty one, so every run starts from the same state.
 // adminURL is a connection to any database on the server.
 func BenchCreateDatabase(ctx context.Context, adminURL string) error {
 	err := benchAdminExec(ctx, adminURL,
-		`DROP DATABASE IF EXISTS herald_bench WITH (FORCE)`,
-		`CREATE DATABASE herald_bench`)
+		`DROP DATABASE IF EXISTS `+benchIdent()+` WITH (FORCE)`,
+		`CREATE DATABASE `+benchIdent())
 	if err != nil {
 		return fmt.Errorf("create benchmark database (the role needs CREATEDB): %w", err)
 	}
@@ -35,7 +41,12 @@ func BenchCreateDatabase(ctx context.Context, adminURL string) error {
 // BenchDropDatabase drops the benchmark database; FORCE ends the sessions of
 // herald processes that have not yet exited.
 func BenchDropDatabase(ctx context.Context, adminURL string) error {
-	return benchAdminExec(ctx, adminURL, `DROP DATABASE IF EXISTS herald_bench WITH (FORCE)`)
+	return benchAdminExec(ctx, adminURL, `DROP DATABASE IF EXISTS `+benchIdent()+` WITH (FORCE)`)
+}
+
+// benchIdent is the benchmark database's name as a quoted identifier.
+func benchIdent() string {
+	return pgx.Identifier{BenchDatabase()}.Sanitize()
 }
 
 // benchAdminExec runs statements on a single connection outside any
@@ -146,7 +157,7 @@ func BenchDeleteNoopJobs(ctx context.Context, pool *pgxpool.Pool) error {
 // sessions opened by one application (herald-web, herald-worker), whose CPU
 // time the benchmark reads from /proc.
 func BenchSessionPIDs(ctx context.Context, pool *pgxpool.Pool, applicationName string) ([]int, error) {
-	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = 'herald_bench' AND application_name = $1`, applicationName)
+	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = $2 AND application_name = $1`, applicationName, BenchDatabase())
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ import (
 // Config says how hard to push.
 type Config struct {
 	// DatabaseURL names the server; the benchmark creates its own database
-	// (herald_bench) there and drops it at the end unless Keep is set.
+	// (herald_bench, or HERALD_BENCH_DATABASE) there and drops it at the end unless Keep is set.
 	DatabaseURL string
 	// Binary is the herald executable to start as web and worker.
 	Binary      string
@@ -125,7 +125,7 @@ func (b *bench) prepare(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	u.Path = "/" + db.BenchDatabase
+	u.Path = "/" + db.BenchDatabase()
 	b.dbURL = u.String()
 	if err := db.BenchCreateDatabase(ctx, b.admin); err != nil {
 		return err
