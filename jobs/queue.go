@@ -2,10 +2,10 @@ package jobs
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/heraldhq/herald/app"
@@ -14,23 +14,24 @@ import (
 // Queue enqueues jobs inside the caller's app.Tx: the job exists if and only
 // if the transaction commits. It implements app's queue interface.
 type Queue struct {
-	inserter *river.Client[*sql.Tx]
+	inserter *river.Client[pgx.Tx]
 }
 
 // NewQueue returns a Queue that inserts through inserter.
-func NewQueue(inserter *river.Client[*sql.Tx]) *Queue {
+func NewQueue(inserter *river.Client[pgx.Tx]) *Queue {
 	return &Queue{inserter: inserter}
 }
 
-// sqlTx is implemented by db.Tx; it hands over the *sql.Tx River inserts in.
-type sqlTx interface{ SQL() *sql.Tx }
+// pgxTx is implemented by db.Tx; it hands over the pgx transaction River
+// inserts in.
+type pgxTx interface{ PGX() pgx.Tx }
 
-func unwrap(tx app.Tx) (*sql.Tx, error) {
-	s, ok := tx.(sqlTx)
-	if !ok {
-		return nil, errors.New("jobs: transaction does not expose *sql.Tx")
+func unwrap(tx app.Tx) (pgx.Tx, error) {
+	s, ok := tx.(pgxTx)
+	if !ok || s.PGX() == nil {
+		return nil, errors.New("jobs: transaction does not expose its pgx transaction")
 	}
-	return s.SQL(), nil
+	return s.PGX(), nil
 }
 
 // Insert enqueues one job in tx.

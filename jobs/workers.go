@@ -1,11 +1,10 @@
 package jobs
 
 import (
-	"database/sql"
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/app"
 )
@@ -22,9 +21,6 @@ type Deps struct {
 	// Callbacks posts status callbacks; nil leaves their worker
 	// unregistered.
 	Callbacks *app.Callbacks
-	// SQL is the database/sql handle the app's transactions run on; dispatch
-	// jobs complete inside those transactions.
-	SQL *sql.DB
 }
 
 // Workers registers every worker Herald runs.
@@ -32,7 +28,7 @@ func Workers(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &AuditVerifyWorker{Audit: d.Audit})
 	river.AddWorker(w, &RouteWorker{Router: d.Router})
-	river.AddWorker(w, &DispatchWorker{Dispatcher: d.Dispatcher, Driver: riverdatabasesql.New(d.SQL)})
+	river.AddWorker(w, &DispatchWorker{Dispatcher: d.Dispatcher, Driver: riverpgxv5.New(nil)})
 	river.AddWorker(w, &RequeueStuckWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &DeadlineWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &RetentionWorker{Maintenance: d.Maintenance})

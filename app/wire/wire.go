@@ -127,7 +127,7 @@ func Connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 func (s *Services) Close() { s.DB.Close() }
 
 func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
-	inserter, err := jobs.NewInserter(d.SQL.DB)
+	inserter, err := jobs.NewInserter(d.Pool)
 	if err != nil {
 		return nil, err
 	}
@@ -265,7 +265,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 		jc.SoftStopTimeout = s.Config.ShutdownTimeout
 	}
 	workers := jobs.Workers(jobs.Deps{
-		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance, SQL: s.DB.SQL.DB,
+		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance,
 		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks,
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)
