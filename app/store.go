@@ -54,6 +54,9 @@ type SentRecord struct {
 	Channel              Channel
 	UsageMonth           time.Time
 	Detail               map[string]any
+	// CallbackEvent names the callback event whose subscribed endpoints
+	// the recording returns, so that it costs no statement of its own.
+	CallbackEvent string
 }
 
 // ReceiptRecord is a provider's receipt for a known message and what it

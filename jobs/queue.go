@@ -69,7 +69,7 @@ func (q *Queue) EnqueueRoute(ctx context.Context, tx app.Tx, job app.RouteJob) e
 }
 
 // EnqueueDispatch implements app.Queue: one statement for all the jobs, each
-// on its channel's queue.
+// on its channel's queue. Each job's id is set in jobs.
 func (q *Queue) EnqueueDispatch(ctx context.Context, tx app.Tx, jobs ...app.DispatchJob) error {
 	params := make([]river.InsertManyParams, len(jobs))
 	for i, j := range jobs {
@@ -78,7 +78,21 @@ func (q *Queue) EnqueueDispatch(ctx context.Context, tx app.Tx, jobs ...app.Disp
 			InsertOpts: &river.InsertOpts{Queue: j.Channel.Queue(), ScheduledAt: j.NotBefore},
 		}
 	}
-	return q.InsertMany(ctx, tx, params)
+	if len(params) == 0 {
+		return nil
+	}
+	ptx, err := unwrap(tx)
+	if err != nil {
+		return err
+	}
+	res, err := q.inserter.InsertManyTx(ctx, ptx, params)
+	if err != nil {
+		return err
+	}
+	for i, r := range res {
+		jobs[i].JobID = r.Job.ID
+	}
+	return nil
 }
 
 // EnqueueTemplateSync implements console.TemplateSyncQueue: a sync of one
