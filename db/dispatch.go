@@ -43,11 +43,15 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*a
 	return &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account}, nil
 }
 
+// usageShards is how many rows a tenant's usage of a channel in a month is
+// spread over (migration 00027).
+const usageShards = 256
+
 // RecordSent serves app.DispatchTx: the status change, the timeline entry
 // and the usage count in one statement, the last two only when the message
 // was still QUEUED, and the count only once per message and month (a send
 // again after a provider's rate-limit receipt is the same message). Usage is
-// spread over shards (see migration 00003) so that concurrent sends of a
+// spread over shards (see migrations 00003 and 00027) so that concurrent sends of a
 // tenant do not queue on one row. The marker of the provider call goes.
 func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, []uuid.UUID, error) {
 	detail, err := json.Marshal(s.Detail)
@@ -82,7 +86,7 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, []uuid.UUI
 				WHERE tenant_id = $1 AND enabled AND $12 = ANY (event_types) ORDER BY id)
 			END AS subscribers`,
 		s.TenantID, s.MessageID, s.Provider, s.ExternalID, s.Attempt, s.At,
-		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, rand.IntN(16), s.CallbackEvent)
+		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, rand.IntN(usageShards), s.CallbackEvent)
 	if err != nil {
 		return false, nil, mapErr(err)
 	}
