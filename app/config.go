@@ -31,10 +31,11 @@ const (
 )
 
 // DefaultWorkers is the number of concurrent workers per queue when
-// HERALD_WORKERS_<QUEUE> is not set. Dispatch queues wait on provider I/O, so
-// they get more workers than the CPU-bound routing queue.
+// HERALD_WORKERS_<QUEUE> is not set. Dispatch queues wait on provider I/O,
+// and so does the routing queue, which makes each message's first attempt
+// itself (see InlineOptions).
 var DefaultWorkers = map[string]int{
-	QueueRoute:            50,
+	QueueRoute:            100,
 	QueueDispatchWhatsApp: 100,
 	QueueDispatchEmail:    100,
 	QueueDispatchSMS:      100,
