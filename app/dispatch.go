@@ -170,6 +170,9 @@ type delivery struct {
 	// claimed: the transaction that stored the message reserved its quota
 	// and marked this call as started (inline dispatch).
 	claimed bool
+	// inlineJob is the dispatch job an inline send finishes in the
+	// statement recording it (zero for a job's own run).
+	inlineJob int64
 }
 
 // deliver runs the steps of a send after the message is loaded: account
@@ -257,7 +260,7 @@ func (d *Dispatcher) deliver(ctx context.Context, dl delivery, complete Complete
 	if sendErr == nil {
 		d.Metrics.DispatchLatency(m.Channel, d.Now().Sub(m.QueuedAt))
 		d.Metrics.MessageOutcome(m.Channel, "sent")
-		out, err := d.recordSent(ctx, m, acct, unrecordedSend{externalID: externalID, attempt: attempt, took: d.Now().Sub(start)}, complete)
+		out, err := d.recordSent(ctx, m, acct, unrecordedSend{externalID: externalID, attempt: attempt, took: d.Now().Sub(start), finishJob: dl.inlineJob}, complete)
 		if c, ok := p.(provider.Committer); ok && err == nil {
 			c.Committed(externalID)
 		}
@@ -328,11 +331,15 @@ func MonthOf(t time.Time) time.Time {
 // usage and the job's completion, in one transaction. The job is completed
 // first so that the usage counter row, which concurrent sends of the tenant
 // share, stays locked for as short a time as possible.
-func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount, externalID string, attempt int, took time.Duration, complete CompleteFunc) (DispatchOutcome, error) {
+func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount, rec unrecordedSend, complete CompleteFunc) (DispatchOutcome, error) {
+	externalID, attempt, took := rec.externalID, rec.attempt, rec.took
 	now := d.Now()
 	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
-		if err := complete(ctx, tx); err != nil {
-			return err
+		// An inline send's job is finished by RecordSent's own statement.
+		if rec.finishJob == 0 {
+			if err := complete(ctx, tx); err != nil {
+				return err
+			}
 		}
 		// Receipts of this id wait until the send is recorded, and the
 		// ones that came before it are applied with it.
@@ -348,6 +355,7 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 				"provider": acct.Provider, "external_id": externalID, "attempt": attempt, "provider_ms": took.Milliseconds(),
 			},
 			CallbackEvent: CallbackMessageSent,
+			FinishJobID:   rec.finishJob,
 		})
 		if err != nil || !moved {
 			return err

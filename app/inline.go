@@ -124,7 +124,7 @@ func (d *Dispatcher) sendInline(ctx context.Context, s inlineSend, opts InlineOp
 		return tx.(InlineJobTx).FinishPlannedJob(ctx, jobID)
 	}
 	out, err := d.deliver(ctx, delivery{message: s.message, account: s.account, tenant: s.tenant,
-		attempt: 1, maxAttempts: opts.MaxAttempts, claimed: true}, complete)
+		attempt: 1, maxAttempts: opts.MaxAttempts, claimed: true, inlineJob: jobID}, complete)
 	var at time.Time
 	attempt := 0
 	switch {

@@ -53,6 +53,9 @@ const usageShards = 256
 // again after a provider's rate-limit receipt is the same message). Usage is
 // spread over shards (see migrations 00003 and 00027) so that concurrent sends of a
 // tenant do not queue on one row. The marker of the provider call goes.
+// An inline send's dispatch job (s.FinishJobID) is finished in the same
+// statement, and the endpoints subscribed to s.CallbackEvent come back
+// with it, when the message moved.
 func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, []uuid.UUID, error) {
 	detail, err := json.Marshal(s.Detail)
 	if err != nil {
@@ -79,6 +82,9 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, []uuid.UUI
 			SELECT tenant_id, $9, $10, $11, 1 FROM sent
 			WHERE (SELECT counted_month FROM before) IS DISTINCT FROM $10::date
 			ON CONFLICT (tenant_id, channel, month, shard) DO UPDATE SET count = usage_counters.count + excluded.count
+		), job AS (
+			UPDATE river_job SET state = 'completed', finalized_at = now()
+			WHERE $13::bigint <> 0 AND id = $13 AND state IN ('scheduled', 'available')
 		)
 		SELECT (SELECT count(*) FROM sent) AS n,
 			CASE WHEN EXISTS (SELECT 1 FROM sent) THEN ARRAY(
@@ -86,7 +92,7 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, []uuid.UUI
 				WHERE tenant_id = $1 AND enabled AND $12 = ANY (event_types) ORDER BY id)
 			END AS subscribers`,
 		s.TenantID, s.MessageID, s.Provider, s.ExternalID, s.Attempt, s.At,
-		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, rand.IntN(usageShards), s.CallbackEvent)
+		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, rand.IntN(usageShards), s.CallbackEvent, s.FinishJobID)
 	if err != nil {
 		return false, nil, mapErr(err)
 	}
