@@ -250,8 +250,17 @@ func (c *Callbacks) Notify(ctx context.Context, tx CallbackEnqueueTx, tenantID, 
 		return nil
 	}
 	endpoints, err := tx.CallbackSubscribers(ctx, tenantID, eventType)
-	if err != nil || len(endpoints) == 0 {
+	if err != nil {
 		return err
+	}
+	return c.NotifyEndpoints(ctx, tx, tenantID, messageID, eventType, note, endpoints)
+}
+
+// NotifyEndpoints is Notify for a caller that has read the subscribed
+// endpoints already, in the statement that made the change.
+func (c *Callbacks) NotifyEndpoints(ctx context.Context, tx CallbackEnqueueTx, tenantID, messageID uuid.UUID, eventType string, note CallbackNote, endpoints []uuid.UUID) error {
+	if c == nil || len(endpoints) == 0 {
+		return nil
 	}
 	facts, err := tx.CallbackMessage(ctx, tenantID, messageID)
 	if err != nil {

@@ -31,10 +31,11 @@ const (
 )
 
 // DefaultWorkers is the number of concurrent workers per queue when
-// HERALD_WORKERS_<QUEUE> is not set. Dispatch queues wait on provider I/O, so
-// they get more workers than the CPU-bound routing queue.
+// HERALD_WORKERS_<QUEUE> is not set. Dispatch queues wait on provider I/O,
+// and so does the routing queue, which makes each message's first attempt
+// itself (see InlineOptions).
 var DefaultWorkers = map[string]int{
-	QueueRoute:            50,
+	QueueRoute:            100,
 	QueueDispatchWhatsApp: 100,
 	QueueDispatchEmail:    100,
 	QueueDispatchSMS:      100,
@@ -120,6 +121,9 @@ type Config struct {
 	// receivers on any port; dev only, so that a receiver on the
 	// developer's machine can be tried.
 	WebhookAllowPrivate bool
+	// QueueFirstAttempt hands every first send to a dispatch job instead
+	// of sending it from the route job (see InlineOptions).
+	QueueFirstAttempt bool
 }
 
 // Default job run bounds (HERALD_JOB_TIMEOUT, HERALD_RESCUE_STUCK_AFTER):

@@ -233,11 +233,21 @@ func ResolveContacts(ctx context.Context, tx ContactResolveTx, tenantID uuid.UUI
 			emails = append(emails, rc.Email)
 		}
 	}
+	candidates, err := tx.ContactCandidates(ctx, tenantID, profiles, phones, emails)
+	if err != nil {
+		return nil, err
+	}
+	// Most events are about people Herald knows, with nothing new to
+	// record: their contacts are read without a lock, as nothing is
+	// written. Only a creation or a change takes the locks, and reads again
+	// under them.
+	if out, ok := matchUnchanged(candidates, rs); ok {
+		return out, nil
+	}
 	if err := tx.LockContactKeys(ctx, tenantID, keys); err != nil {
 		return nil, err
 	}
-	candidates, err := tx.ContactCandidates(ctx, tenantID, profiles, phones, emails)
-	if err != nil {
+	if candidates, err = tx.ContactCandidates(ctx, tenantID, profiles, phones, emails); err != nil {
 		return nil, err
 	}
 	out := make([]*Contact, len(rs))
@@ -274,6 +284,26 @@ func ResolveContacts(ctx context.Context, tx ContactResolveTx, tenantID uuid.UUI
 		}
 	}
 	return out, nil
+}
+
+// matchUnchanged returns each recipient's existing contact when every
+// recipient has one that the recipient would not change; ok is false
+// otherwise.
+func matchUnchanged(candidates []*Contact, rs []Recipient) ([]*Contact, bool) {
+	out := make([]*Contact, len(rs))
+	for i, rc := range rs {
+		c := MatchContact(candidates, rc)
+		if c == nil {
+			return nil, false
+		}
+		byProfile := rc.PassengerProfileID != "" && c.PassengerProfileID != nil && *c.PassengerProfileID == rc.PassengerProfileID
+		trial := *c
+		if len(absorb(&trial, rc, byProfile)) > 0 {
+			return nil, false
+		}
+		out[i] = c
+	}
+	return out, true
 }
 
 // contactSummary describes a new contact's identifiers for its history.

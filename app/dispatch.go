@@ -61,7 +61,9 @@ type DispatchTx interface {
 	FallbackTx
 	ReceiptApplyTx
 	MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*DispatchState, error)
-	RecordSent(ctx context.Context, s SentRecord) (bool, error)
+	// RecordSent reports whether the message moved to SENT and, when it
+	// did, the endpoints subscribed to s.CallbackEvent.
+	RecordSent(ctx context.Context, s SentRecord) (moved bool, subscribers []uuid.UUID, err error)
 	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
 	CountAttempt(ctx context.Context, tenantID, id uuid.UUID) error
@@ -73,6 +75,7 @@ type DispatchTx interface {
 	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
 	WhatsAppTx
 	SendGuardTx
+	InlineJobTx
 }
 
 // SendGuardTx lists the statements around a provider call: the quota
@@ -149,7 +152,35 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	if m.Status != MessageQueued || acct == nil {
 		return DispatchOutcome{Done: true}, nil
 	}
+	return d.deliver(ctx, delivery{message: m, account: acct, tenant: tenant, waTemplate: waTemplate, waRefusal: waRefusal,
+		attempt: attempt, maxAttempts: maxAttempts}, complete)
+}
 
+// delivery is one attempt at sending a message, with what it needs.
+type delivery struct {
+	message    *Message
+	account    *ChannelAccount
+	tenant     *Tenant
+	waTemplate *provider.WhatsAppTemplate
+	waRefusal  string
+	attempt    int
+	// maxAttempts is the job's attempts in all: the last one fails the
+	// message instead of retrying.
+	maxAttempts int
+	// claimed: the transaction that stored the message reserved its quota
+	// and marked this call as started (inline dispatch).
+	claimed bool
+	// inlineJob is the dispatch job an inline send finishes in the
+	// statement recording it (zero for a job's own run).
+	inlineJob int64
+}
+
+// deliver runs the steps of a send after the message is loaded: account
+// gate, rate and breaker gates, quota, provider call, and the recording of
+// the result.
+func (d *Dispatcher) deliver(ctx context.Context, dl delivery, complete CompleteFunc) (DispatchOutcome, error) {
+	m, acct, tenant, waTemplate, waRefusal := dl.message, dl.account, dl.tenant, dl.waTemplate, dl.waRefusal
+	attempt, maxAttempts := dl.attempt, dl.maxAttempts
 	if acct.Status != AccountActive {
 		reason := "The channel account is " + acct.Status + "."
 		if acct.SuspendedReason != nil {
@@ -186,7 +217,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	// called: counted after it, concurrent sends all read the same use and
 	// exceed the quota together.
 	limit := d.quota(tenant.Plan, m.Channel)
-	plan, err := d.beginSend(ctx, m, limit, p, attempt)
+	plan := sendPlan{proceed: true, quotaOK: true}
+	if !dl.claimed {
+		plan, err = d.beginSend(ctx, m, limit, p, attempt)
+	}
 	switch {
 	case err != nil:
 		return DispatchOutcome{}, err
@@ -226,7 +260,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	if sendErr == nil {
 		d.Metrics.DispatchLatency(m.Channel, d.Now().Sub(m.QueuedAt))
 		d.Metrics.MessageOutcome(m.Channel, "sent")
-		out, err := d.recordSent(ctx, m, acct, unrecordedSend{externalID: externalID, attempt: attempt, took: d.Now().Sub(start)}, complete)
+		out, err := d.recordSent(ctx, m, acct, unrecordedSend{externalID: externalID, attempt: attempt, took: d.Now().Sub(start), finishJob: dl.inlineJob}, complete)
 		if c, ok := p.(provider.Committer); ok && err == nil {
 			c.Committed(externalID)
 		}
@@ -297,11 +331,15 @@ func MonthOf(t time.Time) time.Time {
 // usage and the job's completion, in one transaction. The job is completed
 // first so that the usage counter row, which concurrent sends of the tenant
 // share, stays locked for as short a time as possible.
-func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount, externalID string, attempt int, took time.Duration, complete CompleteFunc) (DispatchOutcome, error) {
+func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount, rec unrecordedSend, complete CompleteFunc) (DispatchOutcome, error) {
+	externalID, attempt, took := rec.externalID, rec.attempt, rec.took
 	now := d.Now()
 	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
-		if err := complete(ctx, tx); err != nil {
-			return err
+		// An inline send's job is finished by RecordSent's own statement.
+		if rec.finishJob == 0 {
+			if err := complete(ctx, tx); err != nil {
+				return err
+			}
 		}
 		// Receipts of this id wait until the send is recorded, and the
 		// ones that came before it are applied with it.
@@ -310,17 +348,19 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 		}
 		// A message that left QUEUED meanwhile (cancelled) stays as it is;
 		// its job is done either way.
-		moved, err := tx.RecordSent(ctx, SentRecord{
+		moved, subscribers, err := tx.RecordSent(ctx, SentRecord{
 			TenantID: m.TenantID, MessageID: m.ID, Provider: acct.Provider, ExternalID: externalID,
 			Attempt: attempt, At: now, Channel: m.Channel, UsageMonth: MonthOf(now),
 			Detail: map[string]any{
 				"provider": acct.Provider, "external_id": externalID, "attempt": attempt, "provider_ms": took.Milliseconds(),
 			},
+			CallbackEvent: CallbackMessageSent,
+			FinishJobID:   rec.finishJob,
 		})
 		if err != nil || !moved {
 			return err
 		}
-		if err := d.Callbacks.Notify(ctx, tx, m.TenantID, m.ID, CallbackMessageSent, CallbackNote{}); err != nil || d.Receipts == nil {
+		if err := d.Callbacks.NotifyEndpoints(ctx, tx, m.TenantID, m.ID, CallbackMessageSent, CallbackNote{}, subscribers); err != nil || d.Receipts == nil {
 			return err
 		}
 		sent := *m

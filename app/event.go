@@ -90,6 +90,9 @@ type DispatchJob struct {
 	// NotBefore, when set, schedules the job (a send again after a
 	// provider's rate limit).
 	NotBefore time.Time
+	// JobID is the job's id once EnqueueDispatch inserted it (set in the
+	// slice the caller passed).
+	JobID int64
 }
 
 // Queue enqueues background work inside the caller's transaction, so the

@@ -101,6 +101,10 @@ type Message struct {
 	StaleAt           *time.Time `db:"stale_at" json:"stale_at,omitempty"`
 	CreatedAt         time.Time  `db:"created_at" json:"created_at"`
 	UpdatedAt         time.Time  `db:"updated_at" json:"updated_at"`
+	// Claim, on a message about to be stored, marks its first provider
+	// call as started by the storing process (inline dispatch): written
+	// with the row, not read back.
+	Claim *SendMarker `db:"-" json:"-"`
 }
 
 // MessageEvent is one entry of a message's timeline.

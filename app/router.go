@@ -45,6 +45,9 @@ type RouteTx interface {
 	SetEventStatus(ctx context.Context, e *Event) error
 	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
+	// An inline send's quota is reserved where its message is stored.
+	ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch Channel, month time.Time, limit int, held *time.Time) (ok bool, used int, err error)
+	ClearSendStarted(ctx context.Context, tenantID, id uuid.UUID) error
 }
 
 // Router turns a stored event into messages: it resolves contacts and
@@ -62,7 +65,17 @@ type Router struct {
 // waiting to be routed; otherwise it does nothing (a reschedule, cancel or
 // approval made this job stale).
 func (r *Router) Route(ctx context.Context, job RouteJob) error {
-	return r.Store.InTenant(ctx, job.TenantID, func(tx RouteTx) error {
+	_, err := r.route(ctx, job, nil, 0)
+	return err
+}
+
+// route routes the event; with inline set, the first attempt of each new
+// message is claimed for inline (see RouteAndSend) and returned, its
+// dispatch job scheduled lease ahead.
+func (r *Router) route(ctx context.Context, job RouteJob, inline *Dispatcher, lease time.Duration) ([]inlineSend, error) {
+	var sends []inlineSend
+	err := r.Store.InTenant(ctx, job.TenantID, func(tx RouteTx) error {
+		sends = sends[:0]
 		e, tenant, err := tx.EventForRouting(ctx, job.TenantID, job.EventID)
 		if err != nil {
 			return err
@@ -85,7 +98,7 @@ func (r *Router) Route(ctx context.Context, job RouteJob) error {
 		if err != nil {
 			return err
 		}
-		var dispatch []DispatchJob
+		var planned []planned
 		for i, rc := range recipients {
 			contact := contacts[i]
 			var conversationID *uuid.UUID
@@ -96,31 +109,59 @@ func (r *Router) Route(ctx context.Context, job RouteJob) error {
 				}
 				conversationID = &conv.ID
 			}
-			jobs, err := r.routeRecipient(ctx, tx, tenant, e, def, Addressee{Contact: contact, Recipient: rc, Index: i}, conversationID)
+			p, err := r.routeRecipient(ctx, tx, tenant, e, def, Addressee{Contact: contact, Recipient: rc, Index: i}, conversationID, inline)
 			if err != nil {
 				return err
 			}
-			dispatch = append(dispatch, jobs...)
+			planned = append(planned, p...)
 		}
 		e.Status, e.UpdatedAt = EventRouted, r.Now()
 		e.RoutedAt = &e.UpdatedAt
 		if err := tx.SetEventStatus(ctx, e); err != nil {
 			return err
 		}
-		return r.Queue.EnqueueDispatch(ctx, tx, dispatch...)
+		dispatch := make([]DispatchJob, len(planned))
+		for i, p := range planned {
+			dispatch[i] = p.job
+			if p.inline {
+				// Not before the lease ends: the job is the inline send's
+				// safety net, not a second sender (River's clock, not
+				// the injected one).
+				dispatch[i].NotBefore = time.Now().Add(lease)
+			}
+		}
+		if err := r.Queue.EnqueueDispatch(ctx, tx, dispatch...); err != nil {
+			return err
+		}
+		for i, p := range planned {
+			if p.inline {
+				sends = append(sends, inlineSend{message: p.message, tenant: tenant, account: p.account, job: &dispatch[i]})
+			}
+		}
+		return nil
 	})
+	return sends, err
+}
+
+// planned is a message the route transaction stored, with its dispatch job;
+// inline when the route job sends its first attempt itself.
+type planned struct {
+	job     DispatchJob
+	message *Message
+	account *ChannelAccount
+	inline  bool
 }
 
 // routeRecipient creates the messages of one recipient: every usable channel
 // without a fallback chain, the first usable one with it. When nothing is
 // usable, one FAILED message records why.
-func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, conversationID *uuid.UUID) ([]DispatchJob, error) {
+func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, conversationID *uuid.UUID, inline *Dispatcher) ([]planned, error) {
 	contact := to.Contact
 	channels, chain := RouteChannels(e, def)
-	var jobs []DispatchJob
+	var jobs []planned
 	var skipped []string
 	for i, ch := range channels {
-		m, skip, err := r.Plan(ctx, tx, tenant, e, def, to, conversationID, ch, nil)
+		m, acct, skip, err := r.plan(ctx, tx, tenant, e, def, to, conversationID, ch, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -132,12 +173,22 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 		if chain {
 			m.FallbackChain = channelStrings(channels[i+1:])
 		}
+		claim := inline != nil && inlineable(m, acct)
+		if claim {
+			inline.claimInline(m, r.Now())
+		}
 		inserted, err := r.Insert(ctx, tx, m, SourceRouting, nil)
 		if err != nil {
 			return nil, err
 		}
+		if inserted && claim {
+			if claim, err = inline.reserveInline(ctx, tx, tenant, m, r.Now()); err != nil {
+				return nil, err
+			}
+		}
 		if inserted {
-			jobs = append(jobs, DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel})
+			jobs = append(jobs, planned{job: DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel},
+				message: m, account: acct, inline: claim})
 		}
 		if chain {
 			return jobs, nil
@@ -250,9 +301,15 @@ func MostTellingSkip(skipped []string) string {
 // Plan builds the QUEUED message of one channel for one addressee, or says
 // why it cannot. A nil template is looked up over the locale chain.
 func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, conversationID *uuid.UUID, ch Channel, t *Template) (*Message, string, error) {
+	m, _, skip, err := r.plan(ctx, tx, tenant, e, def, to, conversationID, ch, t)
+	return m, skip, err
+}
+
+// plan is Plan, with the channel account the message goes through.
+func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, conversationID *uuid.UUID, ch Channel, t *Template) (*Message, *ChannelAccount, string, error) {
 	contact := to.Contact
 	if contact.OptedOutOf(ch) {
-		return nil, ReasonOptedOut, nil
+		return nil, nil, ReasonOptedOut, nil
 	}
 	if t == nil {
 		locale := to.Recipient.Locale
@@ -270,23 +327,23 @@ func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 			// written for people: without a template it gets the event.
 			t = eventTemplate(tenant.ID, e)
 		case ErrorCode(err) == ENOTFOUND:
-			return nil, ReasonNoTemplates, nil
+			return nil, nil, ReasonNoTemplates, nil
 		case err != nil:
-			return nil, "", err
+			return nil, nil, "", err
 		}
 	}
 	acct, err := tx.ActiveAccount(ctx, tenant.ID, ch)
 	if ErrorCode(err) == ENOTFOUND {
-		return nil, ReasonNoActiveChannels, nil
+		return nil, nil, ReasonNoActiveChannels, nil
 	} else if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	addr := to.address(ch)
 	if ch == Webhook {
 		addr = acct.Config["url"]
 	}
 	if addr == "" {
-		return nil, ReasonNoAddress, nil
+		return nil, nil, ReasonNoAddress, nil
 	}
 	rc := to.Recipient
 	if rc.Name == "" {
@@ -294,7 +351,7 @@ func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 	}
 	vars, err := RecipientVars(e, rc)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	body, missing := Render(t.Body, vars, ch == Email)
 	subject, missingSubject := Render(t.Subject, vars, false)
@@ -315,7 +372,7 @@ func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 		RecipientIndex: to.index(), ToAddress: addr, Subject: HeaderText(subject), Body: body, Status: MessageQueued,
 		Provider: &acct.Provider, EntityType: e.EntityType, EntityID: e.EntityID, FallbackChain: StringList{},
 		QueuedAt: now, CreatedAt: now, UpdatedAt: now,
-	}, "", nil
+	}, acct, "", nil
 }
 
 // RecipientVars are the template variables of one recipient of an event:

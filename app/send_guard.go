@@ -34,6 +34,9 @@ type unrecordedSend struct {
 	externalID string
 	attempt    int
 	took       time.Duration
+	// finishJob is the dispatch job of an inline send, finished with the
+	// record (zero: the running job completes through its CompleteFunc).
+	finishJob int64
 }
 
 // sendGuard is the dispatcher's memory of its own provider calls: who it is
@@ -143,7 +146,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, m *Message, acct *ChannelAc
 	err := backoff.RetryNotifyWithTimer(func() error {
 		tries++
 		var err error
-		out, err = d.sent(ctx, m, acct, rec.externalID, rec.attempt, rec.took, complete)
+		out, err = d.sent(ctx, m, acct, rec, complete)
 		if err != nil && ErrorCode(err) != EUNAVAILABLE {
 			return backoff.Permanent(err)
 		}

@@ -54,6 +54,12 @@ type SentRecord struct {
 	Channel              Channel
 	UsageMonth           time.Time
 	Detail               map[string]any
+	// CallbackEvent names the callback event whose subscribed endpoints
+	// the recording returns, so that it costs no statement of its own.
+	CallbackEvent string
+	// FinishJobID, when set, is an inline send's dispatch job, finished in
+	// the same statement (see InlineJobTx.FinishPlannedJob).
+	FinishJobID int64
 }
 
 // ReceiptRecord is a provider's receipt for a known message and what it

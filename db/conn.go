@@ -11,9 +11,18 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// beginKey carries a transaction's BEGIN statement from Store.run to the
-// driver, through the context database/sql hands to the driver's BeginTx.
+// beginKey carries a *beginRequest from Store.run to the driver, through the
+// context database/sql hands to the driver's BeginTx.
 type beginKey struct{}
+
+// beginRequest is a transaction's BEGIN statement, and the pgx transaction
+// the driver opened with it: River inserts and completes jobs on that pgx
+// transaction natively (riverpgxv5) while sqlx runs Herald's own statements
+// on the same connection, so a row and its job still commit together.
+type beginRequest struct {
+	statement string
+	tx        pgx.Tx
+}
 
 // beginScoped returns the statement that opens a transaction already scoped
 // to the tenant (or to the platform for uuid.Nil): BEGIN and the set_config
@@ -63,17 +72,18 @@ type scopedConn struct{ *stdlib.Conn }
 
 // BeginTx implements driver.ConnBeginTx.
 func (c scopedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	begin, ok := ctx.Value(beginKey{}).(string)
+	req, ok := ctx.Value(beginKey{}).(*beginRequest)
 	if !ok || opts.Isolation != driver.IsolationLevel(sql.LevelDefault) || opts.ReadOnly {
 		return c.Conn.BeginTx(ctx, opts)
 	}
 	if c.Conn.Conn().IsClosed() {
 		return nil, driver.ErrBadConn
 	}
-	tx, err := c.Conn.Conn().BeginTx(ctx, pgx.TxOptions{BeginQuery: begin})
+	tx, err := c.Conn.Conn().BeginTx(ctx, pgx.TxOptions{BeginQuery: req.statement})
 	if err != nil {
 		return nil, err
 	}
+	req.tx = tx
 	return pgxTx{ctx: ctx, tx: tx}, nil
 }
 

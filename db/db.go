@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jmoiron/sqlx"
 
@@ -168,7 +169,8 @@ func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(*Tx) error)
 	// The scope is set in the BEGIN message itself (see beginScoped), with
 	// set_config's is_local: both settings end with the transaction, so a
 	// pooled connection never carries one tenant's scope into the next use.
-	tx, err := s.db.BeginTxx(context.WithValue(ctx, beginKey{}, beginScoped(tenantID)), nil)
+	req := &beginRequest{statement: beginScoped(tenantID)}
+	tx, err := s.db.BeginTxx(context.WithValue(ctx, beginKey{}, req), nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -181,7 +183,7 @@ func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(*Tx) error)
 			_ = tx.Rollback()
 		}
 	}()
-	if err = fn(&Tx{tx: tx, tenantID: tenantID}); err != nil {
+	if err = fn(&Tx{tx: tx, pgx: req.tx, tenantID: tenantID}); err != nil {
 		return err
 	}
 	if err = tx.Commit(); err != nil {
@@ -193,9 +195,16 @@ func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(*Tx) error)
 // Tx is one database transaction. It implements every store interface of
 // app and app/console; services see it through the one they declare.
 type Tx struct {
-	tx       *sqlx.Tx
+	tx *sqlx.Tx
+	// pgx is the same transaction as pgx sees it, for River's native driver.
+	pgx      pgx.Tx
 	tenantID uuid.UUID
 }
+
+// PGX returns the transaction as a pgx.Tx, on the same connection as SQL's:
+// River inserts jobs in it through riverpgxv5, without database/sql's
+// re-encoding of every array parameter.
+func (t *Tx) PGX() pgx.Tx { return t.pgx }
 
 // SQL returns the underlying *sql.Tx so that River can insert jobs in it:
 // a row and its job commit or roll back together.

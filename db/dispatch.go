@@ -43,19 +43,29 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*a
 	return &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account}, nil
 }
 
+// usageShards is how many rows a tenant's usage of a channel in a month is
+// spread over (migration 00027).
+const usageShards = 256
+
 // RecordSent serves app.DispatchTx: the status change, the timeline entry
 // and the usage count in one statement, the last two only when the message
 // was still QUEUED, and the count only once per message and month (a send
 // again after a provider's rate-limit receipt is the same message). Usage is
-// spread over shards (see migration 00003) so that concurrent sends of a
+// spread over shards (see migrations 00003 and 00027) so that concurrent sends of a
 // tenant do not queue on one row. The marker of the provider call goes.
-func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, error) {
+// An inline send's dispatch job (s.FinishJobID) is finished in the same
+// statement, and the endpoints subscribed to s.CallbackEvent come back
+// with it, when the message moved.
+func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, []uuid.UUID, error) {
 	detail, err := json.Marshal(s.Detail)
 	if err != nil {
-		return false, fmt.Errorf("encode timeline detail: %w", err)
+		return false, nil, fmt.Errorf("encode timeline detail: %w", err)
 	}
-	var n int
-	err = t.tx.GetContext(ctx, &n, `
+	var row struct {
+		N           int            `db:"n"`
+		Subscribers app.StringList `db:"subscribers"`
+	}
+	err = t.tx.GetContext(ctx, &row, `
 		WITH before AS (
 			SELECT counted_month FROM messages WHERE tenant_id = $1 AND id = $2
 		), sent AS (
@@ -72,14 +82,29 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, error) {
 			SELECT tenant_id, $9, $10, $11, 1 FROM sent
 			WHERE (SELECT counted_month FROM before) IS DISTINCT FROM $10::date
 			ON CONFLICT (tenant_id, channel, month, shard) DO UPDATE SET count = usage_counters.count + excluded.count
+		), job AS (
+			UPDATE river_job SET state = 'completed', finalized_at = now()
+			WHERE $13::bigint <> 0 AND id = $13 AND state IN ('scheduled', 'available')
 		)
-		SELECT count(*) FROM sent`,
+		SELECT (SELECT count(*) FROM sent) AS n,
+			CASE WHEN EXISTS (SELECT 1 FROM sent) THEN ARRAY(
+				SELECT id::text FROM callback_endpoints
+				WHERE tenant_id = $1 AND enabled AND $12 = ANY (event_types) ORDER BY id)
+			END AS subscribers`,
 		s.TenantID, s.MessageID, s.Provider, s.ExternalID, s.Attempt, s.At,
-		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, rand.IntN(16))
+		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, rand.IntN(usageShards), s.CallbackEvent, s.FinishJobID)
 	if err != nil {
-		return false, mapErr(err)
+		return false, nil, mapErr(err)
 	}
-	return n == 1, nil
+	subscribers := make([]uuid.UUID, 0, len(row.Subscribers))
+	for _, id := range row.Subscribers {
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return false, nil, err
+		}
+		subscribers = append(subscribers, u)
+	}
+	return row.N == 1, subscribers, nil
 }
 
 // LockSend serves app.DispatchTx: it locks the message for the start of a
@@ -194,5 +219,29 @@ func (t *Tx) ClearSendStarted(ctx context.Context, tenantID, id uuid.UUID) error
 	_, err := t.tx.ExecContext(ctx, `
 		UPDATE messages SET send_started_at = NULL, send_started_by = NULL, send_attempt = NULL
 		WHERE tenant_id = $1 AND id = $2 AND send_started_at IS NOT NULL`, tenantID, id)
+	return mapErr(err)
+}
+
+// FinishPlannedJob serves app.InlineJobTx: the dispatch job of a message
+// whose inline send has its outcome is completed, unless a worker has
+// started it meanwhile (then that run finds the message settled). It
+// writes River's job row as River's own completion does.
+func (t *Tx) FinishPlannedJob(ctx context.Context, jobID int64) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE river_job SET state = 'completed', finalized_at = now()
+		WHERE id = $1 AND state IN ('scheduled', 'available')`, jobID)
+	return mapErr(err)
+}
+
+// ReschedulePlannedJob serves app.InlineJobTx: the dispatch job of an
+// inline send that must try again is due at at, with attempt attempts
+// counted (River counts the next run as attempt+1), unless a worker has
+// started it meanwhile.
+func (t *Tx) ReschedulePlannedJob(ctx context.Context, jobID int64, at time.Time, attempt int) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE river_job SET scheduled_at = $2, attempt = greatest(attempt, $3),
+			attempted_at = CASE WHEN $3 > 0 THEN now() ELSE attempted_at END,
+			state = CASE WHEN $2 <= now() THEN 'available' ELSE 'scheduled' END::river_job_state
+		WHERE id = $1 AND state IN ('scheduled', 'available')`, jobID, at, attempt)
 	return mapErr(err)
 }

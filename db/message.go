@@ -32,19 +32,25 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 	}
 	arg := struct {
 		*app.Message
-		EntryFrom   *string   `db:"entry_from_status"`
-		EntryTo     *string   `db:"entry_to_status"`
-		EntrySource string    `db:"entry_source"`
-		EntryDetail string    `db:"entry_detail"`
-		EntryAt     time.Time `db:"entry_at"`
-	}{m, first.FromStatus, first.ToStatus, first.Source, string(detail), first.At}
+		EntryFrom   *string    `db:"entry_from_status"`
+		EntryTo     *string    `db:"entry_to_status"`
+		EntrySource string     `db:"entry_source"`
+		EntryDetail string     `db:"entry_detail"`
+		EntryAt     time.Time  `db:"entry_at"`
+		ClaimAt     *time.Time `db:"claim_at"`
+		ClaimBy     *uuid.UUID `db:"claim_by"`
+		ClaimTry    *int       `db:"claim_attempt"`
+	}{Message: m, EntryFrom: first.FromStatus, EntryTo: first.ToStatus, EntrySource: first.Source, EntryDetail: string(detail), EntryAt: first.At}
+	if c := m.Claim; c != nil {
+		arg.ClaimAt, arg.ClaimBy, arg.ClaimTry = &c.At, &c.By, &c.Attempt
+	}
 	q, args, err := t.tx.BindNamed(`
 		WITH inserted AS (
-			INSERT INTO messages (`+messageColumns+`)
+			INSERT INTO messages (`+messageColumns+`, send_started_at, send_started_by, send_attempt)
 			VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
 				:template_id, :template_version, :locale, :contact_id, :conversation_id, :recipient_index, :to_address, :subject, :body, :status, :failed_reason,
 				:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
-				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at)
+				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at, :claim_at, :claim_by, :claim_attempt)
 			ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 			RETURNING tenant_id, id
 		), entry AS (

@@ -2,13 +2,13 @@ package jobs
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -21,7 +21,7 @@ import (
 // transaction. A client without workers can do all of it, so the web
 // process uses the inserting client.
 type Admin struct {
-	client *river.Client[*sql.Tx]
+	client *river.Client[pgx.Tx]
 }
 
 var _ console.QueueAdmin = (*Admin)(nil)

@@ -6,7 +6,6 @@ package jobs
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
@@ -112,11 +110,12 @@ func NewWorkerClient(pool *pgxpool.Pool, workers *river.Workers, cfg Config) (*r
 	return river.NewClient(riverpgxv5.New(pool), rc)
 }
 
-// NewInserter returns an insert-only River client over database/sql, so that
-// jobs are inserted in the same *sql.Tx as the application's rows.
-func NewInserter(sqlDB *sql.DB) (*river.Client[*sql.Tx], error) {
+// NewInserter returns an insert-only River client on pgx: jobs are inserted
+// in the pgx transaction under the application's *sql.Tx (db.Tx.PGX), so a
+// row and its job commit together, with River's native driver.
+func NewInserter(pool *pgxpool.Pool) (*river.Client[pgx.Tx], error) {
 	// The cooldown here limits how often inserts notify the workers of a queue.
-	return river.NewClient(riverdatabasesql.New(sqlDB), &river.Config{MaxAttempts: MaxAttempts, FetchCooldown: FetchCooldown})
+	return river.NewClient(riverpgxv5.New(pool), &river.Config{MaxAttempts: MaxAttempts, FetchCooldown: FetchCooldown})
 }
 
 // RetryPolicy retries after 5 s, 10 s, 20 s, 40 s and 80 s: quick enough

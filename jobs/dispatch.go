@@ -2,13 +2,13 @@ package jobs
 
 import (
 	"context"
-	"database/sql"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/heraldhq/herald/app"
@@ -32,8 +32,8 @@ func (DispatchArgs) Kind() string { return "dispatch" }
 type DispatchWorker struct {
 	river.WorkerDefaults[DispatchArgs]
 	Dispatcher *app.Dispatcher
-	// Driver completes jobs inside the app's *sql.Tx.
-	Driver *riverdatabasesql.Driver
+	// Driver completes jobs inside the app's transaction.
+	Driver *riverpgxv5.Driver
 }
 
 // Work implements river.Worker.
@@ -59,11 +59,9 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 }
 
 // completeInTx marks a running job completed in tx, as river.JobCompleteTx
-// does for the worker's own driver: the app's transaction runs on
-// database/sql while the worker runs on pgx, so the job row is finished
-// through the database/sql driver instead. River's own completion of the
-// job afterwards finds it no longer running and leaves it.
-func completeInTx(ctx context.Context, driver *riverdatabasesql.Driver, tx *sql.Tx, jobID int64) error {
+// does. River's own completion of the job afterwards finds it no longer
+// running and leaves it.
+func completeInTx(ctx context.Context, driver *riverpgxv5.Driver, tx pgx.Tx, jobID int64) error {
 	p := riverdriver.JobSetStateCompleted(jobID, time.Now(), nil)
 	_, err := driver.UnwrapExecutor(tx).JobSetStateIfRunningMany(ctx, &riverdriver.JobSetStateIfRunningManyParams{
 		ID:              []int64{p.ID},

@@ -45,7 +45,7 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	d := dbtest.NewDB(t)
-	inserter, err := jobs.NewInserter(d.SQL.DB)
+	inserter, err := jobs.NewInserter(d.Pool)
 	require.NoError(t, err)
 	return &testBundle{db: d, store: d.Store(), queue: jobs.NewQueue(inserter), ctx: context.Background()}
 }

@@ -2,10 +2,10 @@ package jobs
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/heraldhq/herald/app"
@@ -14,23 +14,24 @@ import (
 // Queue enqueues jobs inside the caller's app.Tx: the job exists if and only
 // if the transaction commits. It implements app's queue interface.
 type Queue struct {
-	inserter *river.Client[*sql.Tx]
+	inserter *river.Client[pgx.Tx]
 }
 
 // NewQueue returns a Queue that inserts through inserter.
-func NewQueue(inserter *river.Client[*sql.Tx]) *Queue {
+func NewQueue(inserter *river.Client[pgx.Tx]) *Queue {
 	return &Queue{inserter: inserter}
 }
 
-// sqlTx is implemented by db.Tx; it hands over the *sql.Tx River inserts in.
-type sqlTx interface{ SQL() *sql.Tx }
+// pgxTx is implemented by db.Tx; it hands over the pgx transaction River
+// inserts in.
+type pgxTx interface{ PGX() pgx.Tx }
 
-func unwrap(tx app.Tx) (*sql.Tx, error) {
-	s, ok := tx.(sqlTx)
-	if !ok {
-		return nil, errors.New("jobs: transaction does not expose *sql.Tx")
+func unwrap(tx app.Tx) (pgx.Tx, error) {
+	s, ok := tx.(pgxTx)
+	if !ok || s.PGX() == nil {
+		return nil, errors.New("jobs: transaction does not expose its pgx transaction")
 	}
-	return s.SQL(), nil
+	return s.PGX(), nil
 }
 
 // Insert enqueues one job in tx.
@@ -68,7 +69,7 @@ func (q *Queue) EnqueueRoute(ctx context.Context, tx app.Tx, job app.RouteJob) e
 }
 
 // EnqueueDispatch implements app.Queue: one statement for all the jobs, each
-// on its channel's queue.
+// on its channel's queue. Each job's id is set in jobs.
 func (q *Queue) EnqueueDispatch(ctx context.Context, tx app.Tx, jobs ...app.DispatchJob) error {
 	params := make([]river.InsertManyParams, len(jobs))
 	for i, j := range jobs {
@@ -77,7 +78,21 @@ func (q *Queue) EnqueueDispatch(ctx context.Context, tx app.Tx, jobs ...app.Disp
 			InsertOpts: &river.InsertOpts{Queue: j.Channel.Queue(), ScheduledAt: j.NotBefore},
 		}
 	}
-	return q.InsertMany(ctx, tx, params)
+	if len(params) == 0 {
+		return nil
+	}
+	ptx, err := unwrap(tx)
+	if err != nil {
+		return err
+	}
+	res, err := q.inserter.InsertManyTx(ctx, ptx, params)
+	if err != nil {
+		return err
+	}
+	for i, r := range res {
+		jobs[i].JobID = r.Job.ID
+	}
+	return nil
 }
 
 // EnqueueTemplateSync implements console.TemplateSyncQueue: a sync of one

@@ -1,17 +1,19 @@
 package jobs
 
 import (
-	"database/sql"
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/app"
 )
 
 // Deps are the app services the workers call.
 type Deps struct {
+	// Inline, with a lease, has route jobs send each new message's first
+	// attempt themselves (see app.InlineOptions); zero routes only.
+	Inline      app.InlineOptions
 	Audit       *app.Audit
 	Router      *app.Router
 	Dispatcher  *app.Dispatcher
@@ -22,17 +24,14 @@ type Deps struct {
 	// Callbacks posts status callbacks; nil leaves their worker
 	// unregistered.
 	Callbacks *app.Callbacks
-	// SQL is the database/sql handle the app's transactions run on; dispatch
-	// jobs complete inside those transactions.
-	SQL *sql.DB
 }
 
 // Workers registers every worker Herald runs.
 func Workers(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &AuditVerifyWorker{Audit: d.Audit})
-	river.AddWorker(w, &RouteWorker{Router: d.Router})
-	river.AddWorker(w, &DispatchWorker{Dispatcher: d.Dispatcher, Driver: riverdatabasesql.New(d.SQL)})
+	river.AddWorker(w, &RouteWorker{Router: d.Router, Dispatcher: d.Dispatcher, Inline: d.Inline})
+	river.AddWorker(w, &DispatchWorker{Dispatcher: d.Dispatcher, Driver: riverpgxv5.New(nil)})
 	river.AddWorker(w, &RequeueStuckWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &DeadlineWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &RetentionWorker{Maintenance: d.Maintenance})

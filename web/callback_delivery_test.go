@@ -441,7 +441,7 @@ func TestCallbacks_Delivery(t *testing.T) {
 		t.Parallel()
 		b := setupCallbacks(t, callbackSetup{})
 		rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) })
-		endpointID, _ := b.createEndpoint(b.Key, rc.URL, app.CallbackMessageSent, app.CallbackMessageDelivered)
+		endpointID, _ := b.createEndpoint(b.Key, rc.URL, app.CallbackMessageSent)
 		b.Submit(emailNotification("cb-gone", "BK-CB7", "anna@example.com"))
 
 		b.waitDeliveries(endpointID, "the 410 failed the delivery", func(ds []deliveryView) bool {
@@ -460,6 +460,10 @@ func TestCallbacks_Delivery(t *testing.T) {
 		require.False(t, e.Enabled)
 		require.Contains(t, *e.DisabledReason, "410 Gone")
 		require.Equal(t, 1, b.Count(`SELECT count(*) FROM audit_log WHERE action = 'callback_endpoint.disable' AND actor_type = 'system' AND target_id = $1`, endpointID.String()))
+		// A message sent after the endpoint was disabled makes no delivery.
+		later := b.Submit(emailNotification("cb-gone-later", "BK-CB8", "anna@example.com"))
+		b.WaitMessages(later, "the later message read", webtest.AllStatus(app.MessageRead))
+		require.Equal(t, 1, b.Count(`SELECT count(*) FROM callback_deliveries WHERE endpoint_id = $1`, endpointID))
 		require.Equal(t, 1, rc.count(), "a disabled endpoint gets no more posts")
 	})
 

@@ -127,7 +127,7 @@ func Connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 func (s *Services) Close() { s.DB.Close() }
 
 func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
-	inserter, err := jobs.NewInserter(d.SQL.DB)
+	inserter, err := jobs.NewInserter(d.Pool)
 	if err != nil {
 		return nil, err
 	}
@@ -264,8 +264,19 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	if jc.SoftStopTimeout == 0 {
 		jc.SoftStopTimeout = s.Config.ShutdownTimeout
 	}
+	var inline app.InlineOptions
+	if !s.Config.QueueFirstAttempt {
+		backoff := jc.BackoffFunc
+		if backoff == nil {
+			backoff = jobs.Backoff
+		}
+		// The lease outlasts a send's longest run, River's rescue of a
+		// stuck job and the retries recording a provider's acceptance.
+		inline = app.InlineOptions{Lease: jc.RescueStuckAfter + app.RecordSentRetryFor, MaxAttempts: jobs.MaxAttempts, Backoff: backoff}
+	}
 	workers := jobs.Workers(jobs.Deps{
-		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance, SQL: s.DB.SQL.DB,
+		Inline: inline,
+		Audit:  s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance,
 		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks,
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)
