@@ -19,6 +19,10 @@ const PruneBatch = 1000
 // Maintenance.PrunePause.
 const DefaultPrunePause = 20 * time.Millisecond
 
+// DefaultPruneShare is the share of its time retention spends in batches;
+// see Maintenance.PruneShare.
+const DefaultPruneShare = 0.25
+
 // DefaultPruneBudget bounds one run of retention; see Maintenance.PruneBudget.
 const DefaultPruneBudget = 2 * time.Minute
 
@@ -66,11 +70,15 @@ type Maintenance struct {
 	// PruneBatchSize is the most messages (or events, or receipts) one
 	// retention transaction deletes; 0 means PruneBatch.
 	PruneBatchSize int
-	// PrunePause is the least pause between two retention batches; each
-	// pause also lasts at least as long as the batch before it took, so
-	// pruning holds at most half of one database session however slow the
-	// database is under live traffic. 0 means DefaultPrunePause.
+	// PrunePause is the least pause between two retention batches. 0 means
+	// DefaultPrunePause.
 	PrunePause time.Duration
+	// PruneShare is the share of its time retention spends in batches
+	// (0 to 1): each pause is long enough for the batch before it to be
+	// that share, so a batch slowed down by live traffic is followed by a
+	// longer pause and pruning yields more the busier the database is.
+	// 0 means DefaultPruneShare.
+	PruneShare float64
 	// PruneBudget bounds one run of Prune: past it Prune stops with More
 	// set and the retention job snoozes and resumes, so that a backlog of
 	// millions of rows never holds a worker slot for longer than a job may
@@ -205,7 +213,7 @@ func (r *PruneResult) add(o PruneResult) {
 // (tenant_id, created_at) index, skips rows other transactions hold (a
 // second pruner, a late receipt), and deletes them with their dependents,
 // so nothing is left pointing at a deleted message. Between batches it
-// pauses (see PrunePause) to leave the database to live traffic, and
+// pauses (see PruneShare) to leave the database to live traffic, and
 // autovacuum is tuned per table (migration 00025) to follow the deletes.
 //
 // Messages still in flight are never pruned, however old: a QUEUED message
@@ -294,8 +302,9 @@ func (m *Maintenance) pruneTenant(ctx context.Context, t *Tenant, p *pacer) (Pru
 }
 
 // pacer spaces retention's batches: before each batch after the first it
-// waits PrunePause or as long as the previous batch took, whichever is
-// longer, and once the run's budget is spent it sets out.
+// waits PrunePause or what keeps the previous batch to PruneShare of the
+// time, whichever is longer, and once the run's budget is spent it sets
+// out.
 type pacer struct {
 	m        *Maintenance
 	deadline time.Time
@@ -306,13 +315,17 @@ type pacer struct {
 
 func (p *pacer) wait(ctx context.Context) error {
 	if !p.started.IsZero() {
-		pause := max(cmp.Or(p.m.PrunePause, DefaultPrunePause), p.last)
+		share := cmp.Or(p.m.PruneShare, DefaultPruneShare)
+		yield := time.Duration(float64(p.last) * (1 - share) / share)
+		pause := max(cmp.Or(p.m.PrunePause, DefaultPrunePause), yield)
 		if err := p.m.sleep(ctx, pause); err != nil {
 			return err
 		}
 	}
+	// A run makes progress however small its budget: the first batch
+	// always runs.
 	now := p.m.Now()
-	p.out = !now.Before(p.deadline)
+	p.out = !p.started.IsZero() && !now.Before(p.deadline)
 	p.started = now
 	return nil
 }

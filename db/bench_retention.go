@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -58,25 +60,52 @@ func BenchCountOlderThan(ctx context.Context, pool *pgxpool.Pool, before time.Ti
 	return n, err
 }
 
-// BenchExplainPrune returns the plan of retention's batch selection for one
-// tenant, to show which index it walks.
+// BenchExplainPrune returns the plans of a retention batch's statements
+// for the first tenant, as the pruner gets them: in that tenant's scope,
+// planned generically (see beginScoped).
 func BenchExplainPrune(ctx context.Context, pool *pgxpool.Pool, before time.Time, limit int) (string, error) {
-	var tenant string
-	if err := pool.QueryRow(ctx, `SELECT id FROM tenants ORDER BY slug LIMIT 1`).Scan(&tenant); err != nil {
-		return "", err
-	}
-	rows, err := pool.Query(ctx, `EXPLAIN `+pruneMessagesBatch, tenant, before, limit)
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return "", err
 	}
-	defer rows.Close()
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var tenant uuid.UUID
+	if _, err := tx.Exec(ctx, `SELECT set_config('herald.scope', 'platform', true)`); err != nil {
+		return "", err
+	}
+	if err := tx.QueryRow(ctx, `SELECT id FROM tenants ORDER BY slug LIMIT 1`).Scan(&tenant); err != nil {
+		return "", err
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('herald.scope', 'tenant', true), set_config('herald.tenant_id', $1, true),
+		set_config('plan_cache_mode', 'force_generic_plan', true)`, tenant.String()); err != nil {
+		return "", err
+	}
 	plan := ""
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
+	for name, query := range map[string]string{
+		"batch":    `PREPARE retention_batch (uuid, timestamptz, int) AS ` + pruneMessagesBatch,
+		"timeline": `PREPARE retention_timeline (uuid, uuid[]) AS DELETE FROM message_events WHERE message_id = ANY($2) AND tenant_id = $1`,
+	} {
+		if _, err := tx.Exec(ctx, query); err != nil {
+			return "", fmt.Errorf("prepare %s: %w", name, err)
+		}
+	}
+	// EXECUTE takes no bound parameters: the values go in as literals, a
+	// formatted UUID, timestamp and integer.
+	for _, explain := range []string{
+		fmt.Sprintf(`EXPLAIN EXECUTE retention_batch('%s', '%s', %d)`, tenant, before.UTC().Format(time.RFC3339Nano), limit),
+		fmt.Sprintf(`EXPLAIN EXECUTE retention_timeline('%s', ARRAY['%s']::uuid[])`, tenant, uuid.New()),
+	} {
+		rows, err := tx.Query(ctx, explain)
+		if err != nil {
 			return "", err
 		}
-		plan += "     " + line + "\n"
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return "", err
+		}
+		for _, l := range lines {
+			plan += "     " + l + "\n"
+		}
 	}
-	return plan, rows.Err()
+	return plan, nil
 }
