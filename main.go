@@ -373,10 +373,11 @@ func runBench(ctx context.Context, c cli, args []string) error {
 	fs.DurationVar(&bc.RateDuration, "duration", 15*time.Second, "length of the latency phase")
 	fs.BoolVar(&bc.Keep, "keep", false, "keep the benchmark database and logs")
 	fs.StringVar(&bc.ProfileDir, "profile", "", "directory for CPU profiles of the web and worker processes")
+	fs.IntVar(&bc.PruneMessages, "prune-messages", 1000000, "old messages retention prunes while intake runs (0 skips the phase)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if bc.Tenants < 1 || bc.Concurrency < 1 || bc.Requests < 1 || bc.Rate < 1 || bc.RateDuration <= 0 {
+	if bc.Tenants < 1 || bc.Concurrency < 1 || bc.Requests < 1 || bc.Rate < 1 || bc.RateDuration <= 0 || bc.PruneMessages < 0 {
 		return usagef("bench: counts, rate and duration must be positive")
 	}
 	cfg, _, err := c.setup()

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -9,8 +10,21 @@ import (
 )
 
 // PruneBatch is the most rows one pruning transaction deletes, so that
-// retention never holds locks long enough to block live traffic.
-const PruneBatch = 2000
+// retention never holds locks long enough to block live traffic. A batch of
+// messages also deletes their timelines, receipts and callback deliveries,
+// a few rows per message, so several thousand rows in all.
+const PruneBatch = 1000
+
+// DefaultPrunePause is the least pause between two retention batches; see
+// Maintenance.PrunePause.
+const DefaultPrunePause = 20 * time.Millisecond
+
+// DefaultPruneShare is the share of its time retention spends in batches;
+// see Maintenance.PruneShare.
+const DefaultPruneShare = 0.25
+
+// DefaultPruneBudget bounds one run of retention; see Maintenance.PruneBudget.
+const DefaultPruneBudget = 2 * time.Minute
 
 // MaintenanceTx lists the statements Maintenance runs.
 type MaintenanceTx interface {
@@ -21,10 +35,16 @@ type MaintenanceTx interface {
 	ListTenants(ctx context.Context) ([]*Tenant, error)
 	StuckMessages(ctx context.Context, queuedBefore time.Time, limit int) ([]DispatchJob, error)
 	MarkStale(ctx context.Context, sentBefore, at time.Time, limit int) (int, error)
-	PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+	PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (MessagePrune, error)
 	PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PrunePendingReceipts(ctx context.Context, receivedBefore time.Time, limit int) ([]string, error)
+}
+
+// MessagePrune is what one retention batch of messages deleted.
+type MessagePrune struct {
+	// Messages counts the messages; the other fields their dependent rows.
+	Messages, Timeline, Receipts, Callbacks int
 }
 
 // Maintenance is Herald's periodic housekeeping.
@@ -47,6 +67,26 @@ type Maintenance struct {
 	// Callbacks makes the message.fallback callbacks of those chains; nil
 	// makes none.
 	Callbacks *Callbacks
+	// PruneBatchSize is the most messages (or events, or receipts) one
+	// retention transaction deletes; 0 means PruneBatch.
+	PruneBatchSize int
+	// PrunePause is the least pause between two retention batches. 0 means
+	// DefaultPrunePause.
+	PrunePause time.Duration
+	// PruneShare is the share of its time retention spends in batches
+	// (0 to 1): each pause is long enough for the batch before it to be
+	// that share, so a batch slowed down by live traffic is followed by a
+	// longer pause and pruning yields more the busier the database is.
+	// 0 means DefaultPruneShare.
+	PruneShare float64
+	// PruneBudget bounds one run of Prune: past it Prune stops with More
+	// set and the retention job snoozes and resumes, so that a backlog of
+	// millions of rows never holds a worker slot for longer than a job may
+	// run. 0 means DefaultPruneBudget.
+	PruneBudget time.Duration
+	// SleepFunc waits out a pause between batches and returns early with
+	// the context's error; nil waits on a timer.
+	SleepFunc func(ctx context.Context, d time.Duration) error
 }
 
 // DefaultPendingHorizon is how long a receipt waits for its send to be
@@ -144,12 +184,42 @@ func (m *Maintenance) MarkStale(ctx context.Context) (int, error) {
 
 // PruneResult counts what retention deleted.
 type PruneResult struct {
-	Messages, Events, Receipts int
+	Messages, Timeline, Events, Receipts, Callbacks int
+	// More is set when the run stopped at its budget with old rows left.
+	More bool
+}
+
+func (r *PruneResult) add(o PruneResult) {
+	r.Messages += o.Messages
+	r.Timeline += o.Timeline
+	r.Events += o.Events
+	r.Receipts += o.Receipts
+	r.Callbacks += o.Callbacks
 }
 
 // Prune deletes, for every tenant, what is older than its retention:
-// finished messages (with their timelines), events with no message left,
-// and provider receipts. Each batch is its own short transaction.
+// finished messages together with their timelines, receipts and callback
+// deliveries, then events with no message left, then the remaining
+// receipts.
+//
+// Retention deletes rows in batches rather than dropping monthly partitions.
+// Partitioning messages by month would put created_at into every unique key
+// (the per-tenant idempotency key, the provider's external id) and into the
+// keys that timelines, callback deliveries and fallbacks reference, weakening
+// the guarantees those keys give; and a partition holds every tenant's rows
+// while retention is per tenant. Batched deletes keep the schema as it is:
+// each batch is a short transaction of its own that picks up to
+// PruneBatchSize of the oldest finished messages through the
+// (tenant_id, created_at) index, skips rows other transactions hold (a
+// second pruner, a late receipt), and deletes them with their dependents,
+// so nothing is left pointing at a deleted message. Between batches it
+// pauses (see PruneShare) to leave the database to live traffic, and
+// autovacuum is tuned per table (migration 00025) to follow the deletes.
+//
+// Messages still in flight are never pruned, however old: a QUEUED message
+// has (or is given back, by RequeueStuck) a job that will send it, and a
+// SENT one waits for its receipt until it is marked stale, after which it
+// counts as finished. Their events stay with them.
 func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
 	var total PruneResult
 	var tenants []*Tenant
@@ -160,40 +230,118 @@ func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
 	if err != nil {
 		return total, err
 	}
+	p := pacer{m: m, deadline: m.Now().Add(cmp.Or(m.PruneBudget, DefaultPruneBudget))}
 	for _, t := range tenants {
-		before := m.Now().AddDate(0, 0, -t.Retention())
-		var res PruneResult
-		steps := []struct {
-			count *int
-			prune func(MaintenanceTx) (int, error)
-		}{
-			{&res.Messages, func(tx MaintenanceTx) (int, error) { return tx.PruneMessages(ctx, t.ID, before, PruneBatch) }},
-			{&res.Events, func(tx MaintenanceTx) (int, error) { return tx.PruneEvents(ctx, t.ID, before, PruneBatch) }},
-			{&res.Receipts, func(tx MaintenanceTx) (int, error) { return tx.PruneReceipts(ctx, t.ID, before, PruneBatch) }},
-		}
-		for _, step := range steps {
-			for {
-				var n int
-				err := m.Store.InTenant(ctx, t.ID, func(tx MaintenanceTx) (err error) {
-					n, err = step.prune(tx)
-					return err
-				})
-				if err != nil {
-					return total, err
-				}
-				*step.count += n
-				if n < PruneBatch {
-					break
-				}
-			}
-		}
+		res, err := m.pruneTenant(ctx, t, &p)
+		total.add(res)
 		if res != (PruneResult{}) {
 			m.Log.InfoContext(ctx, "retention pruned", "tenant_id", t.ID, "retention_days", t.Retention(),
-				"messages", res.Messages, "events", res.Events, "receipts", res.Receipts)
+				"messages", res.Messages, "timeline", res.Timeline, "events", res.Events,
+				"receipts", res.Receipts, "callbacks", res.Callbacks)
 		}
-		total.Messages += res.Messages
-		total.Events += res.Events
-		total.Receipts += res.Receipts
+		if err != nil {
+			return total, err
+		}
+		if p.out {
+			total.More = true
+			return total, nil
+		}
 	}
 	return total, nil
+}
+
+// pruneTenant prunes one tenant's old rows, batch by batch, until none are
+// left or the run's budget is spent (p.out).
+func (m *Maintenance) pruneTenant(ctx context.Context, t *Tenant, p *pacer) (PruneResult, error) {
+	var res PruneResult
+	limit := cmp.Or(m.PruneBatchSize, PruneBatch)
+	before := m.Now().AddDate(0, 0, -t.Retention())
+	steps := []func(MaintenanceTx) (int, error){
+		func(tx MaintenanceTx) (int, error) {
+			mp, err := tx.PruneMessages(ctx, t.ID, before, limit)
+			res.Messages += mp.Messages
+			res.Timeline += mp.Timeline
+			res.Receipts += mp.Receipts
+			res.Callbacks += mp.Callbacks
+			return mp.Messages, err
+		},
+		func(tx MaintenanceTx) (n int, err error) {
+			n, err = tx.PruneEvents(ctx, t.ID, before, limit)
+			res.Events += n
+			return n, err
+		},
+		func(tx MaintenanceTx) (n int, err error) {
+			n, err = tx.PruneReceipts(ctx, t.ID, before, limit)
+			res.Receipts += n
+			return n, err
+		},
+	}
+	for _, step := range steps {
+		for {
+			if err := p.wait(ctx); err != nil {
+				return res, err
+			}
+			if p.out {
+				return res, nil
+			}
+			var n int
+			err := m.Store.InTenant(ctx, t.ID, func(tx MaintenanceTx) (err error) {
+				n, err = step(tx)
+				return err
+			})
+			p.done()
+			if err != nil {
+				return res, err
+			}
+			if n < limit {
+				break
+			}
+		}
+	}
+	return res, nil
+}
+
+// pacer spaces retention's batches: before each batch after the first it
+// waits PrunePause or what keeps the previous batch to PruneShare of the
+// time, whichever is longer, and once the run's budget is spent it sets
+// out.
+type pacer struct {
+	m        *Maintenance
+	deadline time.Time
+	started  time.Time
+	last     time.Duration
+	out      bool
+}
+
+func (p *pacer) wait(ctx context.Context) error {
+	if !p.started.IsZero() {
+		share := cmp.Or(p.m.PruneShare, DefaultPruneShare)
+		yield := time.Duration(float64(p.last) * (1 - share) / share)
+		pause := max(cmp.Or(p.m.PrunePause, DefaultPrunePause), yield)
+		if err := p.m.sleep(ctx, pause); err != nil {
+			return err
+		}
+	}
+	// A run makes progress however small its budget: the first batch
+	// always runs.
+	now := p.m.Now()
+	p.out = !p.started.IsZero() && !now.Before(p.deadline)
+	p.started = now
+	return nil
+}
+
+func (p *pacer) done() { p.last = p.m.Now().Sub(p.started) }
+
+func (m *Maintenance) sleep(ctx context.Context, d time.Duration) error {
+	if m.SleepFunc != nil {
+		return m.SleepFunc(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -59,32 +59,73 @@ func (t *Tx) MarkStale(ctx context.Context, sentBefore, at time.Time, limit int)
 		FROM stale`, sentBefore, at, limit)
 }
 
-// PruneMessages serves app.MaintenanceTx: finished messages (and, by
-// cascade, their timelines). SENT messages count as finished once stale.
-func (t *Tx) PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
-	return t.prune(ctx, `
-		DELETE FROM messages WHERE tenant_id = $1 AND id IN (
-			SELECT id FROM messages WHERE tenant_id = $1 AND created_at < $2
-			  AND (status IN ('DELIVERED', 'READ', 'FAILED', 'CANCELLED') OR (status = 'SENT' AND stale_at IS NOT NULL))
-			LIMIT $3)`, tenantID, before, limit)
+// pruneMessagesBatch picks a batch of retention: $1 tenant, $2 created
+// before, $3 limit.
+const pruneMessagesBatch = `
+	SELECT id FROM messages WHERE tenant_id = $1 AND created_at < $2
+	  AND (status IN ('DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'EXPIRED') OR (status = 'SENT' AND stale_at IS NOT NULL))
+	ORDER BY created_at
+	LIMIT $3
+	FOR UPDATE SKIP LOCKED`
+
+// PruneMessages serves app.MaintenanceTx: up to limit of the tenant's
+// oldest finished messages created before the time, with the rows that hang
+// off them (timeline entries, receipts, callback deliveries), in the
+// caller's transaction. SENT messages count as finished once stale.
+//
+// The messages are picked through messages_tenant_created_idx and locked
+// with SKIP LOCKED: a second pruner takes the next rows instead of waiting
+// for (or deleting again) these, and a message a late receipt or a resend
+// holds is left for the next run. The dependents are deleted by message id
+// through indexes that lead with it; the foreign keys' own cascades then
+// find nothing left to do. A fallback that outlives its original keeps
+// its row, with fallback_of set to NULL by the foreign key.
+func (t *Tx) PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (app.MessagePrune, error) {
+	var res app.MessagePrune
+	ids := []uuid.UUID{}
+	err := t.tx.SelectContext(ctx, &ids, pruneMessagesBatch, tenantID, before, limit)
+	if err != nil || len(ids) == 0 {
+		return res, mapErr(err)
+	}
+	for _, step := range []struct {
+		count *int
+		query string
+	}{
+		{&res.Timeline, `DELETE FROM message_events WHERE message_id = ANY($2::uuid[]) AND tenant_id = $1`},
+		{&res.Receipts, `DELETE FROM webhook_receipts WHERE message_id = ANY($2::uuid[]) AND tenant_id = $1`},
+		{&res.Callbacks, `DELETE FROM callback_deliveries WHERE message_id = ANY($2::uuid[]) AND tenant_id = $1`},
+		{&res.Messages, `DELETE FROM messages WHERE id = ANY($2::uuid[]) AND tenant_id = $1`},
+	} {
+		if *step.count, err = t.prune(ctx, step.query, tenantID, uuidArray(ids)); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }
 
 // PruneEvents serves app.MaintenanceTx: finished events with no message
-// left.
+// left. Deleting one sets the event id of contact changes it carried to
+// NULL (contact_changes_event_idx keeps that an index lookup).
 func (t *Tx) PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
 	return t.prune(ctx, `
 		DELETE FROM events WHERE tenant_id = $1 AND id IN (
 			SELECT e.id FROM events e WHERE e.tenant_id = $1 AND e.created_at < $2
 			  AND e.status IN ('ROUTED', 'CANCELLED', 'REJECTED', 'FAILED')
 			  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant_id = $1 AND m.event_id = e.id)
-			LIMIT $3)`, tenantID, before, limit)
+			ORDER BY e.created_at
+			LIMIT $3
+			FOR UPDATE SKIP LOCKED)`, tenantID, before, limit)
 }
 
-// PruneReceipts serves app.MaintenanceTx.
+// PruneReceipts serves app.MaintenanceTx: old receipts that belong to no
+// message (foreign, unknown, expired), or to one already gone. A receipt of
+// a message still kept stays with it and goes with it.
 func (t *Tx) PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
 	return t.prune(ctx, `
 		DELETE FROM webhook_receipts WHERE id IN (
-			SELECT id FROM webhook_receipts WHERE tenant_id = $1 AND received_at < $2 LIMIT $3)`, tenantID, before, limit)
+			SELECT id FROM webhook_receipts WHERE tenant_id = $1 AND received_at < $2
+			  AND (message_id IS NULL OR NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = webhook_receipts.message_id))
+			ORDER BY received_at LIMIT $3 FOR UPDATE SKIP LOCKED)`, tenantID, before, limit)
 }
 
 // PrunePendingReceipts serves app.MaintenanceTx: it deletes up to limit

@@ -165,3 +165,41 @@ func TestWorkers_Timeouts(t *testing.T) {
 	require.Equal(t, jobs.MaintenanceTimeout, (&jobs.AuditVerifyWorker{}).Timeout(nil))
 	require.Equal(t, jobs.MaintenanceTimeout, (&jobs.MetaTemplateSyncWorker{}).Timeout(nil))
 }
+
+func TestRetentionWorker_SnoozesUntilDone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tn := newTenant("retention")
+	require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+		if err := tx.CreateTenant(b.ctx, tn); err != nil {
+			return err
+		}
+		_, err := tx.SQL().ExecContext(b.ctx, `
+			INSERT INTO messages (id, tenant_id, correlation_id, idempotency_key, trigger_event, channel, status, created_at)
+			SELECT gen_random_uuid(), $1, 'c' || g, 'k' || g, 'BOOKING_REFUNDED', 'EMAIL', 'DELIVERED', now() - interval '200 days'
+			FROM generate_series(1, 5) g`, tn.ID)
+		return err
+	}))
+	// Each reading of the clock is a second later and a run may take two
+	// seconds: a run prunes a batch or so of one message, then snoozes.
+	var clock time.Duration
+	now := time.Now()
+	m := &app.Maintenance{Store: db.Scope[app.MaintenanceTx](b.store), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Now:            func() time.Time { clock += time.Second; return now.Add(clock) },
+		PruneBatchSize: 1, PruneBudget: 2 * time.Second,
+		SleepFunc: func(context.Context, time.Duration) error { return nil }}
+	w := &jobs.RetentionWorker{Maintenance: m}
+	snoozes := 0
+	for range 20 {
+		err := w.Work(b.ctx, &river.Job[jobs.RetentionArgs]{})
+		if err == nil {
+			break
+		}
+		var snooze *river.JobSnoozeError
+		require.ErrorAs(t, err, &snooze)
+		require.Equal(t, jobs.RetentionSnooze, snooze.Duration)
+		snoozes++
+	}
+	require.Positive(t, snoozes)
+	require.Zero(t, b.count(t, `SELECT count(*) FROM messages`))
+}

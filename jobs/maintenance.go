@@ -75,16 +75,28 @@ func (RetentionArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: app.QueueMaintenance}
 }
 
+// RetentionSnooze is how long the retention job rests when a run stops at
+// its budget with old rows left; it then resumes where the rows are.
+const RetentionSnooze = 5 * time.Second
+
 // RetentionWorker runs app.Maintenance.Prune.
 type RetentionWorker struct {
 	river.WorkerDefaults[RetentionArgs]
 	Maintenance *app.Maintenance
 }
 
-// Work implements river.Worker.
+// Work implements river.Worker. A run that spent its budget snoozes rather
+// than completing, so a backlog is worked off in bounded runs (snoozing
+// spends no attempt) and the job never outlasts MaintenanceTimeout.
 func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[RetentionArgs]) error {
-	_, err := w.Maintenance.Prune(ctx)
-	return err
+	res, err := w.Maintenance.Prune(ctx)
+	if err != nil {
+		return err
+	}
+	if res.More {
+		return river.JobSnooze(RetentionSnooze)
+	}
+	return nil
 }
 
 // MaintenanceTimeout bounds a run of the periodic sweeps (retention,

@@ -55,6 +55,9 @@ type Config struct {
 	// intake and of the worker during the end-to-end phase.
 	ProfileDir string
 	Out        io.Writer
+	// PruneMessages is how many old messages the retention phase seeds and
+	// has Herald prune while intake runs; 0 skips the phase.
+	PruneMessages int
 }
 
 // Result holds the figures the run measured.
@@ -68,6 +71,11 @@ type Result struct {
 	WorkerPeakRSSMB             float64
 	RiverNoopJPS, InsertTxPS    float64
 	IntakeErrors, LatencyErrors int64
+	// Intake p99 at a fixed rate without and while retention prunes, their
+	// ratio, and how many messages were pruned meanwhile (retention.go).
+	PruneIntakeP99Base, PruneIntakeP99During time.Duration
+	PruneIntakeP99Ratio                      float64
+	PrunedDuring                             int
 }
 
 // Run runs the whole benchmark and prints a report.
@@ -86,6 +94,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{"intake (workers stopped)", b.intake},
 		{"end to end (workers drain the intake backlog)", b.endToEnd},
 		{"latency at a fixed rate", b.latency},
+		{"intake while retention prunes old messages", b.retention},
 	}
 	for _, s := range steps {
 		b.logf("== %s", s.name)

@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/jobs"
+)
+
+// pruneAge is how old the seeded messages are: past every tenant's
+// retention (90 days unless set).
+const pruneAge = 200 * 24 * time.Hour
+
+// pruneRounds is how many windows without and with pruning the retention
+// phase alternates: on a shared machine the load drifts, and alternating
+// spreads that drift over both sides instead of charging it to one.
+const pruneRounds = 3
+
+// retention measures what pruning old messages costs live traffic: it seeds
+// PruneMessages finished messages (with timelines) older than retention,
+// then alternates windows of intake at a fixed open-loop rate without
+// pruning and while Herald's worker prunes (the retention job, as the daily
+// schedule inserts it; cancelled through River at the end of each window),
+// and compares the p99 of all windows of each kind. The worker keeps
+// routing and sending what intake accepts throughout.
+//
+// The rate is half of the lower of the intake and end-to-end maxima measured
+// earlier in the run: half of what intake alone sustains would leave the
+// worker a growing backlog, and the windows would then measure the backlog
+// rather than the pruning.
+func (b *bench) retention(ctx context.Context) error {
+	n := b.cfg.PruneMessages
+	if n <= 0 {
+		b.logf("   skipped (--prune-messages 0)")
+		return nil
+	}
+	start := time.Now()
+	lastLog := start
+	err := db.BenchSeedOldMessages(ctx, b.pool, n, 100000, pruneAge, func(done int) {
+		if time.Since(lastLog) > 10*time.Second || done == n {
+			b.logf("   seeded %d old messages (%s)", done, time.Since(start).Round(time.Second))
+			lastLog = time.Now()
+		}
+	})
+	if err != nil {
+		return err
+	}
+	b.logf("   %d old messages with 2 timeline entries each seeded and vacuumed in %s",
+		n, time.Since(start).Round(time.Second))
+	// The seed is older than cutoff; everything intake writes is newer.
+	now, err := db.BenchNow(ctx, b.pool)
+	if err != nil {
+		return err
+	}
+	cutoff := now.Add(-pruneAge / 2)
+	plan, err := db.BenchExplainPrune(ctx, b.pool, now.AddDate(0, 0, -90), app.PruneBatch)
+	if err != nil {
+		return err
+	}
+	b.logf("   plans of a retention batch (as the pruner gets them):\n%s", plan)
+	client, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{})
+	if err != nil {
+		return err
+	}
+
+	rate := b.pruneRate()
+	window := b.cfg.RateDuration
+	var base, during []time.Duration
+	var ratios []float64
+	var pruneTime time.Duration
+	for round := 1; round <= pruneRounds; round++ {
+		lat, errs := b.openLoop(ctx, rate, window)
+		base = append(base, lat...)
+		roundBase := percentile(lat, 99)
+		b.logf("   round %d without pruning, %d/s for %s: p99 %s, errors %d (load average %s)", round, rate, window,
+			percentile(lat, 99).Round(10*time.Microsecond), errs, loadAverage())
+
+		res, err := client.Insert(ctx, jobs.RetentionArgs{}, nil)
+		if err != nil {
+			return err
+		}
+		// Measure once the job is deleting, not while it waits for a worker.
+		left, err := b.waitPruning(ctx, cutoff)
+		if err != nil {
+			return err
+		}
+		began := time.Now()
+		lat, errs = b.openLoop(ctx, rate, window)
+		elapsed := time.Since(began)
+		if _, err := client.JobCancel(ctx, res.Job.ID); err != nil {
+			return err
+		}
+		after, err := db.BenchCountOlderThan(ctx, b.pool, cutoff)
+		if err != nil {
+			return err
+		}
+		during = append(during, lat...)
+		if roundBase > 0 {
+			ratios = append(ratios, float64(percentile(lat, 99))/float64(roundBase))
+		}
+		b.res.PrunedDuring += left - after
+		pruneTime += elapsed
+		b.logf("   round %d while pruning,     %d/s for %s: p99 %s, errors %d; %d messages pruned (%.0f/s), %d left (load average %s)",
+			round, rate, window, percentile(lat, 99).Round(10*time.Microsecond), errs, left-after,
+			float64(left-after)/elapsed.Seconds(), after, loadAverage())
+		if err := b.waitStopped(ctx, client, res.Job.ID); err != nil {
+			return err
+		}
+	}
+	b.res.PruneIntakeP99Base = percentile(base, 99)
+	b.res.PruneIntakeP99During = percentile(during, 99)
+	if b.res.PruneIntakeP99Base > 0 {
+		b.res.PruneIntakeP99Ratio = float64(b.res.PruneIntakeP99During) / float64(b.res.PruneIntakeP99Base)
+	}
+	b.logf("   intake at %d/s: p50 %s / p99 %s without pruning, p50 %s / p99 %s while pruning %.0f messages/s",
+		rate, percentile(base, 50).Round(10*time.Microsecond), b.res.PruneIntakeP99Base.Round(10*time.Microsecond),
+		percentile(during, 50).Round(10*time.Microsecond), b.res.PruneIntakeP99During.Round(10*time.Microsecond),
+		float64(b.res.PrunedDuring)/pruneTime.Seconds())
+	sort.Float64s(ratios)
+	median := 0.0
+	if len(ratios) > 0 {
+		median = ratios[len(ratios)/2]
+	}
+	b.logf("   intake p99 while pruning is %.2fx of without (goal <= 1.20x); median of the rounds' ratios %.2fx; p50 %.2fx (load average %s)",
+		b.res.PruneIntakeP99Ratio, median, float64(percentile(during, 50))/float64(max(percentile(base, 50), 1)), loadAverage())
+	return nil
+}
+
+// waitStopped waits until a cancelled retention job has stopped running, so
+// the next window without pruning has none.
+func (b *bench) waitStopped(ctx context.Context, client *river.Client[pgx.Tx], id int64) error {
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		job, err := client.JobGet(ctx, id)
+		if err != nil {
+			return err
+		}
+		if job.State != rivertype.JobStateRunning {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return errors.New("the cancelled retention job still runs after a minute")
+}
+
+// pruneRate is the fixed rate of the retention phase's open loop.
+func (b *bench) pruneRate() int {
+	limit := b.res.IntakeRPS
+	if b.res.EndToEndMPS > 0 {
+		limit = min(limit, b.res.EndToEndMPS)
+	}
+	if limit <= 0 {
+		return b.cfg.Rate
+	}
+	return max(1, int(math.Round(limit/2)))
+}
+
+// waitPruning waits until the number of old messages starts to fall and
+// returns how many are left at that moment.
+func (b *bench) waitPruning(ctx context.Context, cutoff time.Time) (int, error) {
+	first, err := db.BenchCountOlderThan(ctx, b.pool, cutoff)
+	if err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+		left, err := db.BenchCountOlderThan(ctx, b.pool, cutoff)
+		if err != nil {
+			return 0, err
+		}
+		if left < first {
+			return left, nil
+		}
+	}
+	return 0, errors.New("the retention job did not start pruning within a minute")
+}
+
+// openLoop sends requests at a fixed rate for d, each at its scheduled
+// moment whether or not the earlier ones have been answered (an open loop,
+// so a slow answer cannot slow the load down), and returns the latencies of
+// the answered ones and the number of failures.
+func (b *bench) openLoop(ctx context.Context, rate int, d time.Duration) ([]time.Duration, int64) {
+	total := int(d.Seconds() * float64(rate))
+	interval := time.Second / time.Duration(rate)
+	lat := make([]time.Duration, total)
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range total {
+		if ctx.Err() != nil {
+			break
+		}
+		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
+			time.Sleep(wait)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lat[i], _ = b.post(b.keys[i%len(b.keys)])
+			if lat[i] == 0 {
+				errs.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	answered := lat[:0]
+	for _, l := range lat {
+		if l > 0 {
+			answered = append(answered, l)
+		}
+	}
+	return answered, errs.Load()
+}
