@@ -143,7 +143,8 @@ func BenchUnsent(ctx context.Context, q BenchQuerier, since time.Time) (int, err
 // messages of events accepted since a time, how many events there were and
 // how many of them had not reached the provider yet. Accepted is when the
 // event row was written; the provider call is the send's start, which the
-// timeline records as sent_at minus provider_ms. An event still unsent
+// timeline records as sent_at minus provider_ms (each benchmark event has
+// one message, which is sent once). An event still unsent
 // counts with its age so far, a lower bound, so that a phase the worker
 // could not keep up with never reads faster than it was.
 func BenchLatency(ctx context.Context, q BenchQuerier, since time.Time) (p50, p95, p99 time.Duration, events, unsent int, err error) {
@@ -151,16 +152,15 @@ func BenchLatency(ctx context.Context, q BenchQuerier, since time.Time) (p50, p9
 	err = q.QueryRow(ctx, BenchTag+`
 		SELECT percentile_cont(0.50) WITHIN GROUP (ORDER BY d), percentile_cont(0.95) WITHIN GROUP (ORDER BY d),
 		       percentile_cont(0.99) WITHIN GROUP (ORDER BY d), count(*), count(*) FILTER (WHERE NOT sent)
-		FROM (SELECT coalesce(extract(epoch FROM s.sent_at - e.created_at) * 1000 - s.provider_ms,
+		FROM (SELECT coalesce(extract(epoch FROM m.sent_at - e.created_at) * 1000
+		                        - coalesce((me.detail->>'provider_ms')::float, 0),
 		                      extract(epoch FROM clock_timestamp() - e.created_at) * 1000) AS d,
-		             s.sent_at IS NOT NULL AS sent
+		             m.sent_at IS NOT NULL AS sent
 		      FROM events e
-		      LEFT JOIN LATERAL (
-		          SELECT m.sent_at, coalesce((me.detail->>'provider_ms')::float, 0) AS provider_ms
-		          FROM messages m
-		          JOIN message_events me ON me.message_id = m.id AND me.to_status = 'SENT'
-		          WHERE m.tenant_id = e.tenant_id AND m.event_id = e.id AND m.sent_at IS NOT NULL
-		          LIMIT 1) s ON true
+		      LEFT JOIN messages m
+		        ON m.tenant_id = e.tenant_id AND m.event_id = e.id AND m.sent_at IS NOT NULL
+		      LEFT JOIN message_events me
+		        ON me.tenant_id = m.tenant_id AND me.message_id = m.id AND me.to_status = 'SENT'
 		      WHERE e.created_at >= $1) x`, since).Scan(&m50, &m95, &m99, &events, &unsent)
 	if err != nil {
 		return 0, 0, 0, 0, 0, err

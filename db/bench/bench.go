@@ -460,13 +460,28 @@ func (b *bench) cleanup() {
 		b.mon.close()
 	}
 	if !b.cfg.Keep && b.cfg.DatabaseURL != "" {
-		if err := db.BenchDropDatabase(context.Background(), b.cfg.DatabaseURL, b.cfg.Database); err != nil {
-			b.logf("could not drop the benchmark database %s: %v", b.cfg.Database, err)
-		}
+		b.dropDatabase()
 	}
 	if b.dataDir != "" && !b.cfg.Keep {
 		_ = os.RemoveAll(b.dataDir)
 	}
+}
+
+// dropDatabase drops the benchmark database. The server may refuse for a
+// moment (busy, or a session of a cancelled query still ending): it tries a
+// few times, and says so when the database stays behind.
+func (b *bench) dropDatabase() {
+	var err error
+	for range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = db.BenchDropDatabase(ctx, b.cfg.DatabaseURL, b.cfg.Database)
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(2 * time.Second)
+	}
+	b.logf("could not drop the benchmark database %s: %v", b.cfg.Database, err)
 }
 
 // request is one notification: a repeating, e-mail-only event, so every
