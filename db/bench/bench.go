@@ -231,6 +231,7 @@ func (b *bench) prepare(ctx context.Context) error {
 // so the count is also the number of commits the benchmark adds.
 type monitor struct {
 	mu   sync.Mutex
+	cfg  *pgx.ConnConfig
 	conn *pgx.Conn
 	n    atomic.Int64
 }
@@ -248,12 +249,29 @@ func newMonitor(ctx context.Context, dbURL string) (*monitor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &monitor{conn: conn}, nil
+	return &monitor{cfg: cfg, conn: conn}, nil
+}
+
+// ready reconnects when the connection was closed (pgx closes it when a
+// query's context ends mid-query); the caller holds mu.
+func (m *monitor) ready(ctx context.Context) error {
+	if !m.conn.IsClosed() {
+		return nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, m.cfg)
+	if err != nil {
+		return err
+	}
+	m.conn = conn
+	return nil
 }
 
 func (m *monitor) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.ready(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	m.n.Add(1)
 	return m.conn.Exec(ctx, sql, args...)
 }
@@ -262,6 +280,10 @@ func (m *monitor) Exec(ctx context.Context, sql string, args ...any) (pgconn.Com
 // and Scan close them).
 func (m *monitor) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	m.mu.Lock()
+	if err := m.ready(ctx); err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
 	m.n.Add(1)
 	rows, err := m.conn.Query(ctx, sql, args...)
 	if err != nil {

@@ -24,19 +24,29 @@ func (b *bench) phaseLatency(ctx context.Context) error {
 	}
 	b.res.LatencyRate = b.cfg.Rate
 	start := time.Now()
-	sampleCtx, stopSampling := context.WithCancel(ctx)
+	// The sampler stops on a channel, not by cancelling its context: pgx
+	// closes a connection whose query's context ends, and the monitor's
+	// connection is shared.
+	stopSampling := make(chan struct{})
 	var samples []BacklogSample
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, _ = waitFor(sampleCtx, backlogEvery, 24*time.Hour, func() (bool, error) {
-			n, err := db.BenchUnsent(sampleCtx, b.mon, since)
-			if err == nil {
+		t := time.NewTicker(backlogEvery)
+		defer t.Stop()
+		for {
+			if n, err := db.BenchUnsent(ctx, b.mon, since); err == nil {
 				samples = append(samples, BacklogSample{At: time.Since(start), Pending: n})
 			}
-			return false, nil
-		})
+			select {
+			case <-stopSampling:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
 	}()
 	_, errs := b.openLoop(ctx, float64(b.cfg.Rate), b.cfg.RateDuration)
 	sendEnd := time.Since(start)
@@ -48,7 +58,7 @@ func (b *bench) phaseLatency(ctx context.Context) error {
 		waiting, err = db.BenchUnsent(ctx, b.mon, since)
 		return waiting == 0, err
 	})
-	stopSampling()
+	close(stopSampling)
 	wg.Wait()
 	if err != nil {
 		return err
