@@ -134,6 +134,8 @@ func trimLoad(s string) string {
 	return s
 }
 
+// backlogRow is the sustained-rate goal: the backlog did not grow, every
+// event was sent by the end, and every request was accepted.
 func backlogRow(r *Result, atLoad bool) GoalRow {
 	row := GoalRow{Goal: fmt.Sprintf("no growing backlog at %d/s", r.LatencyRate), Target: "steady over the 2nd half"}
 	if len(r.Backlog) == 0 {
@@ -145,7 +147,12 @@ func backlogRow(r *Result, atLoad bool) GoalRow {
 		state = "growing"
 	}
 	row.Measured = fmt.Sprintf("%s, %d unsent at the end", state, r.LatencyUnsent)
-	row.Verdict = verdict(!r.BacklogGrowing && r.LatencyUnsent == 0, atLoad)
+	if r.LatencyErrors > 0 {
+		// A request refused or timed out is load the intake shed, not
+		// load it sustained.
+		row.Measured += fmt.Sprintf(", %d requests failed", r.LatencyErrors)
+	}
+	row.Verdict = verdict(!r.BacklogGrowing && r.LatencyUnsent == 0 && r.LatencyErrors == 0, atLoad)
 	return row
 }
 

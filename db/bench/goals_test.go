@@ -124,6 +124,15 @@ func TestGoals(t *testing.T) {
 		require.Equal(t, verdictFail, verdicts(Goals(r))["no growing backlog at 1000/s"])
 	})
 
+	t.Run("FailedRequestsFailTheBacklogGoal", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		r.LatencyErrors = 3
+		rows := Goals(r)
+		require.Equal(t, verdictFail, verdicts(rows)["no growing backlog at 1000/s"])
+		require.Contains(t, rows[6].Measured, "3 requests failed")
+	})
+
 	t.Run("StatementsNotMeasured", func(t *testing.T) {
 		t.Parallel()
 		r := fullRun()
