@@ -60,7 +60,7 @@ func commands() []command {
 		{"admin create-api-key", "--tenant S --name N", "create an API key for a tenant and print its secret"},
 		{"admin ensure-operator", "", "create the first operator admin (from HERALD_ADMIN_EMAIL/PASSWORD, or generated in dev)"},
 		{"demo", "[--if-missing]", "create the demo tenant with a manager, a support user and an API key; print them, ending with `export KEY=...`"},
-		{"bench", "[--requests N] [--concurrency N] [--rate N] [--duration D] [--tenants N]", "load test: web and worker processes on a fresh database, figures printed"},
+		{"bench", "[--quick] [--requests N] [--rate N] [--duration D] [--river-jobs N] ...", "load test against honest baselines: web and worker on a fresh database, the performance goals checked"},
 		{"chaos", "[--messages N] [--kills N] [--seed N] [--storm D] [--throttle D] [--rate N] [--quota N] [--experiments abcdef] [--pg-restart local|throwaway|off]", "fault injection: kills, Postgres restarts and provider storms on fresh databases; fails on any loss or duplicate"},
 		{"version", "", "the version and the VCS revision herald was built from"},
 		{"help", "[env | command]", "this text, every environment variable with its default, or one command's usage"},
@@ -362,29 +362,44 @@ func migrate(ctx context.Context, cfg app.Config, log *slog.Logger, stdout io.Wr
 	return nil
 }
 
-// runBench runs the load generator against this very binary.
+// runBench runs the load generator against this very binary. --quick
+// shrinks every phase to seconds (development and tests); other flags
+// still override it.
 func runBench(ctx context.Context, c cli, args []string) error {
 	fs := newFlags("bench", c)
-	bc := bench.Config{Out: c.stdout}
-	fs.IntVar(&bc.Tenants, "tenants", 4, "tenants to spread the load over")
-	fs.IntVar(&bc.Concurrency, "concurrency", 64, "concurrent HTTP clients in the intake phase")
-	fs.IntVar(&bc.Requests, "requests", 20000, "requests in the intake phase")
-	fs.IntVar(&bc.Rate, "rate", 200, "events per second in the latency phase")
-	fs.DurationVar(&bc.RateDuration, "duration", 15*time.Second, "length of the latency phase")
+	quick := slices.Contains(args, "--quick") || slices.Contains(args, "-quick")
+	bc := bench.Defaults(quick)
+	bc.Out = c.stdout
+	fs.BoolVar(&quick, "quick", false, "shrink every phase for development: 2,000 requests, 10,000 River jobs, a 10 s latency phase")
+	fs.IntVar(&bc.Tenants, "tenants", bc.Tenants, "tenants to spread the load over")
+	fs.IntVar(&bc.Concurrency, "concurrency", bc.Concurrency, "concurrent HTTP clients in the closed-loop intake phase")
+	fs.IntVar(&bc.Requests, "requests", bc.Requests, "requests in the closed-loop intake phase")
+	fs.DurationVar(&bc.OpenDuration, "open-duration", bc.OpenDuration, "length of the open-loop intake phase (at half the closed loop's rate)")
+	fs.IntVar(&bc.Rate, "rate", bc.Rate, "events per second in the latency phase")
+	fs.DurationVar(&bc.RateDuration, "duration", bc.RateDuration, "length of the latency phase")
+	fs.DurationVar(&bc.Drain, "drain", bc.Drain, "longest wait for the latency phase's backlog after its sending")
+	fs.DurationVar(&bc.BaselineDuration, "baseline-duration", bc.BaselineDuration, "length of each insert baseline (the benchmark's and pgbench's)")
+	fs.IntVar(&bc.RiverJobs, "river-jobs", bc.RiverJobs, "no-op jobs of the River baseline")
 	fs.BoolVar(&bc.Keep, "keep", false, "keep the benchmark database and logs")
 	fs.StringVar(&bc.ProfileDir, "profile", "", "directory for CPU profiles of the web and worker processes")
-	fs.IntVar(&bc.PruneMessages, "prune-messages", 1000000, "old messages retention prunes while intake runs (0 skips the phase)")
+	fs.IntVar(&bc.PruneMessages, "prune-messages", bc.PruneMessages, "old messages retention prunes while intake runs (0 skips the phase)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if bc.Tenants < 1 || bc.Concurrency < 1 || bc.Requests < 1 || bc.Rate < 1 || bc.RateDuration <= 0 || bc.PruneMessages < 0 {
-		return usagef("bench: counts, rate and duration must be positive")
+	if err := bc.Check(); err != nil {
+		return usagef("bench: %v", err)
+	}
+	if bc.PruneMessages < 0 {
+		return usagef("bench: --prune-messages must not be negative")
 	}
 	cfg, _, err := c.setup()
 	if err != nil {
 		return err
 	}
-	bc.DatabaseURL = cfg.DatabaseURL
+	// The River baseline runs with the worker's own pool and queues: the
+	// worker reads the same configuration from the same environment.
+	bc.DatabaseURL, bc.Database = cfg.DatabaseURL, db.BenchDatabase()
+	bc.PoolSize, bc.Workers = cfg.DBMaxConns, cfg.Workers
 	exe, err := os.Executable()
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@
 #
 #   db/devdb.sh [start]   initialise once, start, ensure role and database `herald`
 #   db/devdb.sh stop      stop the cluster (fast shutdown)
+#   db/devdb.sh restart   restart the cluster (fast shutdown), e.g. to load new settings
 #   db/devdb.sh reset     drop and recreate database `herald`, drop every herald_test*
 #                         database; the cluster keeps running
 #   db/devdb.sh status    say whether it runs, and the URL (exit 0 running, 3 not)
@@ -20,6 +21,12 @@
 # `start` uses that one and says so.
 # `start` is meant to be called before every run: when the cluster is already
 # up it only checks the role and database, well under a second.
+#
+# The cluster loads pg_stat_statements (when the server package ships it), so
+# that the benchmark can count the statements each message costs. A cluster
+# started before that setting existed gets it at its next restart: `start`
+# restarts it once by itself when no session is connected, and otherwise
+# says so and leaves it running (`restart` does it when convenient).
 set -euo pipefail
 
 readonly PORT=54320
@@ -52,10 +59,11 @@ note() { printf 'devdb: %s\n' "$*" >&2; }
 
 usage() {
 	cat >&2 <<'EOF'
-usage: db/devdb.sh [start|stop|reset|status]
+usage: db/devdb.sh [start|stop|restart|reset|status]
   start   initialise (once) and start the local cluster on 127.0.0.1:54320,
           ensure role and database "herald" (default)
   stop    stop the local cluster
+  restart restart the local cluster (to load changed settings)
   reset   drop and recreate database "herald" and drop all herald_test* databases
   status  report whether the local cluster runs, and its URL
 EOF
@@ -187,11 +195,12 @@ psql_bin() {
 	fi
 }
 
-# psql_admin runs the SQL on stdin as the superuser over the cluster's unix socket.
+# psql_admin runs the SQL on stdin as the superuser over the cluster's unix socket
+# (extra arguments go to psql).
 psql_admin() {
 	local psql
 	psql="$(psql_bin)" || exit 1
-	as_pg "$psql" -X -q -v ON_ERROR_STOP=1 -h "$RUN_DIR" -p "$PORT" -U postgres -d postgres
+	as_pg "$psql" -X -q -v ON_ERROR_STOP=1 -h "$RUN_DIR" -p "$PORT" -U postgres -d postgres "$@"
 }
 
 # --- state --------------------------------------------------------------------
@@ -321,9 +330,26 @@ init_cluster() {
 	} | as_pg tee -a "$PGDATA_DIR/postgresql.conf" >/dev/null
 }
 
+# has_stat_statements tells whether the server package ships
+# pg_stat_statements: preloading a library that is missing stops the server
+# from starting at all.
+has_stat_statements() {
+	local libdir
+	libdir="$("$BINDIR/pg_config" --pkglibdir 2>/dev/null || true)"
+	[[ -n $libdir && -f $libdir/pg_stat_statements.so ]]
+}
+
 # write_settings (re)writes herald.conf, so a moved repo keeps a valid socket path.
 write_settings() {
 	local rundir_q="${RUN_DIR//\'/\'\'}"
+	local stats=""
+	if has_stat_statements; then
+		# Counts every statement, those inside functions and triggers too;
+		# the benchmark reads them per delivered message.
+		stats="shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = all
+pg_stat_statements.max = 10000"
+	fi
 	as_pg tee "$PGDATA_DIR/herald.conf" >/dev/null <<EOF
 # Written by db/devdb.sh on every start; edits are lost.
 port = $PORT
@@ -332,7 +358,49 @@ unix_socket_directories = '$rundir_q'
 max_connections = 300
 shared_buffers = 256MB
 fsync = on
+$stats
 EOF
+}
+
+# stat_statements_loaded tells whether the running server loaded
+# pg_stat_statements at its start.
+stat_statements_loaded() {
+	local libs
+	libs="$(printf 'SHOW shared_preload_libraries;\n' | psql_admin -At)" || return 1
+	[[ $libs == *pg_stat_statements* ]]
+}
+
+# other_sessions counts the client sessions connected to the server.
+other_sessions() {
+	printf "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid();\n" | psql_admin -At
+}
+
+# ensure_stat_statements restarts this checkout's running cluster once when
+# it has not loaded pg_stat_statements, but only while no session is
+# connected: a restart would break running tests and benchmarks.
+ensure_stat_statements() {
+	has_stat_statements || return 0
+	stat_statements_loaded && return 0
+	write_settings
+	local n
+	n="$(other_sessions)" || return 0
+	if [[ $n != 0 ]]; then
+		note "pg_stat_statements is configured but the running cluster has not loaded it, and $n session(s) are connected, so it is not restarted now; run db/devdb.sh restart when nothing uses it (until then the benchmark cannot count statements)"
+		return 0
+	fi
+	note "restarting the local cluster once to load pg_stat_statements"
+	as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -l "$LOG_FILE" -m fast -w -t 60 -s restart >&2 9>&- ||
+		die "the local cluster did not restart; see $LOG_FILE"
+}
+
+# ensure_stat_statements_extension creates the extension in database herald,
+# where the benchmark reads the cluster's counts when it may not create the
+# extension in its own database.
+ensure_stat_statements_extension() {
+	has_stat_statements || return 0
+	as_pg "$(psql_bin)" -X -q -v ON_ERROR_STOP=1 -h "$RUN_DIR" -p "$PORT" -U postgres -d herald \
+		-c 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' >/dev/null 2>&1 ||
+		note "could not create the extension pg_stat_statements in database herald"
 }
 
 # --- commands -------------------------------------------------------------------
@@ -428,11 +496,31 @@ cmd_start() {
 			start_server
 		fi
 	fi
+	if has_stat_statements && ! stat_statements_loaded; then
+		with_lock
+		ensure_stat_statements
+	fi
 	if ! ensure_role_and_db; then
 		die "could not set up role and database herald over $RUN_DIR although pg_ctl reports the cluster running; see $LOG_FILE.
 If its postmaster died, run db/devdb.sh stop (or delete a stale $PGDATA_DIR/postmaster.pid) and start again."
 	fi
+	ensure_stat_statements_extension
 	printf 'postgres ready: %s\n' "$URL"
+}
+
+cmd_restart() {
+	if ! initialised; then
+		die "no local cluster in $PGDATA_DIR; db/devdb.sh start creates it"
+	fi
+	need_bindir
+	running || die "this checkout's cluster is not running; db/devdb.sh start starts it"
+	with_lock
+	write_settings
+	note "restarting the local cluster (fast shutdown: connected sessions are ended)"
+	as_pg "$BINDIR/pg_ctl" -D "$PGDATA_DIR" -l "$LOG_FILE" -m fast -w -t 60 -s restart >&2 9>&- ||
+		die "the local cluster did not restart; see $LOG_FILE"
+	ensure_stat_statements_extension
+	echo "postgres restarted: $URL"
 }
 
 cmd_stop() {
@@ -494,11 +582,12 @@ main() {
 		exit 2
 	fi
 	case "${1:-start}" in
-	start | stop | reset | status) check_owner ;;
+	start | stop | restart | reset | status) check_owner ;;
 	esac
 	case "${1:-start}" in
 	start) cmd_start ;;
 	stop) cmd_stop ;;
+	restart) cmd_restart ;;
 	reset) cmd_reset ;;
 	status) cmd_status ;;
 	-h | --help | help) usage ;;

@@ -1,14 +1,20 @@
 // Package bench is Herald's load generator: `herald bench` (run by
 // `go tool task bench`) starts Herald's web and worker processes on a fresh
-// database, fires notification requests over HTTP, and prints intake
-// throughput and latency, end-to-end throughput, accepted-to-provider
-// latency at a fixed rate, and the worker's peak memory, each next to a
-// baseline measured on the same database in the same run. The statements
-// it runs live in package db (db/bench.go), with the rest of Herald's SQL.
+// database, measures the ceilings Herald works under (single-row insert
+// transactions, as pgbench counts them; River working no-op jobs with the
+// worker's own pool and queues), then Herald itself: intake closed and open
+// loop, end-to-end throughput with the SQL statements and commits each
+// delivered message costs, accepted-to-provider latency at a sustained rate,
+// and the worker's memory. It ends with a table of the performance goals,
+// each with its figure, target and PASS or FAIL. The statements it runs live
+// in package db (db/bench.go), with the rest of Herald's SQL.
+//
+// A phase is a method `func (b *bench) phaseX(ctx context.Context) error` in
+// a file of its own that fills fields of Result; it runs once listed in
+// Run's steps, and the goals it serves read those fields in goals.go.
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -29,28 +35,45 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/db"
-	"github.com/heraldhq/herald/jobs"
 )
 
 // Config says how hard to push.
 type Config struct {
 	// DatabaseURL names the server; the benchmark creates its own database
-	// (herald_bench, or HERALD_BENCH_DATABASE) there and drops it at the end unless Keep is set.
+	// (Database) there and drops it at the end unless Keep is set.
 	DatabaseURL string
+	// Database is the benchmark database's name (db.BenchDatabase).
+	Database string
 	// Binary is the herald executable to start as web and worker.
-	Binary      string
-	Tenants     int
+	Binary  string
+	Tenants int
+	// Concurrency and Requests drive the closed-loop intake phase.
 	Concurrency int
 	Requests    int
-	// Rate and RateDuration drive the fixed-rate latency phase.
+	// OpenDuration is the length of the open-loop intake phase, which sends
+	// at half the closed loop's rate.
+	OpenDuration time.Duration
+	// Rate and RateDuration drive the latency phase; Drain bounds the wait
+	// for its backlog afterwards.
 	Rate         int
 	RateDuration time.Duration
-	Keep         bool
+	Drain        time.Duration
+	// BaselineDuration is the length of each insert baseline.
+	BaselineDuration time.Duration
+	// RiverJobs is the number of no-op jobs of the River baseline.
+	RiverJobs int
+	// PoolSize and Workers are the worker's database pool size and its
+	// workers per queue, read from the same configuration the worker
+	// process loads, so the River baseline runs with what Herald runs with.
+	PoolSize int32
+	Workers  map[string]int
+	Keep     bool
 	// ProfileDir, when set, receives CPU profiles of the web process during
 	// intake and of the worker during the end-to-end phase.
 	ProfileDir string
@@ -60,49 +83,72 @@ type Config struct {
 	PruneMessages int
 }
 
-// Result holds the figures the run measured.
-type Result struct {
-	IntakeRPS                   float64
-	IntakeP50, IntakeP99        time.Duration
-	EndToEndMPS                 float64
-	LatencyP50, LatencyP95      time.Duration
-	LatencyP99                  time.Duration
-	LatencyEvents               int
-	WorkerPeakRSSMB             float64
-	RiverNoopJPS, InsertTxPS    float64
-	IntakeErrors, LatencyErrors int64
-	// Intake p99 at a fixed rate without and while retention prunes, their
-	// ratio, and how many messages were pruned meanwhile (retention.go).
-	PruneIntakeP99Base, PruneIntakeP99During time.Duration
-	PruneIntakeP99Ratio                      float64
-	PrunedDuring                             int
+// Defaults returns the full run's settings, or with quick the small ones
+// for development and tests, where every phase shrinks to seconds.
+func Defaults(quick bool) Config {
+	if quick {
+		return Config{
+			Tenants: 2, Concurrency: 16, Requests: 2000, OpenDuration: 5 * time.Second,
+			Rate: 1000, RateDuration: 10 * time.Second, Drain: 30 * time.Second,
+			BaselineDuration: 3 * time.Second, RiverJobs: 10000,
+		}
+	}
+	return Config{
+		Tenants: 4, Concurrency: 64, Requests: 20000, OpenDuration: 20 * time.Second,
+		Rate: 1000, RateDuration: 2 * time.Minute, Drain: time.Minute,
+		BaselineDuration: 10 * time.Second, RiverJobs: 100000, PruneMessages: 1000000,
+	}
+}
+
+// Check says what is wrong with a configuration, or nil.
+func (c Config) Check() error {
+	switch {
+	case c.Tenants < 1 || c.Concurrency < 1 || c.Requests < 1 || c.Rate < 1 || c.RiverJobs < 1:
+		return errors.New("counts and rate must be positive")
+	case c.RateDuration <= 0 || c.OpenDuration <= 0 || c.Drain <= 0 || c.BaselineDuration <= 0:
+		return errors.New("durations must be positive")
+	}
+	return nil
+}
+
+// step is one phase of the run.
+type step struct {
+	name string
+	fn   func(context.Context) error
 }
 
 // Run runs the whole benchmark and prints a report.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	b := &bench{cfg: cfg, res: &Result{}}
+	if cfg.Database == "" {
+		cfg.Database = db.BenchDatabase()
+	}
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	b := &bench{cfg: cfg, res: &Result{Config: cfg, LoadStart: loadAverage()}}
 	defer b.cleanup()
+	b.logf("Herald benchmark, load average at start %s", b.res.LoadStart)
 	if err := b.prepare(ctx); err != nil {
 		return nil, err
 	}
-	steps := []struct {
-		name string
-		fn   func(context.Context) error
-	}{
-		{"baseline: single-row insert transactions", b.insertBaseline},
-		{"baseline: River no-op jobs", b.riverBaseline},
-		{"intake (workers stopped)", b.intake},
-		{"end to end (workers drain the intake backlog)", b.endToEnd},
-		{"latency at a fixed rate", b.latency},
+	steps := []step{
+		{"baseline: single-row insert transactions", b.phaseInsertBaseline},
+		{"baseline: River no-op jobs", b.phaseRiverBaseline},
+		{"intake, closed loop (workers stopped)", b.phaseIntake},
+		{"intake, open loop at half the closed loop's rate", b.phaseOpenLoop},
+		{"end to end (workers drain the intake backlog)", b.phaseEndToEnd},
+		{"latency at a sustained rate", b.phaseLatency},
 		{"intake while retention prunes old messages", b.retention},
 	}
 	for _, s := range steps {
-		b.logf("== %s", s.name)
+		load := loadAverage()
+		b.res.Loads = append(b.res.Loads, PhaseLoad{Phase: s.name, Load: load})
+		b.logf("== %s (load average %s)", s.name, load)
 		if err := s.fn(ctx); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
-	b.res.WorkerPeakRSSMB = peakRSSMB(b.worker)
+	b.stopRSS()
 	b.report()
 	return b.res, nil
 }
@@ -111,8 +157,6 @@ type bench struct {
 	cfg     Config
 	res     *Result
 	dbURL   string
-	admin   string
-	pool    *pgxpool.Pool
 	dataDir string
 	addr    string
 	web     *exec.Cmd
@@ -120,6 +164,15 @@ type bench struct {
 	keys    []string
 	client  *http.Client
 	seq     atomic.Int64
+	// mon runs every statement the benchmark itself sends to its database
+	// while Herald works, on one connection, and counts them: their commits
+	// are the benchmark's, not Herald's.
+	mon *monitor
+	// rss samples the worker's memory once it runs.
+	rss *rssSampler
+	// pool is the retention phase's platform-scoped pool, open only while
+	// that phase runs.
+	pool *pgxpool.Pool
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -129,14 +182,13 @@ func (b *bench) logf(format string, args ...any) {
 // prepare creates the database, migrates it, makes the tenants and starts
 // the web process.
 func (b *bench) prepare(ctx context.Context) error {
-	b.admin = b.cfg.DatabaseURL
-	u, err := url.Parse(b.admin)
+	u, err := url.Parse(b.cfg.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	u.Path = "/" + db.BenchDatabase()
+	u.Path = "/" + b.cfg.Database
 	b.dbURL = u.String()
-	if err := db.BenchCreateDatabase(ctx, b.admin); err != nil {
+	if err := db.BenchCreateDatabase(ctx, b.cfg.DatabaseURL, b.cfg.Database); err != nil {
 		return err
 	}
 	if b.dataDir, err = os.MkdirTemp("", "herald-bench-"); err != nil {
@@ -156,14 +208,7 @@ func (b *bench) prepare(ctx context.Context) error {
 		}
 		b.keys = append(b.keys, strings.TrimSpace(key))
 	}
-	// The benchmark reads every tenant's rows: a platform-scoped session.
-	pcfg, err := pgxpool.ParseConfig(b.dbURL)
-	if err != nil {
-		return err
-	}
-	pcfg.MaxConns = int32(b.cfg.Concurrency) + 4
-	pcfg.ConnConfig.RuntimeParams["herald.scope"] = "platform"
-	if b.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+	if b.mon, err = newMonitor(ctx, b.dbURL); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -172,11 +217,148 @@ func (b *bench) prepare(ctx context.Context) error {
 	}
 	b.addr = ln.Addr().String()
 	_ = ln.Close()
-	b.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: b.cfg.Concurrency * 2, MaxConnsPerHost: 0}, Timeout: 30 * time.Second}
+	// Idle connections are few and short-lived: the benchmark's sockets
+	// must not pile up on the web process between phases. MaxConnsPerHost
+	// bounds the open loop too: a request that waits for a connection
+	// still counts from its scheduled time.
+	b.client = &http.Client{
+		Transport: &http.Transport{
+			MaxIdleConns: b.cfg.Concurrency, MaxIdleConnsPerHost: b.cfg.Concurrency,
+			MaxConnsPerHost: max(256, b.cfg.Concurrency), IdleConnTimeout: 5 * time.Second,
+		},
+		Timeout: 30 * time.Second,
+	}
 	if b.web, err = b.start("web"); err != nil {
 		return err
 	}
 	return b.waitReady(ctx)
+}
+
+// monitor is one connection to the benchmark database, safe for the
+// benchmark's goroutines, counting the statements it runs. Each runs in its
+// own autocommit transaction in the simple protocol (no prepare, no ping),
+// so the count is also the number of commits the benchmark adds.
+type monitor struct {
+	mu   sync.Mutex
+	cfg  *pgx.ConnConfig
+	conn *pgx.Conn
+	n    atomic.Int64
+}
+
+func newMonitor(ctx context.Context, dbURL string) (*monitor, error) {
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	// The benchmark reads every tenant's rows: a platform-scoped session.
+	cfg.RuntimeParams["herald.scope"] = "platform"
+	cfg.RuntimeParams["application_name"] = "herald-bench"
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &monitor{cfg: cfg, conn: conn}, nil
+}
+
+// ready reconnects when the connection was closed (pgx closes it when a
+// query's context ends mid-query); the caller holds mu.
+func (m *monitor) ready(ctx context.Context) error {
+	if !m.conn.IsClosed() {
+		return nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, m.cfg)
+	if err != nil {
+		return err
+	}
+	m.conn = conn
+	return nil
+}
+
+func (m *monitor) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.ready(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	m.n.Add(1)
+	return m.conn.Exec(ctx, sql, args...)
+}
+
+// Query holds the connection until the rows are closed (pgx.CollectRows
+// and Scan close them).
+func (m *monitor) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	m.mu.Lock()
+	if err := m.ready(ctx); err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	m.n.Add(1)
+	rows, err := m.conn.Query(ctx, sql, args...)
+	if err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	return &lockedRows{Rows: rows, unlock: sync.OnceFunc(m.mu.Unlock)}, nil
+}
+
+// QueryRow holds the connection until the row is scanned.
+func (m *monitor) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := m.Query(ctx, sql, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return &lockedRow{rows: rows}
+}
+
+// lockedRows releases the monitor's connection when closed.
+type lockedRows struct {
+	pgx.Rows
+	unlock func()
+}
+
+func (r *lockedRows) Close() {
+	r.Rows.Close()
+	r.unlock()
+}
+
+func (r *lockedRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+// lockedRow scans the first row like pgx.Conn.QueryRow does.
+type lockedRow struct{ rows pgx.Rows }
+
+func (r *lockedRow) Scan(dest ...any) error {
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// statements returns how many statements the monitor has run.
+func (m *monitor) statements() int64 { return m.n.Load() }
+
+func (m *monitor) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_ = m.conn.Close(context.Background())
 }
 
 func (b *bench) env() []string {
@@ -249,22 +431,47 @@ func (b *bench) profile(role string, d time.Duration) func() {
 	return func() { <-done }
 }
 
-func (b *bench) waitReady(ctx context.Context) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := b.client.Get("http://" + b.addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
+// waitFor checks cond on a ticker until it holds, fails or the time is up.
+func waitFor(ctx context.Context, every, limit time.Duration, cond func() (bool, error)) (bool, error) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	deadline := time.Now().Add(limit)
+	for {
+		ok, err := cond()
+		if ok || err != nil {
+			return ok, err
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-t.C:
+		}
 	}
-	return errors.New("herald web did not answer /healthz within 30 s; see " + filepath.Join(b.dataDir, "web.log"))
+}
+
+func (b *bench) waitReady(ctx context.Context) error {
+	ok, err := waitFor(ctx, 50*time.Millisecond, 30*time.Second, func() (bool, error) {
+		resp, err := b.client.Get("http://" + b.addr + "/healthz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200, nil
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("herald web did not answer /healthz within 30 s; see " + filepath.Join(b.dataDir, "web.log"))
+	}
+	return nil
 }
 
 func (b *bench) cleanup() {
+	b.stopRSS()
 	for _, c := range []*exec.Cmd{b.worker, b.web} {
 		if c != nil && c.Process != nil {
 			_ = c.Process.Signal(syscall.SIGTERM)
@@ -277,15 +484,35 @@ func (b *bench) cleanup() {
 			}
 		}
 	}
-	if b.pool != nil {
-		b.pool.Close()
+	if b.client != nil {
+		b.client.CloseIdleConnections()
 	}
-	if !b.cfg.Keep && b.admin != "" {
-		_ = db.BenchDropDatabase(context.Background(), b.admin)
+	if b.mon != nil {
+		b.mon.close()
+	}
+	if !b.cfg.Keep && b.cfg.DatabaseURL != "" {
+		b.dropDatabase()
 	}
 	if b.dataDir != "" && !b.cfg.Keep {
 		_ = os.RemoveAll(b.dataDir)
 	}
+}
+
+// dropDatabase drops the benchmark database. The server may refuse for a
+// moment (busy, or a session of a cancelled query still ending): it tries a
+// few times, and says so when the database stays behind.
+func (b *bench) dropDatabase() {
+	var err error
+	for range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = db.BenchDropDatabase(ctx, b.cfg.DatabaseURL, b.cfg.Database)
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(2 * time.Second)
+	}
+	b.logf("could not drop the benchmark database %s: %v", b.cfg.Database, err)
 }
 
 // request is one notification: a repeating, e-mail-only event, so every
@@ -321,276 +548,7 @@ func (b *bench) post(key string) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-func (b *bench) intake(ctx context.Context) error {
-	lat := make([]time.Duration, b.cfg.Requests)
-	var next, errs atomic.Int64
-	var wg sync.WaitGroup
-	// A short warm-up fills connection pools on both sides.
-	for i := range 200 {
-		_, _ = b.post(b.keys[i%len(b.keys)])
-	}
-	wait := b.profile("web", 3*time.Second)
-	defer wait()
-	cpuBefore := b.sampleCPU(ctx, b.web, "web")
-	b.logf("   load average %s", loadAverage())
-	start := time.Now()
-	for w := range b.cfg.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key := b.keys[w%len(b.keys)]
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.cfg.Requests) {
-					return
-				}
-				d, err := b.post(key)
-				if err != nil {
-					errs.Add(1)
-				}
-				lat[i] = d
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.res.IntakeRPS = float64(b.cfg.Requests) / elapsed.Seconds()
-	b.res.IntakeP50, b.res.IntakeP99 = percentile(lat, 50), percentile(lat, 99)
-	b.res.IntakeErrors = errs.Load()
-	b.logf("   %d requests, concurrency %d, %s: %.0f req/s, p50 %s, p99 %s, errors %d",
-		b.cfg.Requests, b.cfg.Concurrency, elapsed.Round(time.Millisecond), b.res.IntakeRPS,
-		b.res.IntakeP50.Round(10*time.Microsecond), b.res.IntakeP99.Round(10*time.Microsecond), b.res.IntakeErrors)
-	web, sessions := b.sampleCPU(ctx, b.web, "web").since(cpuBefore)
-	b.logf("   CPU per request: web %s, its Postgres sessions %s (load average %s)",
-		perUnit(web, b.cfg.Requests), perUnit(sessions, b.cfg.Requests), loadAverage())
-	return nil
-}
-
-func (b *bench) endToEnd(ctx context.Context) error {
-	total, err := db.BenchCountEvents(ctx, b.pool)
-	if err != nil {
-		return err
-	}
-	b.logf("   load average %s", loadAverage())
-	start := time.Now()
-	if b.worker, err = b.start("worker"); err != nil {
-		return err
-	}
-	time.Sleep(300 * time.Millisecond)
-	wait := b.profile("worker", 5*time.Second)
-	defer wait()
-	deadline := start.Add(10 * time.Minute)
-	for time.Now().Before(deadline) {
-		// The count query runs on the same database; once a second keeps
-		// its cost out of the figure.
-		time.Sleep(250 * time.Millisecond)
-		n, err := db.BenchCountSent(ctx, b.pool)
-		if err != nil {
-			return err
-		}
-		if n >= total {
-			elapsed := time.Since(start)
-			b.res.EndToEndMPS = float64(n) / elapsed.Seconds()
-			b.logf("   %d messages routed and sent in %s (worker start included): %.0f messages/s",
-				n, elapsed.Round(time.Millisecond), b.res.EndToEndMPS)
-			if err := b.settle(ctx); err != nil {
-				return err
-			}
-			// The worker and its sessions started with this phase, so their
-			// whole CPU time is the backlog's: routing, dispatch, receipts.
-			worker, sessions := b.sampleCPU(ctx, b.worker, "worker").since(cpuSample{})
-			b.logf("   CPU per message (route, dispatch, 2 receipts): worker %s, its Postgres sessions %s (load average %s)",
-				perUnit(worker, n), perUnit(sessions, n), loadAverage())
-			return nil
-		}
-	}
-	return errors.New("the workers did not send the backlog within 10 minutes; see " + filepath.Join(b.dataDir, "worker.log"))
-}
-
-// settle waits until the sandbox's receipts for the backlog have been
-// applied (they run in the worker, outside River's queues), so the latency
-// phase starts on an idle worker.
-func (b *bench) settle(ctx context.Context) error {
-	start := time.Now()
-	for time.Since(start) < 5*time.Minute {
-		pending, err := db.BenchBacklog(ctx, b.pool)
-		if err != nil {
-			return err
-		}
-		if pending == 0 {
-			b.logf("   receipts of the backlog applied after another %s", time.Since(start).Round(time.Second))
-			time.Sleep(time.Second)
-			return nil
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return errors.New("the backlog's receipts were not applied within 5 minutes")
-}
-
-func (b *bench) latency(ctx context.Context) error {
-	since, err := db.BenchNow(ctx, b.pool)
-	if err != nil {
-		return err
-	}
-	interval := time.Second / time.Duration(b.cfg.Rate)
-	total := int(b.cfg.RateDuration / interval)
-	var wg sync.WaitGroup
-	var errs atomic.Int64
-	ticker := time.NewTicker(interval)
-	for i := range total {
-		<-ticker.C
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := b.post(b.keys[i%len(b.keys)]); err != nil {
-				errs.Add(1)
-			}
-		}()
-	}
-	ticker.Stop()
-	wg.Wait()
-	b.res.LatencyErrors = errs.Load()
-
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		waiting, err := db.BenchUnsent(ctx, b.pool, since)
-		if err != nil {
-			return err
-		}
-		if waiting == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d messages still unsent two minutes after the last request", waiting)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	b.res.LatencyP50, b.res.LatencyP95, b.res.LatencyP99, b.res.LatencyEvents, err = db.BenchLatency(ctx, b.pool, since)
-	if err != nil {
-		return err
-	}
-	b.logf("   %d events at %d/s for %s: accepted-to-provider p50 %s, p95 %s, p99 %s, errors %d",
-		b.res.LatencyEvents, b.cfg.Rate, b.cfg.RateDuration, b.res.LatencyP50.Round(100*time.Microsecond),
-		b.res.LatencyP95.Round(100*time.Microsecond), b.res.LatencyP99.Round(100*time.Microsecond), b.res.LatencyErrors)
-	return nil
-}
-
-// insertBaseline measures how many single-row insert transactions the
-// database commits per second at the same concurrency: the floor under any
-// intake that writes durably.
-func (b *bench) insertBaseline(ctx context.Context) error {
-	if err := db.BenchCreateRowsTable(ctx, b.pool); err != nil {
-		return err
-	}
-	var count atomic.Int64
-	runCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range b.cfg.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for runCtx.Err() == nil {
-				tx, err := b.pool.Begin(runCtx)
-				if err != nil {
-					return
-				}
-				if err := db.BenchInsertRow(runCtx, tx); err != nil {
-					_ = tx.Rollback(ctx)
-					return
-				}
-				if tx.Commit(runCtx) == nil {
-					count.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	b.res.InsertTxPS = float64(count.Load()) / time.Since(start).Seconds()
-	b.logf("   %.0f transactions/s", b.res.InsertTxPS)
-	return nil
-}
-
-type noopArgs struct {
-	N int `json:"n"`
-}
-
-// Kind is the job kind db.BenchDeleteNoopJobs deletes after the baseline.
-func (noopArgs) Kind() string { return "bench_noop" }
-
-type noopWorker struct {
-	river.WorkerDefaults[noopArgs]
-	done *atomic.Int64
-}
-
-func (w *noopWorker) Work(context.Context, *river.Job[noopArgs]) error {
-	w.done.Add(1)
-	return nil
-}
-
-// riverBaseline measures River working no-op jobs on this database: the
-// ceiling for any pipeline built of River jobs.
-func (b *bench) riverBaseline(ctx context.Context) error {
-	const n = 20000
-	var done atomic.Int64
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &noopWorker{done: &done})
-	client, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{
-		Queues:  map[string]river.QueueConfig{"bench": {MaxWorkers: 100}},
-		Workers: workers, FetchCooldown: jobs.FetchCooldown,
-	})
-	if err != nil {
-		return err
-	}
-	params := make([]river.InsertManyParams, n)
-	for i := range params {
-		params[i] = river.InsertManyParams{Args: noopArgs{N: i}, InsertOpts: &river.InsertOpts{Queue: "bench"}}
-	}
-	if _, err := client.InsertManyFast(ctx, params); err != nil {
-		return err
-	}
-	start := time.Now()
-	if err := client.Start(ctx); err != nil {
-		return err
-	}
-	for done.Load() < n && time.Since(start) < 5*time.Minute {
-		time.Sleep(20 * time.Millisecond)
-	}
-	elapsed := time.Since(start)
-	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_ = client.Stop(stopCtx)
-	b.res.RiverNoopJPS = float64(done.Load()) / elapsed.Seconds()
-	b.logf("   %d no-op jobs in %s: %.0f jobs/s", done.Load(), elapsed.Round(time.Millisecond), b.res.RiverNoopJPS)
-	return db.BenchDeleteNoopJobs(ctx, b.pool)
-}
-
-func (b *bench) report() {
-	r := b.res
-	check := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "MISSED"
-	}
-	b.logf("")
-	b.logf("Herald benchmark (%d tenants, sandbox provider with zero delay)", b.cfg.Tenants)
-	b.logf("%-40s %14s %30s %8s", "figure", "measured", "target", "")
-	b.logf("%-40s %10.0f/s %30s %8s", "intake requests", r.IntakeRPS, ">= 3000/s", check(r.IntakeRPS >= 3000))
-	b.logf("%-40s %12s %30s %8s", "intake p50", r.IntakeP50.Round(10*time.Microsecond), "", "")
-	b.logf("%-40s %12s %30s %8s", "intake p99", r.IntakeP99.Round(10*time.Microsecond), "<= 25ms", check(r.IntakeP99 <= 25*time.Millisecond))
-	b.logf("%-40s %10.0f/s %30s %8s", "end-to-end messages (intake to SENT)", r.EndToEndMPS, ">= 2000/s", check(r.EndToEndMPS >= 2000))
-	b.logf("%-40s %12s %30s %8s", fmt.Sprintf("accepted-to-provider p50 @ %d/s", b.cfg.Rate), r.LatencyP50.Round(100*time.Microsecond), "<= 50ms", check(r.LatencyP50 <= 50*time.Millisecond))
-	b.logf("%-40s %12s %30s %8s", "accepted-to-provider p95", r.LatencyP95.Round(100*time.Microsecond), "", "")
-	b.logf("%-40s %12s %30s %8s", "accepted-to-provider p99", r.LatencyP99.Round(100*time.Microsecond), "<= 250ms", check(r.LatencyP99 <= 250*time.Millisecond))
-	b.logf("%-40s %10.1fMB %30s %8s", "worker peak RSS", r.WorkerPeakRSSMB, "<= 200MB", check(r.WorkerPeakRSSMB > 0 && r.WorkerPeakRSSMB <= 200))
-	b.logf("")
-	b.logf("Baselines on the same database")
-	b.logf("%-40s %10.0f/s   intake is %.2fx of it", "single-row insert transactions", r.InsertTxPS, r.IntakeRPS/r.InsertTxPS)
-	b.logf("%-40s %10.0f/s   end to end is %.2fx of it (each message is 2 jobs: route and dispatch)", "River no-op jobs", r.RiverNoopJPS, r.EndToEndMPS/r.RiverNoopJPS)
-}
-
+// percentile returns the p-th percentile (nearest rank) of ds.
 func percentile(ds []time.Duration, p int) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
@@ -602,24 +560,4 @@ func percentile(ds []time.Duration, p int) time.Duration {
 		i--
 	}
 	return s[i]
-}
-
-// peakRSSMB reads the process's high-water resident set from /proc.
-func peakRSSMB(cmd *exec.Cmd) float64 {
-	if cmd == nil || cmd.Process == nil {
-		return 0
-	}
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }

@@ -51,7 +51,7 @@ func (b *bench) sampleCPU(ctx context.Context, cmd *exec.Cmd, role string) cpuSa
 	if cmd != nil && cmd.Process != nil {
 		s.process = procCPU(cmd.Process.Pid)
 	}
-	pids, err := db.BenchSessionPIDs(ctx, b.pool, "herald-"+role)
+	pids, err := db.BenchSessionPIDs(ctx, b.mon, "herald-"+role, b.cfg.Database)
 	if err != nil {
 		return s
 	}

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"math"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -46,9 +45,21 @@ func (b *bench) retention(ctx context.Context) error {
 		b.logf("   skipped (--prune-messages 0)")
 		return nil
 	}
+	pcfg, err := pgxpool.ParseConfig(b.dbURL)
+	if err != nil {
+		return err
+	}
+	// It reads and seeds every tenant's rows, and closes its few
+	// connections when idle.
+	pcfg.MaxConns, pcfg.MinConns, pcfg.MaxConnIdleTime = 4, 0, 2*time.Second
+	pcfg.ConnConfig.RuntimeParams["herald.scope"] = "platform"
+	if b.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
+		return err
+	}
+	defer func() { b.pool.Close(); b.pool = nil }()
 	start := time.Now()
 	lastLog := start
-	err := db.BenchSeedOldMessages(ctx, b.pool, n, 100000, pruneAge, func(done int) {
+	err = db.BenchSeedOldMessages(ctx, b.pool, n, 100000, pruneAge, func(done int) {
 		if time.Since(lastLog) > 10*time.Second || done == n {
 			b.logf("   seeded %d old messages (%s)", done, time.Since(start).Round(time.Second))
 			lastLog = time.Now()
@@ -81,7 +92,7 @@ func (b *bench) retention(ctx context.Context) error {
 	var ratios []float64
 	var pruneTime time.Duration
 	for round := 1; round <= pruneRounds; round++ {
-		lat, errs := b.openLoop(ctx, rate, window)
+		lat, errs := b.openLoop(ctx, float64(rate), window)
 		base = append(base, lat...)
 		roundBase := percentile(lat, 99)
 		b.logf("   round %d without pruning, %d/s for %s: p99 %s, errors %d (load average %s)", round, rate, window,
@@ -97,7 +108,7 @@ func (b *bench) retention(ctx context.Context) error {
 			return err
 		}
 		began := time.Now()
-		lat, errs = b.openLoop(ctx, rate, window)
+		lat, errs = b.openLoop(ctx, float64(rate), window)
 		elapsed := time.Since(began)
 		if _, err := client.JobCancel(ctx, res.Job.ID); err != nil {
 			return err
@@ -186,41 +197,4 @@ func (b *bench) waitPruning(ctx context.Context, cutoff time.Time) (int, error) 
 		}
 	}
 	return 0, errors.New("the retention job did not start pruning within a minute")
-}
-
-// openLoop sends requests at a fixed rate for d, each at its scheduled
-// moment whether or not the earlier ones have been answered (an open loop,
-// so a slow answer cannot slow the load down), and returns the latencies of
-// the answered ones and the number of failures.
-func (b *bench) openLoop(ctx context.Context, rate int, d time.Duration) ([]time.Duration, int64) {
-	total := int(d.Seconds() * float64(rate))
-	interval := time.Second / time.Duration(rate)
-	lat := make([]time.Duration, total)
-	var errs atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range total {
-		if ctx.Err() != nil {
-			break
-		}
-		if wait := time.Until(start.Add(time.Duration(i) * interval)); wait > 0 {
-			time.Sleep(wait)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lat[i], _ = b.post(b.keys[i%len(b.keys)])
-			if lat[i] == 0 {
-				errs.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	answered := lat[:0]
-	for _, l := range lat {
-		if l > 0 {
-			answered = append(answered, l)
-		}
-	}
-	return answered, errs.Load()
 }

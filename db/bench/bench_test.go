@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db/dbtest"
+)
+
+// TestBench_Quick runs the quick benchmark against a freshly built herald
+// and checks the report's shape: every phase measured something, every
+// goal has a row whose verdict follows from its figure, and the load
+// average is printed for each phase. It asserts no speed: the machine's
+// load decides the figures.
+func TestBench_Quick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the benchmark builds herald and runs it for a few minutes")
+	}
+	bin := filepath.Join(t.TempDir(), "herald")
+	build := exec.Command("go", "build", "-o", bin, "github.com/heraldhq/herald")
+	build.Dir = filepath.Join("..", "..")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build herald: %s", out)
+
+	cfg := Defaults(true)
+	// A lighter latency phase than --quick's: this is about the report's
+	// shape, and other tests share the machine.
+	cfg.Rate, cfg.RateDuration, cfg.Drain = 100, 4*time.Second, 30*time.Second
+	cfg.Requests, cfg.OpenDuration, cfg.RiverJobs = 500, 2*time.Second, 2000
+	cfg.BaselineDuration = time.Second
+	cfg.DatabaseURL, cfg.Binary = dbtest.BaseURL(), bin
+	// Named like the test databases, so db/devdb.sh reset drops one a
+	// crashed run leaves behind.
+	cfg.Database = fmt.Sprintf("herald_test_bench_%d", os.Getpid())
+	cfg.PoolSize, cfg.Workers = 10, app.DefaultWorkers
+	var report bytes.Buffer
+	cfg.Out = &report
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r, err := Run(ctx, cfg)
+	t.Log("\n" + report.String())
+	require.NoError(t, err)
+
+	require.Positive(t, r.InsertTxPS)
+	if _, err := exec.LookPath("pgbench"); err == nil {
+		require.Positive(t, r.PgbenchTPS, r.PgbenchNote)
+	} else {
+		require.NotEmpty(t, r.PgbenchNote)
+	}
+	require.Positive(t, r.RiverNoopJPS)
+	require.Equal(t, cfg.RiverJobs, r.RiverJobs)
+	require.Positive(t, r.IntakeRPS)
+	require.Positive(t, r.OpenRequests)
+	require.Positive(t, r.EndToEndMPS)
+	require.Equal(t, cfg.Requests+r.OpenRequests+min(200, cfg.Requests), r.Delivered,
+		"every accepted event (warm-up included) was delivered")
+	require.Positive(t, r.CommitsPerMessage)
+	if r.SQLNote == "" {
+		require.Positive(t, r.StatementsPerMessage)
+		require.NotEmpty(t, r.TopStatements)
+		for _, s := range r.TopStatements {
+			require.NotContains(t, s.Query, "herald-bench", "the benchmark's own statements are left out")
+		}
+	}
+	require.Equal(t, cfg.Rate*int(cfg.RateDuration/time.Second), r.LatencyEvents)
+	require.NotEmpty(t, r.Backlog)
+	require.Positive(t, r.WorkerPeakRSSMB)
+	require.Positive(t, r.WorkerLastRSSMB)
+	require.Len(t, r.Loads, 6, "a load average for each phase")
+
+	goals := report.String()[strings.Index(report.String(), "\nGoals\n"):]
+	for _, g := range Goals(r) {
+		require.Contains(t, goals, g.Goal)
+		require.Contains(t, []string{verdictPass, verdictFail, verdictShort, verdictNotRun, verdictNotMeasured}, g.Verdict)
+		if strings.HasPrefix(g.Goal, "accepted -> provider") || strings.HasPrefix(g.Goal, "no growing backlog") || strings.Contains(g.Goal, "vs River") {
+			require.NotEqual(t, verdictPass, g.Verdict, "a run below the goal's load cannot pass it: %s", g.Goal)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"time"
+
+	"github.com/heraldhq/herald/db"
+)
+
+// statsFlush is how long to wait before reading pg_stat_database: a
+// session publishes its counts when it goes idle, at most once a second,
+// and an idle session with counts still pending within ten seconds.
+const statsFlush = 11 * time.Second
+
+// phaseEndToEnd starts the worker on the intake's backlog and measures how
+// fast messages reach the provider, and what each delivered message costs
+// in SQL statements and commits, receipts included.
+func (b *bench) phaseEndToEnd(ctx context.Context) error {
+	total, err := db.BenchCountEvents(ctx, b.mon)
+	if err != nil {
+		return err
+	}
+	counter := b.newSQLCounter(ctx)
+	defer counter.close()
+	// The web process's last counts from the intake must be published
+	// before the first reading, or they would land in this phase's.
+	b.logf("   waiting %s for Postgres to publish the intake's statistics", statsFlush)
+	if err := sleepCtx(ctx, statsFlush); err != nil {
+		return err
+	}
+	if err := counter.begin(ctx); err != nil {
+		return err
+	}
+	start := time.Now()
+	if b.worker, err = b.start("worker"); err != nil {
+		return err
+	}
+	b.startRSS(b.worker)
+	wait := b.profile("worker", 5*time.Second)
+	defer wait()
+	var sent int
+	var first, last time.Time
+	ok, err := waitFor(ctx, 250*time.Millisecond, 10*time.Minute, func() (bool, error) {
+		var err error
+		sent, first, last, err = db.BenchSent(ctx, b.mon)
+		return sent >= total, err
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("the workers did not send the backlog within 10 minutes; see " + filepath.Join(b.dataDir, "worker.log"))
+	}
+	if span := last.Sub(first); sent > 1 && span > 0 {
+		b.res.EndToEndMPS = float64(sent-1) / span.Seconds()
+	}
+	b.logf("   %d messages routed and sent, first to last send %s: %.0f messages/s (%s since the worker started)",
+		sent, last.Sub(first).Round(time.Millisecond), b.res.EndToEndMPS, time.Since(start).Round(time.Millisecond))
+	if err := b.settle(ctx); err != nil {
+		return err
+	}
+	if b.res.Delivered, err = db.BenchDelivered(ctx, b.mon); err != nil {
+		return err
+	}
+	// The worker and its sessions started with this phase, so their whole
+	// CPU time is the backlog's: routing, dispatch, receipts.
+	worker, sessions := b.sampleCPU(ctx, b.worker, "worker").since(cpuSample{})
+	b.logf("   %d messages delivered (receipts applied); CPU per message: worker %s, its Postgres sessions %s",
+		b.res.Delivered, perUnit(worker, sent), perUnit(sessions, sent))
+	b.logf("   waiting %s for Postgres to publish the phase's statistics", statsFlush)
+	if err := sleepCtx(ctx, statsFlush); err != nil {
+		return err
+	}
+	return counter.end(ctx)
+}
+
+// settle waits until the sandbox's receipts for the backlog have been
+// applied (they run in the worker, outside River's queues), so the latency
+// phase starts on an idle worker.
+func (b *bench) settle(ctx context.Context) error {
+	start := time.Now()
+	ok, err := waitFor(ctx, 250*time.Millisecond, 5*time.Minute, func() (bool, error) {
+		pending, err := db.BenchBacklog(ctx, b.mon)
+		return pending == 0, err
+	})
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("the backlog's receipts were not applied within 5 minutes")
+	}
+	b.logf("   receipts of the backlog applied %s after the last send", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// sleepCtx waits d unless ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"fmt"
+	"time"
+)
+
+// The goals the benchmark checks, and the load each is defined at. A run
+// below that load (--quick, or smaller flags) still fails a goal it misses,
+// but cannot pass it: its verdict reads "short run".
+const (
+	goalRiverJobs      = 100000
+	goalLatencyRate    = 1000
+	goalLatencyLength  = 2 * time.Minute
+	goalEndToEndRatio  = 0.30
+	goalEndToEndMPS    = 2000
+	goalIntakeRatio    = 0.5
+	goalOpenP99        = 25 * time.Millisecond
+	goalLatencyP50     = 30 * time.Millisecond
+	goalLatencyP99     = 150 * time.Millisecond
+	goalStatements     = 10
+	goalCommits        = 3
+	goalRSSMB          = 200
+	goalPageMS         = 50
+	goalAt10MRatio     = 1.2
+	goalPruneP99Ratio  = 1.2
+	todayEndToEndMPS   = 184
+	verdictPass        = "PASS"
+	verdictFail        = "FAIL"
+	verdictShort       = "short run"
+	verdictNotRun      = "not run"
+	verdictNotMeasured = "not measured"
+)
+
+// GoalRow is one line of the goal table.
+type GoalRow struct {
+	Goal, Measured, Target, Ratio, Verdict string
+}
+
+// Goals turns a run's figures into the goal table: each goal with its
+// figure, target, ratio where the goal is one, and verdict. It only reads
+// r, so it is tested on made-up figures.
+func Goals(r *Result) []GoalRow {
+	full := r.Config.RiverJobs >= goalRiverJobs
+	atLoad := r.LatencyRate >= goalLatencyRate && r.Config.RateDuration >= goalLatencyLength
+	ceiling, ceilingName := r.InsertCeiling()
+	latencyRan := r.LatencyEvents > 0
+	latencyLoad := fmt.Sprintf(" at %d/s for %s", r.LatencyRate, r.Config.RateDuration)
+	rows := []GoalRow{
+		ratioRow("end-to-end messages/s vs River no-op jobs/s", r.EndToEndMPS, r.RiverNoopJPS, goalEndToEndRatio,
+			"%.0f/s", fmt.Sprintf("River %.0f jobs/s", r.RiverNoopJPS), full),
+		atLeastRow("end-to-end messages/s (10x today's 184)", r.EndToEndMPS, goalEndToEndMPS, "%.0f/s",
+			fmt.Sprintf("x%.1f of today", r.EndToEndMPS/todayEndToEndMPS), true),
+		ratioRow("intake requests/s vs one-row insert tx/s", r.IntakeRPS, ceiling, goalIntakeRatio,
+			"%.0f/s", fmt.Sprintf("%s %.0f tx/s", ceilingName, ceiling), true),
+		atMostRow("intake p99, open loop at half the max rate", ms(r.OpenP99), ms(goalOpenP99), r.OpenRequests > 0,
+			fmt.Sprintf("%%.1f ms at %.0f/s", r.OpenRate), true),
+		atMostRow("accepted -> provider p50"+latencyLoad, ms(r.LatencyP50), ms(goalLatencyP50), latencyRan, "%.1f ms", atLoad),
+		atMostRow("accepted -> provider p99"+latencyLoad, ms(r.LatencyP99), ms(goalLatencyP99), latencyRan, "%.1f ms", atLoad),
+		backlogRow(r, atLoad),
+		sqlRow("SQL statements per delivered message", r.StatementsPerMessage, goalStatements, r),
+		sqlRow("commits per delivered message", r.CommitsPerMessage, goalCommits, r),
+		atMostRow("worker RSS, peak while sampled each second", r.WorkerPeakRSSMB, goalRSSMB, r.WorkerPeakRSSMB > 0, "%.1f MB", true),
+		atMostRow("10M messages: booking panel", r.BookingPanelMS, goalPageMS, r.BookingPanelMS > 0, "%.1f ms", true),
+		atMostRow("10M messages: explorer, slowest filter", r.ExplorerFilterMaxMS, goalPageMS, r.ExplorerFilterMaxMS > 0, "%.1f ms", true),
+		atMostRow("10M messages: explorer, slowest page (keyset)", r.PagesMaxMS, goalPageMS, r.PagesMaxMS > 0, "%.1f ms", true),
+		atMostRow("10M messages: dashboard", r.DashboardMS, goalPageMS, r.DashboardMS > 0, "%.1f ms", true),
+		at10MRow(r),
+		atMostRow("intake p99 while pruning 1M old messages / without", r.PruneIntakeP99Ratio, goalPruneP99Ratio,
+			r.PruneIntakeP99Ratio > 0, "%.2f", true),
+	}
+	return rows
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// verdict turns a comparison into PASS or FAIL; a run below the goal's
+// load cannot pass.
+func verdict(ok, atLoad bool) string {
+	switch {
+	case !ok:
+		return verdictFail
+	case !atLoad:
+		return verdictShort
+	}
+	return verdictPass
+}
+
+// ratioRow is a goal of the form figure >= k x baseline.
+func ratioRow(goal string, figure, base, k float64, format, baseText string, atLoad bool) GoalRow {
+	row := GoalRow{Goal: goal, Target: fmt.Sprintf(">= %.2f x %s", k, baseText)}
+	if figure <= 0 || base <= 0 {
+		row.Measured, row.Verdict = "-", verdictNotRun
+		return row
+	}
+	ratio := figure / base
+	row.Measured, row.Ratio = fmt.Sprintf(format, figure), fmt.Sprintf("%.3f", ratio)
+	row.Verdict = verdict(ratio >= k, atLoad)
+	return row
+}
+
+// atLeastRow is a goal of the form figure >= limit.
+func atLeastRow(goal string, figure, limit float64, format, ratio string, atLoad bool) GoalRow {
+	row := GoalRow{Goal: goal, Target: ">= " + fmt.Sprintf(format, limit)}
+	if figure <= 0 {
+		row.Measured, row.Verdict = "-", verdictNotRun
+		return row
+	}
+	row.Measured, row.Ratio = fmt.Sprintf(format, figure), ratio
+	row.Verdict = verdict(figure >= limit, atLoad)
+	return row
+}
+
+// atMostRow is a goal of the form figure <= limit, measured only when ran.
+func atMostRow(goal string, figure, limit float64, ran bool, format string, atLoad bool) GoalRow {
+	row := GoalRow{Goal: goal, Target: "<= " + trimLoad(fmt.Sprintf(format, limit))}
+	if !ran {
+		row.Measured, row.Verdict = "-", verdictNotRun
+		return row
+	}
+	row.Measured = fmt.Sprintf(format, figure)
+	row.Verdict = verdict(figure <= limit, atLoad)
+	return row
+}
+
+// trimLoad drops the " at ..." a measured figure's format adds, which the
+// target does not need.
+func trimLoad(s string) string {
+	for i := 0; i+4 <= len(s); i++ {
+		if s[i:i+4] == " at " {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// backlogRow is the sustained-rate goal: the backlog did not grow, every
+// event was sent by the end, and every request was accepted.
+func backlogRow(r *Result, atLoad bool) GoalRow {
+	row := GoalRow{Goal: fmt.Sprintf("no growing backlog at %d/s", r.LatencyRate), Target: "steady over the 2nd half"}
+	if len(r.Backlog) == 0 {
+		row.Measured, row.Verdict = "-", verdictNotRun
+		return row
+	}
+	state := "steady"
+	if r.BacklogGrowing {
+		state = "growing"
+	}
+	row.Measured = fmt.Sprintf("%s, %d unsent at the end", state, r.LatencyUnsent)
+	if r.LatencyErrors > 0 {
+		// A request refused or timed out is load the intake shed, not
+		// load it sustained.
+		row.Measured += fmt.Sprintf(", %d requests failed", r.LatencyErrors)
+	}
+	row.Verdict = verdict(!r.BacklogGrowing && r.LatencyUnsent == 0 && r.LatencyErrors == 0, atLoad)
+	return row
+}
+
+func sqlRow(goal string, perMessage float64, limit int, r *Result) GoalRow {
+	row := GoalRow{Goal: goal, Target: fmt.Sprintf("<= %d", limit)}
+	switch {
+	case r.Delivered == 0:
+		row.Measured, row.Verdict = "-", verdictNotRun
+	case perMessage <= 0:
+		row.Measured, row.Verdict = "-", verdictNotMeasured
+	default:
+		row.Measured = fmt.Sprintf("%.2f", perMessage)
+		row.Verdict = verdict(perMessage <= float64(limit), true)
+	}
+	return row
+}
+
+func at10MRow(r *Result) GoalRow {
+	row := GoalRow{Goal: "10M messages: intake p99 / empty database's", Target: fmt.Sprintf("<= %.2f", goalAt10MRatio)}
+	if r.IntakeP99At10M <= 0 || r.OpenP99 <= 0 {
+		row.Measured, row.Verdict = "-", verdictNotRun
+		return row
+	}
+	ratio := float64(r.IntakeP99At10M) / float64(r.OpenP99)
+	row.Measured = fmt.Sprintf("%.1f ms", ms(r.IntakeP99At10M))
+	row.Ratio = fmt.Sprintf("%.2f", ratio)
+	row.Verdict = verdict(ratio <= goalAt10MRatio, true)
+	return row
+}
+
+// backlogGrowing tells whether the backlog grew over the second half of
+// the sending (samples taken before sendEnd): its least-squares slope there
+// exceeds 1% of the sending rate per second, and it ends higher than it
+// started. A backlog that wobbles around a level is steady; one that climbs
+// by more than a hundredth of what arrives each second is not keeping up.
+func backlogGrowing(samples []BacklogSample, sendEnd time.Duration, rate int) bool {
+	var xs, ys []float64
+	for _, s := range samples {
+		if s.At >= sendEnd/2 && s.At <= sendEnd {
+			xs = append(xs, s.At.Seconds())
+			ys = append(ys, float64(s.Pending))
+		}
+	}
+	if len(xs) < 2 {
+		return false
+	}
+	var mx, my float64
+	for i := range xs {
+		mx += xs[i]
+		my += ys[i]
+	}
+	mx /= float64(len(xs))
+	my /= float64(len(ys))
+	var num, den float64
+	for i := range xs {
+		num += (xs[i] - mx) * (ys[i] - my)
+		den += (xs[i] - mx) * (xs[i] - mx)
+	}
+	if den == 0 {
+		return false
+	}
+	slope := num / den
+	return slope > 0.01*float64(rate) && ys[len(ys)-1] > ys[0]
+}

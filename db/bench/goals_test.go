@@ -1,0 +1,287 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/db"
+)
+
+// fullRun is a made-up result of a full-length run that meets every goal
+// it measured; the 10-million-message phases did not run.
+func fullRun() *Result {
+	cfg := Defaults(false)
+	return &Result{
+		Config: cfg, LoadStart: "1.30",
+		InsertTxPS: 10000, PgbenchTPS: 10700, RiverNoopJPS: 12000, RiverJobs: 100000,
+		IntakeRPS: 6000, OpenRate: 3000, OpenRequests: 60000, OpenP99: 20 * time.Millisecond,
+		EndToEndMPS: 4000, Delivered: 20000, StatementsPerMessage: 8, CommitsPerMessage: 2.5,
+		LatencyRate: 1000, LatencyEvents: 120000, LatencyP50: 20 * time.Millisecond, LatencyP99: 120 * time.Millisecond,
+		Backlog:         []BacklogSample{{At: 2 * time.Second, Pending: 30}, {At: 4 * time.Second, Pending: 25}},
+		WorkerPeakRSSMB: 120,
+	}
+}
+
+func verdicts(rows []GoalRow) map[string]string {
+	m := map[string]string{}
+	for _, r := range rows {
+		m[r.Goal] = r.Verdict
+	}
+	return m
+}
+
+func TestGoals(t *testing.T) {
+	t.Parallel()
+
+	t.Run("EveryGoalHasARow", func(t *testing.T) {
+		t.Parallel()
+		rows := Goals(fullRun())
+		require.Len(t, rows, 16)
+		for _, want := range []string{"vs River", "10x today", "vs one-row insert", "open loop", "p50 at", "p99 at",
+			"backlog", "statements", "commits", "RSS", "booking panel", "slowest filter", "slowest page", "dashboard",
+			"empty database", "pruning"} {
+			n := 0
+			for _, r := range rows {
+				if strings.Contains(r.Goal, want) {
+					n++
+				}
+			}
+			require.Equal(t, 1, n, "one row for %q", want)
+		}
+	})
+
+	t.Run("MetGoalsPassAndUnrunOnesSaySo", func(t *testing.T) {
+		t.Parallel()
+		for _, r := range Goals(fullRun()) {
+			if strings.HasPrefix(r.Goal, "10M") || strings.Contains(r.Goal, "pruning") {
+				require.Equal(t, verdictNotRun, r.Verdict, r.Goal)
+				require.Equal(t, "-", r.Measured, r.Goal)
+				continue
+			}
+			require.Equal(t, verdictPass, r.Verdict, "%s: %+v", r.Goal, r)
+		}
+	})
+
+	t.Run("RatiosAgainstTheBaselines", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		r.EndToEndMPS = 3000 // 0.25 of River's 12,000
+		r.IntakeRPS = 5000   // below half of pgbench's 10,700, above half of pgx's
+		rows := Goals(r)
+		require.Equal(t, "0.250", rows[0].Ratio)
+		require.Equal(t, verdictFail, rows[0].Verdict)
+		require.Equal(t, verdictPass, rows[1].Verdict, "3,000/s is still over 2,000/s")
+		require.Equal(t, "0.467", rows[2].Ratio, "intake is measured against the higher baseline")
+		require.Contains(t, rows[2].Target, "pgbench")
+		require.Equal(t, verdictFail, rows[2].Verdict)
+	})
+
+	t.Run("MissedLimitsFail", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		r.OpenP99 = 26 * time.Millisecond
+		r.LatencyP50, r.LatencyP99 = 31*time.Millisecond, 151*time.Millisecond
+		r.StatementsPerMessage, r.CommitsPerMessage = 10.5, 3.1
+		r.WorkerPeakRSSMB = 201
+		r.BacklogGrowing = true
+		r.PagesMaxMS, r.PruneIntakeP99Ratio = 51, 1.3
+		r.IntakeP99At10M = 35 * time.Millisecond // 1.35 x the open loop's 26 ms
+		for goal, v := range verdicts(Goals(r)) {
+			if strings.Contains(goal, "10x today") || strings.Contains(goal, "vs River") || strings.Contains(goal, "insert") {
+				require.Equal(t, verdictPass, v, goal)
+				continue
+			}
+			if v == verdictNotRun {
+				require.True(t, strings.HasPrefix(goal, "10M") && !strings.Contains(goal, "page") && !strings.Contains(goal, "intake"), goal)
+				continue
+			}
+			require.Equal(t, verdictFail, v, goal)
+		}
+	})
+
+	t.Run("AShortRunCannotPass", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		r.Config = Defaults(true)
+		r.RiverJobs = r.Config.RiverJobs
+		v := verdicts(Goals(r))
+		require.Equal(t, verdictShort, v["end-to-end messages/s vs River no-op jobs/s"], "fewer than 100,000 River jobs")
+		require.Equal(t, verdictShort, v["accepted -> provider p50 at 1000/s for 10s"])
+		require.Equal(t, verdictPass, v["SQL statements per delivered message"], "the SQL counts do not depend on the load")
+
+		r.LatencyP99 = time.Second
+		require.Equal(t, verdictFail, verdicts(Goals(r))["accepted -> provider p99 at 1000/s for 10s"], "a short run still fails")
+	})
+
+	t.Run("UnsentEventsFailTheBacklogGoal", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		r.LatencyUnsent = 12
+		require.Equal(t, verdictFail, verdicts(Goals(r))["no growing backlog at 1000/s"])
+	})
+
+	t.Run("FailedRequestsFailTheBacklogGoal", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		r.LatencyErrors = 3
+		rows := Goals(r)
+		require.Equal(t, verdictFail, verdicts(rows)["no growing backlog at 1000/s"])
+		require.Contains(t, rows[6].Measured, "3 requests failed")
+	})
+
+	t.Run("StatementsNotMeasured", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		r.StatementsPerMessage, r.SQLNote = 0, "pg_stat_statements cannot be read"
+		require.Equal(t, verdictNotMeasured, verdicts(Goals(r))["SQL statements per delivered message"])
+		r.Delivered = 0
+		require.Equal(t, verdictNotRun, verdicts(Goals(r))["commits per delivered message"])
+	})
+
+	t.Run("NothingRan", func(t *testing.T) {
+		t.Parallel()
+		for _, r := range Goals(&Result{}) {
+			require.Equal(t, verdictNotRun, r.Verdict, r.Goal)
+		}
+	})
+
+	t.Run("TenMillionRowsFilledByTheirPhases", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		r.BookingPanelMS, r.ExplorerFilterMaxMS, r.PagesMaxMS, r.DashboardMS = 12, 40, 30, 49
+		r.IntakeP99At10M, r.PruneIntakeP99Ratio = 22*time.Millisecond, 1.1
+		for goal, v := range verdicts(Goals(r)) {
+			require.Equal(t, verdictPass, v, goal)
+		}
+	})
+}
+
+func TestBacklogGrowing(t *testing.T) {
+	t.Parallel()
+	samples := func(pending ...int) []BacklogSample {
+		s := make([]BacklogSample, len(pending))
+		for i, p := range pending {
+			s[i] = BacklogSample{At: time.Duration(i+1) * 2 * time.Second, Pending: p}
+		}
+		return s
+	}
+	send := 20 * time.Second
+	require.False(t, backlogGrowing(samples(10, 40, 20, 35, 15, 30, 25, 20, 30, 25), send, 1000), "wobbling around a level")
+	require.True(t, backlogGrowing(samples(0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500), send, 1000), "climbing")
+	require.False(t, backlogGrowing(samples(0, 500, 1000, 1500, 2000, 2000, 1800, 1500, 1000, 500), send, 1000), "grew, then caught up")
+	require.False(t, backlogGrowing(samples(0, 500, 1000, 1500, 2000, 2010, 2020, 2030, 2040, 2050), send, 1000), "5/s is under 1% of 1,000/s")
+	require.False(t, backlogGrowing(samples(5), send, 1000), "too few samples")
+	drain := append(samples(0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500), BacklogSample{At: 30 * time.Second, Pending: 0})
+	require.True(t, backlogGrowing(drain, send, 1000), "samples after the sending are not part of it")
+}
+
+func TestStatementsDelta(t *testing.T) {
+	t.Parallel()
+	before := byKey([]db.BenchStatement{
+		{QueryID: 1, TopLevel: true, Query: "INSERT INTO messages ...", Calls: 100},
+		{QueryID: 2, TopLevel: true, Query: "BEGIN", Calls: 50},
+	})
+	after := []db.BenchStatement{
+		{QueryID: 1, TopLevel: true, Query: "INSERT INTO messages ...", Calls: 300},
+		{QueryID: 2, TopLevel: true, Query: "BEGIN", Calls: 250},
+		{QueryID: 3, TopLevel: true, Query: "commit", Calls: 200},
+		{QueryID: 4, TopLevel: true, Query: "SELECT id FROM contacts", Calls: 100},
+		{QueryID: 4, TopLevel: true, Query: "SELECT id FROM contacts", Calls: 100}, // a second role
+		{QueryID: 5, TopLevel: false, Query: "SELECT 1 FROM ONLY tenants", Calls: 300},
+		{QueryID: 6, TopLevel: true, Query: "SELECT untouched", Calls: 0},
+	}
+	top, nested, shares := statementsDelta(before, after, 100)
+	require.InDelta(t, 4.0, top, 1e-9, "200 inserts and 200 selects over 100 messages; BEGIN and commit left out")
+	require.InDelta(t, 3.0, nested, 1e-9)
+	require.Len(t, shares, 5)
+	require.Equal(t, "SELECT 1 FROM ONLY tenants", shares[0].Query)
+	require.False(t, shares[0].TopLevel)
+	require.InDelta(t, 2.0, shares[1].PerMessage, 1e-9)
+}
+
+func TestTransactionControl(t *testing.T) {
+	t.Parallel()
+	for q, want := range map[string]bool{
+		"BEGIN": true, "begin": true, "commit": true, "COMMIT;": true, "ROLLBACK": true,
+		"BEGIN ISOLATION LEVEL SERIALIZABLE": true, "START TRANSACTION": true,
+		"SELECT set_config($1, $2, $3)": false, "INSERT INTO commits VALUES ($1)": false, "": false,
+	} {
+		require.Equal(t, want, transactionControl(q), q)
+	}
+}
+
+func TestParsePgbenchTPS(t *testing.T) {
+	t.Parallel()
+	out := `pgbench (15.14 (Debian 15.14-0+deb12u1))
+transaction type: /tmp/insert.sql
+scaling factor: 1
+query mode: prepared
+number of clients: 8
+number of threads: 2
+duration: 10 s
+number of transactions actually processed: 107153
+latency average = 0.746 ms
+initial connection time = 12.501 ms
+tps = 10715.331906 (without initial connection time)
+`
+	tps, ok := parsePgbenchTPS(out)
+	require.True(t, ok)
+	require.InDelta(t, 10715.33, tps, 0.01)
+	tps, ok = parsePgbenchTPS("tps = 812.5 (excluding connections establishing)\n")
+	require.True(t, ok, "PostgreSQL 13 and older")
+	require.InDelta(t, 812.5, tps, 0.01)
+	_, ok = parsePgbenchTPS("pgbench: error: connection refused\n")
+	require.False(t, ok)
+}
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	ds := make([]time.Duration, 100)
+	for i := range ds {
+		ds[i] = time.Duration(100-i) * time.Millisecond
+	}
+	require.Equal(t, 50*time.Millisecond, percentile(ds, 50))
+	require.Equal(t, 99*time.Millisecond, percentile(ds, 99))
+	require.Equal(t, time.Duration(0), percentile(nil, 99))
+}
+
+func TestWriteReport(t *testing.T) {
+	t.Parallel()
+	r := fullRun()
+	r.Loads = []PhaseLoad{{Phase: "intake", Load: "1.42"}}
+	r.TopStatements = []StatementShare{{Query: "SELECT\n   id FROM contacts", PerMessage: 1.5, TopLevel: true}}
+	var out bytes.Buffer
+	WriteReport(&out, r)
+	s := out.String()
+	require.Contains(t, s, "Load average: 1.30 at the start")
+	require.Contains(t, s, "  1.42   intake")
+	require.Contains(t, s, "1.50  SELECT id FROM contacts")
+	require.Contains(t, s, "pgbench 10700 tx/s")
+	goals := s[strings.Index(s, "\nGoals\n"):]
+	for _, g := range Goals(r) {
+		line := ""
+		for _, l := range strings.Split(goals, "\n") {
+			if strings.Contains(l, g.Goal) {
+				line = l
+			}
+		}
+		require.NotEmpty(t, line, "a line for %q", g.Goal)
+		require.True(t, strings.HasSuffix(strings.TrimSpace(line), g.Verdict), line)
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, Defaults(false).Check())
+	require.NoError(t, Defaults(true).Check())
+	c := Defaults(true)
+	c.RiverJobs = 0
+	require.ErrorContains(t, c.Check(), "positive")
+	c = Defaults(true)
+	c.Drain = 0
+	require.ErrorContains(t, c.Check(), "durations")
+}

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// phaseIntake measures the maximum intake rate, closed loop: Concurrency
+// clients each send their next request when the last is answered, with the
+// workers stopped so that only the web process and its writes count.
+func (b *bench) phaseIntake(ctx context.Context) error {
+	lat := make([]time.Duration, b.cfg.Requests)
+	var next, errs atomic.Int64
+	var wg sync.WaitGroup
+	// A short warm-up fills connection pools on both sides.
+	for i := range min(200, b.cfg.Requests) {
+		_, _ = b.post(b.keys[i%len(b.keys)])
+	}
+	wait := b.profile("web", 3*time.Second)
+	defer wait()
+	cpuBefore := b.sampleCPU(ctx, b.web, "web")
+	start := time.Now()
+	for w := range b.cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := b.keys[w%len(b.keys)]
+			for ctx.Err() == nil {
+				i := next.Add(1) - 1
+				if i >= int64(b.cfg.Requests) {
+					return
+				}
+				d, err := b.post(key)
+				if err != nil {
+					errs.Add(1)
+				}
+				lat[i] = d
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.res.IntakeRPS = float64(b.cfg.Requests) / elapsed.Seconds()
+	b.res.IntakeP50, b.res.IntakeP99 = percentile(lat, 50), percentile(lat, 99)
+	b.res.IntakeErrors = errs.Load()
+	b.logf("   %d requests, %d clients, %s: %.0f req/s, p50 %s, p99 %s, errors %d",
+		b.cfg.Requests, b.cfg.Concurrency, elapsed.Round(time.Millisecond), b.res.IntakeRPS,
+		b.res.IntakeP50.Round(10*time.Microsecond), b.res.IntakeP99.Round(10*time.Microsecond), b.res.IntakeErrors)
+	web, sessions := b.sampleCPU(ctx, b.web, "web").since(cpuBefore)
+	b.logf("   CPU per request: web %s, its Postgres sessions %s", perUnit(web, b.cfg.Requests), perUnit(sessions, b.cfg.Requests))
+	return ctx.Err()
+}
+
+// phaseOpenLoop sends at half the closed loop's rate on a fixed schedule,
+// whatever the answers: a slow answer does not delay the next request, and
+// each latency counts from the request's scheduled time, so time a request
+// spent waiting to be sent is not hidden (no coordinated omission).
+func (b *bench) phaseOpenLoop(ctx context.Context) error {
+	if b.res.IntakeRPS <= 0 {
+		return errors.New("the closed loop measured no rate")
+	}
+	b.res.OpenRate = b.res.IntakeRPS / 2
+	lat, errs := b.openLoop(ctx, b.res.OpenRate, b.cfg.OpenDuration)
+	b.res.OpenRequests = len(lat)
+	b.res.OpenP50, b.res.OpenP99 = percentile(lat, 50), percentile(lat, 99)
+	b.res.OpenErrors = errs
+	b.logf("   %d requests at %.0f/s for %s: p50 %s, p99 %s from the scheduled send time, errors %d",
+		len(lat), b.res.OpenRate, b.cfg.OpenDuration, b.res.OpenP50.Round(10*time.Microsecond),
+		b.res.OpenP99.Round(10*time.Microsecond), errs)
+	return ctx.Err()
+}
+
+// openLoop fires requests at rate per second for d, each on its own
+// schedule slot, and returns their latencies from the slot's time (failed
+// ones included with the time they took to fail) and the failures.
+func (b *bench) openLoop(ctx context.Context, rate float64, d time.Duration) ([]time.Duration, int64) {
+	interval := time.Duration(float64(time.Second) / rate)
+	total := int(d / interval)
+	lat := make([]time.Duration, total)
+	var errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range total {
+		slot := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(slot); wait > 0 {
+			select {
+			case <-ctx.Done():
+				wg.Wait()
+				return lat[:i], errs.Load()
+			case <-time.After(wait):
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := b.post(b.keys[i%len(b.keys)]); err != nil {
+				errs.Add(1)
+			}
+			lat[i] = time.Since(slot)
+		}()
+	}
+	wg.Wait()
+	return lat, errs.Load()
+}

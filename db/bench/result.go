@@ -1,0 +1,117 @@
+package bench
+
+import "time"
+
+// Result holds the figures the run measured. A figure left at zero was not
+// measured: its phase did not run (the 10-million-message phases fill
+// theirs when they run), and the goal table says so.
+type Result struct {
+	// Config is what the run was asked to do.
+	Config Config
+	// LoadStart is the one-minute load average when the run began, and
+	// Loads the one at the start of each phase: figures are comparable only
+	// at similar load.
+	LoadStart string
+	Loads     []PhaseLoad
+
+	// InsertTxPS is the benchmark's own insert baseline: one prepared
+	// single-row INSERT per autocommit transaction, 8 clients.
+	InsertTxPS float64
+	// PgbenchTPS is pgbench's figure for the same script, when pgbench is
+	// installed; PgbenchNote says why it is missing otherwise.
+	PgbenchTPS  float64
+	PgbenchNote string
+	// RiverNoopJPS is River's rate on no-op jobs with the worker's pool and
+	// queues, from the first job completed to the last.
+	RiverNoopJPS float64
+	RiverJobs    int
+
+	// Closed-loop intake: Concurrency clients, each sending its next
+	// request when the last is answered.
+	IntakeRPS            float64
+	IntakeP50, IntakeP99 time.Duration
+	IntakeErrors         int64
+	// Open-loop intake at OpenRate requests/s, latency counted from each
+	// request's scheduled send time.
+	OpenRate         float64
+	OpenRequests     int
+	OpenP50, OpenP99 time.Duration
+	OpenErrors       int64
+
+	// EndToEndMPS is messages/s from the first message sent to the last
+	// while the worker drains the intake backlog.
+	EndToEndMPS float64
+	// Delivered is the number of messages the end-to-end phase saw reach
+	// DELIVERED or READ, the divisor of the per-message SQL figures.
+	Delivered int
+	// StatementsPerMessage counts the top-level statements Herald sent per
+	// delivered message (BEGIN, COMMIT and ROLLBACK left out);
+	// NestedPerMessage those run inside functions and triggers on top.
+	// SQLNote says why they are missing when pg_stat_statements cannot be
+	// read.
+	StatementsPerMessage float64
+	NestedPerMessage     float64
+	CommitsPerMessage    float64
+	TopStatements        []StatementShare
+	SQLNote              string
+
+	// The latency phase: LatencyEvents at LatencyRate/s; LatencyUnsent had
+	// not reached the provider when the phase gave up waiting (they count
+	// with their age, a lower bound).
+	LatencyRate                        int
+	LatencyP50, LatencyP95, LatencyP99 time.Duration
+	LatencyEvents, LatencyUnsent       int
+	LatencyErrors                      int64
+	// Backlog is the latency phase's backlog (events accepted, not yet
+	// sent) sampled every few seconds; BacklogGrowing says whether it grew
+	// over the second half of the sending.
+	Backlog        []BacklogSample
+	BacklogGrowing bool
+
+	// WorkerPeakRSSMB and WorkerLastRSSMB are the worker's resident memory,
+	// sampled every second from its start to the end of the run.
+	WorkerPeakRSSMB, WorkerLastRSSMB float64
+
+	// Figures of the phases on a database of 10,000,000 messages in one
+	// tenant: the slowest of each page kind in milliseconds, intake p99
+	// there, and intake p99 while retention prunes 1,000,000 old messages
+	// as a ratio of p99 without pruning.
+	BookingPanelMS      float64
+	ExplorerFilterMaxMS float64
+	PagesMaxMS          float64
+	DashboardMS         float64
+	IntakeP99At10M      time.Duration
+	PruneIntakeP99Ratio float64
+	// The retention phase's intake p99 at a fixed rate without and while
+	// retention prunes, and how many messages it pruned meanwhile.
+	PruneIntakeP99Base, PruneIntakeP99During time.Duration
+	PrunedDuring                             int
+}
+
+// PhaseLoad is the load average when a phase started.
+type PhaseLoad struct {
+	Phase, Load string
+}
+
+// StatementShare is one statement's calls per delivered message.
+type StatementShare struct {
+	Query      string
+	PerMessage float64
+	TopLevel   bool
+}
+
+// BacklogSample is the latency phase's backlog at one moment, At after the
+// phase began.
+type BacklogSample struct {
+	At      time.Duration
+	Pending int
+}
+
+// InsertCeiling is the higher of the two insert baselines, and which one it
+// is: the ceiling intake is measured against.
+func (r *Result) InsertCeiling() (float64, string) {
+	if r.PgbenchTPS > r.InsertTxPS {
+		return r.PgbenchTPS, "pgbench"
+	}
+	return r.InsertTxPS, "pgx"
+}

@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/heraldhq/herald/db"
+)
+
+// sqlCounter counts what Herald sends to Postgres over the end-to-end
+// phase: statements from pg_stat_statements and commits from
+// pg_stat_database, each read before and after and subtracted, so the
+// cluster's counts are never reset (other databases on a shared server keep
+// theirs, and no privilege beyond reading is needed).
+//
+// The benchmark's own statements are left out this way: every statement it
+// runs on its database opens with db.BenchTag, which pg_stat_statements
+// keeps in the statement's text, so they are filtered out by text; and they
+// all run on one monitor connection, one statement per autocommit
+// transaction, which counts them, so their commits are subtracted from
+// pg_stat_database's. (pg_stat_statements cannot filter by application
+// name, and a second role would need CREATEROLE, which Herald's role has not.)
+type sqlCounter struct {
+	b *bench
+	// stats reads pg_stat_statements, nil when it cannot be read; admin is
+	// its connection when that is not the monitor's.
+	stats db.BenchQuerier
+	admin *pgx.Conn
+
+	before           map[stmtKey]db.BenchStatement
+	dealloc          int64
+	commits, ownFrom int64
+}
+
+type stmtKey struct {
+	id       int64
+	toplevel bool
+}
+
+// newSQLCounter finds where pg_stat_statements can be read: in the
+// benchmark database (the extension is created there when the role may),
+// or in the database DATABASE_URL names, where db/devdb.sh creates it. When
+// neither works, the statement figures are not measured and SQLNote says
+// why; the commits are counted anyway.
+func (b *bench) newSQLCounter(ctx context.Context) *sqlCounter {
+	c := &sqlCounter{b: b}
+	errBench := db.BenchEnsureStatements(ctx, b.mon)
+	if errBench == nil {
+		c.stats = b.mon
+		return c
+	}
+	admin, err := pgx.Connect(ctx, b.cfg.DatabaseURL)
+	if err == nil {
+		if err = db.BenchEnsureStatements(ctx, admin); err == nil {
+			c.stats, c.admin = admin, admin
+			return c
+		}
+		_ = admin.Close(context.Background())
+	}
+	b.res.SQLNote = fmt.Sprintf("pg_stat_statements cannot be read (in %s: %v; in the database DATABASE_URL names: %v). "+
+		"The server must load it at start (shared_preload_libraries, which db/devdb.sh sets in herald.conf; "+
+		"a cluster that was already running needs `db/devdb.sh restart`), and the extension must exist "+
+		"(db/devdb.sh creates it in database herald)", b.cfg.Database, unwrapNote(errBench), unwrapNote(err))
+	b.logf("   statements per message will not be measured: %s", b.res.SQLNote)
+	return c
+}
+
+func unwrapNote(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return strings.TrimPrefix(err.Error(), db.ErrBenchNoStatements.Error()+": ")
+}
+
+func (c *sqlCounter) close() {
+	if c.admin != nil {
+		_ = c.admin.Close(context.Background())
+	}
+}
+
+// begin takes the first readings. The monitor's count is read before them,
+// so the readings' own commits are the benchmark's.
+func (c *sqlCounter) begin(ctx context.Context) error {
+	c.ownFrom = c.b.mon.statements()
+	if c.stats != nil {
+		stmts, dealloc, err := db.BenchStatements(ctx, c.stats, c.b.cfg.Database)
+		if err != nil {
+			return fmt.Errorf("read pg_stat_statements: %w", err)
+		}
+		c.before, c.dealloc = byKey(stmts), dealloc
+	}
+	var err error
+	c.commits, err = db.BenchCommits(ctx, c.b.mon, c.b.cfg.Database)
+	return err
+}
+
+// end takes the second readings and divides the differences by the
+// delivered messages.
+func (c *sqlCounter) end(ctx context.Context) error {
+	r := c.b.res
+	own := c.b.mon.statements() - c.ownFrom
+	commits, err := db.BenchCommits(ctx, c.b.mon, c.b.cfg.Database)
+	if err != nil {
+		return err
+	}
+	if r.Delivered == 0 {
+		return errors.New("no message was delivered")
+	}
+	herald := commits - c.commits - own
+	r.CommitsPerMessage = float64(herald) / float64(r.Delivered)
+	c.b.logf("   commits: %d in the database, %d of them the benchmark's: %.2f per delivered message",
+		commits-c.commits, own, r.CommitsPerMessage)
+	if c.stats == nil {
+		return nil
+	}
+	stmts, dealloc, err := db.BenchStatements(ctx, c.stats, c.b.cfg.Database)
+	if err != nil {
+		return fmt.Errorf("read pg_stat_statements: %w", err)
+	}
+	if dealloc > c.dealloc {
+		c.b.logf("   WARNING: pg_stat_statements evicted %d entries during the phase; the statement counts are low (raise pg_stat_statements.max)", dealloc-c.dealloc)
+	}
+	top, nested, shares := statementsDelta(c.before, stmts, r.Delivered)
+	r.StatementsPerMessage, r.NestedPerMessage = top, nested
+	r.TopStatements = shares
+	c.b.logf("   statements: %.2f per delivered message, sent by Herald (BEGIN, COMMIT, ROLLBACK left out); %.2f more run inside functions and triggers",
+		top, nested)
+	return nil
+}
+
+func byKey(stmts []db.BenchStatement) map[stmtKey]db.BenchStatement {
+	m := make(map[stmtKey]db.BenchStatement, len(stmts))
+	for _, s := range stmts {
+		k := stmtKey{s.QueryID, s.TopLevel}
+		prev := m[k]
+		s.Calls += prev.Calls // one queryid may show once per role
+		m[k] = s
+	}
+	return m
+}
+
+// topStatements is how many statements the report lists.
+const topStatements = 10
+
+// statementsDelta returns the statements per message between two readings
+// of pg_stat_statements: top-level ones without transaction control, those
+// nested in functions and triggers, and the ten most called (transaction
+// control included, so engineers see it too).
+func statementsDelta(before map[stmtKey]db.BenchStatement, after []db.BenchStatement, delivered int) (top, nested float64, shares []StatementShare) {
+	var topCalls, nestedCalls int64
+	for k, s := range byKey(after) {
+		calls := s.Calls - before[k].Calls
+		if calls <= 0 {
+			continue
+		}
+		per := float64(calls) / float64(delivered)
+		shares = append(shares, StatementShare{Query: s.Query, PerMessage: per, TopLevel: k.toplevel})
+		switch {
+		case !k.toplevel:
+			nestedCalls += calls
+		case !transactionControl(s.Query):
+			topCalls += calls
+		}
+	}
+	sort.Slice(shares, func(i, j int) bool {
+		if shares[i].PerMessage != shares[j].PerMessage {
+			return shares[i].PerMessage > shares[j].PerMessage
+		}
+		return shares[i].Query < shares[j].Query
+	})
+	if len(shares) > topStatements {
+		shares = shares[:topStatements]
+	}
+	return float64(topCalls) / float64(delivered), float64(nestedCalls) / float64(delivered), shares
+}
+
+// transactionControl tells BEGIN, COMMIT and ROLLBACK (in any spelling)
+// from statements that do work.
+func transactionControl(query string) bool {
+	f := strings.Fields(strings.ToUpper(query))
+	if len(f) == 0 {
+		return false
+	}
+	switch strings.TrimSuffix(f[0], ";") {
+	case "BEGIN", "COMMIT", "ROLLBACK", "START", "END", "ABORT":
+		return true
+	}
+	return false
+}
