@@ -202,11 +202,14 @@ func (s *Receipts) ApplyInbox(ctx context.Context, limit int) (int, error) {
 		return s.applyBatch(ctx, tx, claimed, &res)
 	})
 	if err != nil {
-		if len(claimed) <= 1 || ErrorCode(err) == EUNAVAILABLE || ctx.Err() != nil {
-			if len(claimed) == 1 {
-				s.delay(ctx, claimed[0], err)
-			}
+		// An outage or a stop is no fault of the receipts: they stay as
+		// they are, for the next try.
+		if len(claimed) == 0 || ErrorCode(err) == EUNAVAILABLE || ctx.Err() != nil {
 			return len(claimed), err
+		}
+		if len(claimed) == 1 {
+			s.delay(ctx, claimed[0], err)
+			return 1, nil
 		}
 		s.Log.WarnContext(ctx, "a batch of receipts failed; applying them one by one", "count", len(claimed), "err", err)
 		for _, in := range claimed {
