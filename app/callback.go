@@ -41,6 +41,17 @@ var callbackStatusEvent = map[string]string{
 	MessageFailed:    CallbackMessageFailed,
 }
 
+// StatusCallbackEvents returns the callback event types of message status
+// changes.
+func StatusCallbackEvents() []string {
+	out := make([]string, 0, len(callbackStatusEvent))
+	for _, e := range callbackStatusEvent {
+		out = append(out, e)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Callback delivery statuses.
 const (
 	CallbackPending   = "pending"

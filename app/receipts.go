@@ -27,6 +27,9 @@ const (
 	// ReceiptForeign: the message it names belongs to another tenant or
 	// account than the one the receipt came through; stored, never applied.
 	ReceiptForeign = "foreign"
+	// ReceiptAccepted: stored in the inbox, to be applied (the webhook's
+	// answer; the applier's outcome is one of the above).
+	ReceiptAccepted = "accepted"
 )
 
 // receiptStatus maps provider receipt statuses to message statuses.
@@ -100,6 +103,7 @@ type ReceiptApplyTx interface {
 // ReceiptTx lists the statements Receipts runs.
 type ReceiptTx interface {
 	ReceiptApplyTx
+	ReceiptInboxTx
 	MessageByExternalID(ctx context.Context, provider, externalID string) (*Message, error)
 	StorePendingReceipt(ctx context.Context, p *PendingReceipt, receivedAt time.Time) (bool, error)
 }
@@ -107,6 +111,9 @@ type ReceiptTx interface {
 // Receipts applies providers' delivery reports to messages.
 type Receipts struct {
 	Store Store[ReceiptTx]
+	// Inbox keeps the receipts webhooks accept until the applier applies
+	// them (Accept, ApplyInbox).
+	Inbox ReceiptInbox
 	// Router and Queue continue a failed message's fallback chain; with a
 	// nil Router a late failure ends the chain.
 	Router *Router
@@ -127,22 +134,17 @@ type Receipts struct {
 // is kept as ReceiptPending and applied when the dispatcher records the
 // send (see ApplyPending).
 func (s *Receipts) Apply(ctx context.Context, via Via, r provider.Receipt) (string, error) {
-	if r.At.IsZero() {
-		r.At = s.Now()
+	r, err := s.normalize(r)
+	if err != nil {
+		return "", err
 	}
-	to, known := receiptStatus[r.Status]
-	if !known && r.Status != provider.StatusInfo {
-		return "", Errorf(EINVALID, "Unknown receipt status %q.", r.Status)
-	}
-	if r.ReceiptID == "" {
-		r.ReceiptID = r.ExternalID + ":" + r.Status
-	}
+	to := receiptStatus[r.Status]
 	var outcome string
 	var foreign *Message
 	// The message is looked up across tenants, so that a receipt naming
 	// another tenant's message is recognised as foreign; every write below
 	// is for the message's tenant, and only when via allows it.
-	err := s.Store.InPlatform(ctx, func(tx ReceiptTx) error {
+	err = s.Store.InPlatform(ctx, func(tx ReceiptTx) error {
 		// Taken before the lookup: either the send's recording committed
 		// first and the message is found, or it waits for this receipt to
 		// be kept and then applies it.
@@ -239,20 +241,8 @@ func (s *Receipts) storeForeign(ctx context.Context, tx ReceiptTx, via Via, r pr
 // the receipt is stored once, the status moves when the rules allow, and
 // the timeline has the receipt either way. m's status follows the move.
 func (s *Receipts) record(ctx context.Context, tx ReceiptApplyTx, r provider.Receipt, to string, m *Message) (string, error) {
-	detail := map[string]any{"provider": r.Provider, "receipt": r.Status, "receipt_id": r.ReceiptID}
-	if r.Code != "" {
-		detail["code"] = r.Code
-	}
-	if r.Reason != "" {
-		detail["reason"] = r.Reason
-	}
-	if r.Raw != "" {
-		detail["raw"] = truncate(r.Raw, 500)
-	}
+	detail := receiptDetail(r, m)
 	complaint := r.Complaint && m.ContactID != nil
-	if complaint {
-		detail["complaint"] = "the contact's e-mail address will not be used again"
-	}
 	rec := ReceiptRecord{Receipt: r, TenantID: m.TenantID, MessageID: m.ID, From: m.Status, Detail: detail,
 		FailedReason: ReceiptFailedReason(r)}
 	if to == MessageFailed && s.resendable(r, m) {

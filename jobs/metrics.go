@@ -34,7 +34,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"channel"}),
 		receipts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "herald_receipts_total", Help: "Provider receipts by provider and outcome (applied, recorded, duplicate, unknown).",
+			Name: "herald_receipts_total", Help: "Provider receipts by provider and outcome (applied, recorded, duplicate, pending, foreign, requeued), counted when applied.",
 		}, []string{"provider", "outcome"}),
 		snoozes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_snoozes_total", Help: "Dispatch jobs put back without using an attempt, by reason.",

@@ -47,13 +47,12 @@ func (s *Server) snsEnvelope(c *fiber.Ctx) (*awsnotify.Envelope, error) {
 	return e, nil
 }
 
-// applyReceipt hands a verified receipt to the pipeline and answers.
-func (s *Server) applyReceipt(c *fiber.Ctx, via app.Via, r provider.Receipt) error {
-	outcome, err := s.Receipts.Apply(c.UserContext(), via, r)
-	if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
+// acceptReceipt stores a verified receipt in the inbox and answers.
+func (s *Server) acceptReceipt(c *fiber.Ctx, via app.Via, r provider.Receipt) error {
+	if err := s.Receipts.Accept(c.UserContext(), app.InboxReceipt{Via: via, Receipt: r}); err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"outcome": outcome})
+	return c.JSON(fiber.Map{"outcome": app.ReceiptAccepted})
 }
 
 // handleWebhookSES receives SES events through an SNS subscription.
@@ -77,7 +76,7 @@ func (s *Server) handleWebhookSES(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.applyReceipt(c, via, r)
+	return s.acceptReceipt(c, via, r)
 }
 
 // handleWebhookSMS receives SNS SMS delivery-status records: inside a signed
@@ -118,17 +117,20 @@ func (s *Server) handleWebhookSMS(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// Every record is read before any is stored: a post with one bad
+	// record stores none.
+	accepted := make([]app.InboxReceipt, 0, len(records))
 	outcomes := make([]string, 0, len(records))
 	for _, rec := range records {
 		r, err := awsnotify.SMSReceipt(rec)
 		if err != nil {
 			return &app.Error{Code: app.EMALFORMED, Message: err.Error()}
 		}
-		outcome, err := s.Receipts.Apply(c.UserContext(), via, r)
-		if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
-			return err
-		}
-		outcomes = append(outcomes, outcome)
+		accepted = append(accepted, app.InboxReceipt{Via: via, Receipt: r})
+		outcomes = append(outcomes, app.ReceiptAccepted)
+	}
+	if err := s.Receipts.Accept(c.UserContext(), accepted...); err != nil {
+		return err
 	}
 	return c.JSON(fiber.Map{"outcomes": outcomes})
 }

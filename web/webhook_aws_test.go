@@ -63,7 +63,9 @@ func useProvider(t *testing.T, p *webtest.Herald, ch app.Channel, providerName s
 }
 
 // postWebhook posts a provider's callback as the provider would, with the
-// headers given, and decodes the JSON answer.
+// headers given, and decodes the JSON answer. A webhook answers once the
+// receipts are in the inbox; after a 200 it waits until the applier has
+// applied them, so that tests see their effects.
 func postWebhook(p *webtest.Herald, path string, body []byte, headers map[string]string) (int, map[string]any) {
 	p.T.Helper()
 	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
@@ -77,6 +79,9 @@ func postWebhook(p *webtest.Herald, path string, body []byte, headers map[string
 	raw, _ := io.ReadAll(resp.Body)
 	out := map[string]any{}
 	_ = json.Unmarshal(raw, &out)
+	if resp.StatusCode == http.StatusOK {
+		p.WaitReceipts()
+	}
 	return resp.StatusCode, out
 }
 
@@ -122,19 +127,20 @@ func TestWebhook_SES(t *testing.T) {
 		body := sesEvent("Delivery", m, `,"delivery":{"timestamp":"2026-11-21T10:00:00.000Z"}`)
 		status, out := postWebhook(p, "/webhooks/ses", body, snsHeaders)
 		require.Equal(t, http.StatusOK, status)
-		require.Equal(t, app.ReceiptApplied, out["outcome"])
+		require.Equal(t, app.ReceiptAccepted, out["outcome"])
 		status, out = postWebhook(p, "/webhooks/ses", body, snsHeaders)
 		require.Equal(t, http.StatusOK, status)
-		require.Equal(t, app.ReceiptDuplicate, out["outcome"], "SNS retries are no-ops")
+		require.Equal(t, app.ReceiptAccepted, out["outcome"])
 		var d struct{ Status string }
 		p.Request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &d)
 		require.Equal(t, app.MessageDelivered, d.Status)
+		require.Len(t, webhookEntries(p.Timeline(m.ID)), 1, "SNS retries are no-ops")
 	})
 
 	t.Run("PermanentBounceFails", func(t *testing.T) {
 		m := sendOne("ses-b", "b@example.com")
 		_, out := postWebhook(p, "/webhooks/ses", sesEvent("Bounce", m, `,"bounce":{"bounceType":"Permanent","bounceSubType":"NoEmail","bouncedRecipients":[{"diagnosticCode":"550 user unknown"}]}`), snsHeaders)
-		require.Equal(t, app.ReceiptApplied, out["outcome"])
+		require.Equal(t, app.ReceiptAccepted, out["outcome"])
 		var d struct {
 			Status       string
 			ErrorCode    string `json:"error_code"`
@@ -149,7 +155,7 @@ func TestWebhook_SES(t *testing.T) {
 	t.Run("ComplaintFailsAndBlocksAddress", func(t *testing.T) {
 		m := sendOne("ses-c", "c@example.com")
 		_, out := postWebhook(p, "/webhooks/ses", sesEvent("Complaint", m, `,"complaint":{"complaintFeedbackType":"abuse"}`), snsHeaders)
-		require.Equal(t, app.ReceiptApplied, out["outcome"])
+		require.Equal(t, app.ReceiptAccepted, out["outcome"])
 		require.Equal(t, 1, p.Count(`SELECT count(*) FROM contacts WHERE email = 'c@example.com' AND email_complained_at IS NOT NULL`))
 		// The next e-mail to that contact has no address to go to.
 		id := p.Submit(webtest.WithRecipient("ses-c2", "BK-ses-c2", map[string]any{"name": "A", "email": "c@example.com"}, "EMAIL"))
@@ -160,15 +166,19 @@ func TestWebhook_SES(t *testing.T) {
 	t.Run("RejectFails", func(t *testing.T) {
 		m := sendOne("ses-r", "r@example.com")
 		_, out := postWebhook(p, "/webhooks/ses", sesEvent("Reject", m, `,"reject":{"reason":"Bad content"}`), snsHeaders)
-		require.Equal(t, app.ReceiptApplied, out["outcome"])
+		require.Equal(t, app.ReceiptAccepted, out["outcome"])
+		var d struct{ Status string }
+		p.Request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &d)
+		require.Equal(t, app.MessageFailed, d.Status)
 	})
 
 	t.Run("OpenOnTimelineOnly", func(t *testing.T) {
 		m := sendOne("ses-o", "o@example.com")
 		_, out := postWebhook(p, "/webhooks/ses", sesEvent("Open", m, ""), snsHeaders)
-		require.Equal(t, app.ReceiptRecorded, out["outcome"])
+		require.Equal(t, app.ReceiptAccepted, out["outcome"])
 		tl := p.Timeline(m.ID)
 		require.Equal(t, "open", tl[len(tl)-1].Detail["code"])
+		require.Nil(t, tl[len(tl)-1].ToStatus, "on the timeline only")
 	})
 
 	t.Run("BadSignatureChangesNothing", func(t *testing.T) {
@@ -186,7 +196,9 @@ func TestWebhook_SES(t *testing.T) {
 	t.Run("UnknownMessageIs200", func(t *testing.T) {
 		status, out := postWebhook(p, "/webhooks/ses", envelopeJSON(t, sns.Notification(sesTopic, `{"eventType":"Delivery","mail":{"messageId":"never-sent"}}`)), snsHeaders)
 		require.Equal(t, http.StatusOK, status)
-		require.Equal(t, app.ReceiptPending, out["outcome"])
+		require.Equal(t, app.ReceiptAccepted, out["outcome"])
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM webhook_receipts WHERE provider = 'ses' AND external_id = 'never-sent' AND outcome = 'pending'`),
+			"kept pending for its send")
 	})
 
 	t.Run("NotJSON", func(t *testing.T) {
@@ -323,13 +335,13 @@ func TestWebhook_ReceiptBinding(t *testing.T) {
 		for range 2 {
 			code, out := postWebhook(p, "/webhooks/ses", forged, snsHeaders)
 			require.Equal(t, http.StatusOK, code)
-			require.Contains(t, []any{app.ReceiptForeign, app.ReceiptDuplicate}, out["outcome"])
+			require.Equal(t, app.ReceiptAccepted, out["outcome"])
 		}
 		// Globex's configuration set on the shared topic names no account
 		// of Acme's either.
 		code, out := postWebhook(p, "/webhooks/ses", bounce(sesTopic, `,"tags":{"ses:configuration-set":["globex-set"]}`), snsHeaders)
 		require.Equal(t, http.StatusOK, code)
-		require.Equal(t, app.ReceiptForeign, out["outcome"])
+		require.Equal(t, app.ReceiptAccepted, out["outcome"])
 		require.Equal(t, before+2, foreignRows(), "each forged event is kept once, as foreign, under no tenant")
 		require.Equal(t, app.MessageSent, status(m), "no other tenant's topic moves Acme's message")
 		require.Empty(t, webhookEntries(p.Timeline(m.ID)))
@@ -337,7 +349,7 @@ func TestWebhook_ReceiptBinding(t *testing.T) {
 		// The event through the shared topic, for Acme's account, applies.
 		code, out = postWebhook(p, "/webhooks/ses", bounce(sesTopic, ""), snsHeaders)
 		require.Equal(t, http.StatusOK, code)
-		require.Equal(t, app.ReceiptApplied, out["outcome"])
+		require.Equal(t, app.ReceiptAccepted, out["outcome"])
 		require.Equal(t, app.MessageFailed, status(m))
 	})
 
@@ -347,13 +359,14 @@ func TestWebhook_ReceiptBinding(t *testing.T) {
 		rec := `{"notification":{"messageId":"` + *m.ExternalMessageID + `","timestamp":"2026-11-21 10:00:00.000"},"delivery":{"providerResponse":"x"},"status":"FAILURE"}`
 		code, out := postWebhook(p, "/webhooks/sns-sms", envelopeJSON(t, sns.Notification(globexTopic, rec)), snsHeaders)
 		require.Equal(t, http.StatusOK, code)
-		require.Equal(t, []any{app.ReceiptForeign}, out["outcomes"])
+		require.Equal(t, []any{app.ReceiptAccepted}, out["outcomes"])
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM webhook_receipts WHERE provider = 'sns' AND outcome = 'foreign' AND receipt_id LIKE '%' || $1 || '%'`, *m.ExternalMessageID))
 		require.Equal(t, app.MessageSent, status(m))
 
 		// The deployment's own secret serves accounts that claim no topic.
 		code, out = postWebhook(p, "/webhooks/sns-sms", []byte(rec), map[string]string{"X-Herald-Webhook-Secret": secret})
 		require.Equal(t, http.StatusOK, code)
-		require.Equal(t, []any{app.ReceiptApplied}, out["outcomes"])
+		require.Equal(t, []any{app.ReceiptAccepted}, out["outcomes"])
 		require.Equal(t, app.MessageFailed, status(m))
 	})
 }
@@ -461,7 +474,7 @@ func TestWebhook_SESEventBeforeSendAnswers(t *testing.T) {
 	m := webtest.OnlyMessage(t, p.WaitMessages(id, "delivered", webtest.AllStatus(app.MessageDelivered)))
 	require.Equal(t, "early-1", *m.ExternalMessageID)
 	mu.Lock()
-	require.Equal(t, []map[string]any{{"outcome": app.ReceiptPending}}, answers)
+	require.Equal(t, []map[string]any{{"outcome": app.ReceiptAccepted}}, answers)
 	mu.Unlock()
 	require.Equal(t, 1, p.Count(`SELECT count(*) FROM webhook_receipts WHERE provider = 'ses' AND outcome = 'matched' AND message_id = $1`, m.ID))
 }

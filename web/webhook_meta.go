@@ -70,7 +70,7 @@ func (s *Server) handleWebhookMetaVerify(c *fiber.Ctx) error {
 
 // handleWebhookMeta receives a tenant's WhatsApp statuses and inbound
 // messages. The signature is checked over the raw body before anything is
-// parsed; statuses go to the receipt path, messages onto the contact.
+// parsed; statuses go to the receipt inbox, messages onto the contact.
 func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
 	creds, err := s.metaCredentials(c)
 	if err != nil {
@@ -99,12 +99,17 @@ func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
 		return c.JSON(fiber.Map{"outcome": "ignored"})
 	}
 	outcomes := map[string]int{}
-	for _, r := range hook.Receipts {
-		outcome, err := s.Receipts.Apply(c.UserContext(), creds.Via(verified, r.AccountRef), r)
-		if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
-			return err
-		}
-		outcomes[outcome]++
+	// The statuses go to the inbox in one insert, each bound to what it
+	// came through; the receipt applier applies them.
+	accepted := make([]app.InboxReceipt, len(hook.Receipts))
+	for i, r := range hook.Receipts {
+		accepted[i] = app.InboxReceipt{Via: creds.Via(verified, r.AccountRef), Receipt: r}
+	}
+	if err := s.Receipts.Accept(c.UserContext(), accepted...); err != nil {
+		return err
+	}
+	if len(accepted) > 0 {
+		outcomes[app.ReceiptAccepted] = len(accepted)
 	}
 	for _, in := range hook.Inbound {
 		fresh, err := s.Inbound.Record(c.UserContext(), creds.TenantID, app.InboundMessage{

@@ -159,7 +159,10 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Client:       webhook.NewClient(webhook.Options{Timeout: app.CallbackTimeout}),
 		CheckURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
 	}
-	s.Receipts = &app.Receipts{Callbacks: s.Callbacks, Store: db.Scope[app.ReceiptTx](store), Router: s.Router, Queue: queue, Metrics: metrics, Now: now, Log: log}
+	s.Receipts = &app.Receipts{Callbacks: s.Callbacks, Store: db.Scope[app.ReceiptTx](store), Inbox: store, Router: s.Router, Queue: queue, Metrics: metrics, Now: now, Log: log}
+	// The sandbox reports from one goroutine per message: its receipts
+	// share inbox inserts, as a provider's webhook posts carry several.
+	sandboxReceipts := &app.ReceiptBatcher{AcceptFunc: s.Receipts.Accept, MaxWait: 5 * time.Millisecond}
 	s.Breakers = &app.Breakers{
 		Threshold: cfg.BreakerThreshold, Window: cfg.BreakerWindow, OpenFor: cfg.BreakerOpenFor,
 		Store: db.Scope[app.BreakerTx](store), Metrics: metrics, Log: log, Now: now,
@@ -178,8 +181,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 			"ses":     &ses.Provider{Log: log, AnyEndpoint: cfg.Dev()},
 			"sns":     &sns.Provider{Log: log, AnyEndpoint: cfg.Dev()},
 			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
-				_, err := s.Receipts.Apply(ctx, app.Internal, r)
-				return err
+				return sandboxReceipts.Add(ctx, app.InboxReceipt{Via: app.Internal, Receipt: r})
 			}},
 		},
 	}
@@ -286,5 +288,15 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("start workers: %w", err)
 	}
+	// The receipt applier works beside River's workers and stops with
+	// them; a batch cut short rolls back and stays in the inbox.
+	applyCtx, stopApplier := context.WithCancel(context.WithoutCancel(ctx))
+	applier := &app.ReceiptApplier{Receipts: s.Receipts, Log: s.Log,
+		Wake: s.DB.Listen(applyCtx, app.ReceiptInboxChannel, s.Log)}
+	go applier.Run(applyCtx)
+	go func() {
+		<-client.Stopped()
+		stopApplier()
+	}()
 	return client, nil
 }

@@ -15,3 +15,13 @@ func (h *Herald) WaitUntil(what string, ok func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// WaitReceipts waits until the receipt applier has applied every receipt
+// webhooks stored in the inbox: the applier deletes a receipt in the
+// transaction that applies it.
+func (h *Herald) WaitReceipts() {
+	h.T.Helper()
+	h.WaitUntil("the receipt inbox to be applied", func() bool {
+		return h.Count(`SELECT count(*) FROM receipt_inbox`) == 0
+	})
+}

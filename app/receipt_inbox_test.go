@@ -1,0 +1,327 @@
+package app_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/meta"
+	"github.com/heraldhq/herald/db"
+)
+
+// applyInbox applies the inbox until it is empty, as the receipt applier
+// does when woken.
+func (b *pipelineBundle) applyInbox(t *testing.T) {
+	t.Helper()
+	for {
+		n, err := b.svc.Receipts.ApplyInbox(b.ctx, 0)
+		require.NoError(t, err)
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// accept stores receipts in the inbox as a webhook does.
+func (b *pipelineBundle) accept(t *testing.T, via app.Via, rs ...provider.Receipt) {
+	t.Helper()
+	in := make([]app.InboxReceipt, len(rs))
+	for i, r := range rs {
+		in[i] = app.InboxReceipt{Via: via, Receipt: r}
+	}
+	require.NoError(t, b.svc.Receipts.Accept(b.ctx, in...))
+}
+
+func TestReceipts_ApplyInbox(t *testing.T) {
+	t.Parallel()
+
+	t.Run("MixedBatchAcrossTenants", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		acme, globex := b.tenant(t, "acme"), b.tenant(t, "globex")
+		ma, mg := b.sentViaMeta(t, acme, "BK-1"), b.sentViaMeta(t, globex, "BK-2")
+		deliveredAt, readAt := testStart.Add(time.Minute), testStart.Add(time.Hour)
+		read := receipt(ma, provider.StatusRead, readAt)
+		// Read arrives before delivered, and twice; Globex's webhook names
+		// Acme's message; one names a message nobody sent yet.
+		b.accept(t, b.via(t, acme), read, receipt(ma, provider.StatusDelivered, deliveredAt), read,
+			provider.Receipt{Provider: meta.Name, ExternalID: "wamid.nobody", Status: provider.StatusDelivered})
+		b.accept(t, b.via(t, globex), receipt(ma, provider.StatusFailed, deliveredAt), receipt(mg, provider.StatusDelivered, deliveredAt))
+		require.Equal(t, 6, b.count(t, `SELECT count(*) FROM receipt_inbox`))
+		require.Equal(t, app.MessageSent, b.message(t, acme.ID, ma.ID).Status, "stored, not applied yet")
+
+		n, err := b.svc.Receipts.ApplyInbox(b.ctx, 0)
+		require.NoError(t, err)
+		require.Equal(t, 6, n)
+		require.Zero(t, b.count(t, `SELECT count(*) FROM receipt_inbox`), "applied receipts leave the inbox in the same transaction")
+
+		got := b.message(t, acme.ID, ma.ID)
+		require.Equal(t, app.MessageRead, got.Status)
+		require.True(t, got.DeliveredAt.Equal(deliveredAt), "delivered at the delivered receipt's time")
+		require.True(t, got.ReadAt.Equal(readAt))
+		tl := b.timeline(t, acme.ID, ma.ID)
+		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageDelivered, app.MessageRead}, statuses(tl),
+			"applied in the order of the receipts' own times")
+		require.Len(t, fromSource(tl, app.SourceWebhook), 2, "the replayed read is a no-op")
+		require.Equal(t, app.MessageDelivered, b.message(t, globex.ID, mg.ID).Status)
+
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE outcome = 'foreign' AND tenant_id = $1 AND message_id IS NULL`, globex.ID),
+			"Globex's receipt naming Acme's message is kept as foreign and changes nothing")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE outcome = 'pending' AND external_id = 'wamid.nobody' AND tenant_id = $1`, acme.ID))
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE outcome = 'matched' AND message_id = $1`, ma.ID))
+		receipts := b.count(t, `SELECT count(*) FROM webhook_receipts`)
+
+		// The provider posts everything again: nothing changes.
+		b.accept(t, b.via(t, acme), read, receipt(ma, provider.StatusDelivered, deliveredAt),
+			provider.Receipt{Provider: meta.Name, ExternalID: "wamid.nobody", Status: provider.StatusDelivered})
+		b.accept(t, b.via(t, globex), receipt(ma, provider.StatusFailed, deliveredAt), receipt(mg, provider.StatusDelivered, deliveredAt))
+		b.applyInbox(t)
+		require.Equal(t, receipts, b.count(t, `SELECT count(*) FROM webhook_receipts`))
+		require.Len(t, fromSource(b.timeline(t, acme.ID, ma.ID), app.SourceWebhook), 2)
+		require.Len(t, fromSource(b.timeline(t, globex.ID, mg.ID), app.SourceWebhook), 1)
+	})
+
+	t.Run("LateDeliveredAfterRead", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+		readAt := testStart.Add(time.Hour)
+		b.accept(t, b.via(t, tn), receipt(m, provider.StatusRead, readAt))
+		b.applyInbox(t)
+		require.True(t, b.message(t, tn.ID, m.ID).DeliveredAt.Equal(readAt), "the read stands in for the delivery")
+
+		// The delivered that comes after the read keeps its own time and
+		// moves nothing.
+		late := testStart.Add(time.Minute)
+		b.accept(t, b.via(t, tn), receipt(m, provider.StatusDelivered, late))
+		b.applyInbox(t)
+		got := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageRead, got.Status)
+		require.True(t, got.DeliveredAt.Equal(late))
+		hooks := fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook)
+		require.Len(t, hooks, 2)
+		require.Nil(t, hooks[1].ToStatus)
+		require.Equal(t, "no status change: read does not move to delivered", hooks[1].Detail["note"])
+	})
+
+	t.Run("ReceiptBeforeSendAppliedAtSend", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		early := func(status string, at time.Time) provider.Receipt {
+			return provider.Receipt{Provider: meta.Name, ExternalID: fakeWamid(1), ReceiptID: fakeWamid(1) + ":" + status,
+				Status: status, At: at, AccountRef: metaPhoneNumberID}
+		}
+		delivered := early(provider.StatusDelivered, testStart.Add(2*time.Second))
+		b.accept(t, b.via(t, tn), delivered, early(provider.StatusSent, testStart.Add(time.Second)))
+		b.applyInbox(t)
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE outcome = 'pending' AND external_id = $1`, fakeWamid(1)))
+
+		b.sendOK(t, m)
+		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status, "the send applies what came before it")
+		b.accept(t, b.via(t, tn), delivered)
+		b.applyInbox(t)
+		require.Len(t, fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook), 2, "a replay after the send is a no-op")
+	})
+
+	t.Run("FailureFallsBackOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		wa := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS")))
+		failed := receipt(wa, provider.StatusFailed, testStart.Add(time.Minute))
+		failed.Code, failed.Reason = "131026", "Message undeliverable"
+		// Delivered, the failure, its replay in the same batch and another
+		// in the next.
+		b.accept(t, b.via(t, tn), receipt(wa, provider.StatusDelivered, testStart.Add(time.Second)), failed, failed)
+		b.applyInbox(t)
+		b.accept(t, b.via(t, tn), failed)
+		b.applyInbox(t)
+
+		got := b.message(t, tn.ID, wa.ID)
+		require.Equal(t, app.MessageFailed, got.Status)
+		require.Equal(t, app.ReasonFallbackTriggered+"SMS", *got.FailedReason)
+		fallbackOf(t, b, tn, got)
+		require.Len(t, b.messagesOf(t, tn.ID, *wa.EventID), 2, "one fallback message")
+		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageDelivered, app.MessageFailed}, statuses(b.timeline(t, tn.ID, wa.ID)))
+	})
+
+	t.Run("ConcurrentAppliers", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		const n = 24
+		var ms []*app.Message
+		for i := range n {
+			ms = append(ms, b.sentViaMeta(t, tn, "BK-"+string(rune('A'+i))))
+		}
+		via := b.via(t, tn)
+		// Every message's delivered and read, each posted twice, in many
+		// small posts.
+		for round := range 2 {
+			for _, m := range ms {
+				b.accept(t, via, receipt(m, provider.StatusDelivered, testStart.Add(time.Minute)))
+				b.accept(t, via, receipt(m, provider.StatusRead, testStart.Add(time.Duration(round+2)*time.Minute)))
+			}
+		}
+		var claimed atomic.Int64
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					k, err := b.svc.Receipts.ApplyInbox(b.ctx, 7)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if k == 0 {
+						return
+					}
+					claimed.Add(int64(k))
+				}
+			}()
+		}
+		wg.Wait()
+		require.EqualValues(t, 4*n, claimed.Load(), "every receipt was taken by exactly one applier")
+		require.Zero(t, b.count(t, `SELECT count(*) FROM receipt_inbox`))
+		for _, m := range ms {
+			require.Equal(t, app.MessageRead, b.message(t, tn.ID, m.ID).Status)
+			require.Len(t, fromSource(b.timeline(t, tn.ID, m.ID), app.SourceWebhook), 3,
+				"delivered, read, and the second read (another timestamp, another receipt id) recorded once each")
+		}
+	})
+
+	t.Run("UnreadableRowSetAside", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+		require.NoError(t, b.svc.Store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(b.ctx, `INSERT INTO receipt_inbox (provider, receipt) VALUES ('meta', '{"ExternalID": 42}')`)
+			return err
+		}))
+		b.accept(t, b.via(t, tn), receipt(m, provider.StatusDelivered, testStart.Add(time.Minute)))
+		b.applyInbox(t)
+		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status, "one unreadable row holds up nothing")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM receipt_inbox WHERE last_error LIKE '%cannot unmarshal%' AND available_at > now() + interval '1 year'`),
+			"it stays, set aside, with its error")
+	})
+
+	t.Run("AcceptRefusesUnknownStatus", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-1")
+		err := b.svc.Receipts.Accept(b.ctx,
+			app.InboxReceipt{Via: b.via(t, tn), Receipt: receipt(m, provider.StatusDelivered, testStart)},
+			app.InboxReceipt{Via: b.via(t, tn), Receipt: receipt(m, "teleported", testStart)})
+		require.Equal(t, app.EINVALID, app.ErrorCode(err))
+		require.Zero(t, b.count(t, `SELECT count(*) FROM receipt_inbox`), "none of the post is stored")
+	})
+}
+
+// statementCounter counts the statements and commits a pgx pool runs.
+type statementCounter struct {
+	statements, commits atomic.Int64
+}
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+	c.statements.Add(1)
+	if strings.EqualFold(strings.TrimSpace(data.SQL), "commit") {
+		c.commits.Add(1)
+	}
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *statementCounter) reset() (statements, commits int64) {
+	return c.statements.Swap(0), c.commits.Swap(0)
+}
+
+// TestReceipts_StatementsPerReceipt counts what a delivered and a read
+// receipt cost the database, one at a time (Apply) and through the inbox
+// (Accept in groups, as the sandbox's and a busy provider's posts arrive,
+// then ApplyInbox).
+func TestReceipts_StatementsPerReceipt(t *testing.T) {
+	t.Parallel()
+	b := setupPipeline(t, nil)
+	tn := b.tenant(t, "acme")
+	const n = 40
+	var ms []*app.Message
+	for i := range n {
+		ms = append(ms, b.sentViaMeta(t, tn, "BK-"+string(rune('A'+i))))
+	}
+	via := b.via(t, tn)
+
+	counter := &statementCounter{}
+	cfg, err := pgxpool.ParseConfig(b.cfg.DatabaseURL)
+	require.NoError(t, err)
+	cfg.ConnConfig.Tracer, cfg.MaxConns = counter, 2
+	pool, err := pgxpool.NewWithConfig(b.ctx, cfg)
+	require.NoError(t, err)
+	d := db.New(pool)
+	t.Cleanup(d.Close)
+	counted := *b.svc.Receipts
+	counted.Store, counted.Inbox = db.Scope[app.ReceiptTx](d.Store()), d.Store()
+
+	// One at a time: the first half of the messages.
+	counter.reset()
+	for _, m := range ms[:n/2] {
+		for _, status := range []string{provider.StatusDelivered, provider.StatusRead} {
+			_, err := counted.Apply(b.ctx, via, receipt(m, status, testStart.Add(time.Minute)))
+			require.NoError(t, err)
+		}
+	}
+	oneStatements, oneCommits := counter.reset()
+
+	// Through the inbox: the other half, accepted ten receipts a post.
+	var batch []app.InboxReceipt
+	for _, m := range ms[n/2:] {
+		for _, status := range []string{provider.StatusDelivered, provider.StatusRead} {
+			batch = append(batch, app.InboxReceipt{Via: via, Receipt: receipt(m, status, testStart.Add(time.Minute))})
+			if len(batch) == 10 {
+				require.NoError(t, counted.Accept(b.ctx, batch...))
+				batch = nil
+			}
+		}
+	}
+	// Accept runs in autocommit: each statement is its own commit.
+	acceptStatements, _ := counter.reset()
+	acceptCommits := acceptStatements
+	for {
+		k, err := counted.ApplyInbox(b.ctx, 0)
+		require.NoError(t, err)
+		if k == 0 {
+			break
+		}
+	}
+	applyStatements, applyCommits := counter.reset()
+	for _, m := range ms {
+		require.Equal(t, app.MessageRead, b.message(t, tn.ID, m.ID).Status)
+	}
+
+	receipts := float64(n) // n/2 messages, two receipts each
+	t.Logf("one at a time: %.2f statements, %.2f commits per receipt", float64(oneStatements)/receipts, float64(oneCommits)/receipts)
+	t.Logf("inbox: accept %.2f statements, %.2f commits; apply %.2f statements, %.2f commits per receipt",
+		float64(acceptStatements)/receipts, float64(acceptCommits)/receipts, float64(applyStatements)/receipts, float64(applyCommits)/receipts)
+	require.EqualValues(t, n, oneCommits, "Apply commits once per receipt")
+	require.EqualValues(t, 4, acceptCommits, "one insert per post, in autocommit")
+	require.Less(t, applyStatements, int64(15), "a batch is a handful of statements, whatever its size")
+	require.LessOrEqual(t, applyCommits, int64(2), "one commit per batch (and one for the empty look at the end)")
+}
