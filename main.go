@@ -373,8 +373,12 @@ func runBench(ctx context.Context, c cli, args []string) error {
 	fs.DurationVar(&bc.RateDuration, "duration", 15*time.Second, "length of the latency phase")
 	fs.BoolVar(&bc.Keep, "keep", false, "keep the benchmark database and logs")
 	fs.StringVar(&bc.ProfileDir, "profile", "", "directory for CPU profiles of the web and worker processes")
+	fs.IntVar(&bc.Messages, "messages", 10000000, "messages in one tenant for the pages phase (0 skips it)")
 	if err := fs.parse(args); err != nil {
 		return err
+	}
+	if bc.Messages < 0 {
+		return usagef("bench: --messages must be 0 or more")
 	}
 	if bc.Tenants < 1 || bc.Concurrency < 1 || bc.Requests < 1 || bc.Rate < 1 || bc.RateDuration <= 0 {
 		return usagef("bench: counts, rate and duration must be positive")

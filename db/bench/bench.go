@@ -55,6 +55,8 @@ type Config struct {
 	// intake and of the worker during the end-to-end phase.
 	ProfileDir string
 	Out        io.Writer
+	// Messages is how many messages the pages phase gives one tenant; 0 skips it.
+	Messages int
 }
 
 // Result holds the figures the run measured.
@@ -68,6 +70,8 @@ type Result struct {
 	WorkerPeakRSSMB             float64
 	RiverNoopJPS, InsertTxPS    float64
 	IntakeErrors, LatencyErrors int64
+	PagesMaxMS                  float64
+	IntakeP99At10M              time.Duration
 }
 
 // Run runs the whole benchmark and prints a report.
@@ -86,6 +90,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{"intake (workers stopped)", b.intake},
 		{"end to end (workers drain the intake backlog)", b.endToEnd},
 		{"latency at a fixed rate", b.latency},
+		{"pages at many messages (explorer, booking panel, dashboard, API)", b.pages},
 	}
 	for _, s := range steps {
 		b.logf("== %s", s.name)
