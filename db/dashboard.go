@@ -32,33 +32,43 @@ func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []tim
 			rolled = false
 		}
 	}
-	if err := t.customPlans(ctx); err != nil {
-		return nil, err
+	// The span the counts cover, clipped to the period; lo == hi when they
+	// cover none of it. It is read first so that the count below has plain
+	// bounds to walk the tenant's created_at index with.
+	lo, hi := to, to
+	if rolled {
+		var mark struct {
+			Lo time.Time `db:"lo"`
+			Hi time.Time `db:"hi"`
+		}
+		err := t.tx.GetContext(ctx, &mark, `
+			SELECT greatest(since, $2) AS lo, least(through, $3) AS hi
+			FROM message_count_marks WHERE tenant_id = $1`, tenantID, bounds[0], to)
+		switch {
+		case isNoRows(err):
+		case err != nil:
+			return nil, mapErr(err)
+		case mark.Lo.Before(mark.Hi):
+			lo, hi = mark.Lo, mark.Hi
+		}
 	}
 	var out []console.MessageCount
 	err := t.tx.SelectContext(ctx, &out, `
-		WITH span AS (
-			-- The part of [$3, $4) the counts cover; empty when none.
-			SELECT greatest(since, $3::timestamptz) AS lo, least(through, $4::timestamptz) AS hi
-			FROM message_count_marks WHERE tenant_id = $1 AND $5
-			UNION ALL SELECT $4::timestamptz, $4::timestamptz
-			ORDER BY 1 LIMIT 1
-		), counted AS (
-			SELECT c.bucket AS at, c.channel, c.status, c.count
-			FROM message_counts c, span
-			WHERE c.tenant_id = $1 AND c.bucket >= span.lo AND c.bucket < span.hi
-			UNION ALL
-			SELECT created_at, channel, status, 1
-			FROM messages, span
-			WHERE tenant_id = $1 AND created_at >= $3 AND created_at < least(span.lo, $4)
-			UNION ALL
-			SELECT created_at, channel, status, 1
-			FROM messages, span
-			WHERE tenant_id = $1 AND created_at >= greatest(span.hi, $3) AND created_at < $4
-		)
 		SELECT width_bucket(at, $2::timestamptz[]) AS bucket, channel, status, sum(count)::bigint AS count
-		FROM counted
-		GROUP BY 1, 2, 3`, tenantID, bounds, bounds[0], to, rolled)
+		FROM (
+			SELECT bucket AS at, channel, status, count
+			FROM message_counts
+			WHERE tenant_id = $1 AND bucket >= $5 AND bucket < $6
+			UNION ALL
+			SELECT created_at, channel, status, 1
+			FROM messages
+			WHERE tenant_id = $1 AND created_at >= $3 AND created_at < $5
+			UNION ALL
+			SELECT created_at, channel, status, 1
+			FROM messages
+			WHERE tenant_id = $1 AND created_at >= $6 AND created_at < $4
+		) counted
+		GROUP BY 1, 2, 3`, tenantID, bounds, bounds[0], to, lo, hi)
 	return out, mapErr(err)
 }
 

@@ -476,12 +476,19 @@ func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f console
 	if err := t.customPlans(ctx); err != nil {
 		return nil, err
 	}
+	// The page's ids first, then its rows: filters on status, channel and
+	// event together are checked in the index (each carries the others'
+	// columns), so a combination that matches few rows reads no rows it
+	// rejects.
 	ms := []*app.Message{}
 	err := t.tx.SelectContext(ctx, &ms, `
 		SELECT `+messageColumns+` FROM messages
-		WHERE `+strings.Join(where, " AND ")+`
-		ORDER BY `+order+`
-		LIMIT $`+fmt.Sprint(len(args)), args...)
+		WHERE tenant_id = $1 AND id IN (
+			SELECT id FROM messages
+			WHERE `+strings.Join(where, " AND ")+`
+			ORDER BY `+order+`
+			LIMIT $`+fmt.Sprint(len(args))+`)
+		ORDER BY `+order, args...)
 	return ms, mapErr(err)
 }
 

@@ -19,9 +19,9 @@
 -- +goose Up
 DROP INDEX messages_tenant_created_idx;
 CREATE INDEX messages_tenant_created_idx ON messages (tenant_id, created_at DESC, id DESC);
-CREATE INDEX messages_status_created_idx ON messages (tenant_id, status, created_at DESC, id DESC);
-CREATE INDEX messages_channel_created_idx ON messages (tenant_id, channel, created_at DESC, id DESC);
-CREATE INDEX messages_trigger_created_idx ON messages (tenant_id, trigger_event, created_at DESC, id DESC);
+CREATE INDEX messages_status_created_idx ON messages (tenant_id, status, created_at DESC, id DESC) INCLUDE (channel, trigger_event);
+CREATE INDEX messages_channel_created_idx ON messages (tenant_id, channel, created_at DESC, id DESC) INCLUDE (status, trigger_event);
+CREATE INDEX messages_trigger_created_idx ON messages (tenant_id, trigger_event, created_at DESC, id DESC) INCLUDE (status, channel);
 DROP INDEX messages_failed_idx;
 DROP INDEX messages_entity_idx;
 CREATE INDEX messages_entity_idx ON messages (tenant_id, entity_type, entity_id, created_at DESC, id DESC);
