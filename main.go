@@ -383,11 +383,15 @@ func runBench(ctx context.Context, c cli, args []string) error {
 	fs.BoolVar(&bc.Keep, "keep", false, "keep the benchmark database and logs")
 	fs.StringVar(&bc.ProfileDir, "profile", "", "directory for CPU profiles of the web and worker processes")
 	fs.IntVar(&bc.PruneMessages, "prune-messages", bc.PruneMessages, "old messages retention prunes while intake runs (0 skips the phase)")
+	fs.IntVar(&bc.Messages, "messages", bc.Messages, "messages in one tenant for the pages phase (0 skips it)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	if err := bc.Check(); err != nil {
 		return usagef("bench: %v", err)
+	}
+	if bc.Messages < 0 {
+		return usagef("bench: --messages must be 0 or more")
 	}
 	if bc.PruneMessages < 0 {
 		return usagef("bench: --prune-messages must not be negative")

@@ -14,17 +14,85 @@ import (
 // the caller, computed in the tenant's timezone, so that days and hours are
 // the tenant's without relying on the server's zone database; width_bucket
 // numbers each row's bucket from 1.
+//
+// Counts come from message_counts (quarters of an hour, kept by
+// RollUpMessageCounts) where its mark says they are complete, and from the
+// messages themselves before and after that span: the last few minutes,
+// or everything when nothing was rolled up yet. A status change since the
+// last recount of its quarter shows at the next one (see
+// app.Maintenance.RollUpCounts). Bounds that do not fall on quarters
+// (no timezone has such hours today) are counted live throughout.
 func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []time.Time, to time.Time) ([]console.MessageCount, error) {
 	if len(bounds) == 0 {
 		return nil, nil
 	}
+	rolled := true
+	for _, b := range bounds {
+		if b.Unix()%int64(rollupQuarter/time.Second) != 0 || b.Nanosecond() != 0 {
+			rolled = false
+		}
+	}
+	// The span the counts cover, clipped to the period; lo == hi when they
+	// cover none of it. It is read first so that the count below has plain
+	// bounds to walk the tenant's created_at index with.
+	lo, hi := to, to
+	if rolled {
+		var mark struct {
+			Lo time.Time `db:"lo"`
+			Hi time.Time `db:"hi"`
+		}
+		err := t.tx.GetContext(ctx, &mark, `
+			SELECT greatest(since, $2) AS lo, least(through, $3) AS hi
+			FROM message_count_marks WHERE tenant_id = $1`, tenantID, bounds[0], to)
+		switch {
+		case isNoRows(err):
+		case err != nil:
+			return nil, mapErr(err)
+		case mark.Lo.Before(mark.Hi):
+			lo, hi = mark.Lo, mark.Hi
+		}
+	}
 	var out []console.MessageCount
 	err := t.tx.SelectContext(ctx, &out, `
-		SELECT width_bucket(created_at, $2::timestamptz[]) AS bucket, channel, status, count(*) AS count
-		FROM messages
-		WHERE tenant_id = $1 AND created_at >= $3 AND created_at < $4
-		GROUP BY 1, 2, 3`, tenantID, bounds, bounds[0], to)
+		SELECT width_bucket(at, $2::timestamptz[]) AS bucket, channel, status, sum(count)::bigint AS count
+		FROM (
+			SELECT bucket AS at, channel, status, count
+			FROM message_counts
+			WHERE tenant_id = $1 AND bucket >= $5 AND bucket < $6
+			UNION ALL
+			SELECT created_at, channel, status, 1
+			FROM messages
+			WHERE tenant_id = $1 AND created_at >= $3 AND created_at < $5
+			UNION ALL
+			SELECT created_at, channel, status, 1
+			FROM messages
+			WHERE tenant_id = $1 AND created_at >= $6 AND created_at < $4
+		) counted
+		GROUP BY 1, 2, 3`, tenantID, bounds, bounds[0], to, lo, hi)
 	return out, mapErr(err)
+}
+
+// rollupQuarter is the width of message_counts' buckets.
+const rollupQuarter = 15 * time.Minute
+
+// RollUpMessageCounts serves app.MaintenanceTx: the tenant's messages
+// created in [from, through) counted again into message_counts; full says
+// the span is the whole window the dashboard shows.
+func (t *Tx) RollUpMessageCounts(ctx context.Context, tenantID uuid.UUID, from, through time.Time, full bool, now time.Time) (int, error) {
+	var n int
+	err := t.tx.GetContext(ctx, &n, `SELECT message_counts_roll_up($1, $2, $3, $4, $5)`, tenantID, from, through, full, now)
+	return n, mapErr(err)
+}
+
+// MessageCountMark serves app.MaintenanceTx: when the tenant's counts were
+// last recounted in full, and up to when they reach; zero times when never.
+func (t *Tx) MessageCountMark(ctx context.Context, tenantID uuid.UUID) (fullAt, through time.Time, err error) {
+	err = t.tx.QueryRowxContext(ctx, `
+		SELECT full_at, through FROM message_count_marks WHERE tenant_id = $1`, tenantID).Scan(&fullAt, &through)
+	if isNoRows(err) {
+		return time.Time{}, time.Time{}, nil
+	}
+	return fullAt, through, mapErr(err)
 }
 
 // StaleMessages serves console.DashboardTx. A receipt clears stale_at, so a

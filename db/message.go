@@ -423,13 +423,24 @@ func uuidArray(ids []uuid.UUID) app.StringList {
 	return out
 }
 
-// ExplorerMessages serves console.MessageTx.
+// ExplorerMessages serves console.MessageTx. It pages by keyset, newest
+// first: a page after a cursor holds the rows below it in (created_at, id),
+// a page before one the rows above it, read oldest first (the caller turns
+// them round). Every filter has an index that starts with the tenant and
+// the filtered column and ends in that order (migration message_pages), so
+// a page reads about as many index entries as it shows, however deep it
+// is; the plan is made for the values at hand (plan_cache_mode), so that
+// Postgres weighs how rare a status or channel is.
 func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f console.MessageFilter, page console.PageRequest) ([]*app.Message, error) {
 	where := []string{"tenant_id = $1"}
 	args := []any{tenantID}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, strings.ReplaceAll(cond, "?", fmt.Sprintf("$%d", len(args))))
+	// add appends a condition whose ? placeholders take vs in order.
+	add := func(cond string, vs ...any) {
+		for _, v := range vs {
+			args = append(args, v)
+			cond = strings.Replace(cond, "?", fmt.Sprintf("$%d", len(args)), 1)
+		}
+		where = append(where, cond)
 	}
 	if f.Status != "" {
 		add("status = ?", f.Status)
@@ -455,14 +466,46 @@ func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f console
 	if f.Stale {
 		where = append(where, "status = 'SENT'", "stale_at IS NOT NULL")
 	}
-	args = append(args, page.Limit, page.Offset)
+	if f.EntityType != "" {
+		add("entity_type = ? AND entity_id = ?", f.EntityType, f.EntityID)
+	}
+	order := "created_at DESC, id DESC"
+	if c := page.Cursor; c != nil {
+		if c.Before {
+			add("(created_at, id) > (?, ?)", c.CreatedAt, c.ID)
+			order = "created_at, id"
+		} else {
+			add("(created_at, id) < (?, ?)", c.CreatedAt, c.ID)
+		}
+	}
+	args = append(args, page.Limit)
+	if err := t.customPlans(ctx); err != nil {
+		return nil, err
+	}
+	// The page's ids first, then its rows: filters on status, channel and
+	// event together are checked in the index (each carries the others'
+	// columns), so a combination that matches few rows reads no rows it
+	// rejects.
 	ms := []*app.Message{}
 	err := t.tx.SelectContext(ctx, &ms, `
 		SELECT `+messageColumns+` FROM messages
-		WHERE `+strings.Join(where, " AND ")+`
-		ORDER BY created_at DESC, id DESC
-		LIMIT $`+fmt.Sprint(len(args)-1)+` OFFSET $`+fmt.Sprint(len(args)), args...)
+		WHERE tenant_id = $1 AND id IN (
+			SELECT id FROM messages
+			WHERE `+strings.Join(where, " AND ")+`
+			ORDER BY `+order+`
+			LIMIT $`+fmt.Sprint(len(args))+`)
+		ORDER BY `+order, args...)
 	return ms, mapErr(err)
+}
+
+// customPlans makes the rest of the transaction plan each statement for its
+// own values. Transactions plan generically (see beginScoped), which suits
+// the short lookups of the send path; the console's lists filter on columns
+// whose values differ in frequency by orders of magnitude, and only a plan
+// that sees the value can tell a rare status from a common one.
+func (t *Tx) customPlans(ctx context.Context) error {
+	_, err := t.tx.ExecContext(ctx, `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`)
+	return mapErr(err)
 }
 
 // PanelEvents serves console.MessageTx.

@@ -24,6 +24,9 @@ type Deps struct {
 	// Callbacks posts status callbacks; nil leaves their worker
 	// unregistered.
 	Callbacks *app.Callbacks
+	// Rollups keeps the dashboard's message counts; nil skips the recount
+	// (the dashboard then counts live).
+	Rollups *app.Rollups
 }
 
 // Workers registers every worker Herald runs.
@@ -38,6 +41,7 @@ func Workers(d Deps) *river.Workers {
 	if d.Callbacks != nil {
 		river.AddWorker(w, &CallbackWorker{Callbacks: d.Callbacks})
 	}
+	river.AddWorker(w, &RollupWorker{Rollups: d.Rollups})
 	if d.MetaTemplates != nil {
 		river.AddWorker(w, &MetaTemplateSyncWorker{MetaTemplates: d.MetaTemplates})
 	}
@@ -60,6 +64,9 @@ func PeriodicJobs() []*river.PeriodicJob {
 		river.NewPeriodicJob(river.PeriodicInterval(24*time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return RetentionArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "retention", RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(time.Minute),
+			func() (river.JobArgs, *river.InsertOpts) { return RollupArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "message_counts", RunOnStart: true}),
 		// Meta's webhook reports reviews as they happen; the hourly list
 		// catches what it missed and templates changed in WhatsApp Manager.
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),

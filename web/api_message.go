@@ -5,18 +5,25 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
 )
 
 // handleAPIMessageList lists the messages about one booking, trip or
-// invoice: ?booking_id=, ?trip_id= or ?invoice_id=.
+// invoice, newest first: ?booking_id=, ?trip_id= or ?invoice_id=; ?limit=
+// and ?cursor= (the previous page's next_cursor) page by keyset.
 func (s *Server) handleAPIMessageList(c *fiber.Ctx) error {
 	for _, kind := range []string{app.EntityBooking, app.EntityTrip, app.EntityInvoice} {
 		if id := c.Query(kind + "_id"); id != "" {
-			ms, err := s.Messages.ByEntity(c.UserContext(), apiKeyOf(c).TenantID, kind, id)
+			req, err := apiCursorPageOf(c)
 			if err != nil {
 				return err
 			}
-			return c.JSON(fiber.Map{"messages": ms})
+			f := console.MessageFilter{EntityType: kind, EntityID: id}
+			ms, more, err := s.MessageConsole.List(c.UserContext(), apiKeyOf(c).TenantID, f, req)
+			if err != nil {
+				return err
+			}
+			return c.JSON(fiber.Map{"messages": ms, "page": messagePageInfo(ms, more)})
 		}
 	}
 	return app.Invalid("missing_filter", "booking_id", "Name a booking_id, trip_id or invoice_id.")

@@ -40,10 +40,44 @@ func apiPageOf(c *fiber.Ctx) (console.PageRequest, error) {
 	return console.PageRequest{Limit: limit + 1, Offset: offset}, nil
 }
 
+// apiCursorPageOf reads the ?limit= and ?cursor= of a list that pages by
+// keyset (the cursor comes from the previous page's next_cursor). Like
+// apiPageOf it asks for one row more than the limit.
+func apiCursorPageOf(c *fiber.Ctx) (console.PageRequest, error) {
+	if c.Query("offset") != "" {
+		return console.PageRequest{}, app.Invalid("invalid_offset", "offset", "This list pages by cursor: pass the previous answer's page.next_cursor as cursor.")
+	}
+	req, err := apiPageOf(c)
+	if err != nil {
+		return req, err
+	}
+	if v := c.Query("cursor"); v != "" {
+		cur, err := console.ParseCursor("cursor", v)
+		if err != nil || cur.Before {
+			return console.PageRequest{}, app.Invalid("invalid_cursor", "cursor", "cursor is not a next_cursor this list handed out; start again without it.")
+		}
+		req.Cursor = cur
+	}
+	return req, nil
+}
+
 // apiPage is the paging part of a list answer.
 type apiPage struct {
-	HasMore    bool `json:"has_more"`
-	NextOffset *int `json:"next_offset,omitempty"`
+	HasMore    bool    `json:"has_more"`
+	NextOffset *int    `json:"next_offset,omitempty"`
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// messagePageInfo says whether more messages follow the shown ones and,
+// when they do, the cursor of the next page.
+func messagePageInfo(ms []*app.Message, more bool) apiPage {
+	p := apiPage{HasMore: more}
+	if more && len(ms) > 0 {
+		last := ms[len(ms)-1]
+		next := console.After(last.CreatedAt, last.ID).String()
+		p.NextCursor = &next
+	}
+	return p
 }
 
 // pageInfo says whether more rows follow the shown ones.

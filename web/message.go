@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -125,7 +126,10 @@ func (s *Server) handleBookingResend(c *fiber.Ctx) error {
 	return c.Redirect(bookingPath(c, kind, id)+"#messages", fiber.StatusSeeOther)
 }
 
-// handleMessageList is the messages explorer.
+// handleMessageList is the messages explorer. It pages by keyset:
+// ?cursor= (from the page's own links) names the row the page starts next
+// to, so a deep page costs what the first does and rows arriving between
+// two pages neither repeat nor vanish.
 func (s *Server) handleMessageList(c *fiber.Ctx) error {
 	p := s.page(c, "Messages")
 	in := console.MessageFilterInput{
@@ -133,15 +137,66 @@ func (s *Server) handleMessageList(c *fiber.Ctx) error {
 		From: c.Query("from"), To: c.Query("to"), Address: c.Query("address"), Stale: c.Query("stale"),
 	}
 	filter, errs := console.ParseMessageFilter(in, p.Location)
-	page, req := pageOf(c)
+	req := console.PageRequest{Limit: PerPage + 1}
+	if v := c.Query("cursor"); v != "" {
+		cur, err := console.ParseCursor("cursor", v)
+		if err != nil {
+			errs["cursor"] = "That page link is not valid any more; showing the newest messages."
+		}
+		req.Cursor = cur
+	}
 	ms, more, err := s.MessageConsole.List(c.UserContext(), tenantOf(c).ID, filter, req)
 	if err != nil {
 		return err
 	}
 	return s.render(c, views.MessageListPage(p, views.MessageListView{
-		Base: tenantPath(c, ""), Messages: ms, Pager: pagerOf(c, page, len(ms), more),
+		Base: tenantPath(c, ""), Messages: ms, Pager: keysetPagerOf(c, req.Cursor, ms, more),
 		Input: in, Errs: errs, Filtered: filter != (console.MessageFilter{}),
 	}))
+}
+
+// keysetPagerOf links the pages next to a keyset page of messages, keeping
+// the list's filters: "older" starts after the last row shown, "newer" ends
+// before the first. ?page= only numbers the pages for people; the cursor
+// says where a page starts.
+func keysetPagerOf(c *fiber.Ctx, cur *console.Cursor, ms []*app.Message, more bool) views.Pager {
+	n, err := strconv.Atoi(c.Query("page"))
+	if err != nil || n < 1 || cur == nil {
+		n = 1
+	}
+	link := func(next *console.Cursor, page int) string {
+		q, _ := url.ParseQuery(string(c.Request().URI().QueryString()))
+		q.Del("cursor")
+		q.Del("page")
+		if next != nil {
+			q.Set("cursor", next.String())
+			q.Set("page", strconv.Itoa(max(page, 1)))
+		}
+		if enc := q.Encode(); enc != "" {
+			return c.Path() + "?" + enc
+		}
+		return c.Path()
+	}
+	pg := views.Pager{Page: n, Shown: len(ms)}
+	if len(ms) == 0 {
+		if cur != nil {
+			pg.PrevHref = link(nil, 1)
+		}
+		return pg
+	}
+	first, last := ms[0], ms[len(ms)-1]
+	backward := cur != nil && cur.Before
+	if backward && !more {
+		// Nothing is newer than this page: it is the first one.
+		pg.Page = 1
+	}
+	if (cur != nil && !backward) || (backward && more) {
+		pg.PrevHref = link(console.BeforeRow(first.CreatedAt, first.ID), pg.Page-1)
+	}
+	if more || backward {
+		pg.NextHref = link(console.After(last.CreatedAt, last.ID), pg.Page+1)
+	}
+	return pg
 }
 
 // handleMessageShow shows one message with its content and timeline.

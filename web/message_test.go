@@ -315,7 +315,8 @@ func TestConsoleMessages_Explorer(t *testing.T) {
 		doc = s.page("/t/acme/messages?event=BOOKING_CONFIRMED")
 		require.Len(t, ids(doc), 25)
 		next, _ = doc.Find(`.pager a[rel=next]`).Attr("href")
-		require.Equal(t, "/t/acme/messages?event=BOOKING_CONFIRMED&page=2", next, "the filters stay on the next page")
+		require.Contains(t, next, "event=BOOKING_CONFIRMED", "the filters stay on the next page")
+		require.Contains(t, next, "page=2")
 		require.Len(t, ids(s.page(next)), 3)
 	})
 
@@ -394,7 +395,7 @@ func TestConsoleMessages_Explorer(t *testing.T) {
 		_, resp := s.get("/t/acme/messages?page=-3")
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		doc := s.page("/t/acme/messages?page=999")
-		require.Contains(t, text(doc.Find(".empty")), "No more messages")
+		require.Len(t, ids(doc), 25, "pages are reached by cursor; a page number alone is the first page")
 	})
 
 	t.Run("Empty", func(t *testing.T) {

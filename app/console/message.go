@@ -71,6 +71,9 @@ type MessageFilter struct {
 	Address string
 	// Stale keeps SENT messages that maintenance flagged stale.
 	Stale bool
+	// EntityType and EntityID keep the messages about one booking, trip
+	// or invoice (the API's message list; the console has its panel).
+	EntityType, EntityID string
 }
 
 // MessageFilterInput is the explorer's filter form as typed.
@@ -242,7 +245,8 @@ type MessageConsole struct {
 	Now      app.Clock
 }
 
-// List returns a page of the tenant's messages matching f, newest first.
+// List returns a page of the tenant's messages matching f, newest first:
+// the first page, or the page next to page.Cursor.
 func (s *MessageConsole) List(ctx context.Context, tenantID uuid.UUID, f MessageFilter, page PageRequest) ([]*app.Message, bool, error) {
 	var ms []*app.Message
 	err := s.Store.InTenant(ctx, tenantID, func(tx MessageTx) (err error) {
@@ -252,7 +256,7 @@ func (s *MessageConsole) List(ctx context.Context, tenantID uuid.UUID, f Message
 	if err != nil {
 		return nil, false, err
 	}
-	ms, more := Page(ms, page)
+	ms, more := KeysetPage(ms, page)
 	return ms, more, nil
 }
 

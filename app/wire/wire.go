@@ -53,6 +53,7 @@ type Services struct {
 	Messages    *app.Messages
 	Contacts    *app.Contacts
 	Maintenance *app.Maintenance
+	Rollups     *app.Rollups
 	Deadlines   *app.Deadlines
 	Audit       *app.Audit
 	Health      *app.Health
@@ -189,6 +190,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Contacts = &app.Contacts{Store: db.Scope[app.ContactsTx](store), Now: now}
 	s.Maintenance = &app.Maintenance{Store: db.Scope[app.MaintenanceTx](store), Queue: queue, Now: now, Log: log,
 		PendingHorizon: cfg.PendingReceiptHorizon, Metrics: metrics, Router: s.Router, Callbacks: s.Callbacks}
+	s.Rollups = &app.Rollups{Store: db.Scope[app.RollupTx](store), Now: now}
 	s.Deadlines = &app.Deadlines{Store: db.Scope[app.DeadlineTx](store), Now: now}
 	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log, Now: now}
 	s.Health = &app.Health{Probe: d, Now: now}
@@ -279,7 +281,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	workers := jobs.Workers(jobs.Deps{
 		Inline: inline,
 		Audit:  s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance,
-		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks,
+		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks, Rollups: s.Rollups,
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)
 	if err != nil {

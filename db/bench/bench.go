@@ -81,6 +81,9 @@ type Config struct {
 	// PruneMessages is how many old messages the retention phase seeds and
 	// has Herald prune while intake runs; 0 skips the phase.
 	PruneMessages int
+	// Messages is how many messages the pages phase gives one tenant; 0
+	// skips it.
+	Messages int
 }
 
 // Defaults returns the full run's settings, or with quick the small ones
@@ -96,7 +99,7 @@ func Defaults(quick bool) Config {
 	return Config{
 		Tenants: 4, Concurrency: 64, Requests: 20000, OpenDuration: 20 * time.Second,
 		Rate: 1000, RateDuration: 2 * time.Minute, Drain: time.Minute,
-		BaselineDuration: 10 * time.Second, RiverJobs: 100000, PruneMessages: 1000000,
+		BaselineDuration: 10 * time.Second, RiverJobs: 100000, PruneMessages: 1000000, Messages: 10000000,
 	}
 }
 
@@ -105,6 +108,8 @@ func (c Config) Check() error {
 	switch {
 	case c.Tenants < 1 || c.Concurrency < 1 || c.Requests < 1 || c.Rate < 1 || c.RiverJobs < 1:
 		return errors.New("counts and rate must be positive")
+	case c.Messages < 0 || c.PruneMessages < 0:
+		return errors.New("message counts must not be negative")
 	case c.RateDuration <= 0 || c.OpenDuration <= 0 || c.Drain <= 0 || c.BaselineDuration <= 0:
 		return errors.New("durations must be positive")
 	}
@@ -139,6 +144,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{"end to end (workers drain the intake backlog)", b.phaseEndToEnd},
 		{"latency at a sustained rate", b.phaseLatency},
 		{"intake while retention prunes old messages", b.retention},
+		{"pages at many messages (explorer, booking panel, dashboard, API)", b.pages},
 	}
 	for _, s := range steps {
 		load := loadAverage()
@@ -170,9 +176,26 @@ type bench struct {
 	mon *monitor
 	// rss samples the worker's memory once it runs.
 	rss *rssSampler
-	// pool is the retention phase's platform-scoped pool, open only while
-	// that phase runs.
+	// pool is the platform-scoped pool of the phases that seed and read
+	// many rows (retention, pages), opened by the first of them.
 	pool *pgxpool.Pool
+}
+
+// openPool opens b.pool unless it is open: a few platform-scoped
+// connections (the seeding phases read and write every tenant's rows) that
+// close when idle.
+func (b *bench) openPool(ctx context.Context) error {
+	if b.pool != nil {
+		return nil
+	}
+	pcfg, err := pgxpool.ParseConfig(b.dbURL)
+	if err != nil {
+		return err
+	}
+	pcfg.MaxConns, pcfg.MinConns, pcfg.MaxConnIdleTime = 4, 0, 2*time.Second
+	pcfg.ConnConfig.RuntimeParams["herald.scope"] = "platform"
+	b.pool, err = pgxpool.NewWithConfig(ctx, pcfg)
+	return err
 }
 
 func (b *bench) logf(format string, args ...any) {
@@ -489,6 +512,9 @@ func (b *bench) cleanup() {
 	}
 	if b.mon != nil {
 		b.mon.close()
+	}
+	if b.pool != nil {
+		b.pool.Close()
 	}
 	if !b.cfg.Keep && b.cfg.DatabaseURL != "" {
 		b.dropDatabase()

@@ -76,7 +76,7 @@ func TestBench_Quick(t *testing.T) {
 	require.NotEmpty(t, r.Backlog)
 	require.Positive(t, r.WorkerPeakRSSMB)
 	require.Positive(t, r.WorkerLastRSSMB)
-	require.Len(t, r.Loads, 7, "a load average for each phase (retention too, which the quick run skips)")
+	require.Len(t, r.Loads, 8, "a load average for each phase (retention and pages too, which the quick run skips)")
 
 	goals := report.String()[strings.Index(report.String(), "\nGoals\n"):]
 	for _, g := range Goals(r) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -45,21 +44,12 @@ func (b *bench) retention(ctx context.Context) error {
 		b.logf("   skipped (--prune-messages 0)")
 		return nil
 	}
-	pcfg, err := pgxpool.ParseConfig(b.dbURL)
-	if err != nil {
+	if err := b.openPool(ctx); err != nil {
 		return err
 	}
-	// It reads and seeds every tenant's rows, and closes its few
-	// connections when idle.
-	pcfg.MaxConns, pcfg.MinConns, pcfg.MaxConnIdleTime = 4, 0, 2*time.Second
-	pcfg.ConnConfig.RuntimeParams["herald.scope"] = "platform"
-	if b.pool, err = pgxpool.NewWithConfig(ctx, pcfg); err != nil {
-		return err
-	}
-	defer func() { b.pool.Close(); b.pool = nil }()
 	start := time.Now()
 	lastLog := start
-	err = db.BenchSeedOldMessages(ctx, b.pool, n, 100000, pruneAge, func(done int) {
+	err := db.BenchSeedOldMessages(ctx, b.pool, n, 100000, pruneAge, func(done int) {
 		if time.Since(lastLog) > 10*time.Second || done == n {
 			b.logf("   seeded %d old messages (%s)", done, time.Since(start).Round(time.Second))
 			lastLog = time.Now()
