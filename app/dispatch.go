@@ -61,9 +61,8 @@ type DispatchTx interface {
 	FallbackTx
 	ReceiptApplyTx
 	MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*DispatchState, error)
-	// RecordSent reports whether the message moved to SENT and, when it
-	// did, the endpoints subscribed to s.CallbackEvent.
-	RecordSent(ctx context.Context, s SentRecord) (moved bool, subscribers []uuid.UUID, err error)
+	// RecordSent records the send (see SentResult).
+	RecordSent(ctx context.Context, s SentRecord) (SentResult, error)
 	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
 	CountAttempt(ctx context.Context, tenantID, id uuid.UUID) error
@@ -348,7 +347,7 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 		}
 		// A message that left QUEUED meanwhile (cancelled) stays as it is;
 		// its job is done either way.
-		moved, subscribers, err := tx.RecordSent(ctx, SentRecord{
+		res, err := tx.RecordSent(ctx, SentRecord{
 			TenantID: m.TenantID, MessageID: m.ID, Provider: acct.Provider, ExternalID: externalID,
 			Attempt: attempt, At: now, Channel: m.Channel, UsageMonth: MonthOf(now),
 			Detail: map[string]any{
@@ -357,10 +356,10 @@ func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount,
 			CallbackEvent: CallbackMessageSent,
 			FinishJobID:   rec.finishJob,
 		})
-		if err != nil || !moved {
+		if err != nil || !res.Moved {
 			return err
 		}
-		if err := d.Callbacks.NotifyEndpoints(ctx, tx, m.TenantID, m.ID, CallbackMessageSent, CallbackNote{}, subscribers); err != nil || d.Receipts == nil {
+		if err := d.Callbacks.NotifyEndpoints(ctx, tx, m.TenantID, m.ID, CallbackMessageSent, CallbackNote{}, res.Subscribers); err != nil || d.Receipts == nil || !res.PendingReceipts {
 			return err
 		}
 		sent := *m

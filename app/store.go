@@ -62,6 +62,16 @@ type SentRecord struct {
 	FinishJobID int64
 }
 
+// SentResult is what recording a send found: whether the message moved to
+// SENT (it may have left QUEUED meanwhile), and, when it did, the endpoints
+// subscribed to the record's callback event and whether receipts of the
+// send arrived before it and wait, pending, to be applied with it.
+type SentResult struct {
+	Moved           bool
+	Subscribers     []uuid.UUID
+	PendingReceipts bool
+}
+
 // ReceiptRecord is a provider's receipt for a known message and what it
 // does to the message.
 type ReceiptRecord struct {

@@ -54,16 +54,18 @@ const usageShards = 256
 // spread over shards (see migrations 00003 and 00027) so that concurrent sends of a
 // tenant do not queue on one row. The marker of the provider call goes.
 // An inline send's dispatch job (s.FinishJobID) is finished in the same
-// statement, and the endpoints subscribed to s.CallbackEvent come back
-// with it, when the message moved.
-func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, []uuid.UUID, error) {
+// statement; the endpoints subscribed to s.CallbackEvent, and whether
+// receipts of the send wait pending (read after LockReceipts, so none can
+// be added unseen), come back with it.
+func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (app.SentResult, error) {
 	detail, err := json.Marshal(s.Detail)
 	if err != nil {
-		return false, nil, fmt.Errorf("encode timeline detail: %w", err)
+		return app.SentResult{}, fmt.Errorf("encode timeline detail: %w", err)
 	}
 	var row struct {
 		N           int            `db:"n"`
 		Subscribers app.StringList `db:"subscribers"`
+		Pending     bool           `db:"pending"`
 	}
 	err = t.tx.GetContext(ctx, &row, `
 		WITH before AS (
@@ -90,21 +92,22 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (bool, []uuid.UUI
 			CASE WHEN EXISTS (SELECT 1 FROM sent) THEN ARRAY(
 				SELECT id::text FROM callback_endpoints
 				WHERE tenant_id = $1 AND enabled AND $12 = ANY (event_types) ORDER BY id)
-			END AS subscribers`,
+			END AS subscribers,
+			EXISTS (SELECT 1 FROM webhook_receipts WHERE provider = $3 AND external_id = $4 AND outcome = 'pending') AS pending`,
 		s.TenantID, s.MessageID, s.Provider, s.ExternalID, s.Attempt, s.At,
 		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, rand.IntN(usageShards), s.CallbackEvent, s.FinishJobID)
 	if err != nil {
-		return false, nil, mapErr(err)
+		return app.SentResult{}, mapErr(err)
 	}
-	subscribers := make([]uuid.UUID, 0, len(row.Subscribers))
+	res := app.SentResult{Moved: row.N == 1, PendingReceipts: row.Pending, Subscribers: make([]uuid.UUID, 0, len(row.Subscribers))}
 	for _, id := range row.Subscribers {
 		u, err := uuid.Parse(id)
 		if err != nil {
-			return false, nil, err
+			return app.SentResult{}, err
 		}
-		subscribers = append(subscribers, u)
+		res.Subscribers = append(res.Subscribers, u)
 	}
-	return row.N == 1, subscribers, nil
+	return res, nil
 }
 
 // LockSend serves app.DispatchTx: it locks the message for the start of a
