@@ -12,12 +12,12 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/app/console"
 )
@@ -162,37 +162,63 @@ func (b *bench) pages(ctx context.Context) error {
 	return b.intakeAt(ctx, n)
 }
 
-// intakeAt runs a short intake burst on the filled database: intake p99
-// next to the empty database's, measured the same way.
+// intakeAt measures intake on the filled database exactly as the open-loop
+// phase did on the empty one: the same rate and length, latency from each
+// request's scheduled time, and no job worked meanwhile (every queue is
+// paused through River and resumed afterwards, as the empty database's
+// phase ran before the worker started), so that the goal compares the
+// database's size and nothing else.
 func (b *bench) intakeAt(ctx context.Context, n int) error {
-	requests := min(b.cfg.Requests, 5000)
-	lat := make([]time.Duration, requests)
-	var next, errs atomic.Int64
-	var wg sync.WaitGroup
-	b.logf("   intake burst at %d messages: %d requests, concurrency %d (load average %s)", n, requests, b.cfg.Concurrency, loadAverage())
-	for w := range b.cfg.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key := b.keys[w%len(b.keys)]
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(requests) {
-					return
-				}
-				d, err := b.post(key)
-				if err != nil {
-					errs.Add(1)
-				}
-				lat[i] = d
-			}
-		}()
+	if b.res.OpenRate <= 0 {
+		b.logf("   intake at %d messages not measured: the open-loop phase did not run", n)
+		return nil
 	}
-	wg.Wait()
+	client, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{})
+	if err != nil {
+		return err
+	}
+	if err := client.QueuePause(ctx, "*", nil); err != nil {
+		return fmt.Errorf("pause the queues: %w", err)
+	}
+	defer func() {
+		if err := client.QueueResume(context.WithoutCancel(ctx), "*", nil); err != nil {
+			b.logf("   resume the queues: %v", err)
+		}
+	}()
+	if err := b.waitNoRunningJobs(ctx); err != nil {
+		return err
+	}
+	b.logf("   intake at %d messages, queues paused: open loop at %.0f/s for %s, as on the empty database (load average %s)",
+		n, b.res.OpenRate, b.cfg.OpenDuration, loadAverage())
+	lat, errs := b.openLoop(ctx, b.res.OpenRate, b.cfg.OpenDuration)
 	b.res.IntakeP99At10M = percentile(lat, 99)
 	b.logf("   intake p99 %s (empty database: %s), errors %d", b.res.IntakeP99At10M.Round(10*time.Microsecond),
-		b.res.IntakeP99.Round(10*time.Microsecond), errs.Load())
+		b.res.OpenP99.Round(10*time.Microsecond), errs)
 	return nil
+}
+
+// waitNoRunningJobs waits, up to a minute, until the jobs running when the
+// queues were paused have finished.
+func (b *bench) waitNoRunningJobs(ctx context.Context) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for {
+		var running int
+		if err := b.pool.QueryRow(ctx, `/* herald-bench */ SELECT count(*) FROM river_job WHERE state = 'running'`).Scan(&running); err != nil {
+			return err
+		}
+		if running == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return fmt.Errorf("%d jobs still running a minute after the queues were paused", running)
+		case <-tick.C:
+		}
+	}
 }
 
 // signIn makes a manager of the tenant and signs in as the browser does:
