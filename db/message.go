@@ -434,7 +434,7 @@ func uuidArray(ids []uuid.UUID) app.StringList {
 func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f console.MessageFilter, page console.PageRequest) ([]*app.Message, error) {
 	where := []string{"tenant_id = $1"}
 	args := []any{tenantID}
-	// add appends a condition whose ? placeholders take vs in order.
+	// add appends a condition; its ? marks take vs, in order, as numbered parameters.
 	add := func(cond string, vs ...any) {
 		for _, v := range vs {
 			args = append(args, v)

@@ -26,6 +26,23 @@ func fullRun() *Result {
 	}
 }
 
+// rowWith returns the one goal row whose label holds every word.
+func rowWith(t *testing.T, rows []GoalRow, words ...string) GoalRow {
+	t.Helper()
+	var found []GoalRow
+	for _, r := range rows {
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(r.Goal, w)
+		}
+		if all {
+			found = append(found, r)
+		}
+	}
+	require.Len(t, found, 1, "one goal row with %q", words)
+	return found[0]
+}
+
 func verdicts(rows []GoalRow) map[string]string {
 	m := map[string]string{}
 	for _, r := range rows {
@@ -74,7 +91,7 @@ func TestGoals(t *testing.T) {
 		rows := Goals(r)
 		require.Equal(t, "0.250", rows[0].Ratio)
 		require.Equal(t, verdictFail, rows[0].Verdict)
-		require.Equal(t, verdictPass, rows[1].Verdict, "3,000/s is still over 2,000/s")
+		require.Equal(t, verdictPass, rows[1].Verdict, "the made-up 3,000 clears the absolute target of 2,000")
 		require.Equal(t, "0.467", rows[2].Ratio, "intake is measured against the higher baseline")
 		require.Contains(t, rows[2].Target, "pgbench")
 		require.Equal(t, verdictFail, rows[2].Verdict)
@@ -108,20 +125,21 @@ func TestGoals(t *testing.T) {
 		r := fullRun()
 		r.Config = Defaults(true)
 		r.RiverJobs = r.Config.RiverJobs
-		v := verdicts(Goals(r))
-		require.Equal(t, verdictShort, v["end-to-end messages/s vs River no-op jobs/s"], "fewer than 100,000 River jobs")
-		require.Equal(t, verdictShort, v["accepted -> provider p50 at 1000/s for 10s"])
+		rows := Goals(r)
+		v := verdicts(rows)
+		require.Equal(t, verdictShort, rowWith(t, rows, "end-to-end", "River").Verdict, "fewer than 100,000 River jobs")
+		require.Equal(t, verdictShort, rowWith(t, rows, "provider p50").Verdict)
 		require.Equal(t, verdictPass, v["SQL statements per delivered message"], "the SQL counts do not depend on the load")
 
 		r.LatencyP99 = time.Second
-		require.Equal(t, verdictFail, verdicts(Goals(r))["accepted -> provider p99 at 1000/s for 10s"], "a short run still fails")
+		require.Equal(t, verdictFail, rowWith(t, Goals(r), "provider p99").Verdict, "a short run still fails")
 	})
 
 	t.Run("UnsentEventsFailTheBacklogGoal", func(t *testing.T) {
 		t.Parallel()
 		r := fullRun()
 		r.LatencyUnsent = 12
-		require.Equal(t, verdictFail, verdicts(Goals(r))["no growing backlog at 1000/s"])
+		require.Equal(t, verdictFail, rowWith(t, Goals(r), "backlog").Verdict)
 	})
 
 	t.Run("FailedRequestsFailTheBacklogGoal", func(t *testing.T) {
@@ -129,7 +147,7 @@ func TestGoals(t *testing.T) {
 		r := fullRun()
 		r.LatencyErrors = 3
 		rows := Goals(r)
-		require.Equal(t, verdictFail, verdicts(rows)["no growing backlog at 1000/s"])
+		require.Equal(t, verdictFail, rowWith(t, rows, "backlog").Verdict)
 		require.Contains(t, rows[6].Measured, "3 requests failed")
 	})
 
@@ -173,7 +191,7 @@ func TestBacklogGrowing(t *testing.T) {
 	require.False(t, backlogGrowing(samples(10, 40, 20, 35, 15, 30, 25, 20, 30, 25), send, 1000), "wobbling around a level")
 	require.True(t, backlogGrowing(samples(0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500), send, 1000), "climbing")
 	require.False(t, backlogGrowing(samples(0, 500, 1000, 1500, 2000, 2000, 1800, 1500, 1000, 500), send, 1000), "grew, then caught up")
-	require.False(t, backlogGrowing(samples(0, 500, 1000, 1500, 2000, 2010, 2020, 2030, 2040, 2050), send, 1000), "5/s is under 1% of 1,000/s")
+	require.False(t, backlogGrowing(samples(0, 500, 1000, 1500, 2000, 2010, 2020, 2030, 2040, 2050), send, 1000), "a slope of 5 a second is under 1% of the rate of 1,000")
 	require.False(t, backlogGrowing(samples(5), send, 1000), "too few samples")
 	drain := append(samples(0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500), BacklogSample{At: 30 * time.Second, Pending: 0})
 	require.True(t, backlogGrowing(drain, send, 1000), "samples after the sending are not part of it")
@@ -260,7 +278,7 @@ func TestWriteReport(t *testing.T) {
 	require.Contains(t, s, "Load average: 1.30 at the start")
 	require.Contains(t, s, "  1.42   intake")
 	require.Contains(t, s, "1.50  SELECT id FROM contacts")
-	require.Contains(t, s, "pgbench 10700 tx/s")
+	require.Contains(t, s, "pgbench 10700", "the made-up pgbench figure is in the report")
 	goals := s[strings.Index(s, "\nGoals\n"):]
 	for _, g := range Goals(r) {
 		line := ""
