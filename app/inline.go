@@ -53,7 +53,7 @@ type inlineSend struct {
 	message *Message
 	tenant  *Tenant
 	account *ChannelAccount
-	job     *DispatchJob
+	jobID   int64
 }
 
 // inlineParallel bounds the concurrent sends of one route job (an event for
@@ -119,7 +119,7 @@ func inlineable(m *Message, acct *ChannelAccount) bool {
 // sendInline makes the first attempt of a claimed message and settles its
 // dispatch job with the outcome.
 func (d *Dispatcher) sendInline(ctx context.Context, s inlineSend, opts InlineOptions) {
-	jobID := s.job.JobID
+	jobID := s.jobID
 	complete := func(ctx context.Context, tx Tx) error {
 		return tx.(InlineJobTx).FinishPlannedJob(ctx, jobID)
 	}

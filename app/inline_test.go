@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,15 +34,6 @@ func (b *pipelineBundle) routeInline(t *testing.T, tn *app.Tenant, req map[strin
 	id := b.submit(t, tn, req)
 	require.NoError(t, b.svc.Router.RouteAndSend(b.ctx, app.RouteJob{TenantID: tn.ID, EventID: id, Version: 1}, b.svc.Dispatcher, inlineOptions()))
 	return b.messagesOf(t, tn.ID, id)
-}
-
-func (b *pipelineBundle) submit(t *testing.T, tn *app.Tenant, req map[string]any) uuid.UUID {
-	t.Helper()
-	body, err := json.Marshal(req)
-	require.NoError(t, err)
-	res, err := b.svc.Intake.Submit(b.ctx, b.keys[tn.ID], body)
-	require.NoError(t, err)
-	return res.ID
 }
 
 // dispatchJob is a message's one dispatch job as River sees it.

@@ -135,7 +135,7 @@ func (r *Router) route(ctx context.Context, job RouteJob, inline *Dispatcher, le
 		}
 		for i, p := range planned {
 			if p.inline {
-				sends = append(sends, inlineSend{message: p.message, tenant: tenant, account: p.account, job: &dispatch[i]})
+				sends = append(sends, inlineSend{message: p.message, tenant: tenant, account: p.account, jobID: dispatch[i].JobID})
 			}
 		}
 		return nil

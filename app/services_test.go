@@ -204,13 +204,21 @@ func withFallback(req map[string]any, chain ...string) map[string]any {
 // route job's work, and returns the event's messages.
 func (b *pipelineBundle) route(t *testing.T, tn *app.Tenant, req map[string]any) []*app.Message {
 	t.Helper()
+	id := b.submit(t, tn, req)
+	require.NoError(t, b.svc.Router.Route(b.ctx, app.RouteJob{TenantID: tn.ID, EventID: id, Version: 1}))
+	return b.messagesOf(t, tn.ID, id)
+}
+
+// submit submits a new request through Intake, as the API does, and
+// returns its event's id.
+func (b *pipelineBundle) submit(t *testing.T, tn *app.Tenant, req map[string]any) uuid.UUID {
+	t.Helper()
 	body, err := json.Marshal(req)
 	require.NoError(t, err)
 	res, err := b.svc.Intake.Submit(b.ctx, b.keys[tn.ID], body)
 	require.NoError(t, err)
 	require.False(t, res.Duplicate)
-	require.NoError(t, b.svc.Router.Route(b.ctx, app.RouteJob{TenantID: tn.ID, EventID: res.ID, Version: 1}))
-	return b.messagesOf(t, tn.ID, res.ID)
+	return res.ID
 }
 
 // messagesOf returns an event's messages, oldest first.

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/heraldhq/herald/app"
 )
@@ -46,15 +47,20 @@ func (q *Queue) Insert(ctx context.Context, tx app.Tx, args river.JobArgs, opts 
 
 // InsertMany enqueues several jobs in tx with one statement.
 func (q *Queue) InsertMany(ctx context.Context, tx app.Tx, params []river.InsertManyParams) error {
-	if len(params) == 0 {
-		return nil
-	}
-	stx, err := unwrap(tx)
-	if err != nil {
-		return err
-	}
-	_, err = q.inserter.InsertManyTx(ctx, stx, params)
+	_, err := q.insertMany(ctx, tx, params)
 	return err
+}
+
+// insertMany is InsertMany, returning the inserted jobs in params' order.
+func (q *Queue) insertMany(ctx context.Context, tx app.Tx, params []river.InsertManyParams) ([]*rivertype.JobInsertResult, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	ptx, err := unwrap(tx)
+	if err != nil {
+		return nil, err
+	}
+	return q.inserter.InsertManyTx(ctx, ptx, params)
 }
 
 var _ app.Queue = (*Queue)(nil)
@@ -78,14 +84,7 @@ func (q *Queue) EnqueueDispatch(ctx context.Context, tx app.Tx, jobs ...app.Disp
 			InsertOpts: &river.InsertOpts{Queue: j.Channel.Queue(), ScheduledAt: j.NotBefore},
 		}
 	}
-	if len(params) == 0 {
-		return nil
-	}
-	ptx, err := unwrap(tx)
-	if err != nil {
-		return err
-	}
-	res, err := q.inserter.InsertManyTx(ctx, ptx, params)
+	res, err := q.insertMany(ctx, tx, params)
 	if err != nil {
 		return err
 	}
