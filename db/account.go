@@ -40,6 +40,12 @@ func (t *Tx) AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Chan
 // ActiveAccount returns the tenant's ACTIVE account on the channel. It
 // serves app.PlanTx and console.AccountTx.
 func (t *Tx) ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch app.Channel) (*app.ChannelAccount, error) {
+	if a, ok := t.route.activeAccount(tenantID, ch); ok {
+		if a == nil {
+			return nil, app.Errorf(app.ENOTFOUND, "No ACTIVE %s account.", ch)
+		}
+		return a, nil
+	}
 	var a app.ChannelAccount
 	err := t.tx.GetContext(ctx, &a, `
 		SELECT `+accountColumns+` FROM channel_accounts

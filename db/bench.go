@@ -225,6 +225,9 @@ type BenchStatement struct {
 	TopLevel bool
 	Query    string
 	Calls    int64
+	// TotalMS is the time Postgres spent executing the statement, in
+	// milliseconds (pg_stat_statements' total_exec_time).
+	TotalMS float64
 }
 
 // ErrBenchNoStatements says that pg_stat_statements cannot be read: the
@@ -259,7 +262,7 @@ func BenchEnsureStatements(ctx context.Context, q BenchQuerier) error {
 // two reads are lost, so the benchmark says when that happened).
 func BenchStatements(ctx context.Context, q BenchQuerier, database string) (stmts []BenchStatement, dealloc int64, err error) {
 	rows, err := q.Query(ctx, BenchTag+`
-		SELECT s.queryid, s.toplevel, s.query, s.calls
+		SELECT s.queryid, s.toplevel, s.query, s.calls, s.total_exec_time
 		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
 		WHERE d.datname = $1 AND s.query NOT LIKE '/* herald-bench */%'`, database)
 	if err != nil {
@@ -268,7 +271,7 @@ func BenchStatements(ctx context.Context, q BenchQuerier, database string) (stmt
 	stmts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (BenchStatement, error) {
 		var s BenchStatement
 		var id *int64
-		err := r.Scan(&id, &s.TopLevel, &s.Query, &s.Calls)
+		err := r.Scan(&id, &s.TopLevel, &s.Query, &s.Calls, &s.TotalMS)
 		if id != nil {
 			s.QueryID = *id
 		}

@@ -199,6 +199,8 @@ type Tx struct {
 	// pgx is the same transaction as pgx sees it, for River's native driver.
 	pgx      pgx.Tx
 	tenantID uuid.UUID
+	// route holds what a route transaction read with its event.
+	route *routeLookups
 }
 
 // PGX returns the transaction as a pgx.Tx, on the same connection as SQL's:

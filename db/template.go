@@ -39,6 +39,12 @@ func (t *Tx) TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Tem
 // FindTemplate serves app.PlanTx: the first locale of the chain with an
 // active template wins.
 func (t *Tx) FindTemplate(ctx context.Context, tenantID uuid.UUID, event string, ch app.Channel, locales []string) (*app.Template, error) {
+	if tp, ok := t.route.findTemplate(tenantID, event, ch, locales); ok {
+		if tp == nil {
+			return nil, app.Errorf(app.ENOTFOUND, "No active %s template for %s in %v.", ch, event, locales)
+		}
+		return tp, nil
+	}
 	var tp app.Template
 	err := t.tx.GetContext(ctx, &tp, `
 		SELECT `+templateColumns+` FROM templates

@@ -411,9 +411,8 @@ func (b *bench) herald(ctx context.Context, args ...string) (string, error) {
 func (b *bench) start(role string) (*exec.Cmd, error) {
 	cmd := exec.Command(b.cfg.Binary, role)
 	cmd.Env = b.env()
-	if b.cfg.ProfileDir != "" {
-		cmd.Env = append(cmd.Env, "HERALD_PPROF_ADDR="+pprofAddr[role])
-	}
+	// Always profiled: the report says where the CPU went.
+	cmd.Env = append(cmd.Env, "HERALD_PPROF_ADDR="+pprofAddr[role])
 	cmd.Stdout = io.Discard
 	logFile, err := os.Create(filepath.Join(b.dataDir, role+".log"))
 	if err != nil {
@@ -428,30 +427,57 @@ func (b *bench) start(role string) (*exec.Cmd, error) {
 
 var pprofAddr = map[string]string{"web": "127.0.0.1:16061", "worker": "127.0.0.1:16062"}
 
-// profile records a CPU profile of a process in the background.
-func (b *bench) profile(role string, d time.Duration) func() {
-	if b.cfg.ProfileDir == "" {
-		return func() {}
+// profile records a CPU profile of a process in the background, in
+// ProfileDir when set and in the run's data directory otherwise; the
+// function it returns waits for it and ranks its functions (empty when it
+// could not be taken: the log says why). A process just started may not
+// serve its profiler yet, so the first request is retried for a while.
+func (b *bench) profile(role string, d time.Duration) func() Profile {
+	dir := b.cfg.ProfileDir
+	if dir == "" {
+		dir = b.dataDir
 	}
-	done := make(chan struct{})
+	path := filepath.Join(dir, role+".pprof")
+	done := make(chan Profile, 1)
 	go func() {
-		defer close(done)
-		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr[role], int(d.Seconds())))
+		p, err := b.takeProfile(role, d, path)
 		if err != nil {
 			b.logf("   profile %s: %v", role, err)
-			return
+		} else if b.cfg.ProfileDir != "" {
+			b.logf("   CPU profile of %s: %s", role, path)
 		}
-		defer resp.Body.Close()
-		path := filepath.Join(b.cfg.ProfileDir, role+".pprof")
-		f, err := os.Create(path)
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		_, _ = io.Copy(f, resp.Body)
-		b.logf("   CPU profile of %s: %s", role, path)
+		done <- p
 	}()
-	return func() { <-done }
+	return func() Profile { return <-done }
+}
+
+func (b *bench) takeProfile(role string, d time.Duration, path string) (Profile, error) {
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr[role], int(d.Seconds()))
+	var resp *http.Response
+	_, err := waitFor(context.Background(), 100*time.Millisecond, 15*time.Second, func() (bool, error) {
+		var err error
+		resp, err = http.Get(url)
+		return err == nil, nil
+	})
+	if err != nil || resp == nil {
+		return Profile{}, fmt.Errorf("the profiler at %s did not answer", pprofAddr[role])
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Profile{}, fmt.Errorf("the profiler answered %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return Profile{}, err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return Profile{}, err
+	}
+	if err := f.Close(); err != nil {
+		return Profile{}, err
+	}
+	return readProfile(path)
 }
 
 // waitFor checks cond on a ticker until it holds, fails or the time is up.

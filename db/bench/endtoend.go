@@ -38,15 +38,22 @@ func (b *bench) phaseEndToEnd(ctx context.Context) error {
 		return err
 	}
 	b.startRSS(b.worker)
-	wait := b.profile("worker", 5*time.Second)
-	defer wait()
+	// The profile starts with the first message sent, so it shows the
+	// backlog's work rather than the worker's start.
+	var wait func() Profile
 	var sent int
 	var first, last time.Time
 	ok, err := waitFor(ctx, 250*time.Millisecond, 10*time.Minute, func() (bool, error) {
 		var err error
 		sent, first, last, err = db.BenchSent(ctx, b.mon)
+		if sent > 0 && wait == nil {
+			wait = b.profile("worker", 5*time.Second)
+		}
 		return sent >= total, err
 	})
+	if wait != nil {
+		b.res.WorkerProfile = wait()
+	}
 	if err != nil {
 		return err
 	}
@@ -67,13 +74,25 @@ func (b *bench) phaseEndToEnd(ctx context.Context) error {
 	// The worker and its sessions started with this phase, so their whole
 	// CPU time is the backlog's: routing, dispatch, receipts.
 	worker, sessions := b.sampleCPU(ctx, b.worker, "worker").since(cpuSample{})
+	if sent > 0 {
+		b.res.WorkerCPU, b.res.WorkerPGCPU = worker/time.Duration(sent), sessions/time.Duration(sent)
+	}
 	b.logf("   %d messages delivered (receipts applied); CPU per message: worker %s, its Postgres sessions %s",
 		b.res.Delivered, perUnit(worker, sent), perUnit(sessions, sent))
 	b.logf("   waiting %s for Postgres to publish the phase's statistics", statsFlush)
 	if err := sleepCtx(ctx, statsFlush); err != nil {
 		return err
 	}
-	return counter.end(ctx)
+	f, err := counter.end(ctx, b.res.Delivered, "delivered message")
+	if err != nil {
+		return err
+	}
+	b.res.CommitsPerMessage = f.Commits
+	if f.Measured {
+		b.res.StatementsPerMessage, b.res.NestedPerMessage = f.Statements, f.Nested
+		b.res.TopStatements, b.res.SlowestStatements = f.Top, f.Slowest
+	}
+	return nil
 }
 
 // settle waits until the sandbox's receipts for the backlog have been

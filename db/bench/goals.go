@@ -58,8 +58,9 @@ func Goals(r *Result) []GoalRow {
 		atMostRow("accepted -> provider p50"+latencyLoad, ms(r.LatencyP50), ms(goalLatencyP50), latencyRan, "%.1f ms", atLoad),
 		atMostRow("accepted -> provider p99"+latencyLoad, ms(r.LatencyP99), ms(goalLatencyP99), latencyRan, "%.1f ms", atLoad),
 		backlogRow(r, atLoad),
-		sqlRow("SQL statements per delivered message", r.StatementsPerMessage, goalStatements, r),
-		sqlRow("commits per delivered message", r.CommitsPerMessage, goalCommits, r),
+		sqlRow("SQL statements per delivered message, intake included", r.StatementsPerMessage, r.IntakeSQL.Statements,
+			r.IntakeSQL.Measured, goalStatements, r),
+		sqlRow("commits per delivered message, intake included", r.CommitsPerMessage, r.IntakeSQL.Commits, true, goalCommits, r),
 		atMostRow("worker RSS, peak while sampled each second", r.WorkerPeakRSSMB, goalRSSMB, r.WorkerPeakRSSMB > 0, "%.1f MB", true),
 		atMostRow("10M messages: booking panel", r.BookingPanelMS, goalPageMS, r.BookingPanelMS > 0, "%.1f ms", true),
 		atMostRow("10M messages: explorer, slowest filter", r.ExplorerFilterMaxMS, goalPageMS, r.ExplorerFilterMaxMS > 0, "%.1f ms", true),
@@ -156,16 +157,24 @@ func backlogRow(r *Result, atLoad bool) GoalRow {
 	return row
 }
 
-func sqlRow(goal string, perMessage float64, limit int, r *Result) GoalRow {
+// sqlRow is a per-message SQL goal: what the message cost after intake
+// plus what its request cost at intake (each of the benchmark's requests
+// carries one message). Without the intake's figure the row is the
+// delivery's alone and says so.
+func sqlRow(goal string, delivery, intake float64, intakeMeasured bool, limit int, r *Result) GoalRow {
 	row := GoalRow{Goal: goal, Target: fmt.Sprintf("<= %d", limit)}
 	switch {
 	case r.Delivered == 0:
 		row.Measured, row.Verdict = "-", verdictNotRun
-	case perMessage <= 0:
+	case delivery <= 0:
 		row.Measured, row.Verdict = "-", verdictNotMeasured
+	case !intakeMeasured:
+		row.Measured = fmt.Sprintf("%.2f without intake", delivery)
+		row.Verdict = verdict(delivery <= float64(limit), false)
 	default:
-		row.Measured = fmt.Sprintf("%.2f", perMessage)
-		row.Verdict = verdict(perMessage <= float64(limit), true)
+		total := intake + delivery
+		row.Measured = fmt.Sprintf("%.2f (intake %.2f + %.2f)", total, intake, delivery)
+		row.Verdict = verdict(total <= float64(limit), true)
 	}
 	return row
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +20,16 @@ func (b *bench) phaseIntake(ctx context.Context) error {
 	for i := range min(200, b.cfg.Requests) {
 		_, _ = b.post(b.keys[i%len(b.keys)])
 	}
+	counter := b.newSQLCounter(ctx)
+	defer counter.close()
+	// The warm-up's counts must be published before the first reading.
+	if err := sleepCtx(ctx, statsFlush); err != nil {
+		return err
+	}
+	if err := counter.begin(ctx); err != nil {
+		return err
+	}
 	wait := b.profile("web", 3*time.Second)
-	defer wait()
 	cpuBefore := b.sampleCPU(ctx, b.web, "web")
 	start := time.Now()
 	for w := range b.cfg.Concurrency {
@@ -50,8 +59,18 @@ func (b *bench) phaseIntake(ctx context.Context) error {
 		b.cfg.Requests, b.cfg.Concurrency, elapsed.Round(time.Millisecond), b.res.IntakeRPS,
 		b.res.IntakeP50.Round(10*time.Microsecond), b.res.IntakeP99.Round(10*time.Microsecond), b.res.IntakeErrors)
 	web, sessions := b.sampleCPU(ctx, b.web, "web").since(cpuBefore)
+	b.res.WebCPU, b.res.WebPGCPU = web/time.Duration(b.cfg.Requests), sessions/time.Duration(b.cfg.Requests)
+	b.res.Cores = runtime.NumCPU()
 	b.logf("   CPU per request: web %s, its Postgres sessions %s", perUnit(web, b.cfg.Requests), perUnit(sessions, b.cfg.Requests))
-	return ctx.Err()
+	b.res.WebProfile = wait()
+	b.logf("   waiting %s for Postgres to publish the phase's statistics", statsFlush)
+	if err := sleepCtx(ctx, statsFlush); err != nil {
+		return err
+	}
+	accepted := b.cfg.Requests - int(b.res.IntakeErrors)
+	var err error
+	b.res.IntakeSQL, err = counter.end(ctx, accepted, "accepted request")
+	return err
 }
 
 // phaseOpenLoop sends at half the closed loop's rate on a fixed schedule,

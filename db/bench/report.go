@@ -41,8 +41,12 @@ func WriteReport(out io.Writer, r *Result) {
 	if r.SQLNote != "" {
 		p("  SQL statements per message:       not measured: %s", r.SQLNote)
 	} else if r.Delivered > 0 {
-		p("  SQL per delivered message:        %.2f statements sent (+%.2f inside functions and triggers), %.2f commits",
+		p("  SQL per delivered message:        %.2f statements sent (+%.2f inside functions and triggers), %.2f commits, after intake",
 			r.StatementsPerMessage, r.NestedPerMessage, r.CommitsPerMessage)
+	}
+	if r.IntakeSQL.Measured {
+		p("  SQL per accepted request:         %.2f statements sent (+%.2f inside functions and triggers), %.2f commits, at intake",
+			r.IntakeSQL.Statements, r.IntakeSQL.Nested, r.IntakeSQL.Commits)
 	}
 	if len(r.TopStatements) > 0 {
 		p("")
@@ -63,6 +67,13 @@ func WriteReport(out io.Writer, r *Result) {
 	p("")
 	p("Goals")
 	WriteGoals(out, Goals(r))
+	if limits := Limits(r); len(limits) > 0 {
+		p("")
+		p("What limits the goals not met (from this run's CPU, statements and profiles)")
+		for _, l := range limits {
+			p("  %s", l)
+		}
+	}
 }
 
 // WriteGoals prints the goal table.

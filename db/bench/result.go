@@ -53,7 +53,25 @@ type Result struct {
 	NestedPerMessage     float64
 	CommitsPerMessage    float64
 	TopStatements        []StatementShare
-	SQLNote              string
+	// SlowestStatements are those Postgres spent most time executing per
+	// delivered message.
+	SlowestStatements []StatementShare
+	SQLNote           string
+	// IntakeSQL is what each accepted request of the closed loop cost in
+	// SQL. Each request carries one recipient on one channel, so it is
+	// also the intake's share of each delivered message.
+	IntakeSQL SQLFigures
+
+	// CPU time per accepted request of the closed loop (the web process
+	// and its Postgres sessions) and per message of the end-to-end phase
+	// (the worker and its sessions), and the machine's cores: together the
+	// ceiling the machine sets on each rate.
+	WebCPU, WebPGCPU, WorkerCPU, WorkerPGCPU time.Duration
+	Cores                                    int
+	// WebProfile and WorkerProfile are where each process spent its CPU,
+	// from a CPU profile taken during the closed loop and the end-to-end
+	// phase.
+	WebProfile, WorkerProfile Profile
 
 	// The latency phase: LatencyEvents at LatencyRate/s; LatencyUnsent had
 	// not reached the provider when the phase gave up waiting (they count
@@ -98,6 +116,8 @@ type StatementShare struct {
 	Query      string
 	PerMessage float64
 	TopLevel   bool
+	// MSPerMessage is the time Postgres spent executing it, per unit.
+	MSPerMessage float64
 }
 
 // BacklogSample is the latency phase's backlog at one moment, At after the

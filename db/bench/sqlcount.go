@@ -99,38 +99,52 @@ func (c *sqlCounter) begin(ctx context.Context) error {
 	return err
 }
 
-// end takes the second readings and divides the differences by the
-// delivered messages.
-func (c *sqlCounter) end(ctx context.Context) error {
-	r := c.b.res
+// SQLFigures is what a phase cost in SQL, per unit of work (a delivered
+// message, or an accepted request).
+type SQLFigures struct {
+	// Statements are the top-level statements Herald sent (BEGIN, COMMIT and
+	// ROLLBACK left out), Nested those run inside functions and triggers.
+	Statements, Nested, Commits float64
+	// Top are the most called statements, Slowest those Postgres spent
+	// most time executing; nil when pg_stat_statements cannot be read.
+	Top, Slowest []StatementShare
+	// Measured says whether the statements were counted (the commits
+	// always are).
+	Measured bool
+}
+
+// end takes the second readings and divides the differences by units,
+// the phase's delivered messages or accepted requests; what names them in
+// the log.
+func (c *sqlCounter) end(ctx context.Context, units int, what string) (SQLFigures, error) {
+	var f SQLFigures
 	own := c.b.mon.statements() - c.ownFrom
 	commits, err := db.BenchCommits(ctx, c.b.mon, c.b.cfg.Database)
 	if err != nil {
-		return err
+		return f, err
 	}
-	if r.Delivered == 0 {
-		return errors.New("no message was delivered")
+	if units == 0 {
+		return f, errors.New("no " + what + " to count the statements of")
 	}
 	herald := commits - c.commits - own
-	r.CommitsPerMessage = float64(herald) / float64(r.Delivered)
-	c.b.logf("   commits: %d in the database, %d of them the benchmark's: %.2f per delivered message",
-		commits-c.commits, own, r.CommitsPerMessage)
+	f.Commits = float64(herald) / float64(units)
+	c.b.logf("   commits: %d in the database, %d of them the benchmark's: %.2f per %s",
+		commits-c.commits, own, f.Commits, what)
 	if c.stats == nil {
-		return nil
+		return f, nil
 	}
 	stmts, dealloc, err := db.BenchStatements(ctx, c.stats, c.b.cfg.Database)
 	if err != nil {
-		return fmt.Errorf("read pg_stat_statements: %w", err)
+		return f, fmt.Errorf("read pg_stat_statements: %w", err)
 	}
 	if dealloc > c.dealloc {
 		c.b.logf("   WARNING: pg_stat_statements evicted %d entries during the phase; the statement counts are low (raise pg_stat_statements.max)", dealloc-c.dealloc)
 	}
-	top, nested, shares := statementsDelta(c.before, stmts, r.Delivered)
-	r.StatementsPerMessage, r.NestedPerMessage = top, nested
-	r.TopStatements = shares
-	c.b.logf("   statements: %.2f per delivered message, sent by Herald (BEGIN, COMMIT, ROLLBACK left out); %.2f more run inside functions and triggers",
-		top, nested)
-	return nil
+	f.Statements, f.Nested, f.Top, f.Slowest = statementsDelta(c.before, stmts, units)
+	f.Measured = true
+	c.b.logf("   statements: %.2f per %s, sent by Herald (BEGIN, COMMIT, ROLLBACK left out); %.2f more run inside functions and triggers",
+		f.Statements, what, f.Nested)
+	return f, nil
 }
 
 func byKey(stmts []db.BenchStatement) map[stmtKey]db.BenchStatement {
@@ -139,6 +153,7 @@ func byKey(stmts []db.BenchStatement) map[stmtKey]db.BenchStatement {
 		k := stmtKey{s.QueryID, s.TopLevel}
 		prev := m[k]
 		s.Calls += prev.Calls // one queryid may show once per role
+		s.TotalMS += prev.TotalMS
 		m[k] = s
 	}
 	return m
@@ -147,36 +162,44 @@ func byKey(stmts []db.BenchStatement) map[stmtKey]db.BenchStatement {
 // topStatements is how many statements the report lists.
 const topStatements = 10
 
-// statementsDelta returns the statements per message between two readings
+// statementsDelta returns the statements per unit between two readings
 // of pg_stat_statements: top-level ones without transaction control, those
-// nested in functions and triggers, and the ten most called (transaction
-// control included, so engineers see it too).
-func statementsDelta(before map[stmtKey]db.BenchStatement, after []db.BenchStatement, delivered int) (top, nested float64, shares []StatementShare) {
+// nested in functions and triggers, the ten most called (transaction
+// control included, so engineers see it too) and the ten Postgres spent
+// most time executing (nested ones left out: their time is in the
+// statement that ran them).
+func statementsDelta(before map[stmtKey]db.BenchStatement, after []db.BenchStatement, units int) (top, nested float64, most, slowest []StatementShare) {
 	var topCalls, nestedCalls int64
 	for k, s := range byKey(after) {
 		calls := s.Calls - before[k].Calls
 		if calls <= 0 {
 			continue
 		}
-		per := float64(calls) / float64(delivered)
-		shares = append(shares, StatementShare{Query: s.Query, PerMessage: per, TopLevel: k.toplevel})
+		share := StatementShare{Query: s.Query, PerMessage: float64(calls) / float64(units), TopLevel: k.toplevel,
+			MSPerMessage: (s.TotalMS - before[k].TotalMS) / float64(units)}
+		most = append(most, share)
 		switch {
 		case !k.toplevel:
 			nestedCalls += calls
 		case !transactionControl(s.Query):
 			topCalls += calls
+			slowest = append(slowest, share)
 		}
 	}
-	sort.Slice(shares, func(i, j int) bool {
-		if shares[i].PerMessage != shares[j].PerMessage {
-			return shares[i].PerMessage > shares[j].PerMessage
+	sort.Slice(most, func(i, j int) bool {
+		if most[i].PerMessage != most[j].PerMessage {
+			return most[i].PerMessage > most[j].PerMessage
 		}
-		return shares[i].Query < shares[j].Query
+		return most[i].Query < most[j].Query
 	})
-	if len(shares) > topStatements {
-		shares = shares[:topStatements]
-	}
-	return float64(topCalls) / float64(delivered), float64(nestedCalls) / float64(delivered), shares
+	sort.Slice(slowest, func(i, j int) bool {
+		if slowest[i].MSPerMessage != slowest[j].MSPerMessage {
+			return slowest[i].MSPerMessage > slowest[j].MSPerMessage
+		}
+		return slowest[i].Query < slowest[j].Query
+	})
+	return float64(topCalls) / float64(units), float64(nestedCalls) / float64(units),
+		most[:min(len(most), topStatements)], slowest[:min(len(slowest), topStatements)]
 }
 
 // transactionControl tells BEGIN, COMMIT and ROLLBACK (in any spelling)

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLimits(t *testing.T) {
+	t.Parallel()
+
+	t.Run("NothingFailedNothingToExplain", func(t *testing.T) {
+		t.Parallel()
+		require.Empty(t, Limits(fullRun()))
+	})
+
+	t.Run("ThroughputCeilingFromTheCPUPerMessage", func(t *testing.T) {
+		t.Parallel()
+		// Made-up figures: 1 ms of worker CPU and 3 ms of Postgres CPU per
+		// message on 2 cores cap delivery at 500 messages/s.
+		r := fullRun()
+		r.EndToEndMPS, r.Cores = 480, 2
+		r.WorkerCPU, r.WorkerPGCPU = time.Millisecond, 3*time.Millisecond
+		r.SlowestStatements = []StatementShare{{Query: "INSERT INTO messages (id) VALUES ($1)", PerMessage: 1, TopLevel: true, MSPerMessage: 0.25}}
+		r.WorkerProfile = Profile{Herald: []ProfileLine{{Func: "app.(*Router).route", Share: 0.42}},
+			Flat: []ProfileLine{{Func: "runtime.mallocgc", Share: 0.07}}}
+		text := strings.Join(Limits(r), "\n")
+		require.Contains(t, text, "1.000 ms of worker CPU and 3.000 ms of its Postgres sessions' CPU, 4.000 ms in all")
+		require.Contains(t, text, "On 2 cores that caps delivery at about 500 messages/s (measured 480/s)")
+		require.Contains(t, text, "2000/s needs at most 1.000 ms per message")
+		require.Contains(t, text, "At 1000 events/s the arrivals exceed that ceiling")
+		require.Contains(t, text, "0.250 ms  INSERT INTO messages")
+		require.Contains(t, text, " 42.0%  app.(*Router).route")
+		require.Contains(t, text, "  7.0%  runtime.mallocgc")
+		require.NotContains(t, text, "Intake:", "intake met its goal")
+	})
+
+	t.Run("IntakeAndSQL", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		r.IntakeRPS, r.Cores = 2500, 2
+		r.WebCPU, r.WebPGCPU = 200*time.Microsecond, 400*time.Microsecond
+		r.StatementsPerMessage = 12
+		r.TopStatements = []StatementShare{
+			{Query: "commit", PerMessage: 2, TopLevel: true},
+			{Query: "SELECT 1 FROM ONLY tenants", PerMessage: 5},
+			{Query: "SELECT id FROM contacts", PerMessage: 1.7, TopLevel: true},
+		}
+		lines := Limits(r)
+		text := strings.Join(lines, "\n")
+		require.Contains(t, text, "on 2 cores about 3333 requests/s at most (measured 2500/s)")
+		require.Contains(t, text, "a request runs 2.00 statements and 1.00 commits")
+		require.Contains(t, text, "The web process's CPU profile: not taken")
+		require.Contains(t, text, "Statements: 2.00 per request at intake and 12.00 per message after it")
+		require.Contains(t, text, "1.70 calls")
+		require.NotContains(t, text, "ONLY tenants", "nested statements are counted apart")
+		require.NotContains(t, text, "  commit", "transaction control is not a statement that does work")
+	})
+}
+
+func TestRankProfile(t *testing.T) {
+	t.Parallel()
+	fn := func(id uint64, name string) *profile.Function { return &profile.Function{ID: id, Name: name} }
+	route, render, malloc := fn(1, heraldModule+"app.(*Router).route"), fn(2, heraldModule+"app.Render"), fn(3, "runtime.mallocgc")
+	loc := func(id uint64, fs ...*profile.Function) *profile.Location {
+		l := &profile.Location{ID: id}
+		for _, f := range fs {
+			l.Line = append(l.Line, profile.Line{Function: f})
+		}
+		return l
+	}
+	lRoute, lRender, lMalloc := loc(1, route), loc(2, render), loc(3, malloc)
+	lInlined := loc(4, render, route) // Render inlined into route
+	p := &profile.Profile{
+		SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		Sample: []*profile.Sample{
+			{Location: []*profile.Location{lMalloc, lRender, lRoute}, Value: []int64{1, 30}},
+			{Location: []*profile.Location{lRender, lRoute}, Value: []int64{1, 20}},
+			{Location: []*profile.Location{lInlined}, Value: []int64{1, 10}},
+			{Location: []*profile.Location{lRoute, lRoute}, Value: []int64{1, 40}}, // recursion counts once
+		},
+	}
+	got := rankProfile(p)
+	// Innermost Herald function: Render for the first three samples (it
+	// called mallocgc; inlined, it is the location's first line), route
+	// for the last.
+	require.Equal(t, []ProfileLine{{Func: "app.Render", Share: 0.6}, {Func: "app.(*Router).route", Share: 0.4}}, got.Herald)
+	require.Equal(t, heraldModule+"app.(*Router).route", got.Flat[0].Func)
+	require.InDelta(t, 0.4, got.Flat[0].Share, 1e-9)
+	// A tie ranks by name.
+	require.Equal(t, heraldModule+"app.Render", got.Flat[1].Func)
+	require.InDelta(t, 0.3, got.Flat[1].Share, 1e-9, "Render ran 20 + 10 (inlined) in itself")
+	require.Equal(t, "runtime.mallocgc", got.Flat[2].Func)
+	require.InDelta(t, 0.3, got.Flat[2].Share, 1e-9)
+	require.Empty(t, rankProfile(&profile.Profile{}).Flat)
+	require.Equal(t, "db.scoped.InTenant.func1", shortName(heraldModule+"db.scoped[go.shape.1d3c[x]].InTenant.func1"))
+}
