@@ -131,16 +131,22 @@ func admin(ctx context.Context, c cli, args []string) error {
 			return nil
 		}
 	case "create-api-key":
-		var slug, name string
+		var slug, name, scopes string
 		fs.StringVar(&slug, "tenant", "", "tenant slug")
 		fs.StringVar(&name, "name", "", "what the key is for (e.g. booking-system)")
+		fs.StringVar(&scopes, "scopes", strings.Join(app.DefaultScopes, ","),
+			"comma-separated scopes the key grants: "+strings.Join(app.Scopes, ", "))
 		parse = func() error { return fs.parse(args, "tenant", "name") }
 		do = func(_ app.Config, svc *wire.Services) error {
+			list := strings.Split(scopes, ",")
+			if strings.TrimSpace(scopes) == "" {
+				return usagef("--scopes names no scope; give one or more of %s", strings.Join(app.Scopes, ", "))
+			}
 			t, err := svc.Tenants.BySlug(ctx, slug)
 			if err != nil {
 				return err
 			}
-			_, secret, err := svc.APIKeys.Create(ctx, app.CLIActor, t.ID, name)
+			_, secret, err := svc.APIKeys.Create(ctx, app.CLIActor, t.ID, name, list...)
 			if err != nil {
 				return err
 			}

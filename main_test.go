@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/wire"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/dbtest"
 )
@@ -265,6 +267,8 @@ func TestRun_Admin(t *testing.T) {
 		"BadEmail":           {[]string{"admin", "create-user", "--email", "not-an-email", "--password", "long enough pw", "--role", "support", "--tenant", "acme"}, "--email"},
 		"UnknownTenantKey":   {[]string{"admin", "create-api-key", "--tenant", "nope", "--name", "x"}, "not found"},
 		"KeyWithoutName":     {[]string{"admin", "create-api-key", "--tenant", "acme"}, "--name is required"},
+		"UnknownScope":       {[]string{"admin", "create-api-key", "--tenant", "acme", "--name", "x", "--scopes", "send,root"}, "--scopes"},
+		"NoScope":            {[]string{"admin", "create-api-key", "--tenant", "acme", "--name", "x", "--scopes", " "}, "--scopes"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			out, _, err := b.herald(t, tc.args...)
@@ -272,6 +276,28 @@ func TestRun_Admin(t *testing.T) {
 			require.Empty(t, out, "a failed command prints nothing on stdout")
 		})
 	}
+
+	t.Run("KeyScopes", func(t *testing.T) {
+		cfg, err := loadConfig(b.getenv)
+		require.NoError(t, err)
+		svc, err := wire.Connect(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), "test")
+		require.NoError(t, err)
+		defer svc.Close()
+		for args, want := range map[string][]string{
+			"":                     app.DefaultScopes,
+			" Read , MANAGE,read ": {app.ScopeRead, app.ScopeManage},
+			"approve":              {app.ScopeApprove},
+		} {
+			flags := []string{"admin", "create-api-key", "--tenant", "acme", "--name", "scoped " + args}
+			if args != "" {
+				flags = append(flags, "--scopes", args)
+			}
+			secret := strings.TrimSpace(b.mustHerald(t, flags...))
+			key, err := svc.APIKeys.Authenticate(context.Background(), secret)
+			require.NoError(t, err)
+			require.Equal(t, want, []string(key.Scopes), "--scopes %q", args)
+		}
+	})
 
 	t.Run("NothingStoredByFailures", func(t *testing.T) {
 		// Only the one tenant and the two users from above exist.
