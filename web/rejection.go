@@ -53,7 +53,7 @@ func (s *Server) recordRejections(c *fiber.Ctx) error {
 		}
 		r.TenantID, r.KeyPrefix = id, &prefix
 	}
-	r.Path = clipText(console.MaskText(c.OriginalURL()), maxRecordedPath)
+	r.Path = clipText(console.MaskText(readablePath(c)), maxRecordedPath)
 	if dup {
 		r.Code = "duplicate_event_id"
 		r.Message = "An event with this event_id was submitted before: Herald answered with that event and sent nothing new."
@@ -76,6 +76,16 @@ func (s *Server) recordRejections(c *fiber.Ctx) error {
 		s.Log.WarnContext(ctx, "rejected request not recorded", "request_id", r.RequestID, "err", err)
 	}
 	return nil
+}
+
+// readablePath is the request's path and query as people read them
+// (%2B49... as +49...), so that addresses in it are found and masked.
+func readablePath(c *fiber.Ctx) string {
+	p := c.OriginalURL()
+	if u, err := url.PathUnescape(p); err == nil {
+		p = u
+	}
+	return p
 }
 
 // bodyEventID is the event id a request body names, if any.
