@@ -107,3 +107,19 @@ func decisionOutcome(d app.RouteDecision) string {
 func localePath(tried []string) string { return strings.Join(tried, " → ") }
 
 func joinList(ss []string) string { return strings.Join(ss, ", ") }
+
+// reqCap is how many refused requests a tenant keeps, as people write it.
+func reqCap() string {
+	n := strconv.Itoa(app.DefaultRejectionCap)
+	for i := len(n) - 3; i > 0; i -= 3 {
+		n = n[:i] + "," + n[i:]
+	}
+	return n
+}
+
+func reqHeading(status int) string {
+	if status < 400 {
+		return "Repeated request"
+	}
+	return "Refused request"
+}

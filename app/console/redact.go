@@ -26,6 +26,17 @@ var redactKeep = map[string]bool{
 	"events": true, "version": true,
 }
 
+// keptSuffix reports whether a field names a reference or a date by its
+// name (booking_reference, tour_id, departure_date), which stays readable.
+func keptSuffix(key string) bool {
+	for _, suffix := range []string{"_id", "_ref", "_reference", "_date", "_at"} {
+		if strings.HasSuffix(key, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
 // redactKeepMax clips a kept value.
 const redactKeepMax = 200
 
@@ -96,13 +107,16 @@ func redactString(key, s string) string {
 		return emailPattern.ReplaceAllStringFunc(maskedLength(s, true), MaskEmail)
 	case phonePattern.MatchString(s) || strings.Contains(key, "phone"):
 		return MaskPhone(phoneDigits(s))
-	case redactKeep[key]:
+	case redactKeep[key] || keptSuffix(key):
 		if r := []rune(s); len(r) > redactKeepMax {
 			return string(r[:redactKeepMax]) + "…"
 		}
 		return s
 	}
 	if _, err := time.Parse(time.RFC3339, s); err == nil {
+		return s
+	}
+	if _, err := time.Parse(time.DateOnly, s); err == nil {
 		return s
 	}
 	return maskedLength(s, false)
