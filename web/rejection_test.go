@@ -159,6 +159,21 @@ func TestRejections_Recorded(t *testing.T) {
 		require.Equal(t, k.Prefix, *r.KeyPrefix)
 	})
 
+	t.Run("SuspendedTenant", func(t *testing.T) {
+		t.Parallel()
+		tn, err := c.Services.Tenants.Create(c.Ctx, app.CLIActor, app.TenantInput{Slug: "initech", Name: "Initech"})
+		require.NoError(t, err)
+		_, key, err := c.Services.APIKeys.Create(c.Ctx, app.CLIActor, tn.ID, "initech system")
+		require.NoError(t, err)
+		_, err = c.Services.Console.Tenants.Suspend(c.Ctx, c.users[asOperator], tn.ID, "unpaid invoices")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusForbidden, sendAs(t, c.Herald, key, http.MethodGet, "/api/v1/tenant", "", "rid-suspended", false))
+		r := rejectionOf(t, c.Herald, tn.ID, "rid-suspended")
+		require.NotNil(t, r, "the suspended tenant sees why its requests are refused")
+		require.Equal(t, "tenant_suspended", r.Code)
+		require.Nil(t, rejectionOf(t, c.Herald, acme, "rid-suspended"))
+	})
+
 	t.Run("ScopeRefused", func(t *testing.T) {
 		t.Parallel()
 		_, reader, err := c.Services.APIKeys.Create(c.Ctx, app.CLIActor, acme, "reader", app.ScopeRead)
