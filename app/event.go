@@ -47,6 +47,10 @@ type Event struct {
 	CreatedAt      time.Time  `db:"created_at" json:"created_at"`
 	UpdatedAt      time.Time  `db:"updated_at" json:"updated_at"`
 	RoutedAt       *time.Time `db:"routed_at" json:"routed_at,omitempty"`
+	// Routing holds the route decisions (RouteDecision) per recipient and
+	// channel; read only where they are shown (EventPage), written by
+	// SetEventStatus when set.
+	Routing JSON `db:"routing" json:"-"`
 }
 
 // Def returns the event's registry entry.

@@ -38,6 +38,7 @@ type MaintenanceTx interface {
 	PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (MessagePrune, error)
 	PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+	PruneRejections(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PrunePendingReceipts(ctx context.Context, receivedBefore time.Time, limit int) ([]string, error)
 }
 
@@ -185,6 +186,8 @@ func (m *Maintenance) MarkStale(ctx context.Context) (int, error) {
 // PruneResult counts what retention deleted.
 type PruneResult struct {
 	Messages, Timeline, Events, Receipts, Callbacks int
+	// Rejections counts rejected API requests (the Requests page).
+	Rejections int
 	// More is set when the run stopped at its budget with old rows left.
 	More bool
 }
@@ -195,12 +198,13 @@ func (r *PruneResult) add(o PruneResult) {
 	r.Events += o.Events
 	r.Receipts += o.Receipts
 	r.Callbacks += o.Callbacks
+	r.Rejections += o.Rejections
 }
 
 // Prune deletes, for every tenant, what is older than its retention:
 // finished messages together with their timelines, receipts and callback
 // deliveries, then events with no message left, then the remaining
-// receipts.
+// receipts, then rejected API requests.
 //
 // Retention deletes rows in batches rather than dropping monthly partitions.
 // Partitioning messages by month would put created_at into every unique key
@@ -237,7 +241,7 @@ func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
 		if res != (PruneResult{}) {
 			m.Log.InfoContext(ctx, "retention pruned", "tenant_id", t.ID, "retention_days", t.Retention(),
 				"messages", res.Messages, "timeline", res.Timeline, "events", res.Events,
-				"receipts", res.Receipts, "callbacks", res.Callbacks)
+				"receipts", res.Receipts, "callbacks", res.Callbacks, "rejections", res.Rejections)
 		}
 		if err != nil {
 			return total, err
@@ -273,6 +277,11 @@ func (m *Maintenance) pruneTenant(ctx context.Context, t *Tenant, p *pacer) (Pru
 		func(tx MaintenanceTx) (n int, err error) {
 			n, err = tx.PruneReceipts(ctx, t.ID, before, limit)
 			res.Receipts += n
+			return n, err
+		},
+		func(tx MaintenanceTx) (n int, err error) {
+			n, err = tx.PruneRejections(ctx, t.ID, before, limit)
+			res.Rejections += n
 			return n, err
 		},
 	}

@@ -33,6 +33,8 @@ type FallbackTx interface {
 	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
+	// AppendEventRouting adds the chain's route decisions to the event's.
+	AppendEventRouting(ctx context.Context, tenantID, id uuid.UUID, decisions JSON) error
 }
 
 // RouteTx lists the statements Router runs.
@@ -99,6 +101,7 @@ func (r *Router) route(ctx context.Context, job RouteJob, inline *Dispatcher, le
 			return err
 		}
 		var planned []planned
+		routing := NewRouting(r.Now())
 		for i, rc := range recipients {
 			contact := contacts[i]
 			var conversationID *uuid.UUID
@@ -109,7 +112,7 @@ func (r *Router) route(ctx context.Context, job RouteJob, inline *Dispatcher, le
 				}
 				conversationID = &conv.ID
 			}
-			p, err := r.routeRecipient(ctx, tx, tenant, e, def, Addressee{Contact: contact, Recipient: rc, Index: i}, conversationID, inline)
+			p, err := r.routeRecipient(ctx, tx, tenant, e, def, Addressee{Contact: contact, Recipient: rc, Index: i}, conversationID, inline, routing)
 			if err != nil {
 				return err
 			}
@@ -117,6 +120,8 @@ func (r *Router) route(ctx context.Context, job RouteJob, inline *Dispatcher, le
 		}
 		e.Status, e.UpdatedAt = EventRouted, r.Now()
 		e.RoutedAt = &e.UpdatedAt
+		// The decisions ride on the UPDATE that marks the event routed.
+		e.Routing = routing.JSON()
 		if err := tx.SetEventStatus(ctx, e); err != nil {
 			return err
 		}
@@ -154,8 +159,9 @@ type planned struct {
 
 // routeRecipient creates the messages of one recipient: every usable channel
 // without a fallback chain, the first usable one with it. When nothing is
-// usable, one FAILED message records why.
-func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, conversationID *uuid.UUID, inline *Dispatcher) ([]planned, error) {
+// usable, one FAILED message records why. Each channel's decision goes to
+// routing: a channel given up on is routing.Skip with its reason.
+func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, conversationID *uuid.UUID, inline *Dispatcher, routing *Routing) ([]planned, error) {
 	contact := to.Contact
 	channels, chain := RouteChannels(e, def)
 	var jobs []planned
@@ -167,6 +173,7 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 		}
 		if skip != "" {
 			skipped = append(skipped, skip)
+			routing.Skip(to.Index, ch, skip).Tried(to.localeChain(e, tenant))
 			r.Log.WarnContext(ctx, "channel skipped", "event_id", e.ID, "channel", ch, "reason", skip)
 			continue
 		}
@@ -181,6 +188,7 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 		if err != nil {
 			return nil, err
 		}
+		routing.Queued(to.Index, m, acct, inserted).Tried(to.localeChain(e, tenant))
 		if inserted && claim {
 			if claim, err = inline.reserveInline(ctx, tx, tenant, m, r.Now()); err != nil {
 				return nil, err
@@ -286,6 +294,20 @@ func (a Addressee) address(ch Channel) string {
 	return ""
 }
 
+// localeChain is the locales a template is looked for in, best first: the
+// recipient's, the contact's or the event's locale, then the tenant's
+// default and Herald's fallback, each followed by its base language.
+func (a Addressee) localeChain(e *Event, tenant *Tenant) []string {
+	locale := a.Recipient.Locale
+	if locale == "" && a.Contact != nil && a.Contact.Locale != nil {
+		locale = *a.Contact.Locale
+	}
+	if locale == "" && e.Locale != nil {
+		locale = *e.Locale
+	}
+	return LocaleChain(locale, tenant.DefaultLocale)
+}
+
 // MostTellingSkip is the reason routing records when every channel was
 // skipped: the one that says most about what to fix.
 func MostTellingSkip(skipped []string) string {
@@ -312,15 +334,8 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 		return nil, nil, ReasonOptedOut, nil
 	}
 	if t == nil {
-		locale := to.Recipient.Locale
-		if locale == "" && contact.Locale != nil {
-			locale = *contact.Locale
-		}
-		if locale == "" && e.Locale != nil {
-			locale = *e.Locale
-		}
 		var err error
-		t, err = tx.FindTemplate(ctx, tenant.ID, e.TriggerEvent, ch, LocaleChain(locale, tenant.DefaultLocale))
+		t, err = tx.FindTemplate(ctx, tenant.ID, e.TriggerEvent, ch, to.localeChain(e, tenant))
 		switch {
 		case ErrorCode(err) == ENOTFOUND && ch == Webhook:
 			// A tenant's own system reads the event itself, not a text
@@ -490,20 +505,32 @@ func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (
 	}
 	to := Addressee{Contact: contact, Recipient: rc, Index: index}
 	chain := toChannels(failed.FallbackChain)
+	// The chain's decisions are added to the event's in one statement, on
+	// this path only: a message failed and its chain goes on.
+	routing := NewRouting(r.Now())
+	record := func(d *RouteDecision) { d.FallbackOf = &failed.ID; d.Tried(to.localeChain(e, tenant)) }
 	for i, ch := range chain {
-		m, skip, err := r.Plan(ctx, tx, tenant, e, def, to, failed.ConversationID, ch, nil)
+		m, acct, skip, err := r.plan(ctx, tx, tenant, e, def, to, failed.ConversationID, ch, nil)
 		if err != nil {
 			return nil, "", err
 		}
 		if skip != "" {
+			record(routing.Skip(index, ch, skip))
 			continue
 		}
 		m.FallbackOf, m.FallbackChain = &failed.ID, channelStrings(chain[i+1:])
 		inserted, err := r.Insert(ctx, tx, m, SourceDispatch, map[string]any{"fallback_of": failed.ID.String()})
-		if err != nil || !inserted {
+		if err != nil {
+			return nil, "", err
+		}
+		record(routing.Queued(index, m, acct, inserted))
+		if err := tx.AppendEventRouting(ctx, e.TenantID, e.ID, routing.JSON()); err != nil || !inserted {
 			return nil, "", err
 		}
 		return &DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: ch}, string(ch), nil
+	}
+	if len(routing.Decisions) > 0 {
+		return nil, "", tx.AppendEventRouting(ctx, e.TenantID, e.ID, routing.JSON())
 	}
 	return nil, "", nil
 }

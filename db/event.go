@@ -96,11 +96,13 @@ func (t *Tx) UpdateEventSchedule(ctx context.Context, e *app.Event) error {
 	return mapErr(err)
 }
 
-// SetEventStatus serves app.IntakeTx and app.RouteTx.
+// SetEventStatus serves app.IntakeTx and app.RouteTx. The route decisions
+// ride on the same UPDATE when the event carries them.
 func (t *Tx) SetEventStatus(ctx context.Context, e *app.Event) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		UPDATE events SET status = :status, error = :error, decided_by = :decided_by, decided_at = :decided_at,
-			decision_reason = :decision_reason, routed_at = :routed_at, updated_at = :updated_at
+			decision_reason = :decision_reason, routed_at = :routed_at, updated_at = :updated_at,
+			routing = coalesce(:routing, routing)
 		WHERE tenant_id = :tenant_id AND id = :id`, e)
 	return mapErr(err)
 }
@@ -115,6 +117,26 @@ func (t *Tx) LatestEventForEntity(ctx context.Context, tenantID uuid.UUID, entit
 		ORDER BY created_at DESC LIMIT 1`, tenantID, entityType, entityID, trigger)
 	if err != nil {
 		return nil, notFound(err, "No notification about %s %s.", entityType, entityID)
+	}
+	return &e, nil
+}
+
+// AppendEventRouting adds route decisions to an event's: a fallback chain
+// continued after its first message failed. It serves app.FallbackTx.
+func (t *Tx) AppendEventRouting(ctx context.Context, tenantID, id uuid.UUID, decisions app.JSON) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE events SET routing = coalesce(routing, '[]'::jsonb) || $3::jsonb
+		WHERE tenant_id = $1 AND id = $2`, tenantID, id, decisions)
+	return mapErr(err)
+}
+
+// EventWithRouting returns one of the tenant's events with its route
+// decisions, for the event's console page. It serves console.MessageTx.
+func (t *Tx) EventWithRouting(ctx context.Context, tenantID, id uuid.UUID) (*app.Event, error) {
+	var e app.Event
+	err := t.tx.GetContext(ctx, &e, `SELECT `+eventColumns+`, routing FROM events WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	if err != nil {
+		return nil, notFound(err, "Event %s not found.", id)
 	}
 	return &e, nil
 }

@@ -41,6 +41,7 @@ func (s *Server) handleAPINotificationCreate(c *fiber.Ctx) error {
 	status := fiber.StatusAccepted
 	if res.Duplicate {
 		status = fiber.StatusOK
+		c.Locals(localDuplicate, true)
 	}
 	c.Location("/api/v1/notifications/" + res.ID.String())
 	return c.Status(status).JSON(res)

@@ -239,6 +239,7 @@ var tenantNav = []navItem{
 	{"Dashboard", "/", app.PermDashboard},
 	{"Bookings", "/bookings", app.PermMessages},
 	{"Messages", "/messages", app.PermMessages},
+	{"Requests", "/requests", app.PermMessages},
 	{"Scheduled", "/scheduled", app.PermSchedules},
 	{"Approvals", "/approvals", app.PermSchedules},
 	{"Templates", "/templates", app.PermTemplates},

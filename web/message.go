@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
@@ -160,6 +161,12 @@ func (s *Server) handleMessageList(c *fiber.Ctx) error {
 // before the first. ?page= only numbers the pages for people; the cursor
 // says where a page starts.
 func keysetPagerOf(c *fiber.Ctx, cur *console.Cursor, ms []*app.Message, more bool) views.Pager {
+	return keysetPager(c, cur, ms, more, func(m *app.Message) (time.Time, uuid.UUID) { return m.CreatedAt, m.ID })
+}
+
+// keysetPager is keysetPagerOf for any list ordered newest first by the
+// (time, id) key returns.
+func keysetPager[T any](c *fiber.Ctx, cur *console.Cursor, rows []T, more bool, key func(T) (time.Time, uuid.UUID)) views.Pager {
 	n, err := strconv.Atoi(c.Query("page"))
 	if err != nil || n < 1 || cur == nil {
 		n = 1
@@ -177,24 +184,25 @@ func keysetPagerOf(c *fiber.Ctx, cur *console.Cursor, ms []*app.Message, more bo
 		}
 		return c.Path()
 	}
-	pg := views.Pager{Page: n, Shown: len(ms)}
-	if len(ms) == 0 {
+	pg := views.Pager{Page: n, Shown: len(rows)}
+	if len(rows) == 0 {
 		if cur != nil {
 			pg.PrevHref = link(nil, 1)
 		}
 		return pg
 	}
-	first, last := ms[0], ms[len(ms)-1]
+	firstAt, firstID := key(rows[0])
+	lastAt, lastID := key(rows[len(rows)-1])
 	backward := cur != nil && cur.Before
 	if backward && !more {
 		// Nothing is newer than this page: it is the first one.
 		pg.Page = 1
 	}
 	if (cur != nil && !backward) || (backward && more) {
-		pg.PrevHref = link(console.BeforeRow(first.CreatedAt, first.ID), pg.Page-1)
+		pg.PrevHref = link(console.BeforeRow(firstAt, firstID), pg.Page-1)
 	}
 	if more || backward {
-		pg.NextHref = link(console.After(last.CreatedAt, last.ID), pg.Page+1)
+		pg.NextHref = link(console.After(lastAt, lastID), pg.Page+1)
 	}
 	return pg
 }

@@ -19,7 +19,7 @@ func (s *Server) routes(a *fiber.App) {
 
 	a.Get("/api/openapi.json", s.handleOpenAPI)
 	// The API: every route names the scope its key needs (app.Scope*).
-	api := apiGroup{s: s, r: a.Group("/api/v1", s.requireAPIKey, s.refuseNUL), prefix: "/api/v1"}
+	api := apiGroup{s: s, r: a.Group("/api/v1", s.recordRejections, s.requireAPIKey, s.refuseNUL), prefix: "/api/v1"}
 	api.get("/tenant", app.ScopeRead, s.handleAPITenant)
 	api.get("/events", app.ScopeRead, s.handleAPIEvents)
 	api.post("/notifications", app.ScopeSend, s.handleAPINotificationCreate)
@@ -160,6 +160,11 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/messages/:id", app.PermMessages, s.handleMessageShow)
 	t.post("/messages/:id/retry", app.PermResend, s.handleMessageRetry)
 	t.post("/messages/:id/cancel", app.PermCancelMessage, s.handleMessageCancel)
+	t.get("/events/:id", app.PermMessages, s.handleEventShow)
+
+	// Rejected API requests.
+	t.get("/requests", app.PermMessages, s.handleRequestList)
+	t.get("/requests/:id", app.PermMessages, s.handleRequestShow)
 
 	// Contacts.
 	t.get("/contacts/:id", app.PermMessages, s.handleContactShow)

@@ -63,6 +63,10 @@ type Server struct {
 	ContactConsole *console.ContactConsole
 	Schedules      *console.Schedules
 	AuditLog       *console.AuditLog
+	// Rejections keeps the API's rejected requests; RejectionConsole lists
+	// them on the Requests page.
+	Rejections       *app.Rejections
+	RejectionConsole *console.Rejections
 	// MetaTemplateConsole serves a WhatsApp account's Meta template page.
 	MetaTemplateConsole *console.MetaTemplates
 

@@ -25,6 +25,8 @@ type MessageTx interface {
 	MessagesByEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*app.Message, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*app.Tenant, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Event, error)
+	// EventWithRouting returns an event with its route decisions.
+	EventWithRouting(ctx context.Context, tenantID, id uuid.UUID) (*app.Event, error)
 	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Message, error)
 	// ExplorerMessages returns the tenant's messages matching f, newest first.
 	ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f MessageFilter, page PageRequest) ([]*app.Message, error)

@@ -66,6 +66,8 @@ type Services struct {
 	// MetaTemplates syncs WhatsApp accounts' Meta templates and submits
 	// Herald's for review.
 	MetaTemplates *app.MetaTemplates
+	// Rejections keeps the tenants' rejected API requests.
+	Rejections *app.Rejections
 
 	// The console.
 	Console Console
@@ -90,6 +92,7 @@ type Console struct {
 	AuditLog       *console.AuditLog
 	MetaTemplates  *console.MetaTemplates
 	Callbacks      *console.Callbacks
+	Rejections     *console.Rejections
 }
 
 // Connect opens the database pool (named role in pg_stat_activity) and
@@ -196,6 +199,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Health = &app.Health{Probe: d, Now: now}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Now: now}
 	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts, Rates: store}
+	s.Rejections = &app.Rejections{Store: db.Scope[app.RejectionTx](store), Lookup: store, Now: now, Log: log}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
 	s.Console = Console{
@@ -221,6 +225,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		AuditLog:       &console.AuditLog{Store: db.Scope[console.AuditLogTx](store), Audit: s.Audit, Now: now},
 		MetaTemplates:  &console.MetaTemplates{Store: db.Scope[console.MetaTemplateTx](store), MetaTemplates: s.MetaTemplates},
 		Callbacks:      &console.Callbacks{Callbacks: s.Callbacks},
+		Rejections:     &console.Rejections{Store: db.Scope[console.RejectionTx](store)},
 	}
 	return s, nil
 }
@@ -240,6 +245,7 @@ func (s *Services) Web(version string) *web.Server {
 		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
 		Contacts: s.Contacts, ContactConsole: s.Console.ContactConsole,
+		Rejections: s.Rejections, RejectionConsole: s.Console.Rejections,
 		Registry: s.Registry, Version: version, OpenAPI: s.OpenAPI,
 	}
 }
