@@ -21,7 +21,7 @@ const (
 	MaxSearchLength = 200
 	// MinSearchText is the shortest part of a name or e-mail address the
 	// search looks for: shorter ones match too many people to be useful,
-	// and the trigram index cannot serve them.
+	// and each reads the whole of the tenant's contacts.
 	MinSearchText = 3
 	// SearchPeopleLimit caps the people one search shows.
 	SearchPeopleLimit = 20

@@ -58,8 +58,8 @@ func (t *Tx) SearchContacts(ctx context.Context, tenantID uuid.UUID, q app.Conta
 			WHERE tenant_id = $1 AND entity_type = ANY(`+arg(entityTypes)+`) AND entity_id = ANY(`+arg(app.StringList(q.References))+`) AND contact_id IS NOT NULL`)
 	}
 	if q.Pattern != "" {
-		// The expression is the index's (contacts_search_idx), so the
-		// trigram index serves it.
+		// Row-level security keeps ILIKE from any index; the tenant's own
+		// (contacts_tenant_updated_idx) keeps the scan to its contacts.
 		branches = append(branches, `SELECT id, 4, '`+app.MatchName+`' FROM contacts
 			WHERE tenant_id = $1 AND (name || ' ' || coalesce(email, '')) ILIKE `+arg(q.Pattern))
 	}
