@@ -19,4 +19,15 @@
       e.detail.headers["X-CSRF-Token"] = meta.getAttribute("content");
     }
   });
+
+  // The main navigation is a <details> the stylesheet keeps open on wide
+  // screens; browsers that cannot style its content (no ::details-content)
+  // get it opened here instead.
+  var menu = document.querySelector("details.navmenu");
+  if (menu && window.CSS && !CSS.supports("selector(::details-content)")) {
+    var wide = window.matchMedia("(min-width: 641px)");
+    var sync = function () { menu.open = wide.matches; };
+    sync();
+    wide.addEventListener("change", sync);
+  }
 })();

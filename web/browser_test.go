@@ -38,7 +38,7 @@ const browserTimeout = 60 * time.Second
 
 // The window the tests browse in, and the two sizes screenshots are taken at.
 const (
-	desktopWidth, desktopHeight = 1280, 800
+	desktopWidth, desktopHeight = 1366, 900
 	phoneWidth, phoneHeight     = 390, 844
 )
 

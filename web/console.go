@@ -237,6 +237,7 @@ type navItem struct {
 
 var tenantNav = []navItem{
 	{"Dashboard", "/", app.PermDashboard},
+	{"Search", "/search", app.PermMessages},
 	{"Bookings", "/bookings", app.PermMessages},
 	{"Messages", "/messages", app.PermMessages},
 	{"Requests", "/requests", app.PermMessages},

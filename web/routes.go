@@ -152,6 +152,9 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.post("/templates/:id/deactivate", app.PermTemplates, s.handleTemplateDeactivate)
 	t.post("/templates/:id/reactivate", app.PermTemplates, s.handleTemplateReactivate)
 
+	// Search: people by booking reference, name, e-mail or phone.
+	t.get("/search", app.PermMessages, s.handleSearch)
+
 	// Booking panel and messages.
 	t.get("/bookings", app.PermMessages, s.handleBookingSearch)
 	t.get("/bookings/:type/:id", app.PermMessages, s.handleBookingPanel)

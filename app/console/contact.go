@@ -14,6 +14,9 @@ import (
 // app.Contacts, as they do for the API.
 type ContactConsole struct {
 	Contacts *app.Contacts
+	// Searcher finds people by booking reference, name, e-mail address
+	// or phone number (the console's search).
+	Searcher *app.ContactSearcher
 }
 
 // ContactPage is what the contact page shows. For users who may not see

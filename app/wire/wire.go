@@ -221,7 +221,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		},
 		MessageConsole: &console.MessageConsole{Store: db.Scope[console.MessageTx](store), Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
 		Schedules:      &console.Schedules{Store: db.Scope[console.ScheduleTx](store), Intake: s.Intake, Router: s.Router, Now: now},
-		ContactConsole: &console.ContactConsole{Contacts: s.Contacts},
+		ContactConsole: &console.ContactConsole{Contacts: s.Contacts, Searcher: &app.ContactSearcher{Store: db.Scope[app.ContactSearchTx](store)}},
 		AuditLog:       &console.AuditLog{Store: db.Scope[console.AuditLogTx](store), Audit: s.Audit, Now: now},
 		MetaTemplates:  &console.MetaTemplates{Store: db.Scope[console.MetaTemplateTx](store), MetaTemplates: s.MetaTemplates},
 		Callbacks:      &console.Callbacks{Callbacks: s.Callbacks},
