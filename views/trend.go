@@ -38,7 +38,7 @@ const (
 	dayChartWidth  = 360
 	dayChartHeight = 190
 	dayChartLeft   = 40
-	dayChartRight  = 6
+	dayChartRight  = 20
 	dayChartTop    = 10
 	dayChartBottom = 26
 )
@@ -132,11 +132,24 @@ func newDayChart(ct console.ChannelTrend, loc *time.Location) Chart {
 }
 
 // percent formats a share in percent: one decimal below 100, none at 100.
+// The space before the sign does not break.
 func percent(v float64) string {
 	if v >= 99.95 {
-		return "100 %"
+		return "100\u00a0%"
 	}
-	return strconv.FormatFloat(v, 'f', 1, 64) + " %"
+	return strconv.FormatFloat(v, 'f', 1, 64) + "\u00a0%"
+}
+
+// rateDetail says what a channel's delivery rate is a share of, and how
+// its median was estimated.
+func rateDetail(ct console.ChannelTrend) string {
+	o := ct.Outcome
+	s := "of " + dashPlural(o.Attempted(), "message", "messages") + " sent or failed"
+	if o.Failed() > 0 {
+		s += ", " + shareText(o, o.Failed()) + " failed"
+	}
+	_, within := medianText(ct.Latency)
+	return s + "; median " + within + "."
 }
 
 // shareText is n as a share of the outcome's attempted messages, or a dash.
@@ -171,24 +184,24 @@ func rateLabel(o console.Outcome) string {
 func durationText(d time.Duration) string {
 	switch {
 	case d < 10*time.Second:
-		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "\u00a0s"
 	case d < time.Minute:
-		return strconv.Itoa(int(d.Round(time.Second)/time.Second)) + " s"
+		return strconv.Itoa(int(d.Round(time.Second)/time.Second)) + "\u00a0s"
 	case d < time.Hour:
-		return strconv.FormatFloat(d.Minutes(), 'f', 1, 64) + " min"
+		return strconv.FormatFloat(d.Minutes(), 'f', 1, 64) + "\u00a0min"
 	}
-	return strconv.FormatFloat(d.Hours(), 'f', 1, 64) + " h"
+	return strconv.FormatFloat(d.Hours(), 'f', 1, 64) + "\u00a0h"
 }
 
 // boundText names a histogram bound: 1 s, 2 min, 6 h.
 func boundText(d time.Duration) string {
 	switch {
 	case d < time.Minute:
-		return strconv.Itoa(int(d/time.Second)) + " s"
+		return strconv.Itoa(int(d/time.Second)) + "\u00a0s"
 	case d < time.Hour:
-		return strconv.Itoa(int(d/time.Minute)) + " min"
+		return strconv.Itoa(int(d/time.Minute)) + "\u00a0min"
 	}
-	return strconv.Itoa(int(d/time.Hour)) + " h"
+	return strconv.Itoa(int(d/time.Hour)) + "\u00a0h"
 }
 
 // medianText is a channel's median time to delivered, and the bin it was
@@ -197,7 +210,7 @@ func medianText(l console.Latency) (median, within string) {
 	m, low, high, ok := l.Median()
 	switch {
 	case !ok:
-		return "–", "nothing delivered yet"
+		return "–", "unknown, nothing delivered yet"
 	case high == 0:
 		return "over " + boundText(low), "more than " + boundText(low) + " for half of them"
 	case low == 0:
@@ -234,7 +247,13 @@ func failureLabel(reason string) string {
 	case app.ReasonWhatsAppTemplateRequired:
 		return "WhatsApp needs an approved Meta template here"
 	}
-	return "The provider reported a failure"
+	// Receipts give provider_code (see app.ReceiptFailedReason).
+	provider, code, _ := strings.Cut(reason, "_")
+	name := map[string]string{"meta": "Meta (WhatsApp)", "ses": "Amazon SES (e-mail)", "sns": "Amazon SNS (SMS)", "sandbox": "The sandbox"}[provider]
+	if name == "" || code == "" {
+		return "The provider reported a failure"
+	}
+	return name + " reported " + strings.ReplaceAll(code, "_", " ")
 }
 
 // failureHref links a failure reason to its messages in the explorer:
