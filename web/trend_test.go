@@ -146,14 +146,14 @@ func TestTrends_RollUp(t *testing.T) {
 		// The last minutes are counted live.
 		"just-now": {at: now.Add(-30 * time.Second), status: app.MessageFailed, channel: app.Email, reason: app.ReasonQuotaExceeded, template: &tpl[0]},
 		// The month's first day starts at 04:00 UTC (summer time).
-		"first-day": {at: time.Date(2026, 10, 26, 4, 0, 0, 0, time.UTC), status: app.MessageSent, channel: app.SMS},
-		"before":    {at: time.Date(2026, 10, 26, 3, 59, 0, 0, time.UTC), status: app.MessageSent, channel: app.SMS},
-		"ten-days":  {at: now.Add(-10 * 24 * time.Hour), status: app.MessageSent, channel: app.WhatsApp, template: &tpl[1]},
+		"first-day":  {at: time.Date(2026, 10, 26, 4, 0, 0, 0, time.UTC), status: app.MessageSent, channel: app.SMS},
+		"before":     {at: time.Date(2026, 10, 26, 3, 59, 0, 0, time.UTC), status: app.MessageSent, channel: app.SMS},
+		"ten-days":   {at: now.Add(-10 * 24 * time.Hour), status: app.MessageSent, channel: app.WhatsApp, template: &tpl[1]},
 		"three-days": {at: now.Add(-3 * 24 * time.Hour), status: app.MessageSent, channel: app.WhatsApp, template: &tpl[1]},
-		"failed-1":  {at: now.Add(-5 * 24 * time.Hour), status: app.MessageFailed, channel: app.WhatsApp, reason: "meta_131026", template: &tpl[1]},
-		"failed-2":  {at: now.Add(-6 * 24 * time.Hour), status: app.MessageFailed, channel: app.WhatsApp, reason: "meta_131026", template: &tpl[1]},
-		"failed-3":  {at: now.Add(-7 * 24 * time.Hour), status: app.MessageFailed, channel: app.Email, reason: app.ReasonQuotaExceeded},
-		"queued":    {at: now.Add(-3 * time.Hour), status: app.MessageQueued, channel: app.Webhook},
+		"failed-1":   {at: now.Add(-5 * 24 * time.Hour), status: app.MessageFailed, channel: app.WhatsApp, reason: "meta_131026", template: &tpl[1]},
+		"failed-2":   {at: now.Add(-6 * 24 * time.Hour), status: app.MessageFailed, channel: app.WhatsApp, reason: "meta_131026", template: &tpl[1]},
+		"failed-3":   {at: now.Add(-7 * 24 * time.Hour), status: app.MessageFailed, channel: app.Email, reason: app.ReasonQuotaExceeded},
+		"queued":     {at: now.Add(-3 * time.Hour), status: app.MessageQueued, channel: app.Webhook},
 	} {
 		ids[name] = b.insert(b.Tenant.ID, m)
 	}
@@ -358,5 +358,59 @@ func TestConsoleMessages_ReasonFilter(t *testing.T) {
 		doc := s.page("/t/acme/messages" + "?reason=" + url.QueryEscape("x' OR 1=1"))
 		require.Contains(t, text(doc.Find(".msg-filter-errors")), "is not a failure reason")
 		require.Len(t, explorerIDs(doc), 3, "every acme message")
+	})
+}
+
+func TestConsoleTrends_Pages(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	var tplID string
+	require.NoError(t, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(c.Ctx, `SELECT id::text FROM templates WHERE tenant_id = $1 AND channel = 'EMAIL' AND trigger_event = 'BOOKING_CONFIRMED' ORDER BY id LIMIT 1`, c.Tenant.ID).Scan(&tplID)
+	}))
+
+	t.Run("NothingInTheMonth", func(t *testing.T) {
+		// A message older than the month: the dashboard has activity, the
+		// month is empty, and the template has no figures.
+		c.pageMessage(c.Tenant.ID, time.Now().Add(-40*24*time.Hour), app.MessageDelivered, app.Email, "")
+		doc := c.signIn(asManager).page("/t/acme/")
+		require.Equal(t, 1, doc.Find(`[data-trends=empty]`).Length())
+		require.Zero(t, doc.Find(`svg.day-chart`).Length())
+		doc = c.signIn(asManager).page("/t/acme/templates/" + tplID)
+		require.Equal(t, 1, doc.Find(`.tpl-stats-card [data-stats=none]`).Length())
+	})
+
+	t.Run("FiguresOnEveryPage", func(t *testing.T) {
+		id := c.pageMessage(c.Tenant.ID, time.Now().Add(-2*time.Hour), app.MessageFailed, app.Email, "")
+		c.Exec(`UPDATE messages SET template_id = $2, failed_reason = 'ses_bounce' WHERE id = $1`, id, tplID)
+		read := c.pageMessage(c.Tenant.ID, time.Now().Add(-3*time.Hour), app.MessageRead, app.Email, "")
+		c.Exec(`UPDATE messages SET template_id = $2, delivered_at = created_at + interval '3 seconds' WHERE id = $1`, read, tplID)
+
+		for _, who := range []string{asManager, asSupport, asOperator} {
+			doc := c.signIn(who).page("/t/acme/")
+			require.Equal(t, 1, doc.Find(`svg.day-chart`).Length(), who)
+			require.Equal(t, "img", doc.Find(`svg.day-chart`).AttrOr("role", ""))
+			require.Equal(t, "E-mail messages per day, last 30 days", text(doc.Find(`svg.day-chart > title`)))
+			require.Contains(t, text(doc.Find(`svg.day-chart > desc`)), "2 messages in total: 1 read, 1 failed")
+			require.Equal(t, "50.0 % delivered", text(doc.Find(`.rate-list li[data-channel=EMAIL] [data-rate=delivered]`)), "1 of 2 delivered")
+			require.Equal(t, "median about 3.5 s", text(doc.Find(`[data-median=EMAIL]`)))
+			a := doc.Find(`.failure-list li[data-reason=ses_bounce] a`)
+			require.Equal(t, "Amazon SES (e-mail) reported bounce", text(a))
+			href, _ := a.Attr("href")
+			u, err := url.Parse(href)
+			require.NoError(t, err)
+			require.Equal(t, "/t/acme/messages", u.Path)
+			require.Equal(t, "ses_bounce", u.Query().Get("reason"))
+			require.Equal(t, "EMAIL", u.Query().Get("channel"))
+			require.Equal(t, []string{id.String()}, explorerIDs(c.signIn(who).page(href)), "the link lists the failed message")
+		}
+
+		doc := c.signIn(asManager).page("/t/acme/templates/" + tplID)
+		require.Equal(t, "1", text(doc.Find(`[data-figure=sent] .stat-num`)), "the read message was sent")
+		require.Equal(t, "1", text(doc.Find(`[data-figure=read] .stat-num`)))
+		require.Equal(t, "1", text(doc.Find(`[data-figure=failed] .stat-num`)))
+		doc = c.signIn(asManager).page("/t/acme/templates?event=BOOKING_CONFIRMED&channel=EMAIL")
+		require.Equal(t, "2", doc.Find(`tr[data-id="`+tplID+`"] td.tpl-stats`).AttrOr("data-stats", ""))
+		require.Equal(t, "1 failed", text(doc.Find(`tr[data-id="`+tplID+`"] [data-stat=failed]`)))
 	})
 }
