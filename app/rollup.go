@@ -17,19 +17,23 @@ type RollupTx interface {
 	// span is the whole window the dashboard shows.
 	RollUpMessageCounts(ctx context.Context, tenantID uuid.UUID, from, through time.Time, full bool, now time.Time) (int, error)
 	// MessageCountMark returns when the tenant's counts were last recounted
-	// in full, and the end of the span they cover (zero when never).
-	MessageCountMark(ctx context.Context, tenantID uuid.UUID) (fullAt, through time.Time, err error)
+	// in full and over the last RollupWeekWindow (zero when never).
+	MessageCountMark(ctx context.Context, tenantID uuid.UUID) (fullAt, weekAt time.Time, err error)
 }
 
 // The dashboard's counts: quarters of an hour (every timezone's hours and
-// days begin on one), recounted in a short window every run, and over the
-// whole window the dashboard shows (7 days, and a day more for the
-// timezones ahead of UTC) once an hour.
+// days begin on one), recounted in a short window every run, over the last
+// 8 days once an hour, and over the whole window the dashboard shows (30
+// days, and a day more for the timezones ahead of UTC) every 6 hours.
+// Statuses mostly settle within minutes of the send; the longer the time
+// since, the rarer a change and the longer it may wait to show.
 const (
 	RollupQuarter    = 15 * time.Minute
 	RollupRecent     = 2 * time.Hour
-	RollupFullWindow = 8 * 24 * time.Hour
-	RollupFullEvery  = time.Hour
+	RollupWeekWindow = 8 * 24 * time.Hour
+	RollupWeekEvery  = time.Hour
+	RollupFullWindow = 31 * 24 * time.Hour
+	RollupFullEvery  = 6 * time.Hour
 	// RollupSettle keeps the newest minutes out of the counts: a message
 	// created then may belong to a transaction not committed yet, and the
 	// dashboard counts those minutes live.
@@ -45,9 +49,13 @@ const (
 // the maintenance queue a few index scans a minute instead, and the
 // dashboard reads a few thousand rows instead of a million messages. The
 // price is freshness: a status that changes after its quarter was
-// recounted shows within a minute for messages of the last two hours, and
-// within an hour for older ones; the newest minutes are always counted
-// live.
+// recounted shows within a minute for messages of the last two hours,
+// within an hour for those of the last 8 days, and within 6 hours for
+// older ones; the newest minutes are always counted live.
+//
+// The same recount keeps the delivery times, failure reasons and
+// per-template counts of the dashboard's month and the template pages
+// (see migration 00045).
 type Rollups struct {
 	Store Store[RollupTx]
 	Now   Clock
@@ -82,14 +90,17 @@ func (r *Rollups) RollUpTenant(ctx context.Context, tenantID uuid.UUID) (int, er
 	through := now.Add(-RollupSettle).Truncate(RollupQuarter)
 	var n int
 	err := r.Store.InTenant(ctx, tenantID, func(tx RollupTx) error {
-		fullAt, _, err := tx.MessageCountMark(ctx, tenantID)
+		fullAt, weekAt, err := tx.MessageCountMark(ctx, tenantID)
 		if err != nil {
 			return err
 		}
 		full := now.Sub(fullAt) >= RollupFullEvery
 		from := through.Add(-RollupRecent)
-		if full {
+		switch {
+		case full:
 			from = through.Add(-RollupFullWindow)
+		case now.Sub(weekAt) >= RollupWeekEvery:
+			from = through.Add(-RollupWeekWindow)
 		}
 		n, err = tx.RollUpMessageCounts(ctx, tenantID, from, through, full, now)
 		return err

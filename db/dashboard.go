@@ -84,15 +84,15 @@ func (t *Tx) RollUpMessageCounts(ctx context.Context, tenantID uuid.UUID, from, 
 	return n, mapErr(err)
 }
 
-// MessageCountMark serves app.MaintenanceTx: when the tenant's counts were
-// last recounted in full, and up to when they reach; zero times when never.
-func (t *Tx) MessageCountMark(ctx context.Context, tenantID uuid.UUID) (fullAt, through time.Time, err error) {
+// MessageCountMark serves app.RollupTx: when the tenant's counts were last
+// recounted in full and over the last 8 days; zero times when never.
+func (t *Tx) MessageCountMark(ctx context.Context, tenantID uuid.UUID) (fullAt, weekAt time.Time, err error) {
 	err = t.tx.QueryRowxContext(ctx, `
-		SELECT full_at, through FROM message_count_marks WHERE tenant_id = $1`, tenantID).Scan(&fullAt, &through)
+		SELECT full_at, week_at FROM message_count_marks WHERE tenant_id = $1`, tenantID).Scan(&fullAt, &weekAt)
 	if isNoRows(err) {
 		return time.Time{}, time.Time{}, nil
 	}
-	return fullAt, through, mapErr(err)
+	return fullAt, weekAt, mapErr(err)
 }
 
 // StaleMessages serves console.DashboardTx. A receipt clears stale_at, so a

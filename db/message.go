@@ -466,6 +466,9 @@ func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f console
 	if f.Stale {
 		where = append(where, "status = 'SENT'", "stale_at IS NOT NULL")
 	}
+	if f.Reason != "" {
+		add("failed_reason = ?", f.Reason)
+	}
 	if f.EntityType != "" {
 		add("entity_type = ? AND entity_id = ?", f.EntityType, f.EntityID)
 	}

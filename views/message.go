@@ -256,7 +256,7 @@ func msgChannelNames() []string {
 // msgFilterErrors lists the explorer's filter problems in the form's order.
 func msgFilterErrors(errs map[string]string) []string {
 	var out []string
-	for _, f := range []string{"status", "channel", "event", "event_id", "from", "to", "address", "stale", "cursor"} {
+	for _, f := range []string{"status", "channel", "event", "event_id", "from", "to", "address", "stale", "reason", "cursor"} {
 		if msg, ok := errs[f]; ok {
 			out = append(out, msg)
 		}

@@ -40,6 +40,13 @@ func (s *Server) handleDashboard(c *fiber.Ctx) error {
 		ApprovalsHref: tenantPath(c, "/approvals"),
 		CurlExample:   s.curlExample(),
 	}
+	if d.HasMessages {
+		trends, err := s.Trends.Load(c.UserContext(), userOf(c), tenantOf(c))
+		if err != nil {
+			return err
+		}
+		v.Trends = views.NewTrendsView(trends, tenantPath(c, "/messages"))
+	}
 	if userOf(c).Can(app.PermAPIKeys) {
 		v.APIKeysHref = tenantPath(c, "/api-keys")
 	}

@@ -136,6 +136,7 @@ func (s *Server) handleMessageList(c *fiber.Ctx) error {
 	in := console.MessageFilterInput{
 		Status: c.Query("status"), Channel: c.Query("channel"), Event: c.Query("event"), EventID: c.Query("event_id"),
 		From: c.Query("from"), To: c.Query("to"), Address: c.Query("address"), Stale: c.Query("stale"),
+		Reason: c.Query("reason"),
 	}
 	filter, errs := console.ParseMessageFilter(in, p.Location)
 	req := console.PageRequest{Limit: PerPage + 1}

@@ -283,8 +283,8 @@ func TestConsoleDashboard_RolledUpCounts(t *testing.T) {
 	live := func(r console.DashboardRange) *console.Dashboard {
 		c.Exec(`UPDATE message_count_marks SET since = through WHERE tenant_id = $1`, c.Tenant.ID)
 		d := load(r)
-		// Every roll-up here was a full one: the span is 8 days long.
-		c.Exec(`UPDATE message_count_marks SET since = through - interval '8 days' WHERE tenant_id = $1`, c.Tenant.ID)
+		// Every roll-up here was a full one: the span is 31 days long.
+		c.Exec(`UPDATE message_count_marks SET since = through - interval '31 days' WHERE tenant_id = $1`, c.Tenant.ID)
 		return d
 	}
 	same := func(t *testing.T) {
@@ -302,7 +302,7 @@ func TestConsoleDashboard_RolledUpCounts(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, n)
 	require.Positive(t, c.Count(`SELECT count(*) FROM message_counts WHERE tenant_id = $1`, c.Tenant.ID))
-	require.Zero(t, c.Count(`SELECT count(*) FROM message_counts WHERE tenant_id = $1 AND bucket < now() - interval '8 days 1 hour'`, c.Tenant.ID),
+	require.Zero(t, c.Count(`SELECT count(*) FROM message_counts WHERE tenant_id = $1 AND bucket < now() - interval '31 days 1 hour'`, c.Tenant.ID),
 		"only the window the dashboard shows")
 	t.Run("SameAsLive", same)
 
@@ -311,7 +311,7 @@ func TestConsoleDashboard_RolledUpCounts(t *testing.T) {
 		_, err := c.Services.Rollups.RollUpTenant(c.Ctx, c.Tenant.ID)
 		require.NoError(t, err)
 		// The recent window was recounted; older quarters wait for the
-		// hourly full recount, which a cleared full_at brings forward.
+		// full recount, which a cleared full_at brings forward.
 		c.Exec(`UPDATE message_count_marks SET full_at = 'epoch' WHERE tenant_id = $1`, c.Tenant.ID)
 		_, err = c.Services.Rollups.RollUp(c.Ctx)
 		require.NoError(t, err)

@@ -55,8 +55,10 @@ type Server struct {
 	Templates *console.Templates
 
 	// The console's other services.
-	Sessions       *console.Sessions
-	Dashboards     *console.Dashboards
+	Sessions   *console.Sessions
+	Dashboards *console.Dashboards
+	// Trends serves the dashboard's month and the template figures.
+	Trends         *console.TrendReader
 	Queues         *console.Queues
 	Accounts       *console.Accounts
 	MessageConsole *console.MessageConsole

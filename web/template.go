@@ -1,6 +1,7 @@
 package web
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -51,9 +52,17 @@ func (s *Server) handleTemplateList(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	stats, err := s.Trends.TemplateStats(ctx, u, t, ids)
+	if err != nil {
+		return err
+	}
 	return s.render(c, views.TemplatesPage(s.page(c, "Templates"), views.TemplateList{
 		Rows: rows, Filter: vf, Events: app.Events(), Locales: locales,
-		Pager: pagerOf(c, page, len(rows), more), Base: tenantPath(c, "/templates"),
+		Pager: pagerOf(c, page, len(rows), more), Base: tenantPath(c, "/templates"), Stats: stats,
 	}))
 }
 
@@ -211,6 +220,12 @@ func (s *Server) handleTemplateEdit(c *fiber.Ctx) error {
 	if e.MetaStatus, err = s.MetaTemplateConsole.StatusOf(c.UserContext(), tenantOf(c).ID, in.WhatsAppTemplate); err != nil {
 		return err
 	}
+	stats, err := s.Trends.TemplateStats(c.UserContext(), userOf(c), tenantOf(c), []uuid.UUID{t.ID})
+	if err != nil {
+		return err
+	}
+	e.Stats = stats[t.ID]
+	e.MessagesHref = tenantPath(c, "/messages?"+url.Values{"event": {t.TriggerEvent}, "channel": {string(t.Channel)}}.Encode())
 	return s.render(c, views.TemplateEditorPage(s.page(c, "Template "+t.TriggerEvent), e))
 }
 

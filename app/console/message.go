@@ -73,6 +73,8 @@ type MessageFilter struct {
 	Address string
 	// Stale keeps SENT messages that maintenance flagged stale.
 	Stale bool
+	// Reason matches failed_reason exactly (quota_exceeded, meta_131026).
+	Reason string
 	// EntityType and EntityID keep the messages about one booking, trip
 	// or invoice (the API's message list; the console has its panel).
 	EntityType, EntityID string
@@ -80,8 +82,12 @@ type MessageFilter struct {
 
 // MessageFilterInput is the explorer's filter form as typed.
 type MessageFilterInput struct {
-	Status, Channel, Event, EventID, From, To, Address, Stale string
+	Status, Channel, Event, EventID, From, To, Address, Stale, Reason string
 }
+
+// failedReasonPattern is what failed reasons look like: Herald's codes,
+// providers' codes made lower case, fallback_triggered:EMAIL.
+var failedReasonPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,100}$`)
 
 // ParseMessageFilter validates the explorer's filters. Dates are days in
 // loc (the tenant's timezone); "to" includes its whole day. A bad value is
@@ -147,6 +153,13 @@ func ParseMessageFilter(in MessageFilterInput, loc *time.Location) (f MessageFil
 			f.Address = addr
 		default:
 			errs["address"] = "Type a full phone number with country code (+49…) or a full e-mail address. The address filter is ignored."
+		}
+	}
+	if s := strings.TrimSpace(in.Reason); s != "" {
+		if failedReasonPattern.MatchString(s) {
+			f.Reason = s
+		} else {
+			errs["reason"] = "\"" + s + "\" is not a failure reason; reasons are codes such as quota_exceeded or meta_131026. Showing every reason."
 		}
 	}
 	switch strings.ToLower(strings.TrimSpace(in.Stale)) {

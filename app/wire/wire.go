@@ -77,13 +77,15 @@ type Services struct {
 
 // Console is the console's services.
 type Console struct {
-	Deadlines      *console.Deadlines
-	Tenants        *console.Tenants
-	Users          *console.Users
-	APIKeys        *console.APIKeys
-	Templates      *console.Templates
-	Sessions       *console.Sessions
-	Dashboards     *console.Dashboards
+	Deadlines  *console.Deadlines
+	Tenants    *console.Tenants
+	Users      *console.Users
+	APIKeys    *console.APIKeys
+	Templates  *console.Templates
+	Sessions   *console.Sessions
+	Dashboards *console.Dashboards
+	// Trends reads the dashboard's month and the template figures.
+	Trends         *console.TrendReader
 	Queues         *console.Queues
 	Accounts       *console.Accounts
 	MessageConsole *console.MessageConsole
@@ -210,6 +212,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Templates:  &console.Templates{Templates: s.Templates, Store: db.Scope[console.TemplateTx](store)},
 		Sessions:   &console.Sessions{Store: db.Scope[console.SessionTx](store), Users: s.Users, Now: now},
 		Dashboards: &console.Dashboards{Store: db.Scope[console.DashboardTx](store), Quotas: cfg.Quotas, Now: now},
+		Trends:     &console.TrendReader{Store: db.Scope[console.TrendTx](store), Now: now},
 		Queues:     &console.Queues{Store: db.Scope[console.QueueTx](store), Admin: queue.Admin(), Now: now},
 		Accounts: &console.Accounts{
 			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, TemplateSync: queue, Now: now,
@@ -242,6 +245,7 @@ func (s *Services) Web(version string) *web.Server {
 		SNSVerifier: &awsnotify.Verifier{},
 		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
 		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
+		Trends:   s.Console.Trends,
 		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
 		Contacts: s.Contacts, ContactConsole: s.Console.ContactConsole,

@@ -1,0 +1,146 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/console"
+)
+
+// rolledSpan returns the part of [from, to) the tenant's rolled-up counts
+// cover, with from and to themselves when they cover none of it (lo == hi
+// == to). The tables behind the dashboard's month are counted in buckets
+// of width step, so the span is narrowed to whole buckets: a reader sums
+// the buckets in [lo, hi) and counts live the messages created in
+// [from, lo) and [hi, to).
+func (t *Tx) rolledSpan(ctx context.Context, tenantID uuid.UUID, from, to time.Time, step time.Duration) (lo, hi time.Time, err error) {
+	if !onStep(from, step) {
+		return to, to, nil
+	}
+	var mark struct {
+		Lo time.Time `db:"lo"`
+		Hi time.Time `db:"hi"`
+	}
+	err = t.tx.GetContext(ctx, &mark, `
+		SELECT greatest(since, $2) AS lo, least(through, $3) AS hi
+		FROM message_count_marks WHERE tenant_id = $1`, tenantID, from, to)
+	switch {
+	case isNoRows(err):
+		return to, to, nil
+	case err != nil:
+		return to, to, mapErr(err)
+	}
+	// since may fall between two buckets (the mark is kept in quarters);
+	// the bucket it falls in holds less than its whole width, so it is
+	// counted live. The last bucket holds the messages up to through,
+	// where the live count takes over.
+	lo = mark.Lo
+	if !onStep(lo, step) {
+		lo = lo.Truncate(step).Add(step)
+	}
+	if !lo.Before(mark.Hi) {
+		return to, to, nil
+	}
+	return lo, mark.Hi, nil
+}
+
+// onStep reports whether t is a multiple of step since the Unix epoch
+// (message counts' buckets start on such times).
+func onStep(t time.Time, step time.Duration) bool {
+	return t.UnixNano()%int64(step) == 0
+}
+
+// LatencyCounts serves console.TrendTx: message_latency_counts where the
+// mark says they are complete, the messages themselves elsewhere.
+func (t *Tx) LatencyCounts(ctx context.Context, tenantID uuid.UUID, from, to time.Time) ([]console.LatencyCount, error) {
+	lo, hi, err := t.rolledSpan(ctx, tenantID, from, to, rollupQuarter)
+	if err != nil {
+		return nil, err
+	}
+	out := []console.LatencyCount{}
+	err = t.tx.SelectContext(ctx, &out, `
+		SELECT channel, bin, sum(count)::bigint AS count
+		FROM (
+			SELECT channel, bin, count
+			FROM message_latency_counts
+			WHERE tenant_id = $1 AND bucket >= $4 AND bucket < $5
+			UNION ALL
+			SELECT channel, width_bucket(extract(epoch FROM coalesce(delivered_at, read_at) - created_at)::double precision,
+				message_latency_bounds()), 1
+			FROM messages
+			WHERE tenant_id = $1 AND created_at >= $2 AND created_at < $4
+				AND status IN ('DELIVERED', 'READ') AND coalesce(delivered_at, read_at) IS NOT NULL
+			UNION ALL
+			SELECT channel, width_bucket(extract(epoch FROM coalesce(delivered_at, read_at) - created_at)::double precision,
+				message_latency_bounds()), 1
+			FROM messages
+			WHERE tenant_id = $1 AND created_at >= $5 AND created_at < $3
+				AND status IN ('DELIVERED', 'READ') AND coalesce(delivered_at, read_at) IS NOT NULL
+		) counted
+		GROUP BY 1, 2`, tenantID, from, to, lo, hi)
+	return out, mapErr(err)
+}
+
+// FailureCounts serves console.TrendTx, as LatencyCounts does.
+func (t *Tx) FailureCounts(ctx context.Context, tenantID uuid.UUID, from, to time.Time) ([]console.FailureCount, error) {
+	lo, hi, err := t.rolledSpan(ctx, tenantID, from, to, rollupQuarter)
+	if err != nil {
+		return nil, err
+	}
+	out := []console.FailureCount{}
+	err = t.tx.SelectContext(ctx, &out, `
+		SELECT channel, reason, sum(count)::bigint AS count
+		FROM (
+			SELECT channel, reason, count
+			FROM message_failure_counts
+			WHERE tenant_id = $1 AND bucket >= $4 AND bucket < $5
+			UNION ALL
+			SELECT channel, coalesce(failed_reason, ''), 1
+			FROM messages
+			WHERE tenant_id = $1 AND created_at >= $2 AND created_at < $4
+				AND status = 'FAILED'
+			UNION ALL
+			SELECT channel, coalesce(failed_reason, ''), 1
+			FROM messages
+			WHERE tenant_id = $1 AND created_at >= $5 AND created_at < $3
+				AND status = 'FAILED'
+		) counted
+		GROUP BY 1, 2`, tenantID, from, to, lo, hi)
+	return out, mapErr(err)
+}
+
+// TemplateCounts serves console.TrendTx from message_template_counts (per
+// hour) and the messages outside the span it covers.
+func (t *Tx) TemplateCounts(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, from, to time.Time) ([]console.TemplateCount, error) {
+	lo, hi, err := t.rolledSpan(ctx, tenantID, from, to, time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = id.String()
+	}
+	out := []console.TemplateCount{}
+	err = t.tx.SelectContext(ctx, &out, `
+		SELECT template_id, status, sum(count)::bigint AS count
+		FROM (
+			SELECT template_id, status, count
+			FROM message_template_counts
+			WHERE tenant_id = $1 AND bucket >= $4 AND bucket < $5 AND ($7 OR template_id = ANY($6::uuid[]))
+			UNION ALL
+			SELECT template_id, status, 1
+			FROM messages
+			WHERE tenant_id = $1 AND created_at >= $2 AND created_at < $4
+				AND template_id IS NOT NULL AND ($7 OR template_id = ANY($6::uuid[]))
+			UNION ALL
+			SELECT template_id, status, 1
+			FROM messages
+			WHERE tenant_id = $1 AND created_at >= $5 AND created_at < $3
+				AND template_id IS NOT NULL AND ($7 OR template_id = ANY($6::uuid[]))
+		) counted
+		GROUP BY 1, 2`, tenantID, from, to, lo, hi, app.StringList(list), ids == nil)
+	return out, mapErr(err)
+}
