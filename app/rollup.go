@@ -55,7 +55,7 @@ const (
 //
 // The same recount keeps the delivery times, failure reasons and
 // per-template counts of the dashboard's month and the template pages
-// (see migration 00045).
+// (see migration 00030_message_trends).
 type Rollups struct {
 	Store Store[RollupTx]
 	Now   Clock
