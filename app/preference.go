@@ -157,7 +157,7 @@ func (l *UnsubscribeLinks) URL(t UnsubscribeTarget) string {
 // in constant time.
 func (l *UnsubscribeLinks) Parse(token string) (UnsubscribeTarget, error) {
 	bad := &Error{Code: EUNAUTHORIZED, Reason: "invalid_unsubscribe_link", Message: "This unsubscribe link is not valid. Use the link of the e-mail exactly as it came."}
-	raw, err := base64.RawURLEncoding.DecodeString(token)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(raw) != unsubscribeIDs+sha256.Size {
 		return UnsubscribeTarget{}, bad
 	}
