@@ -24,6 +24,10 @@ type Contact struct {
 	EmailComplainedAt  *time.Time `db:"email_complained_at" json:"email_complained_at,omitempty"`
 	// OptedOut lists the channels the contact asked not to be sent on.
 	OptedOut StringList `db:"opted_out" json:"opted_out"`
+	// OptOutAt holds, per channel, when the decision behind its current
+	// opt-out state was made (RFC 3339), so that keywords delivered out
+	// of order are decided by when they were sent.
+	OptOutAt Attrs `db:"opt_out_at" json:"-"`
 	// WhatsAppWindowUntil is when the 24-hour window the contact's last
 	// WhatsApp message opened closes.
 	WhatsAppWindowUntil *time.Time `db:"whatsapp_window_until" json:"-"`

@@ -277,26 +277,31 @@ func (s *Contacts) Update(ctx context.Context, actor Actor, tenantID, id uuid.UU
 }
 
 // SetOptOut opts a contact out of channels (optOut) or back in; no channels
-// means every channel that reaches a person. Routing skips an opted-out
-// channel with reason opted_out.
+// means every channel that reaches a person. Optional events skip an
+// opted-out channel with reason opted_out; transactional events are sent
+// whatever the contact opted out of. The decision is the latest about its
+// channels: a passenger's keyword sent before it and delivered after it
+// does not undo it.
 func (s *Contacts) SetOptOut(ctx context.Context, actor Actor, tenantID, id uuid.UUID, channels []string, optOut bool) (*ContactDetail, error) {
 	var p problems
-	chosen := map[Channel]bool{}
+	var chosen []Channel
 	for i, name := range channels {
 		ch, ok := ParseChannel(name)
 		if !ok || !slices.Contains(OptOutChannels, ch) {
 			p.add(Invalid("unknown_channel", fmt.Sprintf("channels[%d]", i), "%q is not a channel a contact can opt out of (WHATSAPP, EMAIL, SMS).", name))
 			continue
 		}
-		chosen[ch] = true
+		chosen = append(chosen, ch)
 	}
 	if err := p.err(); err != nil {
 		return nil, err
 	}
 	if len(channels) == 0 {
-		for _, ch := range OptOutChannels {
-			chosen[ch] = true
-		}
+		chosen = OptOutChannels
+	}
+	source := ChangeSourceAPI
+	if actor.Type == ActorUser {
+		source = ChangeSourceConsole
 	}
 	var out *ContactDetail
 	err := s.Store.InTenant(ctx, tenantID, func(tx ContactsTx) error {
@@ -304,24 +309,26 @@ func (s *Contacts) SetOptOut(ctx context.Context, actor Actor, tenantID, id uuid
 		if err != nil {
 			return err
 		}
-		next := StringList{}
-		for _, ch := range OptOutChannels {
-			was := slices.Contains(c.OptedOut, string(ch))
-			if (was && !(chosen[ch] && !optOut)) || (!was && chosen[ch] && optOut) {
-				next = append(next, string(ch))
-			}
-		}
-		var changes []*ContactChange
-		if old, now := strings.Join(c.OptedOut, ","), strings.Join(next, ","); old != now {
-			changes = append(changes, &ContactChange{Field: "opted_out", OldValue: &old, NewValue: &now})
-			c.OptedOut = next
-		}
-		action := "contact.opt_in"
-		if optOut {
-			action = "contact.opt_out"
-		}
-		if err := s.record(ctx, tx, actor, c, changes, action); err != nil {
+		now := s.Now()
+		change, _ := ApplyPreference(c, PreferenceChange{Channels: chosen, OptOut: optOut, At: now, Source: source, Actor: actor})
+		// Saved even without a change: the decision's time is the
+		// channels' latest.
+		c.UpdatedAt = now
+		if err := tx.SaveContact(ctx, c); err != nil {
 			return err
+		}
+		if change != nil {
+			if err := tx.InsertContactChanges(ctx, []*ContactChange{change}); err != nil {
+				return err
+			}
+			action := "contact.opt_in"
+			if optOut {
+				action = "contact.opt_out"
+			}
+			if err := tx.InsertAudit(ctx, actor.Entry(&c.TenantID, action, "contact", c.ID.String(),
+				map[string]any{"fields": []string{"opted_out"}, "channels": channelStrings(chosen)})); err != nil {
+				return err
+			}
 		}
 		out = &ContactDetail{Contact: c}
 		out.History, err = tx.ContactChanges(ctx, tenantID, id, ContactHistoryLimit)

@@ -80,7 +80,10 @@ type DispatchTx interface {
 // SendGuardTx lists the statements around a provider call: the quota
 // reservation and the marker of a call in flight.
 type SendGuardTx interface {
-	LockSend(ctx context.Context, tenantID, id uuid.UUID) (marker *SendMarker, quotaMonth *time.Time, err error)
+	// LockSend locks the message; with optOut it also reads, under a
+	// share lock of the contact's row, whether the contact opted out of
+	// the message's channel, in the same statement.
+	LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) (marker *SendMarker, quotaMonth *time.Time, optedOut bool, err error)
 	ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch Channel, month time.Time, limit int, held *time.Time) (ok bool, used int, err error)
 	ReleaseQuota(ctx context.Context, tenantID, id uuid.UUID) error
 	MarkSendStarted(ctx context.Context, tenantID, id uuid.UUID, m SendMarker) error
@@ -114,6 +117,9 @@ type Dispatcher struct {
 	// RecordTimer paces the retries of recording an accepted send; nil
 	// uses real timers. Tests move an injected clock instead.
 	RecordTimer backoff.Timer
+	// Unsubscribe makes the one-click unsubscribe links of optional
+	// e-mails; nil sends them without.
+	Unsubscribe *UnsubscribeLinks
 
 	guard sendGuard
 }
@@ -227,6 +233,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl delivery, complete Complete
 		// This process has the provider's acceptance from an earlier run
 		// that could not record it: record it, do not send again.
 		return d.recordSent(ctx, m, acct, *plan.unrecorded, complete)
+	case plan.optedOut:
+		return d.fail(ctx, m, ReasonOptedOut, ReasonOptedOut,
+			fmt.Sprintf("The contact opted out of %s after the message was queued; %s is optional, so it is not sent.", m.Channel, m.TriggerEvent), complete)
 	case !plan.quotaOK:
 		return d.fail(ctx, m, ReasonQuotaExceeded, "quota_exceeded",
 			fmt.Sprintf("The %s plan allows %d %s messages a month; %d were sent.", tenant.Plan, limit, m.Channel, plan.used), complete)
@@ -239,6 +248,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl delivery, complete Complete
 		MessageID: m.ID, TenantID: m.TenantID, Channel: string(m.Channel), To: m.ToAddress,
 		Subject: m.Subject, Body: m.Body, Attempt: attempt, Template: waTemplate,
 		Account: provider.Account{ID: acct.ID, TenantID: acct.TenantID, Provider: acct.Provider, Config: acct.Config, Secrets: secrets},
+	}
+	if m.Channel == Email && m.ContactID != nil && d.Unsubscribe != nil && OptionalEvent(m.TriggerEvent) {
+		out.UnsubscribeURL = d.Unsubscribe.URL(UnsubscribeTarget{TenantID: m.TenantID, ContactID: *m.ContactID, MessageID: m.ID})
 	}
 	start := d.Now()
 	var externalID string

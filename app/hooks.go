@@ -157,6 +157,34 @@ func (h *Hooks) SMSVia(ctx context.Context, topicARN string) (Via, error) {
 	return h.awsVia(ctx, "sns", topicARN, nil)
 }
 
+// SMSInboundAccount returns the SNS account an inbound SMS came to: among
+// the accounts that hear the topic (as SMSVia finds them), the one whose
+// origination_number is the number the person wrote to. None, or several
+// (a number claimed twice), is ENOTFOUND: the message is not placed.
+func (h *Hooks) SMSInboundAccount(ctx context.Context, topicARN, destination string) (*ChannelAccount, error) {
+	via, err := h.SMSVia(ctx, topicARN)
+	if err != nil {
+		return nil, err
+	}
+	var found []*ChannelAccount
+	err = h.Store.InPlatform(ctx, func(tx HookTx) error {
+		as, err := tx.AccountsByConfig(ctx, "sns", map[string]string{"origination_number": destination})
+		for _, a := range as {
+			if slices.Contains(via.Accounts, a.ID) {
+				found = append(found, a)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(found) != 1 {
+		return nil, Errorf(ENOTFOUND, "No SMS account hearing this topic has the number %s.", destination)
+	}
+	return found[0], nil
+}
+
 // awsVia finds the provider's accounts (of every tenant: Amazon's routes
 // are shared) that claim the topic and match the other settings; a topic
 // no account claims is the deployment's own and serves the accounts that

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,18 +46,32 @@ type InboundTx interface {
 	InsertInbound(ctx context.Context, m *InboundMessage) (bool, error)
 	OpenWhatsAppWindow(ctx context.Context, tenantID, contactID uuid.UUID, until time.Time) error
 	AccountByPhoneNumberID(ctx context.Context, tenantID uuid.UUID, phoneNumberID string) (*ChannelAccount, error)
+	// A keyword changes the contact's preferences and is answered.
+	LockContact(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
+	SaveContact(ctx context.Context, c *Contact) error
+	InsertAudit(ctx context.Context, e *AuditEntry) error
+	AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*ChannelAccount, error)
+	InsertMessage(ctx context.Context, m *Message, first *MessageEvent) (bool, error)
 }
 
-// Inbound records what people send back.
+// Inbound records what people send back, and acts on their STOP and START
+// keywords.
 type Inbound struct {
 	Store Store[InboundTx]
+	// Queue sends the confirmation of a keyword; nil sends none.
+	Queue Queue
 	Now   Clock
+	// Log, when set, notes keywords that changed nothing.
+	Log *slog.Logger
 }
 
 // Record stores an inbound message once (a replay is a no-op) on the
 // sender's contact, created when unknown, and on their open conversation if
 // they have one; a WhatsApp message opens the 24-hour window, recorded on
-// the contact. It reports whether the message was new.
+// the contact. A message that is a preference keyword (ParseKeyword),
+// received on a number of the tenant's own channel accounts, opts the
+// contact out of that channel or back in (see keyword). It reports whether
+// the message was new.
 func (s *Inbound) Record(ctx context.Context, tenantID uuid.UUID, m InboundMessage) (bool, error) {
 	if m.ReceivedAt.IsZero() {
 		m.ReceivedAt = s.Now()
@@ -102,9 +118,90 @@ func (s *Inbound) Record(ctx context.Context, tenantID uuid.UUID, m InboundMessa
 			return err
 		}
 		if m.Channel == WhatsApp {
-			return tx.OpenWhatsAppWindow(ctx, tenantID, c.ID, m.ReceivedAt.Add(WhatsAppWindow))
+			if err := tx.OpenWhatsAppWindow(ctx, tenantID, c.ID, m.ReceivedAt.Add(WhatsAppWindow)); err != nil {
+				return err
+			}
+		}
+		if k, ok := ParseKeyword(m.Body); ok && m.ChannelAccountID != nil && (m.Channel == WhatsApp || m.Channel == SMS) {
+			return s.keyword(ctx, tx, c.ID, &m, k)
 		}
 		return nil
 	})
 	return fresh, err
+}
+
+// keyword applies a passenger's STOP or START to the channel it came on,
+// decided by the provider's timestamp of the message: a keyword older than
+// the channel's latest decision (a START sent before a STOP but delivered
+// after it, or before a console change) changes nothing and is not
+// answered. A decided keyword is on the contact's history (when it changed
+// the opt-outs) and answered on the same channel through the account that
+// received it. On WhatsApp the answer is free-form text, which the
+// passenger's message allows for 24 hours: a keyword processed after that
+// window closed is not answered (WhatsApp would take only a template).
+func (s *Inbound) keyword(ctx context.Context, tx InboundTx, contactID uuid.UUID, m *InboundMessage, k Keyword) error {
+	c, err := tx.LockContact(ctx, m.TenantID, contactID)
+	if err != nil {
+		return err
+	}
+	source, via := ChangeSourceSMSKeyword, "SMS"
+	if m.Channel == WhatsApp {
+		source, via = ChangeSourceWhatsAppKeyword, "WhatsApp"
+	}
+	actor := Actor{Type: ActorSystem, Label: fmt.Sprintf("passenger: %s by %s", k.Word, via)}
+	change, decided := ApplyPreference(c, PreferenceChange{Channels: []Channel{m.Channel}, OptOut: k.OptOut,
+		At: m.ReceivedAt, Source: source, Actor: actor, IfNewer: true})
+	if !decided {
+		if s.Log != nil {
+			s.Log.InfoContext(ctx, "keyword older than the channel's latest preference; ignored", "contact_id", c.ID,
+				"keyword", k.Word, "channel", m.Channel, "sent_at", m.ReceivedAt)
+		}
+		return nil
+	}
+	c.UpdatedAt = s.Now()
+	if err := tx.SaveContact(ctx, c); err != nil {
+		return err
+	}
+	if change != nil {
+		if err := tx.InsertContactChanges(ctx, []*ContactChange{change}); err != nil {
+			return err
+		}
+		action := "contact.opt_in"
+		if k.OptOut {
+			action = "contact.opt_out"
+		}
+		if err := tx.InsertAudit(ctx, actor.Entry(&m.TenantID, action, "contact", c.ID.String(),
+			map[string]any{"channels": []string{string(m.Channel)}, "keyword": k.Word, "inbound_message_id": m.ID.String()})); err != nil {
+			return err
+		}
+	}
+	return s.confirm(ctx, tx, c, m, k)
+}
+
+// confirm queues the answer to a decided keyword, once per inbound message.
+func (s *Inbound) confirm(ctx context.Context, tx InboundTx, c *Contact, m *InboundMessage, k Keyword) error {
+	now := s.Now()
+	if s.Queue == nil || (m.Channel == WhatsApp && now.Sub(m.ReceivedAt) >= WhatsAppWindow) {
+		return nil
+	}
+	acct, err := tx.AccountByID(ctx, m.TenantID, *m.ChannelAccountID)
+	if err != nil {
+		return err
+	}
+	if acct.Status != AccountActive || acct.Channel != m.Channel {
+		return nil
+	}
+	reply := &Message{
+		ID: uuid.New(), TenantID: m.TenantID, CorrelationID: "inbound:" + m.ExternalID,
+		IdempotencyKey: "preference:" + string(m.Channel) + ":" + m.ExternalID, TriggerEvent: PreferenceTrigger,
+		Channel: m.Channel, ChannelAccountID: &acct.ID, ContactID: &c.ID, ConversationID: m.ConversationID,
+		ToAddress: m.From, Body: confirmationText(k, m.Channel, deref(c.Locale)), Status: MessageQueued,
+		Provider: &acct.Provider, FallbackChain: StringList{}, QueuedAt: now, CreatedAt: now, UpdatedAt: now,
+	}
+	inserted, err := tx.InsertMessage(ctx, reply, &MessageEvent{TenantID: m.TenantID, MessageID: reply.ID, ToStatus: &reply.Status,
+		Source: SourceSystem, At: now, Detail: map[string]any{"keyword": k.Word, "inbound_message_id": m.ID.String()}})
+	if err != nil || !inserted {
+		return err
+	}
+	return s.Queue.EnqueueDispatch(ctx, tx, DispatchJob{TenantID: m.TenantID, MessageID: reply.ID, Channel: reply.Channel})
 }

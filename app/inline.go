@@ -113,7 +113,10 @@ func (d *Dispatcher) reserveInline(ctx context.Context, tx RouteTx, tenant *Tena
 // dispatch job's own transaction, so it goes through the queue.
 func inlineable(m *Message, acct *ChannelAccount) bool {
 	return m.Status == MessageQueued && acct != nil && acct.Status == AccountActive &&
-		!(m.Channel == WhatsApp && acct.Provider == "meta")
+		!(m.Channel == WhatsApp && acct.Provider == "meta") &&
+		// An optional message is sent by its dispatch job, whose claim
+		// reads the contact's opt-outs under a row lock (see beginSend).
+		!OptionalEvent(m.TriggerEvent)
 }
 
 // sendInline makes the first attempt of a claimed message and settles its

@@ -77,7 +77,9 @@ var Permissions = map[string][]Permission{
 		PermViewTemplates, PermViewChannels, PermCallbacks,
 	},
 	RoleSupport: {
-		PermDashboard, PermMessages, PermResend, PermSchedules,
+		// Support records a passenger's wish to stop or resume messages
+		// (a phone call, a letter) as the passenger would by keyword.
+		PermDashboard, PermMessages, PermResend, PermSchedules, PermContacts,
 	},
 }
 

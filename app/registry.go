@@ -27,8 +27,35 @@ type EventDef struct {
 	// OncePerEntity events are sent once per entity (a booking is confirmed
 	// once, however many event ids the caller sends); others send every time.
 	OncePerEntity bool
+	// Category says whether the event is transactional (always sent) or
+	// optional (a contact's opt-out of a channel is honoured).
+	Category EventCategory
 	// Sample is a realistic context for template previews.
 	Sample map[string]any
+}
+
+// EventCategory classifies an event for a contact's preferences.
+type EventCategory string
+
+// Event categories. A transactional message is one the passenger needs
+// for the trip they bought (confirmations, changes, incidents, payments
+// due): it is sent whatever the contact opted out of. An optional one
+// (reminders that can be declined, abandoned checkouts, feedback requests
+// and other marketing) skips the channels the contact opted out of.
+const (
+	CategoryTransactional EventCategory = "transactional"
+	CategoryOptional      EventCategory = "optional"
+)
+
+// Optional reports whether the event honours opt-outs.
+func (e *EventDef) Optional() bool { return e != nil && e.Category == CategoryOptional }
+
+// OptionalEvent reports whether messages of the trigger event honour
+// opt-outs. Events outside the registry (a console test message, a
+// preference confirmation) are transactional: the person asked for them.
+func OptionalEvent(name string) bool {
+	e, ok := LookupEvent(name)
+	return ok && e.Optional()
 }
 
 // eventList is the trigger-event registry. Where the source registry named
@@ -36,6 +63,7 @@ type EventDef struct {
 var eventList = []EventDef{
 	{
 		Name: "BOOKING_CONFIRMED", Description: "A booking was confirmed and the deposit received.",
+		Category: CategoryTransactional,
 		Channels: []Channel{Email, WhatsApp}, OncePerEntity: true,
 		Variables: []string{"passenger_name", "tour_name", "departure_date", "booking_reference", "deposit_amount"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
@@ -43,6 +71,7 @@ var eventList = []EventDef{
 	},
 	{
 		Name: "BOOKING_FULLY_PAID", Description: "The booking is paid in full.",
+		Category: CategoryTransactional,
 		Channels: []Channel{Email, WhatsApp}, OncePerEntity: true,
 		Variables: []string{"passenger_name", "tour_name", "departure_date", "booking_reference", "total_amount", "invoice_url"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
@@ -50,6 +79,7 @@ var eventList = []EventDef{
 	},
 	{
 		Name: "BOOKING_CANCELLED", Description: "The booking was cancelled.",
+		Category: CategoryTransactional,
 		Channels: []Channel{Email, WhatsApp}, OncePerEntity: true,
 		Variables: []string{"passenger_name", "tour_name", "departure_date", "booking_reference", "cancellation_fee"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
@@ -58,12 +88,14 @@ var eventList = []EventDef{
 	{
 		// Channels blank in the source: a refund is a record the passenger keeps, so e-mail.
 		Name: "BOOKING_REFUNDED", Description: "Money was refunded for a booking.",
+		Category:  CategoryTransactional,
 		Channels:  []Channel{Email},
 		Variables: []string{"passenger_name", "booking_reference", "refund_amount"},
 		Sample:    map[string]any{"passenger_name": "Anna Schmidt", "booking_reference": "BK-2027-0412", "refund_amount": "845.00 EUR"},
 	},
 	{
 		Name: "BOOKING_COMPLETED", Description: "The trip is over; ask for feedback.",
+		Category: CategoryOptional,
 		Channels: []Channel{Email}, OncePerEntity: true,
 		Variables: []string{"passenger_name", "tour_name", "operator_name", "feedback_url"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "operator_name": "Alpenblick Reisen",
@@ -71,12 +103,14 @@ var eventList = []EventDef{
 	},
 	{
 		Name: "BOOKING_NOSHOW", Description: "The passenger did not show up at boarding.",
+		Category: CategoryTransactional,
 		Channels: []Channel{Email}, OncePerEntity: true,
 		Variables: []string{"passenger_name", "booking_reference", "tour_name"},
 		Sample:    map[string]any{"passenger_name": "Anna Schmidt", "booking_reference": "BK-2027-0412", "tour_name": "Lake Garda Spring Tour"},
 	},
 	{
 		Name: "CHECKOUT_ABANDONED", Description: "A checkout was left unfinished.",
+		Category: CategoryOptional,
 		Channels: []Channel{Email}, OncePerEntity: true,
 		Variables: []string{"passenger_name", "tour_name", "checkout_url", "expiry_reason"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour",
@@ -84,12 +118,14 @@ var eventList = []EventDef{
 	},
 	{
 		Name: "CHECKOUT_ABANDONED_WHATSAPP", Description: "Reminder on WhatsApp a day after an abandoned checkout.",
+		Category: CategoryOptional,
 		Channels: []Channel{WhatsApp}, OncePerEntity: true,
 		Variables: []string{"passenger_name", "tour_name", "checkout_url"},
 		Sample:    map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "checkout_url": "https://example.com/checkout/c-88"},
 	},
 	{
 		Name: "FINAL_PAYMENT_DUE", Description: "Reminder that the final payment is due.",
+		Category:  CategoryTransactional,
 		Channels:  []Channel{WhatsApp, Email},
 		Variables: []string{"passenger_name", "tour_name", "departure_date", "remaining_amount", "payment_link"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
@@ -97,6 +133,7 @@ var eventList = []EventDef{
 	},
 	{
 		Name: "FINAL_PAYMENT_OVERDUE", Description: "The final payment is overdue.",
+		Category:  CategoryTransactional,
 		Channels:  []Channel{WhatsApp, Email},
 		Variables: []string{"passenger_name", "tour_name", "departure_date", "remaining_amount", "payment_link", "days_overdue"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
@@ -104,6 +141,7 @@ var eventList = []EventDef{
 	},
 	{
 		Name: "PASSENGER_CANCELLED", Description: "One passenger was taken off a booking.",
+		Category: CategoryTransactional,
 		Channels: []Channel{Email}, OncePerEntity: true,
 		Variables: []string{"passenger_name", "tour_name", "cancellation_fee", "refund_amount"},
 		Sample: map[string]any{"passenger_name": "Jonas Weber", "tour_name": "Lake Garda Spring Tour",
@@ -112,12 +150,14 @@ var eventList = []EventDef{
 	{
 		// Repeating: a booking can lose several extras one after another.
 		Name: "ANCILLARY_CANCELLED", Description: "An extra (insurance, excursion, seat) was cancelled.",
+		Category:  CategoryTransactional,
 		Channels:  []Channel{Email},
 		Variables: []string{"passenger_name", "ancillary_label", "refund_amount"},
 		Sample:    map[string]any{"passenger_name": "Anna Schmidt", "ancillary_label": "Boat trip to Sirmione", "refund_amount": "35.00 EUR"},
 	},
 	{
 		Name: "PASSENGER_ADDED", Description: "A passenger was added to a booking.",
+		Category: CategoryTransactional,
 		Channels: []Channel{Email, WhatsApp}, OncePerEntity: true,
 		Variables: []string{"passenger_name", "tour_name", "departure_date", "boarding_point_name"},
 		Sample: map[string]any{"passenger_name": "Jonas Weber", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
@@ -125,6 +165,7 @@ var eventList = []EventDef{
 	},
 	{
 		Name: "INVOICE_ISSUED", Description: "An invoice was issued.",
+		Category: CategoryTransactional,
 		Channels: []Channel{Email}, OncePerEntity: true,
 		Variables: []string{"passenger_name", "booking_reference", "invoice_number", "total_gross", "invoice_pdf_url"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "booking_reference": "BK-2027-0412", "invoice_number": "INV-1042",
@@ -135,6 +176,7 @@ var eventList = []EventDef{
 		// people read within minutes.
 		// Repeating: a trip has several legs (outbound, return), each of which starts.
 		Name: "SERVICE_LEG_STARTED", Description: "The vehicle set off towards the boarding point.",
+		Category:  CategoryTransactional,
 		Channels:  []Channel{WhatsApp},
 		Variables: []string{"passenger_name", "boarding_point_name", "tracking_url"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "boarding_point_name": "Munich Central Bus Station",
@@ -143,6 +185,7 @@ var eventList = []EventDef{
 	{
 		// Repeating, like SERVICE_LEG_STARTED: legs of one trip are cancelled separately.
 		Name: "SERVICE_LEG_CANCELLED", Description: "A leg of the trip was cancelled.",
+		Category:  CategoryTransactional,
 		Channels:  []Channel{WhatsApp, Email},
 		Variables: []string{"passenger_name", "tour_name", "boarding_point_name", "operator_phone"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour",
@@ -152,6 +195,7 @@ var eventList = []EventDef{
 		// Sent to everyone on the trip in one event: each recipient is greeted
 		// by their own name (recipient_name), so no passenger_name is needed.
 		Name: "INCIDENT_BROADCAST", Description: "A critical incident affects the trip; held for a manager's approval.",
+		Category: CategoryTransactional,
 		Channels: []Channel{WhatsApp, SMS, Email}, Fallback: []Channel{WhatsApp, SMS, Email}, RequiresApproval: true,
 		Variables: []string{"tour_name", "incident_message", "operator_phone"},
 		Sample: map[string]any{"tour_name": "Lake Garda Spring Tour",
@@ -160,6 +204,7 @@ var eventList = []EventDef{
 	{
 		// Like INCIDENT_BROADCAST, one event for the whole trip.
 		Name: "INCIDENT_ALLCLEAR", Description: "The incident is resolved.",
+		Category: CategoryTransactional,
 		Channels: []Channel{WhatsApp, SMS, Email}, Fallback: []Channel{WhatsApp, SMS, Email},
 		Variables: []string{"tour_name", "update_message"},
 		Sample: map[string]any{"tour_name": "Lake Garda Spring Tour",
@@ -168,6 +213,7 @@ var eventList = []EventDef{
 	{
 		// Channels blank in the source: a changed seat matters at boarding, so WhatsApp, with e-mail as the record.
 		Name: "VEHICLE_SWAP_NOTIFICATION", Description: "The trip runs with another vehicle.",
+		Category:  CategoryTransactional,
 		Channels:  []Channel{WhatsApp, Email},
 		Variables: []string{"passenger_name", "old_vehicle", "new_vehicle", "seat_assignment"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "old_vehicle": "Setra S 516 HD (M-AB 1234)",
@@ -176,6 +222,7 @@ var eventList = []EventDef{
 	{
 		// Staff-facing reminder; e-mail.
 		Name: "QUALIFICATION_EXPIRING", Description: "A crew member's qualification expires soon.",
+		Category:  CategoryTransactional,
 		Channels:  []Channel{Email},
 		Variables: []string{"crew_member_name", "qualification_type", "expiry_date", "days_remaining"},
 		Sample: map[string]any{"crew_member_name": "Markus Huber", "qualification_type": "Driver CPC (Code 95)",
@@ -184,6 +231,7 @@ var eventList = []EventDef{
 	{
 		// Staff-facing reminder; e-mail.
 		Name: "VEHICLE_INSPECTION_OVERDUE", Description: "A vehicle's inspection is overdue.",
+		Category:  CategoryTransactional,
 		Channels:  []Channel{Email},
 		Variables: []string{"vehicle_license_plate", "inspection_type", "due_date", "days_overdue"},
 		Sample: map[string]any{"vehicle_license_plate": "M-AB 1234", "inspection_type": "Safety inspection (SP)",
@@ -191,6 +239,7 @@ var eventList = []EventDef{
 	},
 	{
 		Name: "PRE_TRIP_REMINDER", Description: "Reminder the day before departure.",
+		Category:  CategoryOptional,
 		Channels:  []Channel{WhatsApp, Email},
 		Variables: []string{"passenger_name", "tour_name", "departure_date", "boarding_point_name", "boarding_time", "passenger_instructions"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",

@@ -166,6 +166,7 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 	channels, chain := RouteChannels(e, def)
 	var jobs []planned
 	var skipped []string
+	var passed []SkippedChannel
 	for i, ch := range channels {
 		m, acct, skip, err := r.plan(ctx, tx, tenant, e, def, to, conversationID, ch, nil)
 		if err != nil {
@@ -174,6 +175,7 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 		if skip != "" {
 			skipped = append(skipped, skip)
 			routing.Skip(to.Index, ch, skip).Tried(to.localeChain(e, tenant))
+			passed = append(passed, SkippedChannel{Channel: ch, Reason: skip})
 			r.Log.WarnContext(ctx, "channel skipped", "event_id", e.ID, "channel", ch, "reason", skip)
 			continue
 		}
@@ -184,7 +186,7 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 		if claim {
 			inline.claimInline(m, r.Now())
 		}
-		inserted, err := r.Insert(ctx, tx, m, SourceRouting, nil)
+		inserted, err := r.Insert(ctx, tx, m, SourceRouting, skippedDetail(nil, passed))
 		if err != nil {
 			return nil, err
 		}
@@ -218,6 +220,26 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 	}
 	_, err := r.Insert(ctx, tx, failed, SourceRouting, map[string]any{"reason": reason, "skipped": skipped})
 	return nil, err
+}
+
+// SkippedChannel is a channel routing passed over for a message, with why.
+type SkippedChannel struct {
+	Channel Channel `json:"channel"`
+	Reason  string  `json:"reason"`
+}
+
+// skippedDetail adds the channels passed over before a message's channel to
+// its first timeline entry, so that the timeline says why the message went
+// out on this channel (an opted-out WhatsApp, for instance); nil without any.
+func skippedDetail(detail map[string]any, passed []SkippedChannel) map[string]any {
+	if len(passed) == 0 {
+		return detail
+	}
+	if detail == nil {
+		detail = map[string]any{}
+	}
+	detail["skipped"] = passed
+	return detail
 }
 
 // RouteChannels returns the channels to try and whether they form a
@@ -330,7 +352,10 @@ func (r *Router) Plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 // plan is Plan, with the channel account the message goes through.
 func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, conversationID *uuid.UUID, ch Channel, t *Template) (*Message, *ChannelAccount, string, error) {
 	contact := to.Contact
-	if contact.OptedOutOf(ch) {
+	// Transactional events reach the passenger whatever they opted out of;
+	// an optional one skips the channel (dispatch checks again under the
+	// send's claim, for an opt-out that commits after this read).
+	if def.Optional() && contact.OptedOutOf(ch) {
 		return nil, nil, ReasonOptedOut, nil
 	}
 	if t == nil {
@@ -509,6 +534,7 @@ func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (
 	// this path only: a message failed and its chain goes on.
 	routing := NewRouting(r.Now())
 	record := func(d *RouteDecision) { d.FallbackOf = &failed.ID; d.Tried(to.localeChain(e, tenant)) }
+	var passed []SkippedChannel
 	for i, ch := range chain {
 		m, acct, skip, err := r.plan(ctx, tx, tenant, e, def, to, failed.ConversationID, ch, nil)
 		if err != nil {
@@ -516,10 +542,11 @@ func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (
 		}
 		if skip != "" {
 			record(routing.Skip(index, ch, skip))
+			passed = append(passed, SkippedChannel{Channel: ch, Reason: skip})
 			continue
 		}
 		m.FallbackOf, m.FallbackChain = &failed.ID, channelStrings(chain[i+1:])
-		inserted, err := r.Insert(ctx, tx, m, SourceDispatch, map[string]any{"fallback_of": failed.ID.String()})
+		inserted, err := r.Insert(ctx, tx, m, SourceDispatch, skippedDetail(map[string]any{"fallback_of": failed.ID.String()}, passed))
 		if err != nil {
 			return nil, "", err
 		}

@@ -66,12 +66,23 @@ type sendPlan struct {
 	// unrecorded: this process holds the provider's acceptance of the
 	// message already; record it instead of calling again.
 	unrecorded *unrecordedSend
+	// optedOut: the message is optional and its contact opted out of its
+	// channel; it is not sent.
+	optedOut bool
 }
 
 // beginSend runs the last steps before a provider call in one short
 // transaction: it locks the message, reads what an earlier call left, takes
 // the month's quota (limit Unlimited takes none) and marks the call as
 // started.
+//
+// An optional message's claim also reads its contact's opt-outs, in the
+// statement that locks the message, under a share lock of the contact's
+// row: an opt-out (which updates that row) either commits before the claim,
+// which then sees it and sends nothing, or waits until the claim has
+// committed, the send being under way by then. So no optional message is
+// claimed after an opt-out of its channel committed, however routing raced
+// with it. Transactional messages take no such lock.
 func (d *Dispatcher) beginSend(ctx context.Context, m *Message, limit int, p provider.Provider, attempt int) (sendPlan, error) {
 	if u, ok := d.guard.unrecorded.Load(m.ID); ok {
 		rec := u.(unrecordedSend)
@@ -81,9 +92,13 @@ func (d *Dispatcher) beginSend(ctx context.Context, m *Message, limit int, p pro
 	var plan sendPlan
 	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
 		plan = sendPlan{}
-		prev, held, err := tx.LockSend(ctx, m.TenantID, m.ID)
+		prev, held, optedOut, err := tx.LockSend(ctx, m.TenantID, m.ID, OptionalEvent(m.TriggerEvent))
 		if err != nil {
 			return err
+		}
+		if optedOut {
+			plan.optedOut, plan.quotaOK = true, true
+			return nil
 		}
 		if prev != nil && prev.By != d.guard.self() && !idempotent(p) {
 			// Another process called the provider and recorded nothing:

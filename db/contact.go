@@ -13,7 +13,7 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-const contactColumns = `id, tenant_id, passenger_profile_id, name, phone, email, locale, email_complained_at, opted_out, whatsapp_window_until, created_at, updated_at`
+const contactColumns = `id, tenant_id, passenger_profile_id, name, phone, email, locale, email_complained_at, opted_out, opt_out_at, whatsapp_window_until, created_at, updated_at`
 
 // FindContact looks a sender up by profile id, else phone, else e-mail.
 // It serves app.InboundTx (replies come from a phone number, and any
@@ -60,7 +60,7 @@ func (t *Tx) CreateContact(ctx context.Context, c *app.Contact) (*app.Contact, e
 	}
 	res, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO contacts (`+contactColumns+`)
-		VALUES (:id, :tenant_id, :passenger_profile_id, :name, :phone, :email, :locale, :email_complained_at, :opted_out, :whatsapp_window_until, :created_at, :updated_at)
+		VALUES (:id, :tenant_id, :passenger_profile_id, :name, :phone, :email, :locale, :email_complained_at, :opted_out, :opt_out_at, :whatsapp_window_until, :created_at, :updated_at)
 		ON CONFLICT (tenant_id, passenger_profile_id) WHERE passenger_profile_id IS NOT NULL DO NOTHING`, c)
 	if err != nil {
 		return nil, mapErr(err)
@@ -96,7 +96,7 @@ func (t *Tx) InsertContact(ctx context.Context, c *app.Contact) error {
 	}
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO contacts (`+contactColumns+`)
-		VALUES (:id, :tenant_id, :passenger_profile_id, :name, :phone, :email, :locale, :email_complained_at, :opted_out, :whatsapp_window_until, :created_at, :updated_at)`, c)
+		VALUES (:id, :tenant_id, :passenger_profile_id, :name, :phone, :email, :locale, :email_complained_at, :opted_out, :opt_out_at, :whatsapp_window_until, :created_at, :updated_at)`, c)
 	return mapErr(err)
 }
 
@@ -108,7 +108,7 @@ func (t *Tx) SaveContact(ctx context.Context, c *app.Contact) error {
 	}
 	res, err := t.tx.NamedExecContext(ctx, `
 		UPDATE contacts SET passenger_profile_id = :passenger_profile_id, name = :name, phone = :phone, email = :email,
-			locale = :locale, opted_out = :opted_out, updated_at = :updated_at
+			locale = :locale, opted_out = :opted_out, opt_out_at = :opt_out_at, updated_at = :updated_at
 		WHERE tenant_id = :tenant_id AND id = :id`, c)
 	if err != nil {
 		return mapErr(err)

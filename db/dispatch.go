@@ -113,27 +113,39 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (app.SentResult, 
 // LockSend serves app.DispatchTx: it locks the message for the start of a
 // send and returns the marker of an earlier provider call whose outcome was
 // never recorded, if any, and the month whose quota the message holds.
-func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID) (*app.SendMarker, *time.Time, error) {
+func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) (*app.SendMarker, *time.Time, bool, error) {
 	var row struct {
-		At      *time.Time `db:"send_started_at"`
-		By      *uuid.UUID `db:"send_started_by"`
-		Attempt *int       `db:"send_attempt"`
-		Quota   *time.Time `db:"quota_month"`
+		At       *time.Time `db:"send_started_at"`
+		By       *uuid.UUID `db:"send_started_by"`
+		Attempt  *int       `db:"send_attempt"`
+		Quota    *time.Time `db:"quota_month"`
+		OptedOut bool       `db:"opted_out"`
 	}
-	err := t.tx.GetContext(ctx, &row, `
-		SELECT send_started_at, send_started_by, send_attempt, quota_month FROM messages
-		WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id)
-	if err != nil {
-		return nil, nil, notFound(err, "message %s not found", id)
+	query := `
+		SELECT send_started_at, send_started_by, send_attempt, quota_month, false AS opted_out FROM messages
+		WHERE tenant_id = $1 AND id = $2 FOR UPDATE`
+	if optOut {
+		// The contact's row is share-locked: an opt-out updating it either
+		// committed before (and is seen, the lock reading the newest
+		// version) or waits for this transaction.
+		query = `
+		SELECT m.send_started_at, m.send_started_by, m.send_attempt, m.quota_month,
+			COALESCE((SELECT m.channel = ANY (c.opted_out) FROM contacts c
+				WHERE c.tenant_id = m.tenant_id AND c.id = m.contact_id FOR SHARE), false) AS opted_out
+		FROM messages m
+		WHERE m.tenant_id = $1 AND m.id = $2 FOR UPDATE OF m`
+	}
+	if err := t.tx.GetContext(ctx, &row, query, tenantID, id); err != nil {
+		return nil, nil, false, notFound(err, "message %s not found", id)
 	}
 	if row.At == nil || row.By == nil {
-		return nil, row.Quota, nil
+		return nil, row.Quota, row.OptedOut, nil
 	}
 	m := &app.SendMarker{At: *row.At, By: *row.By}
 	if row.Attempt != nil {
 		m.Attempt = *row.Attempt
 	}
-	return m, row.Quota, nil
+	return m, row.Quota, row.OptedOut, nil
 }
 
 // ReserveQuota serves app.DispatchTx: it takes one of the month's quota

@@ -51,7 +51,7 @@ func (s *Server) contactOpt(c *fiber.Ctx, out bool) error {
 	switch app.ErrorCode(err) {
 	case "":
 		if out {
-			s.flash(c, "success", "Opted out: routing skips these channels for this contact.")
+			s.flash(c, "success", "Opted out: optional messages skip these channels for this contact; transactional ones are still sent.")
 		} else {
 			s.flash(c, "success", "Opted back in.")
 		}

@@ -59,8 +59,10 @@ func TestConsoleContacts_Page(t *testing.T) {
 		require.NotContains(t, html, annaEmail)
 		require.Contains(t, text(doc.Find(".contact-facts")), "+49 ••• ••• 6789")
 		require.Contains(t, text(doc.Find(".contact-messages")), "a•••@example.com")
-		require.Zero(t, doc.Find(`form[action$="/opt-out"]`).Length(), "support may not opt out")
-		require.Equal(t, http.StatusForbidden, s.post(path+"/opt-out", url.Values{"channels": {"SMS"}}).StatusCode)
+		require.Equal(t, 1, doc.Find(`form[action="`+path+`/opt-out"] input[name=csrf]`).Length(), "support records a passenger's opt-out")
+		require.Contains(t, text(doc.Find(".contact-opt")), "Transactional messages are still sent")
+		require.Equal(t, http.StatusForbidden, s.post(path+"/opt-out", url.Values{"csrf": {"forged"}, "channels": {"SMS"}}).StatusCode)
+		require.Zero(t, c.Count(`SELECT count(*) FROM contact_changes WHERE contact_id = $1 AND field = 'opted_out'`, id))
 	})
 
 	t.Run("LinkedFromPanelAndMessage", func(t *testing.T) {
@@ -102,15 +104,18 @@ func TestConsoleContacts_OptOut(t *testing.T) {
 	require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'contact.opt_out' AND target_id = $1 AND actor_id = $2`,
 		id.String(), c.users[asManager].ID))
 
-	// Routing skips the opted-out channel; e-mail still goes.
-	ms := c.routeNow(c.Tenant.ID, c.Submit(webtest.Notification("evt-2", "BK-2")))
+	// An optional event skips the opted-out channel; e-mail still goes.
+	ms := c.routeNow(c.Tenant.ID, c.Submit(webtest.Reminder("evt-2", "BK-2")))
 	require.Len(t, ms, 1)
 	require.Equal(t, app.Email, ms[0].Channel)
+	// A transactional one is sent on every channel all the same.
+	ms = c.routeNow(c.Tenant.ID, c.Submit(webtest.Notification("evt-2b", "BK-2")))
+	require.Len(t, ms, 2)
 
 	// Every channel opted out: one failed message says why.
 	resp = s.post(path+"/opt-out", nil)
 	require.Equal(t, "WHATSAPP, EMAIL, SMS", text(s.follow(resp).Find(".contact-opted-out")))
-	ms = c.routeNow(c.Tenant.ID, c.Submit(webtest.Notification("evt-3", "BK-3")))
+	ms = c.routeNow(c.Tenant.ID, c.Submit(webtest.Reminder("evt-3", "BK-3")))
 	m := webtest.OnlyMessage(t, ms)
 	require.Equal(t, app.MessageFailed, m.Status)
 	require.Equal(t, app.ReasonOptedOut, *m.FailedReason)

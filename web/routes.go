@@ -78,6 +78,9 @@ func (s *Server) routes(a *fiber.App) {
 	a.Post("/webhooks/meta/:tenant", s.handleWebhookMeta)
 	a.Post("/webhooks/ses", s.handleWebhookSES)
 	a.Post("/webhooks/sns-sms", s.handleWebhookSMS)
+	// An optional e-mail's one-click unsubscribe link (RFC 8058): no login.
+	a.Get("/unsubscribe/:token", s.handleUnsubscribePage)
+	a.Post("/unsubscribe/:token", s.handleUnsubscribe)
 
 	s.consoleRoutesOn(a)
 }

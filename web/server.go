@@ -31,7 +31,9 @@ type Server struct {
 	Messages *app.Messages
 	Receipts *app.Receipts
 	Inbound  *app.Inbound
-	Hooks    *app.Hooks
+	// Preferences serves the unsubscribe links of optional e-mails.
+	Preferences *app.Preferences
+	Hooks       *app.Hooks
 	// Deadlines serves the tenant's delivery deadlines, to the API and on
 	// the console's settings page.
 	Deadlines *console.Deadlines

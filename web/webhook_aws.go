@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -94,6 +95,12 @@ func (s *Server) handleWebhookSMS(c *fiber.Ctx) error {
 			}
 			return err
 		}
+		if in, ok, err := awsnotify.ParseSMSInbound(e.Message); ok {
+			if err != nil {
+				return &app.Error{Code: app.EMALFORMED, Message: err.Error()}
+			}
+			return s.inboundSMS(c, e, in)
+		}
 		records, topic = [][]byte{[]byte(e.Message)}, e.TopicArn
 	} else {
 		secret := c.Get("X-Herald-Webhook-Secret")
@@ -133,4 +140,34 @@ func (s *Server) handleWebhookSMS(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(fiber.Map{"outcomes": outcomes})
+}
+
+// inboundSMS records an SMS a person sent to one of the accounts' numbers
+// (two-way SMS through the signed SNS envelope only: the record itself
+// carries no signature and no time). It is placed on the tenant of the
+// account that hears the topic and owns the number; its time, which
+// decides the order of STOP and START, is the notification's Timestamp.
+func (s *Server) inboundSMS(c *fiber.Ctx, e *awsnotify.Envelope, in awsnotify.SMSInbound) error {
+	acct, err := s.Hooks.SMSInboundAccount(c.UserContext(), e.TopicArn, in.To)
+	if app.ErrorCode(err) == app.ENOTFOUND {
+		s.Log.Warn("inbound SMS to a number no account has", "topic", e.TopicArn, "message_id", e.MessageID)
+		return c.JSON(fiber.Map{"outcome": "ignored"})
+	} else if err != nil {
+		return err
+	}
+	at, err := time.Parse(time.RFC3339Nano, e.Timestamp)
+	if err != nil {
+		return &app.Error{Code: app.EMALFORMED, Message: "The SNS notification's Timestamp is not a time."}
+	}
+	fresh, err := s.Inbound.Record(c.UserContext(), acct.TenantID, app.InboundMessage{
+		Channel: app.SMS, Provider: "sns", ExternalID: in.ID, From: in.From, Kind: "text", Body: in.Body,
+		ReceivedAt: at.UTC(), ChannelAccountID: &acct.ID,
+	})
+	if err != nil {
+		return err
+	}
+	if !fresh {
+		return c.JSON(fiber.Map{"outcome": "inbound_duplicate"})
+	}
+	return c.JSON(fiber.Map{"outcome": "inbound"})
 }

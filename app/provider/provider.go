@@ -87,6 +87,10 @@ type Outbound struct {
 	// Attempt counts from 1.
 	Attempt int
 	Account Account
+	// UnsubscribeURL, on an optional e-mail, is the https link that
+	// unsubscribes its recipient in one click (RFC 8058): e-mail adapters
+	// send it as List-Unsubscribe with List-Unsubscribe-Post.
+	UnsubscribeURL string
 }
 
 // Provider sends messages.

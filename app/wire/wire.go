@@ -59,6 +59,8 @@ type Services struct {
 	Health      *app.Health
 	Breakers    *app.Breakers
 	Inbound     *app.Inbound
+	// Preferences serves the unsubscribe links of optional e-mails.
+	Preferences *app.Preferences
 	Hooks       *app.Hooks
 	// Callbacks manages tenants' callback endpoints and posts their
 	// status callbacks.
@@ -151,6 +153,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		return nil, err
 	}
 	s.Accounts = &app.Accounts{Store: db.Scope[app.AccountTx](store), Sealer: sealer, Now: now}
+	unsubscribe := app.NewUnsubscribeLinks(baseURL(cfg), cfg.SecretKey)
 	provisioner := &app.Provisioner{Accounts: s.Accounts, Now: now}
 	s.Tenants = &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: now, Provision: provisioner.Provision}
 	s.Users = &app.Users{Store: db.Scope[app.UserTx](store), Now: now}
@@ -181,6 +184,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Dispatcher = &app.Dispatcher{
 		Store: db.Scope[app.DispatchTx](store), Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
 		Callbacks: s.Callbacks, Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
+		Unsubscribe: unsubscribe,
 		Providers: provider.Set{
 			"meta":    metaProvider,
 			"webhook": webhookProvider,
@@ -199,7 +203,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Deadlines = &app.Deadlines{Store: db.Scope[app.DeadlineTx](store), Now: now}
 	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log, Now: now}
 	s.Health = &app.Health{Probe: d, Now: now}
-	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Now: now}
+	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Queue: queue, Now: now, Log: log}
+	s.Preferences = &app.Preferences{Store: db.Scope[app.PreferenceTx](store), Links: unsubscribe, Now: now}
 	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts, Rates: store}
 	s.Rejections = &app.Rejections{Store: db.Scope[app.RejectionTx](store), Lookup: store, Now: now, Log: log}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
@@ -238,7 +243,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health,
-		Intake: s.Intake, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Hooks: s.Hooks,
+		Intake: s.Intake, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Hooks: s.Hooks,
 		Deadlines: s.Console.Deadlines,
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,
 		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,

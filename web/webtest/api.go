@@ -206,6 +206,18 @@ func Notification(eventID, booking string) map[string]any {
 	}
 }
 
+// Reminder is a valid PRE_TRIP_REMINDER request (an optional event: opt-outs
+// apply) for Anna Schmidt, on WhatsApp and e-mail.
+func Reminder(eventID, booking string) map[string]any {
+	b := Notification(eventID, booking)
+	b["trigger_event"] = "PRE_TRIP_REMINDER"
+	b["context"] = map[string]any{
+		"passenger_name": "Anna Schmidt", "tour_name": "Gardasee", "departure_date": "2027-04-12",
+		"boarding_point_name": "ZOB München", "boarding_time": "07:15", "passenger_instructions": "Bitte Ausweis mitbringen.",
+	}
+	return b
+}
+
 // WithRecipient returns a BOOKING_CONFIRMED request for one recipient, on
 // the channels named, or the event's own when none are.
 func WithRecipient(eventID, booking string, recipient map[string]any, channels ...string) map[string]any {

@@ -155,3 +155,34 @@ func truncate(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// SMSInbound is an SMS a person sent to a number of the account (two-way
+// SMS of AWS End User Messaging, published to an SNS topic). The record has
+// no time of its own: the SNS notification's Timestamp is its time.
+type SMSInbound struct {
+	// From is the sender's number (originationNumber).
+	From string `json:"originationNumber"`
+	// To is the account's number that received it (destinationNumber).
+	To   string `json:"destinationNumber"`
+	Body string `json:"messageBody"`
+	// ID is AWS's id of the inbound message.
+	ID string `json:"inboundMessageId"`
+	// Keyword is the keyword AWS matched, if any ("STOP" for its own opt-out list).
+	Keyword string `json:"messageKeyword"`
+}
+
+// ParseSMSInbound reads a two-way SMS record; ok is false when the message
+// is not one (a delivery status, for instance).
+func ParseSMSInbound(message string) (SMSInbound, bool, error) {
+	var in SMSInbound
+	if err := json.Unmarshal([]byte(message), &in); err != nil {
+		return SMSInbound{}, false, nil
+	}
+	if in.ID == "" && in.From == "" {
+		return SMSInbound{}, false, nil
+	}
+	if in.ID == "" || in.From == "" || in.To == "" {
+		return SMSInbound{}, true, errors.New("inbound SMS: originationNumber, destinationNumber and inboundMessageId are required")
+	}
+	return in, true, nil
+}

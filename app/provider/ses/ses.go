@@ -108,6 +108,15 @@ func input(m provider.Outbound) (*sesv2.SendEmailInput, error) {
 			{Name: aws.String("message_id"), Value: aws.String(m.MessageID.String())},
 		},
 	}
+	if m.UnsubscribeURL != "" {
+		// RFC 8058 one-click unsubscribe: mail clients show an unsubscribe
+		// button and POST "List-Unsubscribe=One-Click" to the https link.
+		// No mailto: Herald receives no e-mail to act on.
+		in.Content.Simple.Headers = []types.MessageHeader{
+			{Name: aws.String("List-Unsubscribe"), Value: aws.String("<" + m.UnsubscribeURL + ">")},
+			{Name: aws.String("List-Unsubscribe-Post"), Value: aws.String("List-Unsubscribe=One-Click")},
+		}
+	}
 	if text := PlainText(m.Body); text != "" {
 		in.Content.Simple.Body.Text = &types.Content{Data: aws.String(text), Charset: aws.String(charset)}
 	}
