@@ -80,7 +80,10 @@ type DispatchTx interface {
 // SendGuardTx lists the statements around a provider call: the quota
 // reservation and the marker of a call in flight.
 type SendGuardTx interface {
-	LockSend(ctx context.Context, tenantID, id uuid.UUID) (marker *SendMarker, quotaMonth *time.Time, err error)
+	// LockSend also says whether the message is still QUEUED: one
+	// cancelled (a superseding event, the console) since it was loaded is
+	// not sent.
+	LockSend(ctx context.Context, tenantID, id uuid.UUID) (marker *SendMarker, quotaMonth *time.Time, queued bool, err error)
 	ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch Channel, month time.Time, limit int, held *time.Time) (ok bool, used int, err error)
 	ReleaseQuota(ctx context.Context, tenantID, id uuid.UUID) error
 	MarkSendStarted(ctx context.Context, tenantID, id uuid.UUID, m SendMarker) error
@@ -223,6 +226,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl delivery, complete Complete
 	switch {
 	case err != nil:
 		return DispatchOutcome{}, err
+	case plan.gone:
+		d.Log.InfoContext(ctx, "message left the queue before its send; not sent", "message_id", m.ID)
+		return DispatchOutcome{Done: true}, nil
 	case plan.unrecorded != nil:
 		// This process has the provider's acceptance from an earlier run
 		// that could not record it: record it, do not send again.

@@ -66,6 +66,9 @@ type sendPlan struct {
 	// unrecorded: this process holds the provider's acceptance of the
 	// message already; record it instead of calling again.
 	unrecorded *unrecordedSend
+	// gone: the message left the queue (it was cancelled) since it was
+	// loaded; nothing is sent.
+	gone bool
 }
 
 // beginSend runs the last steps before a provider call in one short
@@ -81,9 +84,13 @@ func (d *Dispatcher) beginSend(ctx context.Context, m *Message, limit int, p pro
 	var plan sendPlan
 	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
 		plan = sendPlan{}
-		prev, held, err := tx.LockSend(ctx, m.TenantID, m.ID)
+		prev, held, queued, err := tx.LockSend(ctx, m.TenantID, m.ID)
 		if err != nil {
 			return err
+		}
+		if !queued {
+			plan.gone = true
+			return nil
 		}
 		if prev != nil && prev.By != d.guard.self() && !idempotent(p) {
 			// Another process called the provider and recorded nothing:

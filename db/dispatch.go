@@ -112,28 +112,30 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (app.SentResult, 
 
 // LockSend serves app.DispatchTx: it locks the message for the start of a
 // send and returns the marker of an earlier provider call whose outcome was
-// never recorded, if any, and the month whose quota the message holds.
-func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID) (*app.SendMarker, *time.Time, error) {
+// never recorded, if any, the month whose quota the message holds, and
+// whether the message is still QUEUED.
+func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID) (*app.SendMarker, *time.Time, bool, error) {
 	var row struct {
 		At      *time.Time `db:"send_started_at"`
 		By      *uuid.UUID `db:"send_started_by"`
 		Attempt *int       `db:"send_attempt"`
 		Quota   *time.Time `db:"quota_month"`
+		Queued  bool       `db:"queued"`
 	}
 	err := t.tx.GetContext(ctx, &row, `
-		SELECT send_started_at, send_started_by, send_attempt, quota_month FROM messages
+		SELECT send_started_at, send_started_by, send_attempt, quota_month, status = 'QUEUED' AS queued FROM messages
 		WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id)
 	if err != nil {
-		return nil, nil, notFound(err, "message %s not found", id)
+		return nil, nil, false, notFound(err, "message %s not found", id)
 	}
 	if row.At == nil || row.By == nil {
-		return nil, row.Quota, nil
+		return nil, row.Quota, row.Queued, nil
 	}
 	m := &app.SendMarker{At: *row.At, By: *row.By}
 	if row.Attempt != nil {
 		m.Attempt = *row.Attempt
 	}
-	return m, row.Quota, nil
+	return m, row.Quota, row.Queued, nil
 }
 
 // ReserveQuota serves app.DispatchTx: it takes one of the month's quota

@@ -10,7 +10,7 @@ import (
 
 const eventColumns = `id, tenant_id, source_event_id, trigger_event, recipients, context, channels, fallback_chain, locale,
 	entity_type, entity_id, send_at, version, status, error, payload_size, api_key_id, decided_by, decided_at,
-	decision_reason, created_at, updated_at, routed_at`
+	decision_reason, created_at, updated_at, routed_at, audience, status_reason`
 
 // InsertEvent stores the event unless the tenant used its source event id
 // before; it reports whether it stored it. It serves app.IntakeTx. A
@@ -21,7 +21,7 @@ func (t *Tx) InsertEvent(ctx context.Context, e *app.Event) (bool, error) {
 		INSERT INTO events (`+eventColumns+`)
 		VALUES (:id, :tenant_id, :source_event_id, :trigger_event, :recipients, :context, :channels, :fallback_chain, :locale,
 			:entity_type, :entity_id, :send_at, :version, :status, :error, :payload_size, :api_key_id, :decided_by, :decided_at,
-			:decision_reason, :created_at, :updated_at, :routed_at)
+			:decision_reason, :created_at, :updated_at, :routed_at, :audience, :status_reason)
 		ON CONFLICT (tenant_id, source_event_id) DO NOTHING`, e)
 	if err != nil {
 		return false, mapErr(err)
@@ -52,14 +52,21 @@ func (t *Tx) EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*app.
 	var row struct {
 		Event  app.Event  `db:"e"`
 		Tenant app.Tenant `db:"t"`
+		// The supersession, if any (see supersededBy).
+		SupersededBy *uuid.UUID `db:"superseded_by"`
+		SupersedingT *string    `db:"superseding_trigger"`
 	}
 	err := t.tx.GetContext(ctx, &row, `
-		SELECT `+prefixed("e", eventColumns)+`, `+prefixed("t", tenantColumns)+`
+		SELECT `+prefixed("e", eventColumns)+`, `+prefixed("t", tenantColumns)+`, s.event_id AS superseded_by, s.trigger_event AS superseding_trigger
 		FROM events e JOIN tenants t ON t.id = e.tenant_id
+		LEFT JOIN LATERAL (`+supersededBy+`) s ON e.entity_type IS NOT NULL
 		WHERE e.tenant_id = $1 AND e.id = $2
 		FOR UPDATE OF e`, tenantID, id)
 	if err != nil {
 		return nil, nil, notFound(err, "Notification %s not found.", id)
+	}
+	if row.SupersededBy != nil {
+		row.Event.Superseding = &app.SupersedingRef{EventID: *row.SupersededBy, TriggerEvent: *row.SupersedingT}
 	}
 	return &row.Event, &row.Tenant, nil
 }
@@ -86,7 +93,7 @@ func (t *Tx) UpdateEventSchedule(ctx context.Context, e *app.Event) error {
 func (t *Tx) SetEventStatus(ctx context.Context, e *app.Event) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		UPDATE events SET status = :status, error = :error, decided_by = :decided_by, decided_at = :decided_at,
-			decision_reason = :decision_reason, routed_at = :routed_at, updated_at = :updated_at
+			decision_reason = :decision_reason, routed_at = :routed_at, updated_at = :updated_at, status_reason = :status_reason
 		WHERE tenant_id = :tenant_id AND id = :id`, e)
 	return mapErr(err)
 }
