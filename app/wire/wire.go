@@ -85,6 +85,7 @@ type Console struct {
 	Queues         *console.Queues
 	Accounts       *console.Accounts
 	MessageConsole *console.MessageConsole
+	Trips          *console.Trips
 	ContactConsole *console.ContactConsole
 	Schedules      *console.Schedules
 	AuditLog       *console.AuditLog
@@ -216,6 +217,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 			},
 		},
 		MessageConsole: &console.MessageConsole{Store: db.Scope[console.MessageTx](store), Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
+		Trips:          &console.Trips{Store: db.Scope[console.TripTx](store)},
 		Schedules:      &console.Schedules{Store: db.Scope[console.ScheduleTx](store), Intake: s.Intake, Router: s.Router, Now: now},
 		ContactConsole: &console.ContactConsole{Contacts: s.Contacts},
 		AuditLog:       &console.AuditLog{Store: db.Scope[console.AuditLogTx](store), Audit: s.Audit, Now: now},
@@ -237,7 +239,7 @@ func (s *Services) Web(version string) *web.Server {
 		SNSVerifier: &awsnotify.Verifier{},
 		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
 		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
-		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole,
+		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole, Trips: s.Console.Trips,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
 		Contacts: s.Contacts, ContactConsole: s.Console.ContactConsole,
 		Registry: s.Registry, Version: version, OpenAPI: s.OpenAPI,
