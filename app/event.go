@@ -162,6 +162,10 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 	}
 	def, _ := LookupEvent(req.TriggerEvent)
 
+	if req.Recipients == nil {
+		// An audience: routing stores the passengers it expands to.
+		req.Recipients = []Recipient{}
+	}
 	recipients, _ := json.Marshal(req.Recipients)
 	contextJSON, _ := json.Marshal(req.Context)
 	e := &Event{

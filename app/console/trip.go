@@ -55,7 +55,7 @@ type TripReach struct {
 	// Passengers are everyone the notification went to, in the order of
 	// its recipients.
 	Passengers []PassengerReach
-	// Notified counts the passengers with a message that went out;
+	// Notified counts the passengers a message was queued for;
 	// Delivered those with a delivered or read one; Read those with a read
 	// one; Failed those whose every message failed.
 	Notified, Delivered, Read, Failed int
@@ -185,7 +185,9 @@ func reachOf(e *app.Event, ms []*app.Message) (*TripReach, error) {
 		if m.FailedReason != nil {
 			detail += ": " + *m.FailedReason
 		}
-		sent[i] = sent[i] || m.SentAt != nil
+		// A message routing could plan (it has an account) was an attempt
+		// to notify; the stand-in of a recipient nothing could reach is not.
+		sent[i] = sent[i] || m.ChannelAccountID != nil
 		if rank[state] > rank[p.State] || p.Detail == "no message was created" {
 			p.State, p.Detail = state, detail
 		}
