@@ -188,7 +188,9 @@ func reachOf(e *app.Event, ms []*app.Message) (*TripReach, error) {
 		// A message routing could plan (it has an account) was an attempt
 		// to notify; the stand-in of a recipient nothing could reach is not.
 		sent[i] = sent[i] || m.ChannelAccountID != nil
-		if rank[state] > rank[p.State] || p.Detail == "no message was created" {
+		// The best state wins; among equals the newest message (the end of
+		// a fallback chain) says what happened.
+		if rank[state] >= rank[p.State] || p.Detail == "no message was created" {
 			p.State, p.Detail = state, detail
 		}
 	}
