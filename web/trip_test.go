@@ -209,3 +209,27 @@ func TestTripAudience_BadInput(t *testing.T) {
 		require.Equal(t, 422, h.Request(http.MethodPost, "/api/v1/notifications", tripIncident("gone-incident-2", "T-GONE"), &e))
 	})
 }
+
+// TestTripAudience_Idempotency: the same audience request again, after
+// routing stored the passengers as its recipients, is a duplicate; another
+// trip under the same event id is a conflict.
+func TestTripAudience_Idempotency(t *testing.T) {
+	t.Parallel()
+	h := webtest.New(t, webtest.Options{})
+	bookTrip(t, h, "T-IDEM", []tripPassenger{{booking: "BK-IDEM-1", name: "Ada", phone: "+4915123420013", locale: "en"}})
+	bookTrip(t, h, "T-IDEM-2", []tripPassenger{{booking: "BK-IDEM-2", name: "Bo", phone: "+4915123420014", locale: "en"}})
+	body := tripIncident("idem-incident", "T-IDEM")
+	body["trigger_event"] = "INCIDENT_ALLCLEAR"
+	def, _ := app.LookupEvent("INCIDENT_ALLCLEAR")
+	body["context"] = def.Sample
+	first := submitAnswer(t, h, h.Key, body)
+	h.WaitMessages(first.ID, "routed", func(ms []*app.Message) bool { return len(ms) > 0 })
+
+	var dup supersedeAnswer
+	require.Equal(t, http.StatusOK, h.Request(http.MethodPost, "/api/v1/notifications", body, &dup))
+	require.Equal(t, first.ID, dup.ID)
+	body["audience"] = map[string]any{"trip_id": "T-IDEM-2"}
+	var e apiErrorBody
+	require.Equal(t, http.StatusConflict, h.Request(http.MethodPost, "/api/v1/notifications", body, &e))
+	require.Equal(t, "audience.trip_id", e.Error.Field)
+}
