@@ -80,10 +80,12 @@ type DispatchTx interface {
 // SendGuardTx lists the statements around a provider call: the quota
 // reservation and the marker of a call in flight.
 type SendGuardTx interface {
-	// LockSend locks the message; with optOut it also reads, under a
-	// share lock of the contact's row, whether the contact opted out of
-	// the message's channel, in the same statement.
-	LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) (marker *SendMarker, quotaMonth *time.Time, optedOut bool, err error)
+	// LockSend locks the message and says whether it is still QUEUED (one
+	// cancelled since it was loaded, by a superseding event or the console,
+	// is not sent); with optOut it also reads, under a share lock of the
+	// contact's row, whether the contact opted out of the message's
+	// channel, in the same statement.
+	LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) (marker *SendMarker, quotaMonth *time.Time, queued, optedOut bool, err error)
 	ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch Channel, month time.Time, limit int, held *time.Time) (ok bool, used int, err error)
 	ReleaseQuota(ctx context.Context, tenantID, id uuid.UUID) error
 	MarkSendStarted(ctx context.Context, tenantID, id uuid.UUID, m SendMarker) error
@@ -229,6 +231,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl delivery, complete Complete
 	switch {
 	case err != nil:
 		return DispatchOutcome{}, err
+	case plan.gone:
+		d.Log.InfoContext(ctx, "message left the queue before its send; not sent", "message_id", m.ID)
+		return DispatchOutcome{Done: true}, nil
 	case plan.unrecorded != nil:
 		// This process has the provider's acceptance from an earlier run
 		// that could not record it: record it, do not send again.

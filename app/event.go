@@ -51,6 +51,16 @@ type Event struct {
 	// channel; read only where they are shown (EventPage), written by
 	// SetEventStatus when set.
 	Routing JSON `db:"routing" json:"-"`
+	// Audience is {"trip_id"} when the event targets a trip's passengers
+	// instead of listing recipients; routing stores the expanded
+	// recipients.
+	Audience JSON `db:"audience" json:"audience,omitempty"`
+	// StatusReason says why the event ended as it did, such as
+	// superseded_by:<event id>.
+	StatusReason *string `db:"status_reason" json:"status_reason,omitempty"`
+	// Superseding, read with the event for routing, is the accepted event
+	// that makes it pointless, if any.
+	Superseding *SupersedingRef `db:"-" json:"-"`
 }
 
 // Def returns the event's registry entry.
@@ -111,6 +121,9 @@ type SubmitResult struct {
 	ID        uuid.UUID `json:"id"`
 	Status    string    `json:"status"`
 	Duplicate bool      `json:"duplicate,omitempty"`
+	// StatusReason says why the event is stored as it is (a superseded
+	// event: superseded_by:<event id>).
+	StatusReason string `json:"status_reason,omitempty"`
 }
 
 // IntakeTx lists the statements Intake runs.
@@ -124,6 +137,7 @@ type IntakeTx interface {
 	SetEventStatus(ctx context.Context, e *Event) error
 	UpdateEventSchedule(ctx context.Context, e *Event) error
 	InsertAudit(ctx context.Context, e *AuditEntry) error
+	EntityTx
 }
 
 // Intake accepts notification requests and manages their events.
@@ -152,6 +166,10 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 	}
 	def, _ := LookupEvent(req.TriggerEvent)
 
+	if req.Recipients == nil {
+		// An audience: routing stores the passengers it expands to.
+		req.Recipients = []Recipient{}
+	}
 	recipients, _ := json.Marshal(req.Recipients)
 	contextJSON, _ := json.Marshal(req.Context)
 	e := &Event{
@@ -166,6 +184,13 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 	if c := req.ConversationContext; c != nil {
 		e.EntityType, e.EntityID = &c.Type, &c.ID
 	}
+	if a := req.Audience; a != nil {
+		// An audience event is about its trip: it shows on the trip's
+		// panel, and a cancelled trip supersedes it.
+		e.Audience, _ = json.Marshal(a)
+		trip := EntityTrip
+		e.EntityType, e.EntityID = &trip, &a.TripID
+	}
 	switch {
 	case def.RequiresApproval:
 		e.Status = EventAwaitingApproval
@@ -174,7 +199,14 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 	}
 
 	res := &SubmitResult{ID: e.ID, Status: e.Status}
+	initial := e.Status
 	err = s.Store.InTenant(ctx, key.TenantID, func(tx IntakeTx) error {
+		// Bookings and trips (entity.go): locks, supersession, audience.
+		e.Status, e.StatusReason = initial, nil
+		if err := s.settleEntity(ctx, tx, def, e, req); err != nil {
+			return err
+		}
+		res.Status, res.StatusReason = e.Status, deref(e.StatusReason)
 		inserted, err := tx.InsertEvent(ctx, e)
 		if err != nil {
 			return err
@@ -197,7 +229,7 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 				return &Error{Code: ECONFLICT, Reason: "idempotency_conflict", Field: field,
 					Message: fmt.Sprintf("event_id %q was used for a different request (%s differs); use a new event_id for a new request.", req.EventID, field)}
 			}
-			res.ID, res.Status, res.Duplicate = orig.ID, orig.Status, true
+			res.ID, res.Status, res.StatusReason, res.Duplicate = orig.ID, orig.Status, deref(orig.StatusReason), true
 			return nil
 		}
 		if len(redacted) > 0 {
@@ -207,7 +239,10 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 				return err
 			}
 		}
-		if e.Status == EventAwaitingApproval {
+		if err := s.supersede(ctx, tx, key, def, e, req); err != nil {
+			return err
+		}
+		if e.Status == EventAwaitingApproval || e.Status == EventCancelled {
 			return nil
 		}
 		job := RouteJob{TenantID: e.TenantID, EventID: e.ID, Version: e.Version}

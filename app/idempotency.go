@@ -27,6 +27,15 @@ func requestView(e *Event) ([]viewField, error) {
 	if e.EntityType != nil {
 		conv = map[string]any{"type": *e.EntityType, "id": deref(e.EntityID)}
 	}
+	var audience any
+	if len(e.Audience) > 0 {
+		// An audience's recipients are the passengers routing expanded
+		// it to, not part of the request.
+		if audience, err = decodeLoose(e.Audience); err != nil {
+			return nil, fmt.Errorf("event %s audience: %w", e.ID, err)
+		}
+		recipients = nil
+	}
 	var sendAt any
 	if e.SendAt != nil {
 		// Postgres keeps microseconds.
@@ -35,6 +44,7 @@ func requestView(e *Event) ([]viewField, error) {
 	return []viewField{
 		{"trigger_event", e.TriggerEvent},
 		{"recipients", recipients},
+		{"audience", audience},
 		{"context", context},
 		{"conversation_context", conv},
 		{"channels", stringsAny(e.Channels)},

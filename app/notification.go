@@ -35,6 +35,9 @@ type NotificationRequest struct {
 	FallbackChain       []string             `json:"fallback_chain,omitempty"`
 	SendAt              *time.Time           `json:"send_at,omitempty"`
 	Locale              string               `json:"locale,omitempty"`
+	// Audience, instead of Recipients, sends to every current passenger
+	// of a trip (see entity.go).
+	Audience *Audience `json:"audience,omitempty"`
 }
 
 // Recipient is one person to notify. Context, Locale and Timezone, when
@@ -170,8 +173,10 @@ func (r *NotificationRequest) Validate(now time.Time) error {
 		r.checkVariables(&p, def)
 	}
 	switch {
+	case r.Audience != nil:
+		r.validateAudience(&p)
 	case len(r.Recipients) == 0:
-		p.add(Invalid("no_recipient", "recipients", "At least one recipient is required."))
+		p.add(Invalid("no_recipient", "recipients", "At least one recipient is required (or an audience: {\"trip_id\": ...})."))
 	case len(r.Recipients) > MaxRecipients:
 		p.add(Invalid("too_many_recipients", "recipients", "At most %d recipients per request.", MaxRecipients))
 	default:
@@ -201,7 +206,30 @@ func (r *NotificationRequest) Validate(now time.Time) error {
 			p.add(Invalid("invalid_conversation_context", "conversation_context.id", "conversation_context.id is required (at most 200 characters)."))
 		}
 	}
+	if v, ok := r.Context["trip_id"]; ok {
+		if s, isString := v.(string); !isString || strings.TrimSpace(s) == "" || len(s) > 200 {
+			p.add(Invalid("invalid_trip_id", "context.trip_id", "context.trip_id names the booking's trip: a string of 1 to 200 characters."))
+		} else if c := r.ConversationContext; c != nil && c.Type == EntityTrip && c.ID != strings.TrimSpace(s) {
+			p.add(Invalid("invalid_trip_id", "context.trip_id", "context.trip_id differs from the trip in conversation_context."))
+		}
+	}
 	return p.err()
+}
+
+// validateAudience checks an audience, which replaces the recipients: it
+// names a trip, and the event is about that trip.
+func (r *NotificationRequest) validateAudience(p *problems) {
+	a := r.Audience
+	a.TripID = strings.TrimSpace(a.TripID)
+	if len(r.Recipients) > 0 {
+		p.add(Invalid("audience_with_recipients", "audience", "Give either recipients or an audience, not both: an audience is every current passenger of the trip."))
+	}
+	if a.TripID == "" || len(a.TripID) > 200 {
+		p.add(Invalid("invalid_audience", "audience.trip_id", "audience.trip_id is required (at most 200 characters)."))
+	}
+	if c := r.ConversationContext; c != nil && (c.Type != EntityTrip || strings.TrimSpace(c.ID) != a.TripID) {
+		p.add(Invalid("invalid_audience", "conversation_context", "An audience event is about its trip: leave conversation_context out, or make it {\"type\": \"trip\", \"id\": \"%s\"}.", a.TripID))
+	}
 }
 
 // checkVariables reports the required variables missing from a
@@ -216,6 +244,14 @@ func (r *NotificationRequest) checkVariables(p *problems, def *EventDef) {
 	}
 	for _, v := range def.Variables {
 		if present(r.Context, v) {
+			continue
+		}
+		if r.Audience != nil {
+			// Each passenger of an audience gets their own passenger_name;
+			// the rest must be in the event's context.
+			if v != "passenger_name" {
+				p.add(Invalid("missing_variable", "context."+v, "context.%s is required for %s.", v, def.Name))
+			}
 			continue
 		}
 		var missing []int

@@ -32,6 +32,15 @@ type EventDef struct {
 	Category EventCategory
 	// Sample is a realistic context for template previews.
 	Sample map[string]any
+	// Supersedes lists the events this one makes pointless for the same
+	// entity: once it is accepted, pending events and QUEUED messages of
+	// these types about its booking or trip are cancelled with reason
+	// superseded_by:<event id>, and later ones are stored cancelled. A
+	// trip's supersession reaches the bookings Herald knows on the trip.
+	Supersedes []string
+	// LeavesTrip: the booking leaves its trip's audience (it was
+	// cancelled); a later event about it does not bring it back.
+	LeavesTrip bool
 }
 
 // EventCategory classifies an event for a contact's preferences.
@@ -80,7 +89,12 @@ var eventList = []EventDef{
 	{
 		Name: "BOOKING_CANCELLED", Description: "The booking was cancelled.",
 		Category: CategoryTransactional,
-		Channels: []Channel{Email, WhatsApp}, OncePerEntity: true,
+		Channels: []Channel{Email, WhatsApp}, OncePerEntity: true, LeavesTrip: true,
+		// What a cancelled booking makes pointless: reminders to pay, the
+		// pre-trip reminder and the boarding (check-in) messages, and
+		// confirmations not sent yet.
+		Supersedes: []string{"BOOKING_CONFIRMED", "FINAL_PAYMENT_DUE", "FINAL_PAYMENT_OVERDUE", "PRE_TRIP_REMINDER",
+			"PASSENGER_ADDED", "SERVICE_LEG_STARTED", "VEHICLE_SWAP_NOTIFICATION"},
 		Variables: []string{"passenger_name", "tour_name", "departure_date", "booking_reference", "cancellation_fee"},
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
 			"booking_reference": "BK-2027-0412", "cancellation_fee": "45.00 EUR"},
@@ -238,6 +252,23 @@ var eventList = []EventDef{
 			"due_date": "2027-03-01", "days_overdue": 5},
 	},
 	{
+		// Not in the source registry: a trip cancelled by the operator
+		// (weather, too few bookings). Sent to the trip's audience; each
+		// passenger greeted by name. It supersedes every pending message
+		// about the trip and its bookings, except the cancellation's own
+		// consequences (cancellations, refunds, invoices), which must still
+		// go out.
+		Name: "TRIP_CANCELLED", Description: "The operator cancelled the whole trip.",
+		Category: CategoryTransactional,
+		Channels: []Channel{WhatsApp, Email}, OncePerEntity: true,
+		Variables: []string{"tour_name", "departure_date", "cancellation_reason", "operator_phone"},
+		Sample: map[string]any{"tour_name": "Lake Garda Spring Tour", "departure_date": "2027-04-12",
+			"cancellation_reason": "too few bookings to run the coach", "operator_phone": "+49 89 1234567"},
+		Supersedes: []string{"BOOKING_CONFIRMED", "BOOKING_FULLY_PAID", "BOOKING_COMPLETED", "BOOKING_NOSHOW",
+			"FINAL_PAYMENT_DUE", "FINAL_PAYMENT_OVERDUE", "PASSENGER_ADDED", "SERVICE_LEG_STARTED", "SERVICE_LEG_CANCELLED",
+			"INCIDENT_BROADCAST", "INCIDENT_ALLCLEAR", "VEHICLE_SWAP_NOTIFICATION", "PRE_TRIP_REMINDER"},
+	},
+	{
 		Name: "PRE_TRIP_REMINDER", Description: "Reminder the day before departure.",
 		Category:  CategoryOptional,
 		Channels:  []Channel{WhatsApp, Email},
@@ -255,6 +286,21 @@ var registry = func() map[string]*EventDef {
 	}
 	return m
 }()
+
+// supersedable is every event some other event supersedes.
+var supersedable = func() map[string]bool {
+	m := map[string]bool{}
+	for _, e := range eventList {
+		for _, s := range e.Supersedes {
+			m[s] = true
+		}
+	}
+	return m
+}()
+
+// Supersedable reports whether another event can make this one pointless
+// (see EventDef.Supersedes).
+func (e *EventDef) Supersedable() bool { return supersedable[e.Name] }
 
 // LookupEvent returns the registry entry of a trigger event.
 func LookupEvent(name string) (*EventDef, bool) {

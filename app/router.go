@@ -50,6 +50,8 @@ type RouteTx interface {
 	// An inline send's quota is reserved where its message is stored.
 	ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch Channel, month time.Time, limit int, held *time.Time) (ok bool, used int, err error)
 	ClearSendStarted(ctx context.Context, tenantID, id uuid.UUID) error
+	// Trip audiences (entity.go).
+	AudienceTx
 }
 
 // Router turns a stored event into messages: it resolves contacts and
@@ -87,9 +89,14 @@ func (r *Router) route(ctx context.Context, job RouteJob, inline *Dispatcher, le
 				"event_version", e.Version, "status", e.Status)
 			return nil
 		}
-		recipients, err := e.DecodeRecipients()
-		if err != nil {
-			return fmt.Errorf("event %s recipients: %w", e.ID, err)
+		// Bookings and trips (entity.go): a superseded event is not
+		// routed; an audience becomes the trip's passengers.
+		if e.Superseding != nil {
+			return r.cancelSuperseded(ctx, tx, e)
+		}
+		recipients, ok, err := r.eventRecipients(ctx, tx, e)
+		if err != nil || !ok {
+			return err
 		}
 		def, err := e.Def()
 		if err != nil {

@@ -69,6 +69,9 @@ type sendPlan struct {
 	// optedOut: the message is optional and its contact opted out of its
 	// channel; it is not sent.
 	optedOut bool
+	// gone: the message left the queue (it was cancelled) since it was
+	// loaded; nothing is sent.
+	gone bool
 }
 
 // beginSend runs the last steps before a provider call in one short
@@ -92,9 +95,13 @@ func (d *Dispatcher) beginSend(ctx context.Context, m *Message, limit int, p pro
 	var plan sendPlan
 	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
 		plan = sendPlan{}
-		prev, held, optedOut, err := tx.LockSend(ctx, m.TenantID, m.ID, OptionalEvent(m.TriggerEvent))
+		prev, held, queued, optedOut, err := tx.LockSend(ctx, m.TenantID, m.ID, OptionalEvent(m.TriggerEvent))
 		if err != nil {
 			return err
+		}
+		if !queued {
+			plan.gone = true
+			return nil
 		}
 		if optedOut {
 			plan.optedOut, plan.quotaOK = true, true

@@ -818,6 +818,51 @@ Days overdue: <strong>{{days_overdue}}</strong></p>
 Your dispatch team</p>`,
 	},
 
+	// TRIP_CANCELLED goes to everyone on the trip (an audience), so it
+	// greets each recipient by their own name.
+	{
+		Event: "TRIP_CANCELLED", Channel: WhatsApp, Locale: "de-DE",
+		Body: "*Ihre Reise {{tour_name}} am {{departure_date}} findet nicht statt*\n\n" +
+			"Hallo {{recipient_name}},\n\n" +
+			"leider müssen wir die Reise absagen: {{cancellation_reason}}.\n\n" +
+			"Bereits gezahlte Beträge erstatten wir vollständig; dazu erhalten Sie eine gesonderte Nachricht. Bei Fragen erreichen Sie uns unter {{operator_phone}}.",
+	},
+	{
+		Event: "TRIP_CANCELLED", Channel: WhatsApp, Locale: "en",
+		Body: "*Your trip {{tour_name}} on {{departure_date}} is cancelled*\n\n" +
+			"Hello {{recipient_name}},\n\n" +
+			"We are sorry to cancel this trip: {{cancellation_reason}}.\n\n" +
+			"Everything you have paid will be refunded in full; you will receive a separate message about it. If you have any questions, please call us on {{operator_phone}}.",
+	},
+	{
+		Event: "TRIP_CANCELLED", Channel: SMS, Locale: "de-DE",
+		Body: "Ihre Reise {{tour_name}} am {{departure_date}} findet leider nicht statt: {{cancellation_reason}}. Gezahltes erstatten wir vollständig. Fragen: {{operator_phone}}",
+	},
+	{
+		Event: "TRIP_CANCELLED", Channel: SMS, Locale: "en",
+		Body: "Your trip {{tour_name}} on {{departure_date}} is cancelled: {{cancellation_reason}}. Everything you paid will be refunded. Questions? Call {{operator_phone}}",
+	},
+	{
+		Event: "TRIP_CANCELLED", Channel: Email, Locale: "de-DE",
+		Subject: "Absage: {{tour_name}} am {{departure_date}}",
+		Body: `<p>Guten Tag {{recipient_name}},</p>
+<p>leider müssen wir Ihre Reise <strong>{{tour_name}}</strong> am <strong>{{departure_date}}</strong> absagen: {{cancellation_reason}}.</p>
+<p>Bereits gezahlte Beträge erstatten wir Ihnen vollständig; darüber erhalten Sie eine gesonderte Nachricht. Erinnerungen, die wir Ihnen zu dieser Reise noch geschickt hätten, entfallen.</p>
+<p>Bei Fragen erreichen Sie uns unter {{operator_phone}}. Wir bitten um Ihr Verständnis und hoffen, Sie bald auf einer anderen Reise begrüßen zu dürfen.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "TRIP_CANCELLED", Channel: Email, Locale: "en",
+		Subject: "Cancelled: {{tour_name}} on {{departure_date}}",
+		Body: `<p>Dear {{recipient_name}},</p>
+<p>We are sorry to tell you that your trip <strong>{{tour_name}}</strong> on <strong>{{departure_date}}</strong> is cancelled: {{cancellation_reason}}.</p>
+<p>Everything you have paid will be refunded in full; you will receive a separate message about it. Reminders we would still have sent you about this trip will not come.</p>
+<p>If you have any questions, please call us on {{operator_phone}}. We apologise and hope to welcome you on another trip soon.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+
 	// PRE_TRIP_REMINDER
 	{
 		Event: "PRE_TRIP_REMINDER", Channel: WhatsApp, Locale: "de-DE",

@@ -143,6 +143,7 @@ var (
 	_ console.AccountTx      = (*Tx)(nil)
 	_ console.DashboardTx    = (*Tx)(nil)
 	_ console.MessageTx      = (*Tx)(nil)
+	_ console.TripTx         = (*Tx)(nil)
 	_ console.MetaTemplateTx = (*Tx)(nil)
 	_ console.QueueTx        = (*Tx)(nil)
 	_ console.ScheduleTx     = (*Tx)(nil)

@@ -112,40 +112,44 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (app.SentResult, 
 
 // LockSend serves app.DispatchTx: it locks the message for the start of a
 // send and returns the marker of an earlier provider call whose outcome was
-// never recorded, if any, and the month whose quota the message holds.
-func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) (*app.SendMarker, *time.Time, bool, error) {
+// never recorded, if any, the month whose quota the message holds, whether
+// the message is still QUEUED, and with optOut whether its contact opted out
+// of its channel.
+func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) (*app.SendMarker, *time.Time, bool, bool, error) {
 	var row struct {
 		At       *time.Time `db:"send_started_at"`
 		By       *uuid.UUID `db:"send_started_by"`
 		Attempt  *int       `db:"send_attempt"`
 		Quota    *time.Time `db:"quota_month"`
+		Queued   bool       `db:"queued"`
 		OptedOut bool       `db:"opted_out"`
 	}
 	query := `
-		SELECT send_started_at, send_started_by, send_attempt, quota_month, false AS opted_out FROM messages
+		SELECT send_started_at, send_started_by, send_attempt, quota_month, status = 'QUEUED' AS queued,
+			false AS opted_out FROM messages
 		WHERE tenant_id = $1 AND id = $2 FOR UPDATE`
 	if optOut {
 		// The contact's row is share-locked: an opt-out updating it either
 		// committed before (and is seen, the lock reading the newest
 		// version) or waits for this transaction.
 		query = `
-		SELECT m.send_started_at, m.send_started_by, m.send_attempt, m.quota_month,
+		SELECT m.send_started_at, m.send_started_by, m.send_attempt, m.quota_month, m.status = 'QUEUED' AS queued,
 			COALESCE((SELECT m.channel = ANY (c.opted_out) FROM contacts c
 				WHERE c.tenant_id = m.tenant_id AND c.id = m.contact_id FOR SHARE), false) AS opted_out
 		FROM messages m
 		WHERE m.tenant_id = $1 AND m.id = $2 FOR UPDATE OF m`
 	}
 	if err := t.tx.GetContext(ctx, &row, query, tenantID, id); err != nil {
-		return nil, nil, false, notFound(err, "message %s not found", id)
+		return nil, nil, false, false, notFound(err, "message %s not found", id)
 	}
 	if row.At == nil || row.By == nil {
-		return nil, row.Quota, row.OptedOut, nil
+		return nil, row.Quota, row.Queued, row.OptedOut, nil
 	}
 	m := &app.SendMarker{At: *row.At, By: *row.By}
 	if row.Attempt != nil {
 		m.Attempt = *row.Attempt
 	}
-	return m, row.Quota, row.OptedOut, nil
+	return m, row.Quota, row.Queued, row.OptedOut, nil
 }
 
 // ReserveQuota serves app.DispatchTx: it takes one of the month's quota

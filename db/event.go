@@ -10,7 +10,7 @@ import (
 
 const eventColumns = `id, tenant_id, source_event_id, trigger_event, recipients, context, channels, fallback_chain, locale,
 	entity_type, entity_id, send_at, version, status, error, payload_size, api_key_id, decided_by, decided_at,
-	decision_reason, created_at, updated_at, routed_at`
+	decision_reason, created_at, updated_at, routed_at, audience, status_reason`
 
 // InsertEvent stores the event unless the tenant used its source event id
 // before; it reports whether it stored it. It serves app.IntakeTx. A
@@ -21,7 +21,7 @@ func (t *Tx) InsertEvent(ctx context.Context, e *app.Event) (bool, error) {
 		INSERT INTO events (`+eventColumns+`)
 		VALUES (:id, :tenant_id, :source_event_id, :trigger_event, :recipients, :context, :channels, :fallback_chain, :locale,
 			:entity_type, :entity_id, :send_at, :version, :status, :error, :payload_size, :api_key_id, :decided_by, :decided_at,
-			:decision_reason, :created_at, :updated_at, :routed_at)
+			:decision_reason, :created_at, :updated_at, :routed_at, :audience, :status_reason)
 		ON CONFLICT (tenant_id, source_event_id) DO NOTHING`, e)
 	if err != nil {
 		return false, mapErr(err)
@@ -54,21 +54,29 @@ func (t *Tx) EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*app.
 		Tenant    app.Tenant `db:"t"`
 		Accounts  []byte     `db:"route_accounts"`
 		Templates []byte     `db:"route_templates"`
+		// The supersession, if any (see supersededBy).
+		SupersededBy *uuid.UUID `db:"superseded_by"`
+		SupersedingT *string    `db:"superseding_trigger"`
 	}
 	// The tenant's ACTIVE accounts and the event's active templates come
 	// with the event: routing needs them for every message, and reading
 	// them here saves two statements per message (see routeLookups).
 	err := t.tx.GetContext(ctx, &row, `
 		SELECT `+prefixed("e", eventColumns)+`, `+prefixed("t", tenantColumns)+`,
+			s.event_id AS superseded_by, s.trigger_event AS superseding_trigger,
 			(SELECT coalesce(json_agg(`+accountJSON+`), '[]') FROM channel_accounts a
 				WHERE a.tenant_id = e.tenant_id AND a.status = 'ACTIVE') AS route_accounts,
 			(SELECT coalesce(json_agg(`+templateJSON+`), '[]') FROM templates tp
 				WHERE tp.tenant_id = e.tenant_id AND tp.trigger_event = e.trigger_event AND tp.is_active) AS route_templates
 		FROM events e JOIN tenants t ON t.id = e.tenant_id
+		LEFT JOIN LATERAL (`+supersededBy+`) s ON e.entity_type IS NOT NULL
 		WHERE e.tenant_id = $1 AND e.id = $2
 		FOR UPDATE OF e`, tenantID, id)
 	if err != nil {
 		return nil, nil, notFound(err, "Notification %s not found.", id)
+	}
+	if row.SupersededBy != nil {
+		row.Event.Superseding = &app.SupersedingRef{EventID: *row.SupersededBy, TriggerEvent: *row.SupersedingT}
 	}
 	lookups, err := decodeRouteLookups(row.Event.TenantID, row.Event.TriggerEvent, row.Accounts, row.Templates)
 	if err != nil {
@@ -101,7 +109,7 @@ func (t *Tx) UpdateEventSchedule(ctx context.Context, e *app.Event) error {
 func (t *Tx) SetEventStatus(ctx context.Context, e *app.Event) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		UPDATE events SET status = :status, error = :error, decided_by = :decided_by, decided_at = :decided_at,
-			decision_reason = :decision_reason, routed_at = :routed_at, updated_at = :updated_at,
+			decision_reason = :decision_reason, routed_at = :routed_at, updated_at = :updated_at, status_reason = :status_reason,
 			routing = coalesce(:routing, routing)
 		WHERE tenant_id = :tenant_id AND id = :id`, e)
 	return mapErr(err)

@@ -191,6 +191,21 @@ func msgTitle(s string) string {
 }
 
 // msgRecipients lists an event's recipients (names and addresses).
+// msgSupersedingID returns the superseding event a cancel reason names.
+func msgSupersedingID(reason *string) (uuid.UUID, bool) {
+	if reason == nil {
+		return uuid.Nil, false
+	}
+	return app.SupersedingID(*reason)
+}
+
+// msgIsSuperseded reports whether a reason is a supersession (shown by
+// msgSupersededNote, not as the raw reason).
+func msgIsSuperseded(reason *string) bool {
+	_, ok := msgSupersedingID(reason)
+	return ok
+}
+
 func msgRecipients(e *app.Event) []app.Recipient {
 	rs, err := e.DecodeRecipients()
 	if err != nil {

@@ -75,8 +75,14 @@ func TestConsoleAPIReference(t *testing.T) {
 		row := create.Find(".api-field-name").FilterFunction(func(_ int, s *goquery.Selection) bool {
 			return s.Find("code").Text() == "recipients"
 		}).Parent()
-		require.Contains(t, text(row), "required")
+		// Recipients are required unless an audience is given, which the
+		// description says.
+		require.Contains(t, text(row), "Required unless audience is given")
 		require.Contains(t, text(row), "array of Recipient")
+		eventID := create.Find(".api-field-name").FilterFunction(func(_ int, s *goquery.Selection) bool {
+			return s.Find("code").Text() == "event_id"
+		}).Parent()
+		require.Contains(t, text(eventID), "required")
 		require.Contains(t, text(row), "Items: 1 to 500")
 		require.Contains(t, names(create.Find(".api-field-name code")), "recipients[].phone", "nested fields by path")
 		require.Contains(t, names(create.Find(".api-field-name code")), "conversation_context.type")

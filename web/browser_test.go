@@ -267,13 +267,21 @@ type liveConsole struct {
 // t ends.
 func serveConsole(t *testing.T) *liveConsole {
 	t.Helper()
+	return serveConsoleWith(t, webtest.Options{})
+}
+
+// serveConsoleWith is serveConsole with Herald built with opts (its base
+// URL set).
+func serveConsoleWith(t *testing.T, opts webtest.Options) *liveConsole {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	baseURL := &url.URL{Scheme: "http", Host: ln.Addr().String()}
 	base := baseURL.String()
 	// The base URL must be known before Herald is built: it is the origin
 	// of the links and redirects Herald builds.
-	c := setupConsole(t, webtest.Options{Config: func(cfg *app.Config) { cfg.BaseURL = baseURL }})
+	opts.Config = func(cfg *app.Config) { cfg.BaseURL = baseURL }
+	c := setupConsole(t, opts)
 	served := make(chan error, 1)
 	go func() { served <- c.App.Listener(ln) }()
 	t.Cleanup(func() {

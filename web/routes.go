@@ -161,6 +161,7 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	// Booking panel and messages.
 	t.get("/bookings", app.PermMessages, s.handleBookingSearch)
 	t.get("/bookings/:type/:id", app.PermMessages, s.handleBookingPanel)
+	t.get("/trips/:id", app.PermMessages, s.handleTripPage)
 	t.post("/bookings/:type/:id/resend", app.PermResend, s.handleBookingResend)
 	t.get("/messages", app.PermMessages, s.handleMessageList)
 	t.get("/messages/:id", app.PermMessages, s.handleMessageShow)

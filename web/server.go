@@ -64,6 +64,7 @@ type Server struct {
 	Queues         *console.Queues
 	Accounts       *console.Accounts
 	MessageConsole *console.MessageConsole
+	Trips          *console.Trips
 	ContactConsole *console.ContactConsole
 	Schedules      *console.Schedules
 	AuditLog       *console.AuditLog

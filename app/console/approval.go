@@ -139,10 +139,11 @@ func (s *Schedules) previews(ctx context.Context, tx *previewTx, u app.Principal
 			}
 			continue
 		}
-		rs, err := se.DecodeRecipients()
+		rs, err := audienceRecipients(ctx, tx.ScheduleTx, &se.Event)
 		if err != nil {
 			return nil, err
 		}
+		se.RecipientCount = len(rs)
 		if maxRecipients > 0 && len(rs) > maxRecipients {
 			p.Hidden = len(rs) - maxRecipients
 			rs = rs[:maxRecipients]
@@ -214,6 +215,20 @@ func (s *Schedules) previews(ctx context.Context, tx *previewTx, u app.Principal
 		}
 	}
 	return out, nil
+}
+
+// audienceRecipients returns the recipients an event not routed yet
+// would go to: its own, or its trip audience's current passengers (as
+// routing expands them).
+func audienceRecipients(ctx context.Context, tx ScheduleTx, e *app.Event) ([]app.Recipient, error) {
+	if trip := e.TripAudience(); trip != "" {
+		ps, err := tx.TripPassengers(ctx, e.TenantID, trip)
+		if err != nil {
+			return nil, err
+		}
+		return app.AudienceRecipients(ps), nil
+	}
+	return e.DecodeRecipients()
 }
 
 // plannedEvent is an event being previewed: its recipients and the

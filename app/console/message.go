@@ -212,6 +212,9 @@ type BookingPanel struct {
 	// Templates are the active templates of the entity's events: what a
 	// resend may use.
 	Templates []*app.Template
+	// Superseding are the events that superseded (cancelled) events or
+	// messages of the panel, by id (see app.SupersedingID).
+	Superseding map[uuid.UUID]*app.Event
 }
 
 // Found reports whether Herald knows anything about the entity.
@@ -316,13 +319,49 @@ func (s *MessageConsole) Panel(ctx context.Context, tenantID uuid.UUID, entityTy
 				triggers = append(triggers, e.TriggerEvent)
 			}
 		}
-		p.Templates, err = tx.ResendTemplates(ctx, tenantID, triggers)
+		if p.Templates, err = tx.ResendTemplates(ctx, tenantID, triggers); err != nil {
+			return err
+		}
+		p.Superseding, err = supersedingEvents(ctx, tx, tenantID, p)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// supersedingEvents loads the events named by the superseded_by reasons
+// of the panel's events and shown messages: usually the panel's own
+// cancellation, else its trip's.
+func supersedingEvents(ctx context.Context, tx MessageTx, tenantID uuid.UUID, p *BookingPanel) (map[uuid.UUID]*app.Event, error) {
+	out := map[uuid.UUID]*app.Event{}
+	var reasons []string
+	for _, e := range p.Events {
+		out[e.ID] = e
+		if e.StatusReason != nil {
+			reasons = append(reasons, *e.StatusReason)
+		}
+	}
+	for _, m := range p.Messages {
+		if m.FailedReason != nil {
+			reasons = append(reasons, *m.FailedReason)
+		}
+	}
+	for _, r := range reasons {
+		id, ok := app.SupersedingID(r)
+		if !ok || out[id] != nil {
+			continue
+		}
+		e, err := tx.EventByID(ctx, tenantID, id, false)
+		if app.ErrorCode(err) == app.ENOTFOUND {
+			continue // pruned by retention: the reason alone is shown
+		} else if err != nil {
+			return nil, err
+		}
+		out[id] = e
+	}
+	return out, nil
 }
 
 // trails loads the timelines of messages and the replies on their

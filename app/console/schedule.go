@@ -33,6 +33,8 @@ type ScheduleFilter struct {
 // show. Changes go through Intake, as they do for the API.
 type ScheduleTx interface {
 	app.PlanTx
+	// TripPassengers expands a trip audience (app.AudienceTx).
+	TripPassengers(ctx context.Context, tenantID uuid.UUID, tripID string) ([]app.TripPassenger, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*app.Tenant, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Event, error)
 	// UpcomingEvents returns the tenant's events that are not sent yet and

@@ -91,6 +91,7 @@ type Console struct {
 	Queues         *console.Queues
 	Accounts       *console.Accounts
 	MessageConsole *console.MessageConsole
+	Trips          *console.Trips
 	ContactConsole *console.ContactConsole
 	Schedules      *console.Schedules
 	AuditLog       *console.AuditLog
@@ -228,6 +229,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 			},
 		},
 		MessageConsole: &console.MessageConsole{Store: db.Scope[console.MessageTx](store), Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
+		Trips:          &console.Trips{Store: db.Scope[console.TripTx](store)},
 		Schedules:      &console.Schedules{Store: db.Scope[console.ScheduleTx](store), Intake: s.Intake, Router: s.Router, Now: now},
 		ContactConsole: &console.ContactConsole{Contacts: s.Contacts, Searcher: &app.ContactSearcher{Store: db.Scope[app.ContactSearchTx](store)}},
 		AuditLog:       &console.AuditLog{Store: db.Scope[console.AuditLogTx](store), Audit: s.Audit, Now: now},
@@ -251,7 +253,7 @@ func (s *Services) Web(version string) *web.Server {
 		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
 		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
 		Trends:   s.Console.Trends,
-		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole,
+		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole, Trips: s.Console.Trips,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
 		Contacts: s.Contacts, ContactConsole: s.Console.ContactConsole,
 		Rejections: s.Rejections, RejectionConsole: s.Console.Rejections,

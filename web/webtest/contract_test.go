@@ -101,7 +101,7 @@ func TestContract_CatchesDrift(t *testing.T) {
 		"AcceptedInvalidRequest": {
 			method: "POST", path: "/api/v1/notifications", body: `{"event_id":"e-1"}`, status: 202, answer: submitted,
 			location: "/api/v1/notifications/6f1c0e52-3b1a-4c47-9a55-0d2b8f1e4a77",
-			want:     []string{"accepted a request the document refuses", "missing properties"},
+			want:     []string{"accepted a request the document refuses", "missing property"},
 		},
 		"GarbageRequestIsNotCompared": {
 			method: "POST", path: "/api/v1/notifications", body: `{"event_id":"e-1"}`, status: 202, answer: submitted,
