@@ -87,6 +87,7 @@ func parameterList(s string) []string {
 // editorOf fills the editor page from a template (nil for a new one) and
 // the content typed.
 func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale string, in app.TemplateInput, errs views.FormErrors) views.TemplateEditor {
+	allowEmailPreview(c)
 	e := views.TemplateEditor{
 		Template: t, Base: tenantPath(c, "/templates"), Events: app.Events(),
 		Event: event, Channel: channel, Locale: locale, Subject: in.Subject, Body: in.Body, Errors: errs,
@@ -103,6 +104,11 @@ func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale 
 		e.Variables = console.TemplateVariables(def)
 	}
 	e.Preview = previewOf(e.Event, e.Channel, in, nil)
+	if ch, ok := app.ParseChannel(e.Channel); ok {
+		// The accounts a test may go through; a failure to list them
+		// leaves the choice empty, which the form explains.
+		e.TestAccounts, _ = s.Accounts.TestAccounts(c.UserContext(), tenantOf(c).ID, ch)
+	}
 	return e
 }
 
@@ -211,7 +217,7 @@ func (s *Server) handleTemplateEdit(c *fiber.Ctx) error {
 	if e.MetaStatus, err = s.MetaTemplateConsole.StatusOf(c.UserContext(), tenantOf(c).ID, in.WhatsAppTemplate); err != nil {
 		return err
 	}
-	return s.render(c, views.TemplateEditorPage(s.page(c, "Template "+t.TriggerEvent), e))
+	return s.render(c, views.TemplateEditorPage(s.page(c, templateTitle(t)), e))
 }
 
 // handleTemplateUpdate saves a template as a new version.
@@ -234,7 +240,7 @@ func (s *Server) handleTemplateUpdate(c *fiber.Ctx) error {
 		if base != 0 {
 			e.BaseVersion = base
 		}
-		return s.render(c, views.TemplateEditorPage(s.page(c, "Template "+t.TriggerEvent), e))
+		return s.render(c, views.TemplateEditorPage(s.page(c, templateTitle(t)), e))
 	}
 	if err != nil {
 		return err
@@ -243,17 +249,102 @@ func (s *Server) handleTemplateUpdate(c *fiber.Ctx) error {
 	return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
 }
 
-// handleTemplatePreview renders the editor's live preview (an htmx
-// fragment): the content typed, with the event's sample values or the ones
-// the editor tried.
-func (s *Server) handleTemplatePreview(c *fiber.Ctx) error {
+// samplesOf reads the editor's sample values (sample.<variable>).
+func samplesOf(c *fiber.Ctx) map[string]string {
 	samples := map[string]string{}
 	c.Request().PostArgs().VisitAll(func(k, v []byte) {
 		if name, ok := strings.CutPrefix(string(k), "sample."); ok {
 			samples[name] = string(v)
 		}
 	})
-	return s.render(c, views.TemplatePreviewPane(previewOf(c.FormValue("event"), c.FormValue("channel"), templateFormOf(c), samples)))
+	return samples
+}
+
+// handleTemplateTest sends the content in the editor, saved or not, as a
+// test message to the address typed, through the account chosen, and
+// shows the editor again with the test's result following the message.
+func (s *Server) handleTemplateTest(c *fiber.Ctx) error {
+	ctx, u, tenantID := c.UserContext(), userOf(c), tenantOf(c).ID
+	var t *app.Template
+	if raw := strings.TrimSpace(c.FormValue("template_id")); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			return fiber.ErrNotFound
+		}
+		if t, err = s.Templates.Get(ctx, u, tenantID, id); err != nil {
+			return err
+		}
+	}
+	in := console.TemplateTestInput{
+		Template: t, Event: c.FormValue("event"), Channel: c.FormValue("channel"), Locale: c.FormValue("locale"),
+		Content: templateFormOf(c), AccountID: c.FormValue("test_account"), To: c.FormValue("test_to"), Samples: samplesOf(c),
+	}
+	m, err := s.Accounts.SendTemplateTest(ctx, u, tenantID, in)
+	code := app.ErrorCode(err)
+	if err != nil && code != app.EINVALID && code != app.ECONFLICT {
+		return err
+	}
+	e := s.editorOf(c, t, in.Event, in.Channel, in.Locale, in.Content, views.FormErrorsOf(err))
+	if base, _ := strconv.Atoi(c.FormValue("version")); t != nil && base != 0 {
+		e.BaseVersion = base
+	}
+	e.TestTo, e.TestAccount = in.To, in.AccountID
+	e.Variables = withSamples(e.Variables, in.Samples)
+	e.Preview = previewOf(e.Event, e.Channel, in.Content, in.Samples)
+	switch code {
+	case app.EINVALID:
+		c.Status(fiber.StatusUnprocessableEntity)
+	case app.ECONFLICT:
+		c.Status(fiber.StatusTooManyRequests)
+	default:
+		if e.TestResult, err = s.MessageConsole.TestMessage(ctx, u, tenantID, m.ID); err != nil {
+			return err
+		}
+	}
+	title := "New template"
+	if t != nil {
+		title = templateTitle(t)
+	}
+	return s.render(c, views.TemplateEditorPage(s.page(c, title), e))
+}
+
+// withSamples shows the sample values the editor sent in place of the
+// event's.
+func withSamples(vars []console.TemplateVariable, samples map[string]string) []console.TemplateVariable {
+	out := append([]console.TemplateVariable(nil), vars...)
+	for i, v := range out {
+		if val, ok := samples[v.Name]; ok {
+			out[i].Sample = val
+		}
+	}
+	return out
+}
+
+// handleTemplateTestResult renders a test message's result (an htmx
+// fragment the editor refreshes until the message settles).
+func (s *Server) handleTemplateTestResult(c *fiber.Ctx) error {
+	id, err := uuid.Parse(c.Params("message"))
+	if err != nil {
+		return fiber.ErrNotFound
+	}
+	d, err := s.MessageConsole.TestMessage(c.UserContext(), userOf(c), tenantOf(c).ID, id)
+	if err != nil {
+		return err
+	}
+	return s.render(c, views.TemplateTestResult(s.page(c, "Test message"), tenantPath(c, "/templates"), d))
+}
+
+// templateTitle names a template as people do: event, channel, locale and
+// version.
+func templateTitle(t *app.Template) string {
+	return views.TemplateName(t)
+}
+
+// handleTemplatePreview renders the editor's live preview (an htmx
+// fragment): the content typed, with the event's sample values or the ones
+// the editor tried.
+func (s *Server) handleTemplatePreview(c *fiber.Ctx) error {
+	return s.render(c, views.TemplatePreviewPane(previewOf(c.FormValue("event"), c.FormValue("channel"), templateFormOf(c), samplesOf(c))))
 }
 
 // versionOf reads the version number in the path; anything else is not
@@ -277,7 +368,7 @@ func (s *Server) handleTemplateHistory(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, views.TemplateHistoryPage(s.page(c, "History of "+t.TriggerEvent), views.TemplateHistory{
+	return s.render(c, views.TemplateHistoryPage(s.page(c, "History of "+templateTitle(t)), views.TemplateHistory{
 		Template: t, Versions: versions, Pager: pagerOf(c, page, len(versions), more), Base: tenantPath(c, "/templates"),
 	}))
 }
@@ -296,7 +387,7 @@ func (s *Server) handleTemplateVersion(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, views.TemplateComparePage(s.page(c, "Version "+strconv.Itoa(version)+" of "+cmp.Template.TriggerEvent),
+	return s.render(c, views.TemplateComparePage(s.page(c, "Version "+strconv.Itoa(version)+" of "+templateTitle(cmp.Template)),
 		views.TemplateCompare{TemplateComparison: cmp, Base: tenantPath(c, "/templates")}))
 }
 

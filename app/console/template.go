@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider/ses"
 )
 
 // Templates is the console's template editor: lists, edits with version
@@ -486,6 +487,9 @@ type TemplatePreview struct {
 	Channel app.Channel
 	Subject string
 	Body    string
+	// Text is an e-mail's plain-text part, as the e-mail adapter derives
+	// it from the HTML.
+	Text string
 	// Unknown are placeholders the event does not provide: they render
 	// empty.
 	Unknown []string
@@ -506,6 +510,9 @@ func PreviewTemplate(def *app.EventDef, ch app.Channel, in app.TemplateInput, ov
 	p.Body, _ = app.Render(in.Body, vars, ch == app.Email)
 	subject, _ := app.Render(in.Subject, vars, false)
 	p.Subject = strings.TrimSpace(subject)
+	if ch == app.Email {
+		p.Text = ses.PlainText(p.Body)
+	}
 	if _, err := app.ValidateTemplate(def, ch, in); err != nil {
 		p.Problem = app.ErrorMessage(err)
 	} else if err := validateMetaSpec(in.WhatsAppTemplate); err != nil {
