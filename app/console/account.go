@@ -782,7 +782,7 @@ func (s *Accounts) settings(u app.Principal, spec *ProviderSpec, f AccountForm, 
 				config[fd.Key] = v
 			}
 			if v != storedConfig[fd.Key] {
-				changed[fd.Key] = v
+				changed[fd.Key] = map[string]any{"from": storedConfig[fd.Key], "to": v}
 			}
 			continue
 		}
@@ -838,11 +838,19 @@ func (s *Accounts) settings(u app.Principal, spec *ProviderSpec, f AccountForm, 
 			return nil, nil, nil, app.FieldErrorf("credentials",
 				"Only Herald's operators may use the platform's own AWS credentials. Enter this account's access key ID and secret access key.")
 		}
-		mode := CredentialsKeys
+		mode, was := CredentialsKeys, CredentialsKeys
 		if secrets[KeyAWSAccessKeyID] == "" {
 			mode = CredentialsDefault
 		}
-		changed["credentials"] = mode
+		if storedSecrets[KeyAWSAccessKeyID] == "" {
+			was = CredentialsDefault
+		}
+		if creating {
+			was = ""
+		}
+		if mode != was {
+			changed["credentials"] = map[string]any{"from": was, "to": mode}
+		}
 	}
 	audit := map[string]any{}
 	if len(changed) > 0 {
