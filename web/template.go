@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 
@@ -38,7 +39,7 @@ func templateFilterOf(c *fiber.Ctx) (views.TemplateFilter, console.TemplateFilte
 	return v, f
 }
 
-// handleTemplateList lists the tenant's templates, filtered, newest first.
+// handleTemplateList lists the tenant's templates, filtered, by event, channel and locale.
 func (s *Server) handleTemplateList(c *fiber.Ctx) error {
 	ctx, u, t := c.UserContext(), userOf(c), tenantOf(c)
 	vf, f := templateFilterOf(c)
@@ -169,11 +170,19 @@ func (s *Server) handleTemplateCreate(c *fiber.Ctx) error {
 	t, warnings, err := s.Templates.Create(c.UserContext(), userOf(c), tenantOf(c).ID, in)
 	if code := app.ErrorCode(err); code == app.EINVALID || code == app.ECONFLICT {
 		c.Status(fiber.StatusUnprocessableEntity)
-		return s.render(c, views.TemplateEditorPage(s.page(c, "New template"),
-			s.editorOf(c, nil, in.Event, in.Channel, in.Locale, in.TemplateInput, views.FormErrorsOf(err))))
+		e := s.editorOf(c, nil, in.Event, in.Channel, in.Locale, in.TemplateInput, views.FormErrorsOf(err))
+		if exists := (*console.TemplateExistsError)(nil); errors.As(err, &exists) {
+			e.Existing = exists.Existing
+		}
+		return s.render(c, views.TemplateEditorPage(s.page(c, "New template"), e))
 	}
 	if err != nil {
 		return err
+	}
+	if t.Version > 1 {
+		// The key held Herald's default text: the tenant's own replaced it.
+		s.flashSaved(c, "Your text replaces Herald's default for "+views.TemplateName(t)+"; the default is kept in the history.", warnings)
+		return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
 	}
 	s.flashSaved(c, "Template created as version 1 and active.", warnings)
 	return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
