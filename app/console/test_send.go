@@ -162,10 +162,6 @@ func (s *Accounts) queueTest(ctx context.Context, tenantID, accountID uuid.UUID,
 		if a.Status != app.AccountActive && a.Status != app.AccountPending {
 			return testAccountError(toField, "%s is %s: it sends nothing, tests included. Choose an active or pending account.", a.Name, strings.ToLower(a.Status))
 		}
-		addr, err := testAddress(a, toField, to)
-		if err != nil {
-			return err
-		}
 		now := s.Now()
 		n, err := tx.TestSendsSince(ctx, tenantID, now.Add(-TestSendWindow))
 		if err != nil {
@@ -178,11 +174,16 @@ func (s *Accounts) queueTest(ctx context.Context, tenantID, accountID uuid.UUID,
 		m = &app.Message{
 			ID: uuid.New(), TenantID: tenantID, CorrelationID: "test:" + requestID.String(),
 			IdempotencyKey: "test:" + a.ID.String() + ":" + requestID.String(),
-			Channel:        a.Channel, ChannelAccountID: &a.ID, ToAddress: addr, Status: app.MessageQueued,
+			Channel:        a.Channel, ChannelAccountID: &a.ID, Status: app.MessageQueued,
 			Provider: &a.Provider, FallbackChain: app.StringList{}, TriggeredBy: actor.ID, Test: true,
 			QueuedAt: now, CreatedAt: now, UpdatedAt: now,
 		}
+		// The account is checked against the content before the address,
+		// which is read for the account's channel.
 		if err := fill(a, m); err != nil {
+			return err
+		}
+		if m.ToAddress, err = testAddress(a, toField, to); err != nil {
 			return err
 		}
 		if _, err := tx.InsertMessage(ctx, m, &app.MessageEvent{TenantID: tenantID, MessageID: m.ID, ToStatus: &m.Status,
