@@ -89,7 +89,7 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 	require.Equal(t, "version 1", version)
 	const added = "Browser check: see you on board, {{passenger_name}}!"
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.WaitVisible(chromedp.CSS(`#template-preview pre.preview`)),
+		chromedp.WaitReady(chromedp.CSS(`#template-preview pre.preview`)),
 		chromedp.Focus(chromedp.CSS(`#template-form textarea[name=body]`)),
 		// The caret to the end of the text, as a person clicking below it.
 		chromedp.Evaluate[chromedp.Void](`(() => { const b = document.querySelector('#template-form textarea[name=body]'); b.setSelectionRange(b.value.length, b.value.length); })()`),
