@@ -491,7 +491,7 @@ func TestConsoleChannels_DefaultCredentials(t *testing.T) {
 		doc = operator.page(channelsPrefix + "/" + id.String())
 		require.Contains(t, text(doc.Find("dl.facts")), "Herald's default credential chain")
 		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.create' AND target_id = $1
-			AND metadata->'config'->>'credentials' = 'default'`, id.String()))
+			AND metadata->'config'->'credentials'->>'to' = 'default'`, id.String()))
 	})
 
 	t.Run("ManagerCannotKeepItOnTheChain", func(t *testing.T) {

@@ -156,7 +156,7 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 	require.Len(t, manual, 1, "one message sent by hand: %v", statuses)
 	require.Contains(t, manual[0].By, "manual")
 	require.Equal(t, string(app.Email), manual[0].Channel)
-	require.Contains(t, manual[0].Template, "v2", "the resend used the saved version")
+	require.Contains(t, manual[0].Template, "version 2", "the resend used the saved version")
 	capture(t, ctx, "10-booking-panel-resent")
 
 	// The message's own page, from the panel.

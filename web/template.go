@@ -165,7 +165,7 @@ func (s *Server) handleTemplateNew(c *fiber.Ctx) error {
 func (s *Server) handleTemplateCreate(c *fiber.Ctx) error {
 	in := console.NewTemplateInput{
 		Event: c.FormValue("event"), Channel: c.FormValue("channel"), Locale: c.FormValue("locale"),
-		TemplateInput: templateFormOf(c),
+		TemplateInput: templateFormOf(c), OverrideDefault: true,
 	}
 	t, warnings, err := s.Templates.Create(c.UserContext(), userOf(c), tenantOf(c).ID, in)
 	if code := app.ErrorCode(err); code == app.EINVALID || code == app.ECONFLICT {

@@ -107,6 +107,10 @@ type NewTemplateInput struct {
 	Channel string
 	Locale  string
 	app.TemplateInput
+	// OverrideDefault lets the new template replace Herald's default text
+	// of the same key (the console's editor); without it any existing
+	// template of the key is a conflict (the API).
+	OverrideDefault bool
 }
 
 var (
@@ -229,7 +233,7 @@ func (s *Templates) Create(ctx context.Context, u app.Principal, tenantID uuid.U
 	err = s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
 		cur, err := tx.TemplateByKey(ctx, tenantID, t.TriggerEvent, t.Channel, t.Locale)
 		switch {
-		case err == nil && isDefaultText(cur):
+		case err == nil && in.OverrideDefault && isDefaultText(cur):
 			existing = cur
 			return nil
 		case err == nil:
