@@ -134,6 +134,8 @@ type CallbackMessageFacts struct {
 	EntityID          *string    `db:"entity_id"`
 	FallbackOf        *uuid.UUID `db:"fallback_of"`
 	Attempts          int        `db:"attempts"`
+	// Test marks a console test message, which makes no callback.
+	Test bool `db:"test"`
 }
 
 // CallbackNote is what the status change knows that the message row does
@@ -274,7 +276,7 @@ func (c *Callbacks) NotifyEndpoints(ctx context.Context, tx CallbackEnqueueTx, t
 		return nil
 	}
 	facts, err := tx.CallbackMessage(ctx, tenantID, messageID)
-	if err != nil {
+	if err != nil || facts.Test {
 		return err
 	}
 	now := c.Now()

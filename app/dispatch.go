@@ -188,7 +188,8 @@ type delivery struct {
 func (d *Dispatcher) deliver(ctx context.Context, dl delivery, complete CompleteFunc) (DispatchOutcome, error) {
 	m, acct, tenant, waTemplate, waRefusal := dl.message, dl.account, dl.tenant, dl.waTemplate, dl.waRefusal
 	attempt, maxAttempts := dl.attempt, dl.maxAttempts
-	if acct.Status != AccountActive {
+	// A test may try a PENDING account: nothing else is routed to it.
+	if acct.Status != AccountActive && !(m.Test && acct.Status == AccountPending) {
 		reason := "The channel account is " + acct.Status + "."
 		if acct.SuspendedReason != nil {
 			reason += " " + *acct.SuspendedReason
@@ -286,6 +287,10 @@ func (d *Dispatcher) deliver(ctx context.Context, dl delivery, complete Complete
 	pe := provider.Classify(sendErr)
 	d.Metrics.ProviderError(acct.Provider, pe.Code)
 	switch {
+	case m.Test:
+		// A test reports what the provider said, once: it is not retried,
+		// and an account error does not suspend an account being tried.
+		return d.fail(ctx, m, ReasonProviderRejected, pe.Code, pe.Reason, complete)
 	case pe.Account:
 		// The account itself is broken (expired token, suspended by the
 		// provider): flag it for the tenant, then fail like a suspension.

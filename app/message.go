@@ -101,6 +101,10 @@ type Message struct {
 	StaleAt           *time.Time `db:"stale_at" json:"stale_at,omitempty"`
 	CreatedAt         time.Time  `db:"created_at" json:"created_at"`
 	UpdatedAt         time.Time  `db:"updated_at" json:"updated_at"`
+	// Test marks a message a manager sent from the console to try an
+	// account or a template: it may go through a PENDING account, and it
+	// is never retried, never falls back and makes no status callback.
+	Test bool `db:"test" json:"test,omitempty"`
 	// Claim, on a message about to be stored, marks its first provider
 	// call as started by the storing process (inline dispatch): written
 	// with the row, not read back.

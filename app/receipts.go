@@ -296,9 +296,9 @@ const DefaultResendWait = 30 * time.Second
 
 // resendable reports whether a failure receipt is a rate limit that the
 // same message should be sent again for, as at send time: the message is
-// still SENT and has attempts left.
+// still SENT and has attempts left. A test message is never sent again.
 func (s *Receipts) resendable(r provider.Receipt, m *Message) bool {
-	return r.Error != nil && r.Error.Class == provider.RateLimited && m.Status == MessageSent && m.Attempts < MaxResends && s.Queue != nil
+	return !m.Test && r.Error != nil && r.Error.Class == provider.RateLimited && m.Status == MessageSent && m.Attempts < MaxResends && s.Queue != nil
 }
 
 // requeue records the rate-limit receipt (once) and puts the message back

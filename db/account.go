@@ -234,6 +234,19 @@ func (t *Tx) MessagesByAccount(ctx context.Context, tenantID, accountID uuid.UUI
 	return ms, mapErr(err)
 }
 
+// TestSendsSince serves console.AccountTx. The advisory lock is the
+// tenant's own, so that two tests of a tenant count one after the other
+// while nothing else waits on it.
+func (t *Tx) TestSendsSince(ctx context.Context, tenantID uuid.UUID, since time.Time) (int, error) {
+	if _, err := t.tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('herald.test_send:' || $1::text, 0))`, tenantID); err != nil {
+		return 0, mapErr(err)
+	}
+	var n int
+	err := t.tx.GetContext(ctx, &n, `
+		SELECT count(*) FROM messages WHERE tenant_id = $1 AND test AND created_at >= $2`, tenantID, since)
+	return n, mapErr(err)
+}
+
 // AccountByWebhookToken serves app.HookTx (platform scope): the account
 // whose Meta webhook path carries token.
 func (t *Tx) AccountByWebhookToken(ctx context.Context, token string) (*app.ChannelAccount, error) {

@@ -98,7 +98,7 @@ func (t *Tx) ListTemplates(ctx context.Context, tenantID uuid.UUID, f console.Te
 	err := t.tx.SelectContext(ctx, &out, `
 		SELECT `+templateColumns+` FROM templates
 		WHERE `+strings.Join(where, " AND ")+`
-		ORDER BY updated_at DESC, id DESC
+		ORDER BY trigger_event, channel, locale, id
 		LIMIT $`+fmt.Sprint(len(args)-1)+` OFFSET $`+fmt.Sprint(len(args)), args...)
 	return out, mapErr(err)
 }

@@ -12,6 +12,17 @@
     }
   }, true);
 
+  // Enter in a field of a secondary action (the template editor's "Send a
+  // test") presses that action's button, not the form's first one.
+  document.addEventListener("keydown", function (e) {
+    var id = e.key === "Enter" && e.target.getAttribute && e.target.getAttribute("data-enter-clicks");
+    var button = id && document.getElementById(id);
+    if (button) {
+      e.preventDefault();
+      button.click();
+    }
+  });
+
   // htmx requests carry the session's CSRF token like forms do.
   document.addEventListener("htmx:configRequest", function (e) {
     var meta = document.querySelector('meta[name="csrf-token"]');

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -290,4 +291,22 @@ func msgEntityLabel(m *app.Message) string {
 // message id: a failed message is retried once, then its retry carries on.
 func msgRetried(p *console.BookingPanel, id uuid.UUID) bool {
 	return p.Retried[id]
+}
+
+// msgTemplateName names the template a message was rendered from as people
+// do (event, channel, locale, version), from the message's own fields.
+func msgTemplateName(m *app.Message) string {
+	s := m.TriggerEvent + " · " + channelLabel(m.Channel)
+	if m.Locale != nil {
+		s += " · " + *m.Locale
+	}
+	if m.TemplateVersion != nil {
+		s += " · version " + strconv.Itoa(*m.TemplateVersion)
+	}
+	return s
+}
+
+// msgTemplatePath is the editor of a message's template.
+func msgTemplatePath(base string, m *app.Message) string {
+	return base + "/templates/" + m.TemplateID.String()
 }

@@ -195,7 +195,7 @@ func TenantsPage(p Page, v TenantList) templ.Component {
 					}
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<div class=\"table-wrap\"><table class=\"tenant-list\"><thead><tr><th>Name</th><th>Slug</th><th>Plan</th><th>Status</th><th>Users</th><th title=\"Sent this calendar month (UTC), as plan quotas count\">Messages this month</th><th>Created</th><th></th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<div class=\"table-wrap\"><table class=\"tenant-list\"><thead><tr><th>Name</th><th>Slug</th><th>Plan</th><th>Status</th><th>Users</th><th title=\"Accepted by a provider this calendar month (UTC), tests included, as the dashboard's quota counts\">Sent this month (quota)</th><th>Created</th><th></th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -491,7 +491,7 @@ func TestConsoleChannels_DefaultCredentials(t *testing.T) {
 		doc = operator.page(channelsPrefix + "/" + id.String())
 		require.Contains(t, text(doc.Find("dl.facts")), "Herald's default credential chain")
 		require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.create' AND target_id = $1
-			AND metadata->'config'->>'credentials' = 'default'`, id.String()))
+			AND metadata->'config'->'credentials'->>'to' = 'default'`, id.String()))
 	})
 
 	t.Run("ManagerCannotKeepItOnTheChain", func(t *testing.T) {
@@ -769,6 +769,7 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 		require.Equal(t, c.users[asManager].ID, *m.TriggeredBy)
 		require.Equal(t, email.ID, *m.ChannelAccountID)
 		require.Equal(t, console.TestTrigger, m.TriggerEvent)
+		require.True(t, m.Test)
 		require.Equal(t, "anna@example.com", m.ToAddress)
 		tl := c.Timeline(id)
 		require.GreaterOrEqual(t, len(tl), 3, "queued, sent, delivered")
@@ -819,15 +820,59 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 		require.Equal(t, n, c.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, c.Tenant.ID))
 	})
 
-	t.Run("OnlyActiveAccounts", func(t *testing.T) {
+	t.Run("PendingAccount", func(t *testing.T) {
+		// A callback endpoint listens to every status: a test makes none.
+		_, _, err := c.Services.Callbacks.Create(c.Ctx, app.CLIActor, c.Tenant.ID, app.CallbackEndpointInput{
+			URL: "https://hooks.example.com/herald", EventTypes: app.CallbackEventTypes,
+		})
+		require.NoError(t, err)
 		a, _, err := c.Server.Accounts.Create(c.Ctx, c.users[asManager], c.Tenant.ID, console.AccountForm{Provider: "sandbox", Name: "Spare e-mail", Channel: "EMAIL"})
 		require.NoError(t, err)
 		p := channelsPrefix + "/" + a.ID.String() + "/test"
 		doc := s.page(p)
-		require.Contains(t, text(doc.Find(".flash-warning")), "activate it first")
-		doc, resp := s.postPage(p, url.Values{"to": {"anna@example.com"}})
+		require.NotContains(t, text(doc.Find(".flash")), "activate it first")
+		require.Contains(t, text(doc.Find(".flash-info")), "without activating it")
+		resp := s.post(p, url.Values{"to": {" Anna@Example.com "}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		loc := resp.Header.Get("Location")
+		id := uuid.MustParse(loc[strings.LastIndex(loc, "/")+1:])
+		m := waitStatus(id, app.MessageDelivered, app.MessageRead)
+		require.True(t, m.Test)
+		require.Equal(t, a.ID, *m.ChannelAccountID)
+		require.Equal(t, "anna@example.com", m.ToAddress, "the address is normalised")
+		require.Equal(t, app.AccountPending, c.account(c.Tenant.ID, a.ID).Status, "a test does not activate the account")
+		require.Equal(t, app.AccountActive, c.account(c.Tenant.ID, email.ID).Status, "live traffic stays on the active account")
+		require.Zero(t, c.Count(`SELECT count(*) FROM callback_deliveries WHERE message_id = $1`, id))
+
+		// The test page shows no Retry, and the console refuses one.
+		doc = s.page("/t/acme/messages/" + id.String())
+		require.Contains(t, text(doc.Find(".badge")), "test")
+		require.Zero(t, doc.Find(`form[action$="/retry"]`).Length())
+	})
+
+	t.Run("FailedTestIsNotRetried", func(t *testing.T) {
+		s.page(path)
+		id := messageOf(s.post(path, url.Values{"to": {"fail@example.com"}}))
+		waitStatus(id, app.MessageFailed)
+		doc := s.page(path + "/" + id.String())
+		require.NotEmpty(t, text(doc.Find(".test-failure")), "the provider's reason in words")
+		doc = s.page("/t/acme/messages/" + id.String())
+		require.Zero(t, doc.Find(`form[action$="/retry"]`).Length(), "no Retry button on a test")
+		_, err := c.Server.MessageConsole.Retry(c.Ctx, c.users[asManager], c.Tenant.ID, id)
+		require.Equal(t, app.ECONFLICT, app.ErrorCode(err))
+		require.Contains(t, app.ErrorMessage(err), "never retried")
+		require.Zero(t, c.Count(`SELECT count(*) FROM messages WHERE idempotency_key = $1`, "retry:"+id.String()))
+	})
+
+	t.Run("SuspendedAccountRefused", func(t *testing.T) {
+		a, _, err := c.Server.Accounts.Create(c.Ctx, c.users[asManager], c.Tenant.ID, console.AccountForm{Provider: "sandbox", Name: "Old SMS", Channel: "SMS"})
+		require.NoError(t, err)
+		require.NoError(t, c.Server.Accounts.Suspend(c.Ctx, c.users[asManager], c.Tenant.ID, a.ID, "Provider contract ended"))
+		p := channelsPrefix + "/" + a.ID.String() + "/test"
+		s.page(p)
+		doc, resp := s.postPage(p, url.Values{"to": {"+4915112345678"}})
 		require.Equal(t, http.StatusConflict, resp.StatusCode)
-		require.Contains(t, text(doc.Find(".flash-error")), "activate the account first")
+		require.Contains(t, text(doc.Find(".flash-error")), "sends nothing, tests included")
 		require.Zero(t, c.Count(`SELECT count(*) FROM messages WHERE channel_account_id = $1`, a.ID))
 	})
 

@@ -244,8 +244,6 @@ func TestAPIAccounts_Change(t *testing.T) {
 
 	t.Run("ActivateSuspendTest", func(t *testing.T) {
 		var res apiErrorBody
-		require.Equal(t, http.StatusConflict, b.do(t, b.manage, http.MethodPost, path+"/test", map[string]any{"to": "+4915123456789"}, &res),
-			"a pending account sends no test")
 		require.Equal(t, http.StatusConflict, b.do(t, b.manage, http.MethodPost, path+"/activate", nil, &res))
 		require.Equal(t, "channel_has_active_account", res.Error.Code, "the sandbox is WhatsApp's active account")
 

@@ -89,7 +89,7 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 	require.Equal(t, "version 1", version)
 	const added = "Browser check: see you on board, {{passenger_name}}!"
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.WaitVisible(chromedp.CSS(`#template-preview pre.preview`)),
+		chromedp.WaitReady(chromedp.CSS(`#template-preview pre.preview`)),
 		chromedp.Focus(chromedp.CSS(`#template-form textarea[name=body]`)),
 		// The caret to the end of the text, as a person clicking below it.
 		chromedp.Evaluate[chromedp.Void](`(() => { const b = document.querySelector('#template-form textarea[name=body]'); b.setSelectionRange(b.value.length, b.value.length); })()`),
@@ -156,7 +156,7 @@ func TestBrowser_ManagerFlow(t *testing.T) {
 	require.Len(t, manual, 1, "one message sent by hand: %v", statuses)
 	require.Contains(t, manual[0].By, "manual")
 	require.Equal(t, string(app.Email), manual[0].Channel)
-	require.Contains(t, manual[0].Template, "v2", "the resend used the saved version")
+	require.Contains(t, manual[0].Template, "version 2", "the resend used the saved version")
 	capture(t, ctx, "10-booking-panel-resent")
 
 	// The message's own page, from the panel.

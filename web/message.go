@@ -219,6 +219,7 @@ func (s *Server) handleMessageShow(c *fiber.Ctx) error {
 		return err
 	}
 	u := userOf(c)
+	allowEmailPreview(c)
 	return s.render(c, views.MessagePage(s.page(c, "Message"), views.MessageDetailView{
 		View: v, Base: tenantPath(c, ""), CanResend: u.Can(app.PermResend), CanCancel: u.Can(app.PermCancelMessage),
 	}))

@@ -92,6 +92,24 @@ func requestLogLevel(dev bool, route string, status int) slog.Level {
 	return slog.LevelInfo
 }
 
+// contentSecurityPolicy is every page's policy: the console loads nothing
+// from other origins and runs no inline script or style.
+const contentSecurityPolicy = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; " +
+	"object-src 'none'; frame-ancestors 'none'; form-action 'self'; base-uri 'self'"
+
+// emailPreviewPolicy is the policy of pages that show an e-mail in a
+// sandboxed srcdoc frame. The frame inherits the page's policy, and e-mails
+// are styled inline and show remote images, so the page allows inline
+// styles and https images. Scripts stay the console's own, and the frame's
+// sandbox runs none.
+const emailPreviewPolicy = "default-src 'self'; img-src 'self' data: https:; style-src 'self' 'unsafe-inline'; script-src 'self'; " +
+	"object-src 'none'; frame-ancestors 'none'; form-action 'self'; base-uri 'self'"
+
+// allowEmailPreview gives the response emailPreviewPolicy.
+func allowEmailPreview(c *fiber.Ctx) {
+	c.Set("Content-Security-Policy", emailPreviewPolicy)
+}
+
 // securityHeaders sets the headers every response carries. The console loads
 // nothing from other origins, so the content security policy is strict.
 func (s *Server) securityHeaders(c *fiber.Ctx) error {
@@ -100,8 +118,7 @@ func (s *Server) securityHeaders(c *fiber.Ctx) error {
 	c.Set("Referrer-Policy", "same-origin")
 	c.Set("Cross-Origin-Opener-Policy", "same-origin")
 	c.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=()")
-	c.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "+
-		"object-src 'none'; frame-ancestors 'none'; form-action 'self'; base-uri 'self'")
+	c.Set("Content-Security-Policy", contentSecurityPolicy)
 	if !s.Config.Dev() {
 		c.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
 	}

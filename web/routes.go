@@ -147,6 +147,8 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/templates/new", app.PermTemplates, s.handleTemplateNew)
 	t.post("/templates", app.PermTemplates, s.handleTemplateCreate)
 	t.post("/templates/preview", app.PermTemplates, s.handleTemplatePreview)
+	t.post("/templates/test", app.PermTemplates, s.handleTemplateTest)
+	t.get("/templates/tests/:message", app.PermTemplates, s.handleTemplateTestResult)
 	t.get("/templates/:id", app.PermTemplates, s.handleTemplateEdit)
 	t.post("/templates/:id", app.PermTemplates, s.handleTemplateUpdate)
 	t.get("/templates/:id/versions", app.PermTemplates, s.handleTemplateHistory)

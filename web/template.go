@@ -1,6 +1,7 @@
 package web
 
 import (
+	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -39,7 +40,7 @@ func templateFilterOf(c *fiber.Ctx) (views.TemplateFilter, console.TemplateFilte
 	return v, f
 }
 
-// handleTemplateList lists the tenant's templates, filtered, newest first.
+// handleTemplateList lists the tenant's templates, filtered, by event, channel and locale.
 func (s *Server) handleTemplateList(c *fiber.Ctx) error {
 	ctx, u, t := c.UserContext(), userOf(c), tenantOf(c)
 	vf, f := templateFilterOf(c)
@@ -96,6 +97,7 @@ func parameterList(s string) []string {
 // editorOf fills the editor page from a template (nil for a new one) and
 // the content typed.
 func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale string, in app.TemplateInput, errs views.FormErrors) views.TemplateEditor {
+	allowEmailPreview(c)
 	e := views.TemplateEditor{
 		Template: t, Base: tenantPath(c, "/templates"), Events: app.Events(),
 		Event: event, Channel: channel, Locale: locale, Subject: in.Subject, Body: in.Body, Errors: errs,
@@ -112,6 +114,11 @@ func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale 
 		e.Variables = console.TemplateVariables(def)
 	}
 	e.Preview = previewOf(e.Event, e.Channel, in, nil)
+	if ch, ok := app.ParseChannel(e.Channel); ok {
+		// The accounts a test may go through; a failure to list them
+		// leaves the choice empty, which the form explains.
+		e.TestAccounts, _ = s.Accounts.TestAccounts(c.UserContext(), tenantOf(c).ID, ch)
+	}
 	return e
 }
 
@@ -167,16 +174,24 @@ func (s *Server) handleTemplateNew(c *fiber.Ctx) error {
 func (s *Server) handleTemplateCreate(c *fiber.Ctx) error {
 	in := console.NewTemplateInput{
 		Event: c.FormValue("event"), Channel: c.FormValue("channel"), Locale: c.FormValue("locale"),
-		TemplateInput: templateFormOf(c),
+		TemplateInput: templateFormOf(c), OverrideDefault: true,
 	}
 	t, warnings, err := s.Templates.Create(c.UserContext(), userOf(c), tenantOf(c).ID, in)
 	if code := app.ErrorCode(err); code == app.EINVALID || code == app.ECONFLICT {
 		c.Status(fiber.StatusUnprocessableEntity)
-		return s.render(c, views.TemplateEditorPage(s.page(c, "New template"),
-			s.editorOf(c, nil, in.Event, in.Channel, in.Locale, in.TemplateInput, views.FormErrorsOf(err))))
+		e := s.editorOf(c, nil, in.Event, in.Channel, in.Locale, in.TemplateInput, views.FormErrorsOf(err))
+		if exists := (*console.TemplateExistsError)(nil); errors.As(err, &exists) {
+			e.Existing = exists.Existing
+		}
+		return s.render(c, views.TemplateEditorPage(s.page(c, "New template"), e))
 	}
 	if err != nil {
 		return err
+	}
+	if t.Version > 1 {
+		// The key held Herald's default text: the tenant's own replaced it.
+		s.flashSaved(c, "Your text replaces Herald's default for "+views.TemplateName(t)+"; the default is kept in the history.", warnings)
+		return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
 	}
 	s.flashSaved(c, "Template created as version 1 and active.", warnings)
 	return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
@@ -226,7 +241,7 @@ func (s *Server) handleTemplateEdit(c *fiber.Ctx) error {
 	}
 	e.Stats = stats[t.ID]
 	e.MessagesHref = tenantPath(c, "/messages?"+url.Values{"event": {t.TriggerEvent}, "channel": {string(t.Channel)}}.Encode())
-	return s.render(c, views.TemplateEditorPage(s.page(c, "Template "+t.TriggerEvent), e))
+	return s.render(c, views.TemplateEditorPage(s.page(c, templateTitle(t)), e))
 }
 
 // handleTemplateUpdate saves a template as a new version.
@@ -249,7 +264,7 @@ func (s *Server) handleTemplateUpdate(c *fiber.Ctx) error {
 		if base != 0 {
 			e.BaseVersion = base
 		}
-		return s.render(c, views.TemplateEditorPage(s.page(c, "Template "+t.TriggerEvent), e))
+		return s.render(c, views.TemplateEditorPage(s.page(c, templateTitle(t)), e))
 	}
 	if err != nil {
 		return err
@@ -258,17 +273,102 @@ func (s *Server) handleTemplateUpdate(c *fiber.Ctx) error {
 	return c.Redirect(tenantPath(c, "/templates/"+t.ID.String()), fiber.StatusSeeOther)
 }
 
-// handleTemplatePreview renders the editor's live preview (an htmx
-// fragment): the content typed, with the event's sample values or the ones
-// the editor tried.
-func (s *Server) handleTemplatePreview(c *fiber.Ctx) error {
+// samplesOf reads the editor's sample values (sample.<variable>).
+func samplesOf(c *fiber.Ctx) map[string]string {
 	samples := map[string]string{}
 	c.Request().PostArgs().VisitAll(func(k, v []byte) {
 		if name, ok := strings.CutPrefix(string(k), "sample."); ok {
 			samples[name] = string(v)
 		}
 	})
-	return s.render(c, views.TemplatePreviewPane(previewOf(c.FormValue("event"), c.FormValue("channel"), templateFormOf(c), samples)))
+	return samples
+}
+
+// handleTemplateTest sends the content in the editor, saved or not, as a
+// test message to the address typed, through the account chosen, and
+// shows the editor again with the test's result following the message.
+func (s *Server) handleTemplateTest(c *fiber.Ctx) error {
+	ctx, u, tenantID := c.UserContext(), userOf(c), tenantOf(c).ID
+	var t *app.Template
+	if raw := strings.TrimSpace(c.FormValue("template_id")); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			return fiber.ErrNotFound
+		}
+		if t, err = s.Templates.Get(ctx, u, tenantID, id); err != nil {
+			return err
+		}
+	}
+	in := console.TemplateTestInput{
+		Template: t, Event: c.FormValue("event"), Channel: c.FormValue("channel"), Locale: c.FormValue("locale"),
+		Content: templateFormOf(c), AccountID: c.FormValue("test_account"), To: c.FormValue("test_to"), Samples: samplesOf(c),
+	}
+	m, err := s.Accounts.SendTemplateTest(ctx, u, tenantID, in)
+	code := app.ErrorCode(err)
+	if err != nil && code != app.EINVALID && code != app.ECONFLICT {
+		return err
+	}
+	e := s.editorOf(c, t, in.Event, in.Channel, in.Locale, in.Content, views.FormErrorsOf(err))
+	if base, _ := strconv.Atoi(c.FormValue("version")); t != nil && base != 0 {
+		e.BaseVersion = base
+	}
+	e.TestTo, e.TestAccount = in.To, in.AccountID
+	e.Variables = withSamples(e.Variables, in.Samples)
+	e.Preview = previewOf(e.Event, e.Channel, in.Content, in.Samples)
+	switch code {
+	case app.EINVALID:
+		c.Status(fiber.StatusUnprocessableEntity)
+	case app.ECONFLICT:
+		c.Status(fiber.StatusTooManyRequests)
+	default:
+		if e.TestResult, err = s.MessageConsole.TestMessage(ctx, u, tenantID, m.ID); err != nil {
+			return err
+		}
+	}
+	title := "New template"
+	if t != nil {
+		title = templateTitle(t)
+	}
+	return s.render(c, views.TemplateEditorPage(s.page(c, title), e))
+}
+
+// withSamples shows the sample values the editor sent in place of the
+// event's.
+func withSamples(vars []console.TemplateVariable, samples map[string]string) []console.TemplateVariable {
+	out := append([]console.TemplateVariable(nil), vars...)
+	for i, v := range out {
+		if val, ok := samples[v.Name]; ok {
+			out[i].Sample = val
+		}
+	}
+	return out
+}
+
+// handleTemplateTestResult renders a test message's result (an htmx
+// fragment the editor refreshes until the message settles).
+func (s *Server) handleTemplateTestResult(c *fiber.Ctx) error {
+	id, err := uuid.Parse(c.Params("message"))
+	if err != nil {
+		return fiber.ErrNotFound
+	}
+	d, err := s.MessageConsole.TestMessage(c.UserContext(), userOf(c), tenantOf(c).ID, id)
+	if err != nil {
+		return err
+	}
+	return s.render(c, views.TemplateTestResult(s.page(c, "Test message"), tenantPath(c, "/templates"), d))
+}
+
+// templateTitle names a template as people do: event, channel, locale and
+// version.
+func templateTitle(t *app.Template) string {
+	return views.TemplateName(t)
+}
+
+// handleTemplatePreview renders the editor's live preview (an htmx
+// fragment): the content typed, with the event's sample values or the ones
+// the editor tried.
+func (s *Server) handleTemplatePreview(c *fiber.Ctx) error {
+	return s.render(c, views.TemplatePreviewPane(previewOf(c.FormValue("event"), c.FormValue("channel"), templateFormOf(c), samplesOf(c))))
 }
 
 // versionOf reads the version number in the path; anything else is not
@@ -292,7 +392,7 @@ func (s *Server) handleTemplateHistory(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, views.TemplateHistoryPage(s.page(c, "History of "+t.TriggerEvent), views.TemplateHistory{
+	return s.render(c, views.TemplateHistoryPage(s.page(c, "History of "+templateTitle(t)), views.TemplateHistory{
 		Template: t, Versions: versions, Pager: pagerOf(c, page, len(versions), more), Base: tenantPath(c, "/templates"),
 	}))
 }
@@ -311,7 +411,7 @@ func (s *Server) handleTemplateVersion(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return s.render(c, views.TemplateComparePage(s.page(c, "Version "+strconv.Itoa(version)+" of "+cmp.Template.TriggerEvent),
+	return s.render(c, views.TemplateComparePage(s.page(c, "Version "+strconv.Itoa(version)+" of "+templateTitle(cmp.Template)),
 		views.TemplateCompare{TemplateComparison: cmp, Base: tenantPath(c, "/templates")}))
 }
 

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"html"
 	"maps"
 	"net/mail"
 	"net/url"
@@ -47,6 +46,10 @@ type AccountTx interface {
 	AccountAudit(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.AuditEntry, error)
 	// MessagesByAccount returns the newest messages sent through an account.
 	MessagesByAccount(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.Message, error)
+	// TestSendsSince counts the tenant's test messages created since a
+	// time, after taking a lock on the tenant's tests that is held until
+	// the transaction ends.
+	TestSendsSince(ctx context.Context, tenantID uuid.UUID, since time.Time) (int, error)
 }
 
 // AccountFilter narrows the list of channel accounts; empty fields match all.
@@ -320,7 +323,10 @@ type Accounts struct {
 	// account's endpoint URL, so the form refuses what the first send
 	// would; nil checks the URL's shape only.
 	CheckEndpointURLFunc func(raw string) error
-	Now                  app.Clock
+	// TestSendLimit caps the tenant's test messages per TestSendWindow;
+	// zero is DefaultTestSendLimit.
+	TestSendLimit int
+	Now           app.Clock
 }
 
 // TemplateSyncQueue enqueues, in the caller's transaction, a sync of one
@@ -338,9 +344,6 @@ func (s *Accounts) syncTemplates(ctx context.Context, tx app.Tx, a *app.ChannelA
 	}
 	return s.TemplateSync.EnqueueTemplateSync(ctx, tx, a.TenantID, a.ID)
 }
-
-// TestTrigger is the trigger event of console test messages.
-const TestTrigger = "CHANNEL_TEST"
 
 // List returns a page of the tenant's channel accounts with their rate
 // and breaker state.
@@ -698,59 +701,6 @@ func (s *Accounts) Suspend(ctx context.Context, u app.Principal, tenantID, id uu
 	})
 }
 
-// SendTest queues one test message through the account, on the same path
-// as every other message: a QUEUED message row triggered by the user, its
-// timeline, and a dispatch job. The account must be ACTIVE, because the
-// dispatcher sends through ACTIVE accounts only.
-func (s *Accounts) SendTest(ctx context.Context, u app.Principal, tenantID, id uuid.UUID, to string) (*app.Message, error) {
-	if err := app.RequirePermission(u, app.PermChannels); err != nil {
-		return nil, err
-	}
-	actor := u.Actor()
-	var m *app.Message
-	err := s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
-		a, err := tx.AccountByID(ctx, tenantID, id)
-		if err != nil {
-			return err
-		}
-		if a.Status != app.AccountActive {
-			return app.Errorf(app.ECONFLICT, "%s is %s. Test messages go through the dispatch queue, which sends through active accounts only: activate the account first.",
-				a.Name, strings.ToLower(a.Status))
-		}
-		addr, err := testAddress(a, to)
-		if err != nil {
-			return err
-		}
-		now, requestID := s.Now(), uuid.New()
-		subject := "Herald test message"
-		body := fmt.Sprintf("This is a test message from Herald through the channel account %q, sent by %s at %s.",
-			a.Name, actor.Label, now.UTC().Format("2006-01-02 15:04 UTC"))
-		if a.Channel == app.Email {
-			body = "<p>" + html.EscapeString(body) + "</p>"
-		}
-		m = &app.Message{
-			ID: uuid.New(), TenantID: tenantID, CorrelationID: "test:" + requestID.String(),
-			IdempotencyKey: "test:" + a.ID.String() + ":" + requestID.String(), TriggerEvent: TestTrigger,
-			Channel: a.Channel, ChannelAccountID: &a.ID, ToAddress: addr, Subject: subject, Body: body,
-			Status: app.MessageQueued, Provider: &a.Provider, FallbackChain: app.StringList{}, TriggeredBy: actor.ID,
-			QueuedAt: now, CreatedAt: now, UpdatedAt: now,
-		}
-		if _, err := tx.InsertMessage(ctx, m, &app.MessageEvent{TenantID: tenantID, MessageID: m.ID, ToStatus: &m.Status,
-			Source: app.SourceConsole, At: now, Detail: map[string]any{"test_send": true, "by": actor.Label, "channel_account": a.Name}}); err != nil {
-			return err
-		}
-		if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, "channel_account.test_send", "channel_account", a.ID.String(),
-			map[string]any{"message_id": m.ID.String(), "channel": a.Channel})); err != nil {
-			return err
-		}
-		return s.Queue.EnqueueDispatch(ctx, tx, app.DispatchJob{TenantID: tenantID, MessageID: m.ID, Channel: a.Channel})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
 // TestMessage returns a message sent through the account, with its timeline.
 func (s *Accounts) TestMessage(ctx context.Context, tenantID, accountID, messageID uuid.UUID) (*app.MessageDetail, error) {
 	var d app.MessageDetail
@@ -770,35 +720,6 @@ func (s *Accounts) TestMessage(ctx context.Context, tenantID, accountID, message
 	return &d, nil
 }
 
-// testAddress checks the recipient of a test message for the account's
-// channel. A webhook account always posts to its own URL.
-func testAddress(a *app.ChannelAccount, to string) (string, error) {
-	to = strings.TrimSpace(to)
-	switch {
-	case a.Channel == app.Webhook && a.Provider == "webhook":
-		return a.Config[KeyWebhookURL], nil
-	case to == "":
-		return "", app.FieldErrorf("to", "Enter the %s to send the test message to.", addressKind(a.Channel))
-	case a.Channel.Phone():
-		phone, err := app.NormalizePhone(to)
-		if err != nil {
-			return "", app.FieldErrorf("to", "%q is not a phone number: %v (for example +4915112345678).", to, err)
-		}
-		return phone, nil
-	case a.Channel == app.Email:
-		addr, err := mail.ParseAddress(to)
-		if err != nil || addr.Name != "" {
-			return "", app.FieldErrorf("to", "%q is not an e-mail address.", to)
-		}
-		return addr.Address, nil
-	}
-	if len(to) > 320 {
-		return "", app.FieldErrorf("to", "The recipient must be at most 320 characters.")
-	}
-	return to, nil
-}
-
-// addressKind names what a channel addresses.
 func addressKind(ch app.Channel) string {
 	switch {
 	case ch.Phone():
@@ -861,7 +782,7 @@ func (s *Accounts) settings(u app.Principal, spec *ProviderSpec, f AccountForm, 
 				config[fd.Key] = v
 			}
 			if v != storedConfig[fd.Key] {
-				changed[fd.Key] = v
+				changed[fd.Key] = map[string]any{"from": storedConfig[fd.Key], "to": v}
 			}
 			continue
 		}
@@ -917,11 +838,19 @@ func (s *Accounts) settings(u app.Principal, spec *ProviderSpec, f AccountForm, 
 			return nil, nil, nil, app.FieldErrorf("credentials",
 				"Only Herald's operators may use the platform's own AWS credentials. Enter this account's access key ID and secret access key.")
 		}
-		mode := CredentialsKeys
+		mode, was := CredentialsKeys, CredentialsKeys
 		if secrets[KeyAWSAccessKeyID] == "" {
 			mode = CredentialsDefault
 		}
-		changed["credentials"] = mode
+		if storedSecrets[KeyAWSAccessKeyID] == "" {
+			was = CredentialsDefault
+		}
+		if creating {
+			was = ""
+		}
+		if mode != was {
+			changed["credentials"] = map[string]any{"from": was, "to": mode}
+		}
 	}
 	audit := map[string]any{}
 	if len(changed) > 0 {

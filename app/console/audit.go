@@ -47,20 +47,11 @@ func (r *AuditRecord) MetadataPairs() []MetadataPair {
 	if len(r.Metadata) == 0 {
 		return nil
 	}
-	m := map[string]json.RawMessage{}
+	m := map[string]any{}
 	if err := json.Unmarshal(r.Metadata, &m); err != nil {
 		return []MetadataPair{{Key: "metadata", Value: clipMetadata(string(r.Metadata))}}
 	}
-	out := make([]MetadataPair, 0, len(m))
-	for k, raw := range m {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			s = string(raw)
-		}
-		out = append(out, MetadataPair{Key: k, Value: clipMetadata(s)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
+	return DescribeMetadata(m)
 }
 
 func clipMetadata(s string) string {

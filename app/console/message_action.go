@@ -52,6 +52,9 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 		} else if app.ErrorCode(err) != app.ENOTFOUND {
 			return err
 		}
+		if m.Test {
+			return app.Errorf(app.ECONFLICT, "A test message is never retried; send another test instead.")
+		}
 		if m.EventID == nil || m.ContactID == nil {
 			return app.Errorf(app.ECONFLICT, "The notification this message came from is no longer stored, so it cannot be retried; resend it from the booking panel instead.")
 		}
@@ -158,4 +161,28 @@ func (s *MessageConsole) Cancel(ctx context.Context, u *app.User, tenantID, id u
 			map[string]any{"channel": m.Channel, "trigger_event": m.TriggerEvent}))
 	})
 	return m, err
+}
+
+// TestMessage returns one of the tenant's test messages with its timeline,
+// for the template editor's test result.
+func (s *MessageConsole) TestMessage(ctx context.Context, u app.Principal, tenantID, id uuid.UUID) (*app.MessageDetail, error) {
+	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
+		return nil, err
+	}
+	var d app.MessageDetail
+	err := s.Store.InTenant(ctx, tenantID, func(tx MessageTx) (err error) {
+		if d.Message, err = tx.MessageByID(ctx, tenantID, id, false); err != nil {
+			return err
+		}
+		if !d.Test {
+			return app.Errorf(app.ENOTFOUND, "Message %s is not a test message.", id)
+		}
+		timelines, err := tx.MessageTimelines(ctx, tenantID, []uuid.UUID{id})
+		d.Timeline = timelines[id]
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
 }

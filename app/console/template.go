@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider/ses"
 )
 
 // Templates is the console's template editor: lists, edits with version
@@ -31,8 +32,8 @@ type TemplateTx interface {
 	InsertTemplateVersion(ctx context.Context, t *app.Template) error
 	CreateTemplates(ctx context.Context, ts []*app.Template) error
 	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Template, error)
-	// ListTemplates returns the tenant's templates matching f, most
-	// recently updated first.
+	// ListTemplates returns the tenant's templates matching f, by event,
+	// then channel, then locale.
 	ListTemplates(ctx context.Context, tenantID uuid.UUID, f TemplateFilter, page PageRequest) ([]*app.Template, error)
 	// TemplateLocales returns the distinct locales of the tenant's templates.
 	TemplateLocales(ctx context.Context, tenantID uuid.UUID) ([]string, error)
@@ -106,6 +107,10 @@ type NewTemplateInput struct {
 	Channel string
 	Locale  string
 	app.TemplateInput
+	// OverrideDefault lets the new template replace Herald's default text
+	// of the same key (the console's editor); without it any existing
+	// template of the key is a conflict (the API).
+	OverrideDefault bool
 }
 
 var (
@@ -224,18 +229,22 @@ func (s *Templates) Create(ctx context.Context, u app.Principal, tenantID uuid.U
 	if in.WhatsAppTemplate != nil {
 		t.WhatsAppTemplate, _ = json.Marshal(in.WhatsAppTemplate)
 	}
+	var existing *app.Template
 	err = s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
-		_, err := tx.TemplateByKey(ctx, tenantID, t.TriggerEvent, t.Channel, t.Locale)
+		cur, err := tx.TemplateByKey(ctx, tenantID, t.TriggerEvent, t.Channel, t.Locale)
 		switch {
+		case err == nil && in.OverrideDefault && isDefaultText(cur):
+			existing = cur
+			return nil
 		case err == nil:
-			return duplicateTemplate(t)
+			return duplicateTemplate(cur)
 		case app.ErrorCode(err) != app.ENOTFOUND:
 			return err
 		}
 		if err := tx.CreateTemplates(ctx, []*app.Template{t}); err != nil {
 			// A race with another editor creating the same template.
 			if app.ErrorCode(err) == app.ECONFLICT {
-				return duplicateTemplate(t)
+				return app.FieldErrorf("locale", "There is already a %s template for %s in %s; edit that one instead.", t.Channel, t.TriggerEvent, t.Locale)
 			}
 			return err
 		}
@@ -245,11 +254,49 @@ func (s *Templates) Create(ctx context.Context, u app.Principal, tenantID uuid.U
 	if err != nil {
 		return nil, nil, err
 	}
+	if existing != nil {
+		return s.override(ctx, actor, tenantID, existing, in.TemplateInput)
+	}
 	return t, warnings, nil
 }
 
+// isDefaultText reports whether a template still holds the text Herald
+// provisioned, which nobody has saved over.
+func isDefaultText(t *app.Template) bool {
+	return t.Version == 1 && t.UpdatedBy == nil
+}
+
+// override replaces Herald's default text of a template with the tenant's
+// own, as its next version (the default stays in the history), and makes
+// it active: creating a template for a key the defaults hold is how a
+// tenant overrides them. When someone saved over the default in between,
+// nothing is stored and the editor links to that template.
+func (s *Templates) override(ctx context.Context, actor app.Actor, tenantID uuid.UUID, cur *app.Template, in app.TemplateInput) (*app.Template, []string, error) {
+	return s.SaveChecked(ctx, actor, tenantID, cur.ID, in, func(locked *app.Template, in *app.TemplateInput) error {
+		if !isDefaultText(locked) {
+			return duplicateTemplate(locked)
+		}
+		in.IsActive = true
+		return nil
+	})
+}
+
+// TemplateExistsError refuses a new template whose event, channel and
+// locale the tenant has a template of already; Existing is that template,
+// which the editor offers to edit instead.
+type TemplateExistsError struct {
+	Existing *app.Template
+	err      *app.Error
+}
+
+func (e *TemplateExistsError) Error() string { return e.err.Error() }
+
+// Unwrap returns the field error on the locale.
+func (e *TemplateExistsError) Unwrap() error { return e.err }
+
 func duplicateTemplate(t *app.Template) error {
-	return app.FieldErrorf("locale", "There is already a %s template for %s in %s; edit that one instead.", t.Channel, t.TriggerEvent, t.Locale)
+	return &TemplateExistsError{Existing: t, err: app.FieldErrorf("locale",
+		"There is already a %s template for %s in %s (version %d); edit that one instead.", t.Channel, t.TriggerEvent, t.Locale, t.Version)}
 }
 
 func channelList(chs []app.Channel) string {
@@ -486,6 +533,9 @@ type TemplatePreview struct {
 	Channel app.Channel
 	Subject string
 	Body    string
+	// Text is an e-mail's plain-text part, as the e-mail adapter derives
+	// it from the HTML.
+	Text string
 	// Unknown are placeholders the event does not provide: they render
 	// empty.
 	Unknown []string
@@ -506,6 +556,9 @@ func PreviewTemplate(def *app.EventDef, ch app.Channel, in app.TemplateInput, ov
 	p.Body, _ = app.Render(in.Body, vars, ch == app.Email)
 	subject, _ := app.Render(in.Subject, vars, false)
 	p.Subject = strings.TrimSpace(subject)
+	if ch == app.Email {
+		p.Text = ses.PlainText(p.Body)
+	}
 	if _, err := app.ValidateTemplate(def, ch, in); err != nil {
 		p.Problem = app.ErrorMessage(err)
 	} else if err := validateMetaSpec(in.WhatsAppTemplate); err != nil {
