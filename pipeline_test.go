@@ -238,7 +238,7 @@ func TestAPI_EventsRegistry(t *testing.T) {
 		}
 	}
 	require.Equal(t, http.StatusOK, p.Request(http.MethodGet, "/api/v1/events", nil, &res))
-	require.Len(t, res.Events, 22)
+	require.Len(t, res.Events, len(app.Events()))
 	for _, e := range res.Events {
 		require.NotEmpty(t, e.Channels, e.TriggerEvent)
 		for _, v := range e.Variables {

@@ -74,7 +74,7 @@ func TestDefaultTemplates_MetaTemplates(t *testing.T) {
 		}
 		names[d.Event] = s.Name
 	}
-	require.Equal(t, 26, count, "13 WhatsApp events in two locales")
+	require.Equal(t, 28, count, "14 WhatsApp events in two locales")
 }
 
 func TestMetaLanguage(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 const eventColumns = `id, tenant_id, source_event_id, trigger_event, recipients, context, channels, fallback_chain, locale,
 	entity_type, entity_id, send_at, version, status, error, payload_size, api_key_id, decided_by, decided_at,
-	decision_reason, created_at, updated_at, routed_at`
+	decision_reason, created_at, updated_at, routed_at, send_at_rule, expires_at, expires_rule`
 
 // InsertEvent stores the event unless the tenant used its source event id
 // before; it reports whether it stored it. It serves app.IntakeTx. A
@@ -21,7 +21,7 @@ func (t *Tx) InsertEvent(ctx context.Context, e *app.Event) (bool, error) {
 		INSERT INTO events (`+eventColumns+`)
 		VALUES (:id, :tenant_id, :source_event_id, :trigger_event, :recipients, :context, :channels, :fallback_chain, :locale,
 			:entity_type, :entity_id, :send_at, :version, :status, :error, :payload_size, :api_key_id, :decided_by, :decided_at,
-			:decision_reason, :created_at, :updated_at, :routed_at)
+			:decision_reason, :created_at, :updated_at, :routed_at, :send_at_rule, :expires_at, :expires_rule)
 		ON CONFLICT (tenant_id, source_event_id) DO NOTHING`, e)
 	if err != nil {
 		return false, mapErr(err)

@@ -17,7 +17,7 @@ import (
 const messageColumns = `id, tenant_id, event_id, correlation_id, idempotency_key, trigger_event, channel, channel_account_id,
 	template_id, template_version, locale, contact_id, conversation_id, recipient_index, to_address, subject, body, status, failed_reason,
 	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
-	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at`
+	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at, expires_at, deferred_until, deferred_zone`
 
 // InsertMessage serves app.InsertTx and console.AccountTx: the message and
 // its first timeline entry in one statement, the entry only when the message
@@ -50,7 +50,8 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 			VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
 				:template_id, :template_version, :locale, :contact_id, :conversation_id, :recipient_index, :to_address, :subject, :body, :status, :failed_reason,
 				:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
-				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at, :claim_at, :claim_by, :claim_attempt)
+				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at,
+				:expires_at, :deferred_until, :deferred_zone, :claim_at, :claim_by, :claim_attempt)
 			ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 			RETURNING tenant_id, id
 		), entry AS (
