@@ -131,6 +131,9 @@ type IntakeTx interface {
 	CancelQueuedMessages(ctx context.Context, tenantID, eventID uuid.UUID, at time.Time) (int, error)
 	SetEventStatus(ctx context.Context, e *Event) error
 	UpdateEventSchedule(ctx context.Context, e *Event) error
+	// PendingRelativeEvents locks the entity's events that are not routed
+	// yet and have a relative schedule, in id order.
+	PendingRelativeEvents(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*Event, error)
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 }
 
@@ -192,6 +195,11 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 		inserted, err := tx.InsertEvent(ctx, e)
 		if err != nil {
 			return err
+		}
+		if inserted && len(def.Moves) > 0 {
+			if err := moveRelativeSchedules(ctx, tx, s.Queue, key, e, def, now); err != nil {
+				return err
+			}
 		}
 		if !inserted {
 			orig, err := tx.EventBySourceID(ctx, key.TenantID, req.EventID)
@@ -292,8 +300,14 @@ func (s *Intake) Reschedule(ctx context.Context, actor Actor, tenantID, eventID 
 		default:
 			return Errorf(ECONFLICT, "Event %s is %s; only events not yet routed can be rescheduled.", e.ID, e.Status)
 		}
+		if e.ExpiresAt != nil && !sendAt.Before(*e.ExpiresAt) {
+			return Invalid("expires_before_send_at", "send_at", "The notification expires at %s; send_at must be before that.", e.ExpiresAt.UTC().Format(time.RFC3339))
+		}
 		e.Version++
 		e.SendAt = &sendAt
+		// A time given outright replaces a relative schedule: it no
+		// longer moves with the context time.
+		e.SendAtRule = nil
 		if e.Status == EventReceived {
 			e.Status = EventScheduled
 		}

@@ -276,10 +276,13 @@ func (s *Messages) Resend(ctx context.Context, actor Actor, tenantID uuid.UUID, 
 			if actor.Type == ActorUser {
 				source = SourceConsole
 			}
+			// A person decided to send it: the event's expiry does not
+			// hold it back, quiet hours do.
+			m.ExpiresAt = nil
 			if _, err := s.Router.Insert(ctx, tx, m, source, map[string]any{"manual_resend": true, "by": actor.Label, "request_id": requestID.String()}); err != nil {
 				return err
 			}
-			jobs = append(jobs, DispatchJob{TenantID: tenantID, MessageID: m.ID, Channel: ch})
+			jobs = append(jobs, m.DispatchJob())
 			out = append(out, m)
 		}
 		if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, "message.resend", in.EntityType, in.EntityID,

@@ -255,6 +255,19 @@ func (r *NotificationRequest) checkTimes(p *problems, def *EventDef, now time.Ti
 	if r.ExpiresAt, r.ExpiresRule, err = EventExpiry(def, r, now); err != nil {
 		p.add(asError(err))
 	}
+	// A time this event moves must be a time, or nothing could move.
+	for _, k := range def.Moves {
+		if v, ok := r.Context[k]; ok {
+			if s, isText := v.(string); !isText || !isRFC3339(s) {
+				p.add(Invalid("invalid_context_time", "context."+k, "context.%s must be a time with its offset (RFC 3339), such as 2027-04-12T07:15:00+02:00.", k))
+			}
+		}
+	}
+}
+
+func isRFC3339(s string) bool {
+	_, err := time.Parse(time.RFC3339, s)
+	return err == nil
 }
 
 // asError is err as Herald's *Error (an internal one when it is not).

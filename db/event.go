@@ -77,9 +77,24 @@ func (t *Tx) EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID s
 // UpdateEventSchedule serves app.IntakeTx.
 func (t *Tx) UpdateEventSchedule(ctx context.Context, e *app.Event) error {
 	_, err := t.tx.NamedExecContext(ctx, `
-		UPDATE events SET send_at = :send_at, version = :version, status = :status, updated_at = :updated_at
+		UPDATE events SET send_at = :send_at, version = :version, status = :status, updated_at = :updated_at,
+			send_at_rule = :send_at_rule, expires_at = :expires_at, context = :context, error = :error
 		WHERE tenant_id = :tenant_id AND id = :id`, e)
 	return mapErr(err)
+}
+
+// PendingRelativeEvents serves app.IntakeTx, through the partial index
+// events_relative_idx. The rows are locked in id order, so that two moves of
+// one entity at once take them in the same order; a row routed while this
+// waited for its lock no longer qualifies and is skipped.
+func (t *Tx) PendingRelativeEvents(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*app.Event, error) {
+	out := []*app.Event{}
+	err := t.tx.SelectContext(ctx, &out, `
+		SELECT `+eventColumns+` FROM events
+		WHERE tenant_id = $1 AND entity_type = $2 AND entity_id = $3
+		  AND send_at_rule IS NOT NULL AND status IN ('RECEIVED', 'SCHEDULED', 'AWAITING_APPROVAL')
+		ORDER BY id FOR UPDATE`, tenantID, entityType, entityID)
+	return out, mapErr(err)
 }
 
 // SetEventStatus serves app.IntakeTx and app.RouteTx.

@@ -134,6 +134,18 @@ func (t *Tx) MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []stri
 	return n == 1, err
 }
 
+// MarkExpired serves app.DispatchTx.
+func (t *Tx) MarkExpired(ctx context.Context, tenantID, id uuid.UUID, at time.Time) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET status = 'EXPIRED', failed_reason = $3, updated_at = $4
+		WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'`, tenantID, id, app.ReasonExpired, at)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
 // RequeueSent serves app.ReceiptApplyTx: a SENT message the provider
 // reported rate-limited goes back to QUEUED, without its provider id, to be
 // sent again, with a timeline entry; false when it was no longer SENT.
