@@ -231,7 +231,7 @@ func TestMetaTemplates_Sync(t *testing.T) {
 		require.Equal(t, 1, synced)
 		require.Equal(t, 1, failed)
 		require.Len(t, b.metaTemplates(t, acme, acmeAcct), 1)
-		require.Len(t, b.metaTemplates(t, beta, betaAcct), 26, "the failed account keeps what it had")
+		require.Len(t, b.metaTemplates(t, beta, betaAcct), 28, "the failed account keeps what it had")
 	})
 }
 
