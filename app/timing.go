@@ -248,10 +248,7 @@ type offset struct {
 	dur  time.Duration
 }
 
-var offsetPattern = regexp.MustCompile(`^(?:(\d{1,3})d)?(?:(\d{1,5})h)?(?:(\d{1,6})m)?$`)
-
-// MaxRelativeOffset bounds a relative schedule's offset.
-const MaxRelativeOffset = 366 * 24 * time.Hour
+var offsetPattern = regexp.MustCompile(`^(?:(\d{1,3})d)?(?:(\d{1,4})h)?(?:(\d{1,5})m)?$`)
 
 func parseOffset(s string) (offset, error) {
 	m := offsetPattern.FindStringSubmatch(s)
@@ -263,9 +260,6 @@ func parseOffset(s string) (offset, error) {
 	h, _ := strconv.Atoi(m[2])
 	mi, _ := strconv.Atoi(m[3])
 	o.dur = time.Duration(h)*time.Hour + time.Duration(mi)*time.Minute
-	if time.Duration(o.days)*24*time.Hour+o.dur > MaxRelativeOffset {
-		return offset{}, fmt.Errorf("%q is more than a year", s)
-	}
 	return o, nil
 }
 

@@ -39,12 +39,11 @@ func (t *Tx) ExpireMessages(ctx context.Context, now time.Time, limit int) (int,
 				WHERE expires_at IS NOT NULL AND expires_at <= $1 AND status = 'QUEUED'
 				  AND send_started_at IS NULL AND quota_month IS NULL
 				ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-			RETURNING tenant_id, id, expires_at, deferred_until
+			RETURNING tenant_id, id, expires_at
 		), timeline AS (
 			INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
 			SELECT tenant_id, id, 'QUEUED', 'EXPIRED', $4,
-				jsonb_build_object('reason', $3::text, 'expires_at', expires_at,
-					'note', CASE WHEN deferred_until > $1 THEN 'expired while waiting for quiet hours to end' ELSE 'past its expiry before it was sent' END),
+				jsonb_build_object('reason', $3::text, 'expires_at', expires_at, 'note', 'past its expiry before it was sent'),
 				$1
 			FROM expired
 		)
