@@ -145,7 +145,7 @@ func TestConsole_MetaTemplates(t *testing.T) {
 		require.Equal(t, 28, doc.Find("table.herald-whatsapp-templates tbody tr").Length())
 		require.Equal(t, "herald_booking_confirmed de", text(doc.Find(`tr[data-template-id="`+confirmedDE.ID.String()+`"] .meta-name`)))
 		require.Equal(t, "NOT SUBMITTED", statusCell(confirmedDE))
-		require.Equal(t, 26, doc.Find("form.meta-submit").Length())
+		require.Equal(t, 28, doc.Find("form.meta-submit").Length())
 		doc.Find("form").Each(func(_ int, f *goquery.Selection) {
 			v, ok := f.Find(`input[name=csrf]`).Attr("value")
 			require.True(t, ok && v != "", "every form carries the CSRF token")
