@@ -238,7 +238,7 @@ func TestAPI_EventsRegistry(t *testing.T) {
 		}
 	}
 	require.Equal(t, http.StatusOK, p.Request(http.MethodGet, "/api/v1/events", nil, &res))
-	require.Len(t, res.Events, 23, "the source registry's 22 and TRIP_CANCELLED")
+	require.Len(t, res.Events, 24, "the source registry's 22, TRIP_CANCELLED and DEPARTURE_CHANGED")
 	for _, e := range res.Events {
 		require.NotEmpty(t, e.Channels, e.TriggerEvent)
 		for _, v := range e.Variables {

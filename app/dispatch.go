@@ -64,6 +64,9 @@ type DispatchTx interface {
 	// RecordSent records the send (see SentResult).
 	RecordSent(ctx context.Context, s SentRecord) (SentResult, error)
 	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
+	// MarkExpired moves a QUEUED message to EXPIRED; false when it was
+	// no longer QUEUED.
+	MarkExpired(ctx context.Context, tenantID, id uuid.UUID, at time.Time) (bool, error)
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
 	CountAttempt(ctx context.Context, tenantID, id uuid.UUID) error
 	// Savepoint runs fn so that its failure undoes only its own work:
@@ -122,6 +125,10 @@ type Dispatcher struct {
 	// Unsubscribe makes the one-click unsubscribe links of optional
 	// e-mails; nil sends them without.
 	Unsubscribe *UnsubscribeLinks
+	// Backoff is the wait after a failed attempt (1-based) before the
+	// next, the dispatch jobs' retry schedule: a retry that would come
+	// after the message's expiry expires it instead. Nil retries always.
+	Backoff func(attempt int) time.Duration
 
 	guard sendGuard
 }
@@ -158,6 +165,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 	}
 	if m.Status != MessageQueued || acct == nil {
 		return DispatchOutcome{Done: true}, nil
+	}
+	if out, held, err := d.holdForTime(ctx, m, complete); held || err != nil {
+		return out, err
 	}
 	return d.deliver(ctx, delivery{message: m, account: acct, tenant: tenant, waTemplate: waTemplate, waRefusal: waRefusal,
 		attempt: attempt, maxAttempts: maxAttempts}, complete)
@@ -311,6 +321,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl delivery, complete Complete
 			}
 		}
 		snooze := wait + d.jitter(wait/2)
+		if d.expiresBefore(m, snooze) {
+			return d.expire(ctx, m, map[string]any{"rate_limited": pe.Code, "note": "the provider's wait outlasts the message's expiry"}, complete)
+		}
 		d.refused(ctx, m, false, map[string]any{"rate_limited": pe.Code, "retry_after_seconds": wait.Seconds(), "snooze_seconds": snooze.Seconds()})
 		d.Metrics.Snooze("provider_rate_limited")
 		d.Metrics.MessageOutcome(m.Channel, "snoozed")
@@ -319,6 +332,9 @@ func (d *Dispatcher) deliver(ctx context.Context, dl delivery, complete Complete
 		return d.fail(ctx, m, ReasonProviderRejected, pe.Code, pe.Reason, complete)
 	case attempt >= maxAttempts:
 		return d.fail(ctx, m, ReasonRetriesExhausted, pe.Code, pe.Reason, complete)
+	case d.Backoff != nil && d.expiresBefore(m, d.Backoff(attempt)):
+		return d.expire(ctx, m, map[string]any{"attempt": attempt, "error_code": pe.Code, "error": pe.Reason,
+			"note": "the next retry would come after the message's expiry"}, complete)
 	default:
 		d.refused(ctx, m, true, map[string]any{"attempt": attempt, "error_code": pe.Code, "error": pe.Reason, "will_retry": true})
 		d.Metrics.MessageOutcome(m.Channel, "retry")

@@ -19,23 +19,35 @@ const (
 	EventCancelled        = "CANCELLED"
 	EventRejected         = "REJECTED"
 	EventFailed           = "FAILED"
+	// EventExpired: the event's expiry passed before it was routed
+	// (seed 003's TTL); it is never sent.
+	EventExpired = "EXPIRED"
 )
 
 // Event is a stored notification request: Herald's outbox row. Its route
 // job is inserted in the same transaction.
 type Event struct {
-	ID             uuid.UUID  `db:"id" json:"id"`
-	TenantID       uuid.UUID  `db:"tenant_id" json:"-"`
-	SourceEventID  string     `db:"source_event_id" json:"event_id"`
-	TriggerEvent   string     `db:"trigger_event" json:"trigger_event"`
-	Recipients     JSON       `db:"recipients" json:"recipients"`
-	Context        JSON       `db:"context" json:"context"`
-	Channels       StringList `db:"channels" json:"channels,omitempty"`
-	FallbackChain  StringList `db:"fallback_chain" json:"fallback_chain,omitempty"`
-	Locale         *string    `db:"locale" json:"locale,omitempty"`
-	EntityType     *string    `db:"entity_type" json:"entity_type,omitempty"`
-	EntityID       *string    `db:"entity_id" json:"entity_id,omitempty"`
-	SendAt         *time.Time `db:"send_at" json:"send_at,omitempty"`
+	ID            uuid.UUID  `db:"id" json:"id"`
+	TenantID      uuid.UUID  `db:"tenant_id" json:"-"`
+	SourceEventID string     `db:"source_event_id" json:"event_id"`
+	TriggerEvent  string     `db:"trigger_event" json:"trigger_event"`
+	Recipients    JSON       `db:"recipients" json:"recipients"`
+	Context       JSON       `db:"context" json:"context"`
+	Channels      StringList `db:"channels" json:"channels,omitempty"`
+	FallbackChain StringList `db:"fallback_chain" json:"fallback_chain,omitempty"`
+	Locale        *string    `db:"locale" json:"locale,omitempty"`
+	EntityType    *string    `db:"entity_type" json:"entity_type,omitempty"`
+	EntityID      *string    `db:"entity_id" json:"entity_id,omitempty"`
+	SendAt        *time.Time `db:"send_at" json:"send_at,omitempty"`
+	// SendAtRule is the relative schedule send_at follows (a SendAtRule
+	// as JSON), empty for an absolute one.
+	SendAtRule JSON `db:"send_at_rule" json:"send_at_rule,omitempty"`
+	// ExpiresAt is when the event stops being worth sending.
+	ExpiresAt *time.Time `db:"expires_at" json:"expires_at,omitempty"`
+	// ExpiresRule says where a default expiry came from: the context key
+	// it is read from (it moves with that time), or "after:<duration>";
+	// nil when the request set expires_at itself, or there is none.
+	ExpiresRule    *string    `db:"expires_rule" json:"-"`
 	Version        int        `db:"version" json:"version"`
 	Status         string     `db:"status" json:"status"`
 	Error          *string    `db:"error" json:"error,omitempty"`
@@ -136,6 +148,9 @@ type IntakeTx interface {
 	CancelQueuedMessages(ctx context.Context, tenantID, eventID uuid.UUID, at time.Time) (int, error)
 	SetEventStatus(ctx context.Context, e *Event) error
 	UpdateEventSchedule(ctx context.Context, e *Event) error
+	// PendingRelativeEvents locks the entity's events that are not routed
+	// yet and have a relative schedule, in id order.
+	PendingRelativeEvents(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*Event, error)
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 	EntityTx
 }
@@ -175,8 +190,14 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 	e := &Event{
 		ID: uuid.New(), TenantID: key.TenantID, SourceEventID: req.EventID, TriggerEvent: req.TriggerEvent,
 		Recipients: recipients, Context: contextJSON, Channels: req.Channels, FallbackChain: req.FallbackChain,
-		SendAt: req.SendAt, Version: 1, Status: EventReceived, PayloadSize: len(body), APIKeyID: &key.ID,
+		SendAt: req.SendAt, ExpiresAt: req.ExpiresAt, Version: 1, Status: EventReceived, PayloadSize: len(body), APIKeyID: &key.ID,
 		CreatedAt: now, UpdatedAt: now,
+	}
+	if req.SendAtRule != nil {
+		e.SendAtRule, _ = json.Marshal(req.SendAtRule)
+	}
+	if req.ExpiresRule != "" {
+		e.ExpiresRule = &req.ExpiresRule
 	}
 	if req.Locale != "" {
 		e.Locale = &req.Locale
@@ -210,6 +231,11 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 		inserted, err := tx.InsertEvent(ctx, e)
 		if err != nil {
 			return err
+		}
+		if inserted && len(def.Moves) > 0 {
+			if err := moveRelativeSchedules(ctx, tx, s.Queue, key, e, def, now); err != nil {
+				return err
+			}
 		}
 		if !inserted {
 			orig, err := tx.EventBySourceID(ctx, key.TenantID, req.EventID)
@@ -313,8 +339,14 @@ func (s *Intake) Reschedule(ctx context.Context, actor Actor, tenantID, eventID 
 		default:
 			return Errorf(ECONFLICT, "Event %s is %s; only events not yet routed can be rescheduled.", e.ID, e.Status)
 		}
+		if e.ExpiresAt != nil && !sendAt.Before(*e.ExpiresAt) {
+			return Invalid("expires_before_send_at", "send_at", "The notification expires at %s; send_at must be before that.", e.ExpiresAt.UTC().Format(time.RFC3339))
+		}
 		e.Version++
 		e.SendAt = &sendAt
+		// A time given outright replaces a relative schedule: it no
+		// longer moves with the context time.
+		e.SendAtRule = nil
 		if e.Status == EventReceived {
 			e.Status = EventScheduled
 		}

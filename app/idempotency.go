@@ -41,6 +41,17 @@ func requestView(e *Event) ([]viewField, error) {
 		// Postgres keeps microseconds.
 		sendAt = e.SendAt.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
 	}
+	if len(e.SendAtRule) > 0 {
+		// A relative send_at is the request's rule, not the time it
+		// resolved to.
+		if sendAt, err = decodeLoose(e.SendAtRule); err != nil {
+			return nil, fmt.Errorf("event %s send_at_rule: %w", e.ID, err)
+		}
+	}
+	var expiresAt any
+	if e.ExpiresAt != nil && e.ExpiresRule == nil {
+		expiresAt = e.ExpiresAt.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
+	}
 	return []viewField{
 		{"trigger_event", e.TriggerEvent},
 		{"recipients", recipients},
@@ -50,6 +61,7 @@ func requestView(e *Event) ([]viewField, error) {
 		{"channels", stringsAny(e.Channels)},
 		{"fallback_chain", stringsAny(e.FallbackChain)},
 		{"send_at", sendAt},
+		{"expires_at", expiresAt},
 		{"locale", deref(e.Locale)},
 	}, nil
 }
@@ -76,6 +88,11 @@ func firstRequestDifference(a, b *Event) (string, error) {
 		// send_at; the request's own is no longer known, so it cannot count.
 		if va[i].name == "send_at" && a.Version > 1 {
 			continue
+		}
+		if va[i].name == "context" && a.Version > 1 {
+			// A move gave the context its anchor's new time (see
+			// moveRelativeSchedules).
+			forgetMovedAnchor(a, va[i].value, vb[i].value)
 		}
 		if p := firstDifference(va[i].name, va[i].value, vb[i].value); p != "" {
 			return p, nil
@@ -184,4 +201,19 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// forgetMovedAnchor drops the context time a relative schedule follows from
+// both contexts when a's schedule may have moved: the stored time is the new
+// one, the request had the old.
+func forgetMovedAnchor(a *Event, ctxA, ctxB any) {
+	rule, err := a.Rule()
+	if err != nil || rule == nil {
+		return
+	}
+	for _, c := range []any{ctxA, ctxB} {
+		if m, ok := c.(map[string]any); ok {
+			delete(m, rule.Anchor())
+		}
+	}
 }

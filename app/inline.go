@@ -110,9 +110,10 @@ func (d *Dispatcher) reserveInline(ctx context.Context, tx RouteTx, tenant *Tena
 
 // inlineable tells whether a message's first attempt may be sent inline:
 // WhatsApp through Meta plans its template (and the 24-hour window) in the
-// dispatch job's own transaction, so it goes through the queue.
+// dispatch job's own transaction, so it goes through the queue, as does a
+// message that waits for quiet hours to end.
 func inlineable(m *Message, acct *ChannelAccount) bool {
-	return m.Status == MessageQueued && acct != nil && acct.Status == AccountActive &&
+	return m.Status == MessageQueued && m.DeferredUntil == nil && acct != nil && acct.Status == AccountActive &&
 		!(m.Channel == WhatsApp && acct.Provider == "meta") &&
 		// An optional message is sent by its dispatch job, whose claim
 		// reads the contact's opt-outs under a row lock (see beginSend).

@@ -29,6 +29,7 @@ const DefaultPruneBudget = 2 * time.Minute
 // MaintenanceTx lists the statements Maintenance runs.
 type MaintenanceTx interface {
 	FallbackTx
+	ExpiryTx
 	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Message, error)
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
 	OverdueMessages(ctx context.Context, now time.Time, limit int) ([]OverdueMessage, error)

@@ -19,6 +19,8 @@ const (
 	MessageRead      = "READ"
 	MessageFailed    = "FAILED"
 	MessageCancelled = "CANCELLED"
+	// MessageExpired: the message's expiry passed before it was sent.
+	MessageExpired = "EXPIRED"
 )
 
 // Failure reasons recorded on messages.
@@ -52,7 +54,7 @@ func CanTransition(from, to string) bool {
 	switch to {
 	case MessageFailed:
 		return from == MessageQueued || from == MessageSent || from == MessageDelivered
-	case MessageCancelled:
+	case MessageCancelled, MessageExpired:
 		return from == MessageQueued
 	}
 	f, okF := statusRank[from]
@@ -99,8 +101,15 @@ type Message struct {
 	ReadAt            *time.Time `db:"read_at" json:"read_at,omitempty"`
 	FailedAt          *time.Time `db:"failed_at" json:"failed_at,omitempty"`
 	StaleAt           *time.Time `db:"stale_at" json:"stale_at,omitempty"`
-	CreatedAt         time.Time  `db:"created_at" json:"created_at"`
-	UpdatedAt         time.Time  `db:"updated_at" json:"updated_at"`
+	// ExpiresAt is the event's expiry: a QUEUED message past it becomes
+	// EXPIRED instead of being sent.
+	ExpiresAt *time.Time `db:"expires_at" json:"expires_at,omitempty"`
+	// DeferredUntil is when a message held by the tenant's quiet hours may
+	// go, and DeferredZone the zone those hours were read in.
+	DeferredUntil *time.Time `db:"deferred_until" json:"deferred_until,omitempty"`
+	DeferredZone  *string    `db:"deferred_zone" json:"deferred_zone,omitempty"`
+	CreatedAt     time.Time  `db:"created_at" json:"created_at"`
+	UpdatedAt     time.Time  `db:"updated_at" json:"updated_at"`
 	// Test marks a message a manager sent from the console to try an
 	// account or a template: it may go through a PENDING account, and it
 	// is never retried, never falls back and makes no status callback.
@@ -271,10 +280,13 @@ func (s *Messages) Resend(ctx context.Context, actor Actor, tenantID uuid.UUID, 
 			if actor.Type == ActorUser {
 				source = SourceConsole
 			}
+			// A person decided to send it: the event's expiry does not
+			// hold it back, quiet hours do.
+			m.ExpiresAt = nil
 			if _, err := s.Router.Insert(ctx, tx, m, source, map[string]any{"manual_resend": true, "by": actor.Label, "request_id": requestID.String()}); err != nil {
 				return err
 			}
-			jobs = append(jobs, DispatchJob{TenantID: tenantID, MessageID: m.ID, Channel: ch})
+			jobs = append(jobs, m.DispatchJob())
 			out = append(out, m)
 		}
 		if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, "message.resend", in.EntityType, in.EntityID,

@@ -33,8 +33,23 @@ type NotificationRequest struct {
 	ConversationContext *ConversationContext `json:"conversation_context,omitempty"`
 	Channels            []string             `json:"channels,omitempty"`
 	FallbackChain       []string             `json:"fallback_chain,omitempty"`
-	SendAt              *time.Time           `json:"send_at,omitempty"`
-	Locale              string               `json:"locale,omitempty"`
+	// SendAtSpec is send_at as sent: a time (RFC 3339) or a time relative
+	// to one in the context (SendAtRule). Validate resolves it into SendAt.
+	SendAtSpec json.RawMessage `json:"send_at,omitempty"`
+	// ExpiresSpec is expires_at as sent; Validate reads it into ExpiresAt,
+	// or puts the registry's default there.
+	ExpiresSpec json.RawMessage `json:"expires_at,omitempty"`
+	Locale      string          `json:"locale,omitempty"`
+
+	// SendAt is when the event is due; nil sends now.
+	SendAt *time.Time `json:"-"`
+	// SendAtRule is the relative send_at, nil for an absolute one.
+	SendAtRule *SendAtRule `json:"-"`
+	// ExpiresAt is when the event expires unsent, nil never.
+	ExpiresAt *time.Time `json:"-"`
+	// ExpiresRule says where a default ExpiresAt came from (see
+	// Event.ExpiresRule); "" for the request's own.
+	ExpiresRule string `json:"-"`
 	// Audience, instead of Recipients, sends to every current passenger
 	// of a trip (see entity.go).
 	Audience *Audience `json:"audience,omitempty"`
@@ -186,8 +201,8 @@ func (r *NotificationRequest) Validate(now time.Time) error {
 	}
 	r.Channels = normalizeChannels(&p, "channels", r.Channels)
 	r.FallbackChain = normalizeChannels(&p, "fallback_chain", r.FallbackChain)
-	if r.SendAt != nil && !r.SendAt.After(now) {
-		p.add(Invalid("send_at_in_past", "send_at", "send_at must be in the future; leave it out to send now."))
+	if def, ok := LookupEvent(r.TriggerEvent); ok {
+		r.checkTimes(&p, def, now)
 	}
 	if r.Locale != "" {
 		l, err := NormalizeLocale(r.Locale)
@@ -230,6 +245,66 @@ func (r *NotificationRequest) validateAudience(p *problems) {
 	if c := r.ConversationContext; c != nil && (c.Type != EntityTrip || strings.TrimSpace(c.ID) != a.TripID) {
 		p.add(Invalid("invalid_audience", "conversation_context", "An audience event is about its trip: leave conversation_context out, or make it {\"type\": \"trip\", \"id\": \"%s\"}.", a.TripID))
 	}
+}
+
+// checkTimes reads send_at (absolute, or relative to a context time) and
+// expires_at, and decides the expiry (see EventExpiry).
+func (r *NotificationRequest) checkTimes(p *problems, def *EventDef, now time.Time) {
+	var err error
+	r.SendAt, r.SendAtRule, err = decodeSendAt(r.SendAtSpec)
+	if err == nil && r.SendAtRule != nil {
+		var at time.Time
+		if at, err = ResolveSendAt(r.SendAtRule, r.Context); err == nil {
+			r.SendAt = &at
+			if !at.After(now) {
+				err = Invalid("send_at_in_past", "send_at", "send_at resolves to %s (%s), which is not in the future.",
+					at.Format(time.RFC3339), r.SendAtRule)
+			}
+		}
+	} else if err == nil && r.SendAt != nil && !r.SendAt.After(now) {
+		err = Invalid("send_at_in_past", "send_at", "send_at must be in the future; leave it out to send now.")
+	}
+	if err != nil {
+		p.add(asError(err))
+		return
+	}
+	if spec := bytes.TrimSpace(r.ExpiresSpec); len(spec) > 0 && string(spec) != "null" {
+		var s string
+		t, perr := time.Time{}, json.Unmarshal(spec, &s)
+		if perr == nil {
+			t, perr = time.Parse(time.RFC3339, s)
+		}
+		if perr != nil {
+			p.add(Invalid("invalid_expires_at", "expires_at", "expires_at must be a time with its offset (RFC 3339), such as 2027-04-12T07:15:00+02:00."))
+			return
+		}
+		r.ExpiresAt = &t
+	}
+	if r.ExpiresAt, r.ExpiresRule, err = EventExpiry(def, r, now); err != nil {
+		p.add(asError(err))
+	}
+	// A time this event moves must be a time, or nothing could move.
+	for _, k := range def.Moves {
+		if v, ok := r.Context[k]; ok {
+			if s, isText := v.(string); !isText || !isRFC3339(s) {
+				p.add(Invalid("invalid_context_time", "context."+k, "context.%s must be a time with its offset (RFC 3339), such as 2027-04-12T07:15:00+02:00.", k))
+			}
+		}
+	}
+}
+
+func isRFC3339(s string) bool {
+	_, err := time.Parse(time.RFC3339, s)
+	return err == nil
+}
+
+// asError is err as Herald's *Error (an internal one when it is not).
+func asError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: EINTERNAL, Message: err.Error()}
 }
 
 // checkVariables reports the required variables missing from a

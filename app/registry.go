@@ -41,6 +41,16 @@ type EventDef struct {
 	// LeavesTrip: the booking leaves its trip's audience (it was
 	// cancelled); a later event about it does not bring it back.
 	LeavesTrip bool
+	// Urgent events ignore the tenant's quiet hours: incidents, departure
+	// changes and other same-day changes.
+	Urgent bool
+	// Expiry is the default expiry of an event without expires_at; nil
+	// means none.
+	Expiry *ExpiryRule
+	// Moves lists the context times (RFC 3339) this event changes for its
+	// entity: accepting it moves every pending schedule of the entity that
+	// is relative to one of them (see RelativeSchedules.Move).
+	Moves []string
 }
 
 // EventCategory classifies an event for a contact's preferences.
@@ -69,7 +79,7 @@ func OptionalEvent(name string) bool {
 
 // eventList is the trigger-event registry. Where the source registry named
 // no channels, the choice is documented on the entry.
-var eventList = []EventDef{
+var eventList = withTimeRules([]EventDef{
 	{
 		Name: "BOOKING_CONFIRMED", Description: "A booking was confirmed and the deposit received.",
 		Category: CategoryTransactional,
@@ -277,7 +287,18 @@ var eventList = []EventDef{
 			"boarding_point_name": "Munich Central Bus Station", "boarding_time": "07:15",
 			"passenger_instructions": "Please bring your ID card and be at the bay 15 minutes early."},
 	},
-}
+	{
+		// Not in the source registry: the booking system reports a new
+		// departure time, and Herald moves the reminders relative to it.
+		// Repeating: a departure can move more than once.
+		Name: "DEPARTURE_CHANGED", Description: "The departure time changed; pending reminders move with it.",
+		Category:  CategoryTransactional,
+		Channels:  []Channel{WhatsApp, Email},
+		Variables: []string{"passenger_name", "tour_name", "departure_at", "boarding_point_name"},
+		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour",
+			"departure_at": "2027-04-12T09:30:00+02:00", "boarding_point_name": "Munich Central Bus Station"},
+	},
+})
 
 var registry = func() map[string]*EventDef {
 	m := make(map[string]*EventDef, len(eventList))

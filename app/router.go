@@ -94,6 +94,9 @@ func (r *Router) route(ctx context.Context, job RouteJob, inline *Dispatcher, le
 		if e.Superseding != nil {
 			return r.cancelSuperseded(ctx, tx, e)
 		}
+		if e.ExpiresAt != nil && !r.Now().Before(*e.ExpiresAt) {
+			return r.expireEvent(ctx, tx, e)
+		}
 		recipients, ok, err := r.eventRecipients(ctx, tx, e)
 		if err != nil || !ok {
 			return err
@@ -189,6 +192,7 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 		if chain {
 			m.FallbackChain = channelStrings(channels[i+1:])
 		}
+		expireWhileDeferred(m)
 		claim := inline != nil && inlineable(m, acct)
 		if claim {
 			inline.claimInline(m, r.Now())
@@ -203,9 +207,8 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 				return nil, err
 			}
 		}
-		if inserted {
-			jobs = append(jobs, planned{job: DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel},
-				message: m, account: acct, inline: claim})
+		if inserted && m.Status == MessageQueued {
+			jobs = append(jobs, planned{job: m.DispatchJob(), message: m, account: acct, inline: claim})
 		}
 		if chain {
 			return jobs, nil
@@ -411,7 +414,7 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 	if t.ID != uuid.Nil {
 		templateID, templateVersion = &t.ID, &t.Version
 	}
-	return &Message{
+	m := &Message{
 		ID: uuid.New(), TenantID: tenant.ID, EventID: &e.ID, CorrelationID: e.SourceEventID,
 		IdempotencyKey: fmt.Sprintf("%s:%s:%s:%s:%s", scopeOf(e, def), e.TriggerEvent, ch, t.ID, contact.ID),
 		TriggerEvent:   e.TriggerEvent, Channel: ch, ChannelAccountID: &acct.ID, TemplateID: templateID,
@@ -419,7 +422,9 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 		RecipientIndex: to.index(), ToAddress: addr, Subject: HeaderText(subject), Body: body, Status: MessageQueued,
 		Provider: &acct.Provider, EntityType: e.EntityType, EntityID: e.EntityID, FallbackChain: StringList{},
 		QueuedAt: now, CreatedAt: now, UpdatedAt: now,
-	}, acct, "", nil
+	}
+	applyTimeRules(m, e, def, tenant, rc, now)
+	return m, acct, "", nil
 }
 
 // RecipientVars are the template variables of one recipient of an event:
@@ -497,7 +502,7 @@ func (rc Recipient) WithAddress(ch Channel, addr string) Recipient {
 // timeline entry. It reports whether the message is new.
 func (r *Router) Insert(ctx context.Context, tx InsertTx, m *Message, source string, detail map[string]any) (bool, error) {
 	return tx.InsertMessage(ctx, m, &MessageEvent{
-		TenantID: m.TenantID, MessageID: m.ID, ToStatus: &m.Status, Source: source, Detail: detail, At: m.CreatedAt,
+		TenantID: m.TenantID, MessageID: m.ID, ToStatus: &m.Status, Source: source, Detail: withTimeDetail(m, detail), At: m.CreatedAt,
 	})
 }
 
@@ -553,15 +558,17 @@ func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (
 			continue
 		}
 		m.FallbackOf, m.FallbackChain = &failed.ID, channelStrings(chain[i+1:])
+		expireWhileDeferred(m)
 		inserted, err := r.Insert(ctx, tx, m, SourceDispatch, skippedDetail(map[string]any{"fallback_of": failed.ID.String()}, passed))
 		if err != nil {
 			return nil, "", err
 		}
 		record(routing.Queued(index, m, acct, inserted))
-		if err := tx.AppendEventRouting(ctx, e.TenantID, e.ID, routing.JSON()); err != nil || !inserted {
+		if err := tx.AppendEventRouting(ctx, e.TenantID, e.ID, routing.JSON()); err != nil || !inserted || m.Status != MessageQueued {
 			return nil, "", err
 		}
-		return &DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: ch}, string(ch), nil
+		job := m.DispatchJob()
+		return &job, string(ch), nil
 	}
 	if len(routing.Decisions) > 0 {
 		return nil, "", tx.AppendEventRouting(ctx, e.TenantID, e.ID, routing.JSON())

@@ -916,4 +916,50 @@ Your travel team</p>`,
 		Event: "PRE_TRIP_REMINDER", Channel: SMS, Locale: "en",
 		Body: "Your trip {{tour_name}} starts tomorrow, {{departure_date}}. Boarding at {{boarding_time}}, {{boarding_point_name}}. Please note: {{passenger_instructions}}",
 	},
+
+	// DEPARTURE_CHANGED
+	{
+		Event: "DEPARTURE_CHANGED", Channel: WhatsApp, Locale: "de-DE",
+		Body: "Hallo {{passenger_name}},\n\n" +
+			"die Abfahrt Ihrer Reise *{{tour_name}}* hat sich geändert.\n\n" +
+			"Neue Abfahrt: *{{departure_at}}*\nZustiegsort: *{{boarding_point_name}}*\n\n" +
+			"Ihre Erinnerungen kommen zur neuen Zeit. Gute Reise!",
+	},
+	{
+		Event: "DEPARTURE_CHANGED", Channel: WhatsApp, Locale: "en",
+		Body: "Hello {{passenger_name}},\n\n" +
+			"The departure of your trip *{{tour_name}}* has changed.\n\n" +
+			"New departure: *{{departure_at}}*\nBoarding point: *{{boarding_point_name}}*\n\n" +
+			"Your reminders will follow the new time. Have a good trip!",
+	},
+	{
+		Event: "DEPARTURE_CHANGED", Channel: Email, Locale: "de-DE",
+		Subject: "Neue Abfahrtszeit: {{tour_name}}",
+		Body: `<p>Guten Tag {{passenger_name}},</p>
+<p>die Abfahrt Ihrer Reise <strong>{{tour_name}}</strong> hat sich geändert.</p>
+<p>Neue Abfahrt: <strong>{{departure_at}}</strong><br>
+Zustiegsort: <strong>{{boarding_point_name}}</strong></p>
+<p>Ihre Erinnerungen vor der Abfahrt erhalten Sie passend zur neuen Zeit.</p>
+<p>Mit freundlichen Grüßen<br>
+Ihr Reiseteam</p>`,
+	},
+	{
+		Event: "DEPARTURE_CHANGED", Channel: Email, Locale: "en",
+		Subject: "New departure time: {{tour_name}}",
+		Body: `<p>Dear {{passenger_name}},</p>
+<p>The departure of your trip <strong>{{tour_name}}</strong> has changed.</p>
+<p>New departure: <strong>{{departure_at}}</strong><br>
+Boarding point: <strong>{{boarding_point_name}}</strong></p>
+<p>Your reminders before departure will follow the new time.</p>
+<p>Kind regards<br>
+Your travel team</p>`,
+	},
+	{
+		Event: "DEPARTURE_CHANGED", Channel: SMS, Locale: "de-DE",
+		Body: "Neue Abfahrtszeit für {{tour_name}}: {{departure_at}}, Zustieg {{boarding_point_name}}.",
+	},
+	{
+		Event: "DEPARTURE_CHANGED", Channel: SMS, Locale: "en",
+		Body: "New departure time for {{tour_name}}: {{departure_at}}, boarding at {{boarding_point_name}}.",
+	},
 }

@@ -37,7 +37,11 @@ type Tenant struct {
 	DefaultLocale string    `db:"default_locale"`
 	Timezone      string    `db:"timezone"`
 	RetentionDays *int      `db:"retention_days"`
-	Status        string    `db:"status"`
+	// QuietStart and QuietEnd are the tenant's quiet hours (see
+	// QuietHours), minutes after local midnight.
+	QuietStart int    `db:"quiet_hours_start"`
+	QuietEnd   int    `db:"quiet_hours_end"`
+	Status     string `db:"status"`
 	// SuspendedAt and SuspendedReason say when and why an operator
 	// suspended the tenant; both are empty while it is active.
 	SuspendedAt     *time.Time `db:"suspended_at"`
@@ -180,6 +184,8 @@ func (s *Tenants) Create(ctx context.Context, actor Actor, in TenantInput) (*Ten
 		DefaultLocale: in.DefaultLocale,
 		Timezone:      in.Timezone,
 		RetentionDays: in.RetentionDays,
+		QuietStart:    DefaultQuietStart,
+		QuietEnd:      DefaultQuietEnd,
 		Status:        TenantActive,
 		CreatedAt:     now,
 		UpdatedAt:     now,

@@ -10,7 +10,7 @@ import (
 
 const eventColumns = `id, tenant_id, source_event_id, trigger_event, recipients, context, channels, fallback_chain, locale,
 	entity_type, entity_id, send_at, version, status, error, payload_size, api_key_id, decided_by, decided_at,
-	decision_reason, created_at, updated_at, routed_at, audience, status_reason`
+	decision_reason, created_at, updated_at, routed_at, audience, status_reason, send_at_rule, expires_at, expires_rule`
 
 // InsertEvent stores the event unless the tenant used its source event id
 // before; it reports whether it stored it. It serves app.IntakeTx. A
@@ -21,7 +21,7 @@ func (t *Tx) InsertEvent(ctx context.Context, e *app.Event) (bool, error) {
 		INSERT INTO events (`+eventColumns+`)
 		VALUES (:id, :tenant_id, :source_event_id, :trigger_event, :recipients, :context, :channels, :fallback_chain, :locale,
 			:entity_type, :entity_id, :send_at, :version, :status, :error, :payload_size, :api_key_id, :decided_by, :decided_at,
-			:decision_reason, :created_at, :updated_at, :routed_at, :audience, :status_reason)
+			:decision_reason, :created_at, :updated_at, :routed_at, :audience, :status_reason, :send_at_rule, :expires_at, :expires_rule)
 		ON CONFLICT (tenant_id, source_event_id) DO NOTHING`, e)
 	if err != nil {
 		return false, mapErr(err)
@@ -99,9 +99,24 @@ func (t *Tx) EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID s
 // UpdateEventSchedule serves app.IntakeTx.
 func (t *Tx) UpdateEventSchedule(ctx context.Context, e *app.Event) error {
 	_, err := t.tx.NamedExecContext(ctx, `
-		UPDATE events SET send_at = :send_at, version = :version, status = :status, updated_at = :updated_at
+		UPDATE events SET send_at = :send_at, version = :version, status = :status, updated_at = :updated_at,
+			send_at_rule = :send_at_rule, expires_at = :expires_at, context = :context, error = :error
 		WHERE tenant_id = :tenant_id AND id = :id`, e)
 	return mapErr(err)
+}
+
+// PendingRelativeEvents serves app.IntakeTx, through the partial index
+// events_relative_idx. The rows are locked in id order, so that two moves of
+// one entity at once take them in the same order; a row routed while this
+// waited for its lock no longer qualifies and is skipped.
+func (t *Tx) PendingRelativeEvents(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*app.Event, error) {
+	out := []*app.Event{}
+	err := t.tx.SelectContext(ctx, &out, `
+		SELECT `+eventColumns+` FROM events
+		WHERE tenant_id = $1 AND entity_type = $2 AND entity_id = $3
+		  AND send_at_rule IS NOT NULL AND status IN ('RECEIVED', 'SCHEDULED', 'AWAITING_APPROVAL')
+		ORDER BY id FOR UPDATE`, tenantID, entityType, entityID)
+	return out, mapErr(err)
 }
 
 // SetEventStatus serves app.IntakeTx and app.RouteTx. The route decisions

@@ -17,7 +17,7 @@ import (
 const messageColumns = `id, tenant_id, event_id, correlation_id, idempotency_key, trigger_event, channel, channel_account_id,
 	template_id, template_version, locale, contact_id, conversation_id, recipient_index, to_address, subject, body, status, failed_reason,
 	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
-	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at, test`
+	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at, test, expires_at, deferred_until, deferred_zone`
 
 // InsertMessage serves app.InsertTx and console.AccountTx: the message and
 // its first timeline entry in one statement, the entry only when the message
@@ -50,7 +50,8 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 			VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
 				:template_id, :template_version, :locale, :contact_id, :conversation_id, :recipient_index, :to_address, :subject, :body, :status, :failed_reason,
 				:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
-				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at, :test, :claim_at, :claim_by, :claim_attempt)
+				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at, :test,
+				:expires_at, :deferred_until, :deferred_zone, :claim_at, :claim_by, :claim_attempt)
 			ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 			RETURNING tenant_id, id
 		), entry AS (
@@ -126,6 +127,18 @@ func (t *Tx) MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []stri
 		UPDATE messages SET status = 'FAILED', failed_reason = $4, error_code = nullif($5, ''), failed_at = $6, updated_at = $6,
 			attempts = attempts + 1
 		WHERE tenant_id = $1 AND id = $2 AND status = ANY($3)`, tenantID, id, app.StringList(from), reason, code, at)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// MarkExpired serves app.DispatchTx.
+func (t *Tx) MarkExpired(ctx context.Context, tenantID, id uuid.UUID, at time.Time) (bool, error) {
+	res, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET status = 'EXPIRED', failed_reason = $3, updated_at = $4
+		WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'`, tenantID, id, app.ReasonExpired, at)
 	if err != nil {
 		return false, mapErr(err)
 	}

@@ -11,13 +11,15 @@ import (
 	"github.com/heraldhq/herald/app/console"
 )
 
-const tenantColumns = `id, slug, name, plan, default_locale, timezone, retention_days, status, suspended_at, suspended_reason, created_at, updated_at`
+const tenantColumns = `id, slug, name, plan, default_locale, timezone, retention_days, status, suspended_at, suspended_reason, created_at, updated_at,
+	quiet_hours_start, quiet_hours_end`
 
 // CreateTenant serves app.TenantTx.
 func (t *Tx) CreateTenant(ctx context.Context, tn *app.Tenant) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO tenants (`+tenantColumns+`)
-		VALUES (:id, :slug, :name, :plan, :default_locale, :timezone, :retention_days, :status, :suspended_at, :suspended_reason, :created_at, :updated_at)`, tn)
+		VALUES (:id, :slug, :name, :plan, :default_locale, :timezone, :retention_days, :status, :suspended_at, :suspended_reason, :created_at, :updated_at,
+			:quiet_hours_start, :quiet_hours_end)`, tn)
 	return mapErr(err)
 }
 
@@ -82,7 +84,8 @@ func (t *Tx) UpdateTenant(ctx context.Context, tn *app.Tenant) error {
 	res, err := t.tx.NamedExecContext(ctx, `
 		UPDATE tenants SET plan = :plan, default_locale = :default_locale, timezone = :timezone,
 		       retention_days = :retention_days, status = :status, suspended_at = :suspended_at,
-		       suspended_reason = :suspended_reason, updated_at = :updated_at
+		       suspended_reason = :suspended_reason, updated_at = :updated_at,
+		       quiet_hours_start = :quiet_hours_start, quiet_hours_end = :quiet_hours_end
 		WHERE id = :id`, tn)
 	if err != nil {
 		return mapErr(err)

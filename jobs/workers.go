@@ -38,6 +38,7 @@ func Workers(d Deps) *river.Workers {
 	river.AddWorker(w, &RequeueStuckWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &DeadlineWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &RetentionWorker{Maintenance: d.Maintenance})
+	river.AddWorker(w, &ExpireWorker{Maintenance: d.Maintenance})
 	if d.Callbacks != nil {
 		river.AddWorker(w, &CallbackWorker{Callbacks: d.Callbacks})
 	}
@@ -58,6 +59,9 @@ func PeriodicJobs() []*river.PeriodicJob {
 		river.NewPeriodicJob(river.PeriodicInterval(time.Minute),
 			func() (river.JobArgs, *river.InsertOpts) { return DeadlineArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "delivery_deadlines"}),
+		river.NewPeriodicJob(river.PeriodicInterval(time.Minute),
+			func() (river.JobArgs, *river.InsertOpts) { return ExpireArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "expire"}),
 		river.NewPeriodicJob(river.PeriodicInterval(5*time.Minute),
 			func() (river.JobArgs, *river.InsertOpts) { return RequeueStuckArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "requeue_stuck"}),

@@ -84,6 +84,7 @@ func keyWith(t *testing.T, h *webtest.Herald, tenantID uuid.UUID, scopes ...stri
 // scope is a decision, not an accident.
 var apiRouteScopes = map[string]string{
 	"GET /api/v1/tenant":                                              app.ScopeRead,
+	"PATCH /api/v1/tenant":                                            app.ScopeManage,
 	"GET /api/v1/events":                                              app.ScopeRead,
 	"POST /api/v1/notifications":                                      app.ScopeSend,
 	"GET /api/v1/notifications":                                       app.ScopeRead,

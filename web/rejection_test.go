@@ -231,7 +231,7 @@ func TestRejections_TenantIsolation(t *testing.T) {
 	t.Parallel()
 	c := setupConsole(t, webtest.Options{NoWorkers: true})
 	body := webtest.Notification("rej-iso", "BK-ISO")
-	delete(body, "recipients")
+	body["recipients"] = []map[string]any{}
 	require.Equal(t, http.StatusUnprocessableEntity, sendAs(t, c.Herald, c.Key, http.MethodPost, "/api/v1/notifications", jsonOf(t, body), "rid-iso", false))
 	r := rejectionOf(t, c.Herald, c.Tenant.ID, "rid-iso")
 	require.NotNil(t, r)

@@ -21,6 +21,7 @@ func (s *Server) routes(a *fiber.App) {
 	// The API: every route names the scope its key needs (app.Scope*).
 	api := apiGroup{s: s, r: a.Group("/api/v1", s.recordRejections, s.requireAPIKey, s.refuseNUL), prefix: "/api/v1"}
 	api.get("/tenant", app.ScopeRead, s.handleAPITenant)
+	api.patch("/tenant", app.ScopeManage, s.handleAPITenantUpdate)
 	api.get("/events", app.ScopeRead, s.handleAPIEvents)
 	api.post("/notifications", app.ScopeSend, s.handleAPINotificationCreate)
 	api.get("/notifications", app.ScopeRead, s.handleAPINotificationFind)

@@ -99,9 +99,12 @@ func TestRouting_Decisions(t *testing.T) {
 		require.Equal(t, app.DecisionExists, decisionOf(t, v3, 0, app.Email).Outcome)
 	})
 	t.Run("OptedOut", func(t *testing.T) {
-		// Last: Anna stays opted out.
+		// Last: Anna stays opted out. An opt-out holds for optional events
+		// only (a reminder), never for a booking's confirmation.
 		c.Exec(`UPDATE contacts SET opted_out = '{EMAIL}' WHERE tenant_id = $1 AND email = 'anna@example.com'`, c.Tenant.ID)
-		id2 := c.Submit(routingTestEvent("route-dec-2", "BK-RD2"))
+		reminder := webtest.Reminder("route-dec-2", "BK-RD2")
+		reminder["recipients"] = routingTestEvent("", "")["recipients"]
+		id2 := c.Submit(reminder)
 		c.routeNow(c.Tenant.ID, id2)
 		v2, err := c.Services.Console.MessageConsole.Event(c.Ctx, c.Tenant.ID, id2)
 		require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/console"
 	"github.com/heraldhq/herald/views"
 )
@@ -12,11 +13,7 @@ import (
 // handleSettings shows the tenant's settings and delivery deadlines.
 func (s *Server) handleSettings(c *fiber.Ctx) error {
 	t := tenantOf(c)
-	f := views.SettingsForm{Tenant: t, Locale: t.DefaultLocale, Timezone: t.Timezone}
-	if t.RetentionDays != nil {
-		f.Retention = strconv.Itoa(*t.RetentionDays)
-	}
-	return s.renderSettings(c, f, nil, views.DeadlineSettings{}, nil)
+	return s.renderSettings(c, settingsForm(t), nil, views.DeadlineSettings{}, nil)
 }
 
 // renderSettings renders the settings page with the tenant's delivery
@@ -34,11 +31,13 @@ func (s *Server) renderSettings(c *fiber.Ctx, f views.SettingsForm, errs views.F
 // form again and stores nothing.
 func (s *Server) handleSettingsUpdate(c *fiber.Ctx) error {
 	t := tenantOf(c)
-	in := console.TenantSettings{DefaultLocale: c.FormValue("locale"), Timezone: c.FormValue("timezone"), Retention: c.FormValue("retention")}
+	in := console.TenantSettings{DefaultLocale: c.FormValue("locale"), Timezone: c.FormValue("timezone"), Retention: c.FormValue("retention"),
+		QuietStart: c.FormValue("quiet_start"), QuietEnd: c.FormValue("quiet_end")}
 	_, changes, err := s.Tenants.UpdateSettings(c.UserContext(), userOf(c), t.ID, in)
 	if err != nil {
 		return s.formFailure(c, err, func(errs views.FormErrors) error {
-			f := views.SettingsForm{Tenant: t, Locale: in.DefaultLocale, Timezone: in.Timezone, Retention: in.Retention}
+			f := views.SettingsForm{Tenant: t, Locale: in.DefaultLocale, Timezone: in.Timezone, Retention: in.Retention,
+				QuietStart: in.QuietStart, QuietEnd: in.QuietEnd}
 			return s.renderSettings(c, f, errs, views.DeadlineSettings{}, nil)
 		})
 	}
@@ -57,11 +56,7 @@ func (s *Server) handleDeadlineChange(c *fiber.Ctx) error {
 	in := console.DeadlineForm{TriggerEvent: c.FormValue("trigger_event"), Channel: c.FormValue("channel"), Minutes: c.FormValue("minutes")}
 	if err := s.Deadlines.Change(c.UserContext(), userOf(c), t.ID, in); err != nil {
 		return s.formFailure(c, err, func(errs views.FormErrors) error {
-			f := views.SettingsForm{Tenant: t, Locale: t.DefaultLocale, Timezone: t.Timezone}
-			if t.RetentionDays != nil {
-				f.Retention = strconv.Itoa(*t.RetentionDays)
-			}
-			return s.renderSettings(c, f, nil, views.DeadlineSettings{Form: in}, errs)
+			return s.renderSettings(c, settingsForm(t), nil, views.DeadlineSettings{Form: in}, errs)
 		})
 	}
 	if m, _ := strconv.Atoi(in.Minutes); m == 0 {
@@ -70,4 +65,14 @@ func (s *Server) handleDeadlineChange(c *fiber.Ctx) error {
 		s.flash(c, "success", "Delivery deadline saved.")
 	}
 	return c.Redirect(tenantPath(c, "/settings"), fiber.StatusSeeOther)
+}
+
+// settingsForm is the settings form filled with the tenant's values.
+func settingsForm(t *app.Tenant) views.SettingsForm {
+	f := views.SettingsForm{Tenant: t, Locale: t.DefaultLocale, Timezone: t.Timezone,
+		QuietStart: app.FormatClock(t.QuietStart), QuietEnd: app.FormatClock(t.QuietEnd)}
+	if t.RetentionDays != nil {
+		f.Retention = strconv.Itoa(*t.RetentionDays)
+	}
+	return f
 }

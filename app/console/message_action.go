@@ -106,6 +106,9 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 		}
 		next.IdempotencyKey = retryKey(m.ID)
 		next.TriggeredBy = actor.ID
+		// A person decided to send it again: the event's expiry does not
+		// hold it back, quiet hours do.
+		next.ExpiresAt = nil
 		inserted, err := s.Router.Insert(ctx, tx, next, app.SourceConsole, map[string]any{"retry_of": m.ID.String(), "by": actor.Label})
 		if err != nil {
 			return err
@@ -122,7 +125,7 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 			return err
 		}
 		retry = next
-		return s.Queue.EnqueueDispatch(ctx, tx, app.DispatchJob{TenantID: tenantID, MessageID: next.ID, Channel: next.Channel})
+		return s.Queue.EnqueueDispatch(ctx, tx, next.DispatchJob())
 	})
 	return retry, err
 }

@@ -119,7 +119,7 @@ func (c TenantChanges) note(field string, from, to any) {
 
 // update locks the tenant, lets change edit it, and stores it with an audit
 // entry of action when anything changed.
-func (s *Tenants) update(ctx context.Context, u *app.User, id uuid.UUID, action string, change func(t *app.Tenant, c TenantChanges) error) (*app.Tenant, TenantChanges, error) {
+func (s *Tenants) update(ctx context.Context, actor app.Actor, id uuid.UUID, action string, change func(t *app.Tenant, c TenantChanges) error) (*app.Tenant, TenantChanges, error) {
 	var t *app.Tenant
 	changes := TenantChanges{}
 	err := s.Store.InTenant(ctx, id, func(tx TenantTx) (err error) {
@@ -140,7 +140,7 @@ func (s *Tenants) update(ctx context.Context, u *app.User, id uuid.UUID, action 
 		for k, v := range changes {
 			meta[k] = v
 		}
-		return tx.InsertAudit(ctx, u.Actor().Entry(&t.ID, action, "tenant", t.ID.String(), meta))
+		return tx.InsertAudit(ctx, actor.Entry(&t.ID, action, "tenant", t.ID.String(), meta))
 	})
 	if err != nil {
 		return nil, nil, err
@@ -167,7 +167,7 @@ func (s *Tenants) ChangePlan(ctx context.Context, u *app.User, id uuid.UUID, pla
 	}
 	plan = strings.ToUpper(strings.TrimSpace(plan))
 	days, retErr := ParseRetention(retention)
-	return s.update(ctx, u, id, "tenant.update", func(t *app.Tenant, c TenantChanges) error {
+	return s.update(ctx, u.Actor(), id, "tenant.update", func(t *app.Tenant, c TenantChanges) error {
 		// Validated inside the transaction so that an unknown tenant is
 		// ENOTFOUND whatever the form holds.
 		if err := app.ValidatePlan(plan); err != nil {
@@ -195,7 +195,7 @@ func (s *Tenants) Suspend(ctx context.Context, u *app.User, id uuid.UUID, reason
 		return nil, err
 	}
 	reason = strings.TrimSpace(reason)
-	t, _, err := s.update(ctx, u, id, "tenant.suspend", func(t *app.Tenant, c TenantChanges) error {
+	t, _, err := s.update(ctx, u.Actor(), id, "tenant.suspend", func(t *app.Tenant, c TenantChanges) error {
 		switch {
 		case t.Status == app.TenantSuspended:
 			return app.Errorf(app.ECONFLICT, "%s is suspended already.", t.Name)
@@ -223,7 +223,7 @@ func (s *Tenants) Reactivate(ctx context.Context, u *app.User, id uuid.UUID) (*a
 	if err := app.RequirePermission(u, app.PermPlatform); err != nil {
 		return nil, err
 	}
-	t, _, err := s.update(ctx, u, id, "tenant.reactivate", func(t *app.Tenant, c TenantChanges) error {
+	t, _, err := s.update(ctx, u.Actor(), id, "tenant.reactivate", func(t *app.Tenant, c TenantChanges) error {
 		if t.Status != app.TenantSuspended {
 			return app.Errorf(app.ECONFLICT, "%s is not suspended.", t.Name)
 		}
@@ -241,6 +241,9 @@ type TenantSettings struct {
 	Timezone      string
 	// Retention is the number of days as typed; empty means the default.
 	Retention string
+	// QuietStart and QuietEnd are the quiet hours as typed ("21:00");
+	// both empty keep the tenant's.
+	QuietStart, QuietEnd string
 }
 
 // UpdateSettings changes the tenant's default locale, timezone and
@@ -261,7 +264,18 @@ func (s *Tenants) UpdateSettings(ctx context.Context, u *app.User, id uuid.UUID,
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.update(ctx, u, id, "tenant.settings", func(t *app.Tenant, c TenantChanges) error {
+	var quiet *app.QuietHours
+	if in.QuietStart != "" || in.QuietEnd != "" {
+		q, err := app.ParseQuietHours(in.QuietStart, in.QuietEnd)
+		if err != nil {
+			return nil, nil, err
+		}
+		quiet = &q
+	}
+	return s.update(ctx, u.Actor(), id, "tenant.settings", func(t *app.Tenant, c TenantChanges) error {
+		if quiet != nil {
+			noteQuietHours(t, c, *quiet)
+		}
 		if locale != t.DefaultLocale {
 			c.note("default_locale", t.DefaultLocale, locale)
 			t.DefaultLocale = locale
@@ -283,4 +297,21 @@ func (s *Tenants) UpdateSettings(ctx context.Context, u *app.User, id uuid.UUID,
 func monthStart(t time.Time) time.Time {
 	t = t.UTC()
 	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+// SetQuietHours changes the tenant's quiet hours alone: the API's tenant
+// settings, for a key with the manage scope (actor).
+func (s *Tenants) SetQuietHours(ctx context.Context, actor app.Actor, id uuid.UUID, q app.QuietHours) (*app.Tenant, TenantChanges, error) {
+	return s.update(ctx, actor, id, "tenant.settings", func(t *app.Tenant, c TenantChanges) error {
+		noteQuietHours(t, c, q)
+		return nil
+	})
+}
+
+// noteQuietHours sets the tenant's quiet hours to q, noting a change.
+func noteQuietHours(t *app.Tenant, c TenantChanges, q app.QuietHours) {
+	if q != t.QuietHours() {
+		c.note("quiet_hours", t.QuietHours().String(), q.String())
+		t.QuietStart, t.QuietEnd = q.Start, q.End
+	}
 }

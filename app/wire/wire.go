@@ -285,12 +285,14 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	if jc.SoftStopTimeout == 0 {
 		jc.SoftStopTimeout = s.Config.ShutdownTimeout
 	}
+	backoff := jc.BackoffFunc
+	if backoff == nil {
+		backoff = jobs.Backoff
+	}
+	// A retry that would come after a message's expiry expires it instead.
+	s.Dispatcher.Backoff = backoff
 	var inline app.InlineOptions
 	if !s.Config.QueueFirstAttempt {
-		backoff := jc.BackoffFunc
-		if backoff == nil {
-			backoff = jobs.Backoff
-		}
 		// The lease outlasts a send's longest run, River's rescue of a
 		// stuck job and the retries recording a provider's acceptance.
 		inline = app.InlineOptions{Lease: jc.RescueStuckAfter + app.RecordSentRetryFor, MaxAttempts: jobs.MaxAttempts, Backoff: backoff}
