@@ -142,10 +142,11 @@ func TestConsole_MetaTemplates(t *testing.T) {
 
 	t.Run("ListsHeraldTemplatesNotSubmitted", func(t *testing.T) {
 		doc := m.page(page)
-		require.Equal(t, 28, doc.Find("table.herald-whatsapp-templates tbody tr").Length())
+		// Two per WhatsApp event in the defaults: de and en.
+		require.Equal(t, 30, doc.Find("table.herald-whatsapp-templates tbody tr").Length())
 		require.Equal(t, "herald_booking_confirmed de", text(doc.Find(`tr[data-template-id="`+confirmedDE.ID.String()+`"] .meta-name`)))
 		require.Equal(t, "NOT SUBMITTED", statusCell(confirmedDE))
-		require.Equal(t, 28, doc.Find("form.meta-submit").Length())
+		require.Equal(t, 30, doc.Find("form.meta-submit").Length())
 		doc.Find("form").Each(func(_ int, f *goquery.Selection) {
 			v, ok := f.Find(`input[name=csrf]`).Attr("value")
 			require.True(t, ok && v != "", "every form carries the CSRF token")
@@ -164,7 +165,7 @@ func TestConsole_MetaTemplates(t *testing.T) {
 		require.Equal(t, 3, doc.Find("table.meta-templates tbody tr").Length())
 		require.Equal(t, "APPROVED", statusCell(confirmedDE))
 		require.Equal(t, "REJECTED", statusCell(cancelledEN))
-		require.Equal(t, 27, doc.Find("form.meta-submit").Length(), "an approved template is not submitted again")
+		require.Equal(t, 29, doc.Find("form.meta-submit").Length(), "an approved template is not submitted again")
 	})
 
 	t.Run("Submit", func(t *testing.T) {
