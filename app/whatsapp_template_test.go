@@ -74,7 +74,7 @@ func TestDefaultTemplates_MetaTemplates(t *testing.T) {
 		}
 		names[d.Event] = s.Name
 	}
-	require.Equal(t, 28, count, "14 WhatsApp events in two locales")
+	require.Equal(t, 30, count, "15 WhatsApp events in two locales")
 }
 
 func TestMetaLanguage(t *testing.T) {
@@ -134,7 +134,7 @@ func TestTenants_Create_WhatsAppTemplatesCarryMetaTemplates(t *testing.T) {
 		require.Equal(t, app.MetaCategoryUtility, spec.Category)
 		require.Equal(t, d.WhatsApp, spec, "the provisioned Meta template is the default's")
 	}
-	require.Equal(t, 28, n)
+	require.Equal(t, 30, n)
 }
 
 func TestTemplates_Save_KeepsMetaSubmission(t *testing.T) {

@@ -64,12 +64,12 @@ func TestContract_CatchesDrift(t *testing.T) {
 		},
 		"WrongTypeDeepInside": {
 			method: "GET", path: "/api/v1/events", status: 200,
-			answer: `{"events":[{"trigger_event":"X","description":"d","channels":["PIGEON"],"variables":[],"requires_approval":false,"once_per_entity":true,"sample_context":{}}]}`,
+			answer: `{"events":[{"trigger_event":"X","description":"d","channels":["PIGEON"],"variables":[],"requires_approval":false,"once_per_entity":true,"category":"transactional","sample_context":{}}]}`,
 			want:   []string{"operation listEvents", "$.events[0].channels[0]"},
 		},
 		"FreeFormMapsHoldAnything": {
 			method: "GET", path: "/api/v1/events", status: 200,
-			answer: `{"events":[{"trigger_event":"X","description":"d","channels":["EMAIL"],"variables":[],"requires_approval":false,"once_per_entity":true,"sample_context":{"any":{"nested":"keys"}}}]}`,
+			answer: `{"events":[{"trigger_event":"X","description":"d","channels":["EMAIL"],"variables":[],"requires_approval":false,"once_per_entity":true,"category":"transactional","sample_context":{"any":{"nested":"keys"}}}]}`,
 		},
 		"UndocumentedStatus": {
 			method: "GET", path: "/api/v1/tenant", status: 418, answer: `{"error":{"code":"teapot","message":"No."}}`,
