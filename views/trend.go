@@ -246,6 +246,8 @@ func failureLabel(reason string) string {
 		return "The provider kept failing; every retry was used"
 	case app.ReasonWhatsAppTemplateRequired:
 		return "WhatsApp needs an approved Meta template here"
+	case app.ReasonExpired:
+		return "It expired before it could be sent"
 	}
 	// Receipts give provider_code (see app.ReceiptFailedReason).
 	provider, code, _ := strings.Cut(reason, "_")
