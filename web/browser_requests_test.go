@@ -36,10 +36,14 @@ func TestBrowser_WhyNothingSent(t *testing.T) {
 	wrong := c.Key[:11] + strings.Repeat("W", len(c.Key)-11)
 	require.Equal(t, http.StatusUnauthorized, sendAs(t, c.Herald, wrong, http.MethodGet, "/api/v1/tenant", "", "why-key", false))
 
-	for _, who := range []string{asManager, asSupport} {
+	for _, who := range []string{asManager, asSupport, asOperator} {
 		t.Run(who, func(t *testing.T) {
 			ctx := newBrowser(t)
 			login(t, ctx, c.base, c.users[who].Email, consolePassword)
+			if who == asOperator {
+				// An operator works inside the tenant it opens.
+				visit(t, ctx, c.base+"/t/acme/")
+			}
 
 			clickNav(t, ctx, "Requests")
 			requireHeading(t, ctx, "Requests")
