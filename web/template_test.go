@@ -833,3 +833,45 @@ func TestConsoleTemplates_ConcurrentSaves(t *testing.T) {
 		require.Equal(t, base+len(errs)-1, c.Count(`SELECT count(*) FROM template_versions WHERE template_id = $1`, id))
 	})
 }
+
+// A tenant overrides Herald's default text for a locale by creating a
+// template over it: the default becomes the history, the tenant's text
+// version 2. A key that holds the tenant's own text already is offered for
+// editing instead of refused.
+func TestConsoleTemplates_OverrideDefault(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	s := c.signIn(asManager)
+	id := c.templateID(c.Tenant.ID, "BOOKING_CONFIRMED", app.Email, "de-DE")
+	count := func() int {
+		return c.Count(`SELECT count(*) FROM templates WHERE tenant_id = $1 AND trigger_event = 'BOOKING_CONFIRMED' AND channel = 'EMAIL'`, c.Tenant.ID)
+	}
+	before := count()
+	own := url.Values{
+		"event": {"BOOKING_CONFIRMED"}, "channel": {"EMAIL"}, "locale": {"de-DE"},
+		"subject": {"Ihre Buchung {{booking_reference}}"}, "body": {"<p>Hallo {{passenger_name}}, wir freuen uns auf {{tour_name}}.</p>"},
+	}
+
+	s.page("/t/acme/templates/new")
+	resp := s.post("/t/acme/templates", own)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/t/acme/templates/"+id.String(), resp.Header.Get("Location"), "the default's key, not a new template")
+	doc := s.follow(resp)
+	require.Contains(t, text(doc.Find(".flash-success")), "replaces Herald's default")
+	version, subject, _ := c.templateText(id)
+	require.Equal(t, 2, version)
+	require.Equal(t, "Ihre Buchung {{booking_reference}}", subject)
+	require.Equal(t, before, count(), "no second template for the key")
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM template_versions WHERE template_id = $1 AND version = 1`, id), "the default kept in the history")
+
+	// Now the key holds the tenant's own text: a second create is refused
+	// with a link to edit it, and stores nothing.
+	s.page("/t/acme/templates/new")
+	own.Set("subject", "Noch einmal")
+	doc, resp = s.postPage("/t/acme/templates", own)
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+	require.Equal(t, "/t/acme/templates/"+id.String(), doc.Find(".template-exists a").AttrOr("href", ""))
+	version, subject, _ = c.templateText(id)
+	require.Equal(t, 2, version)
+	require.Equal(t, "Ihre Buchung {{booking_reference}}", subject)
+}
