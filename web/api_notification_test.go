@@ -397,6 +397,8 @@ func TestAPINotification_MethodsAndSendAt(t *testing.T) {
 
 	t.Run("WrongMethodIs405WithAllow", func(t *testing.T) {
 		t.Parallel()
+		// Its own Herald: the other subtests store events meanwhile.
+		b := setup(t)
 		for _, tc := range []struct{ method, path, allow string }{
 			{http.MethodPut, "/api/v1/notifications", "GET, HEAD, POST"},
 			{http.MethodPost, "/api/v1/notifications/" + uuid.NewString(), "GET, HEAD, PATCH, DELETE"},
