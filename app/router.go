@@ -175,7 +175,6 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 	contact := to.Contact
 	channels, chain := RouteChannels(e, def)
 	var jobs []planned
-	var skipped []string
 	var passed []SkippedChannel
 	for i, ch := range channels {
 		m, acct, skip, err := r.plan(ctx, tx, tenant, e, def, to, conversationID, ch, nil)
@@ -183,7 +182,6 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 			return nil, err
 		}
 		if skip != "" {
-			skipped = append(skipped, skip)
 			routing.Skip(to.Index, ch, skip).Tried(to.localeChain(e, tenant))
 			passed = append(passed, SkippedChannel{Channel: ch, Reason: skip})
 			r.Log.WarnContext(ctx, "channel skipped", "event_id", e.ID, "channel", ch, "reason", skip)
@@ -214,10 +212,14 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 			return jobs, nil
 		}
 	}
-	if len(jobs) > 0 || len(skipped) < len(channels) {
+	if len(jobs) > 0 || len(passed) < len(channels) {
 		// Either something was queued, or every message already exists
 		// (a once-per-entity event seen again).
 		return jobs, nil
+	}
+	skipped := make([]string, len(passed))
+	for i, p := range passed {
+		skipped[i] = p.Reason
 	}
 	reason := MostTellingSkip(skipped)
 	now := r.Now()
