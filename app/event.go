@@ -142,6 +142,13 @@ type SubmitResult struct {
 type IntakeTx interface {
 	Tx
 	InsertEvent(ctx context.Context, e *Event) (bool, error)
+	// InsertEvents stores several events of the transaction's tenant with
+	// one statement, each unless the tenant used its source event id
+	// before (also earlier in es), and returns the ids of those it stored.
+	InsertEvents(ctx context.Context, es []*Event) (map[uuid.UUID]bool, error)
+	// SetLockTimeout makes a lock wait longer than d fail, for the rest of
+	// the transaction.
+	SetLockTimeout(ctx context.Context, d time.Duration) error
 	EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*Event, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
 	MessagesByEvent(ctx context.Context, tenantID, eventID uuid.UUID) ([]*Message, error)
@@ -160,6 +167,9 @@ type Intake struct {
 	Store Store[IntakeTx]
 	Queue Queue
 	Now   Clock
+	// Batch, when set, stores plain submissions with the others of the
+	// moment in one transaction (intake_batch.go).
+	Batch *IntakeBatcher
 }
 
 // Submit validates, redacts and stores a request with its route job, in one
@@ -221,6 +231,22 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 
 	res := &SubmitResult{ID: e.ID, Status: e.Status}
 	initial := e.Status
+	if s.Batch != nil && batchable(def, e, redacted) {
+		settle := func(ctx context.Context, tx IntakeTx) error {
+			e.Status, e.StatusReason = initial, nil
+			return s.settleEntity(ctx, tx, def, e, req)
+		}
+		stored, err := s.Batch.Add(ctx, e, settle)
+		switch {
+		case stored:
+			res.Status, res.StatusReason = e.Status, deref(e.StatusReason)
+			return res, nil
+		case ctx.Err() != nil:
+			return nil, err
+		}
+		// Not stored: a duplicate or a conflict, which the transaction
+		// below answers, or a failed batch, which it tries again alone.
+	}
 	err = s.Store.InTenant(ctx, key.TenantID, func(tx IntakeTx) error {
 		// Bookings and trips (entity.go): locks, supersession, audience.
 		e.Status, e.StatusReason = initial, nil
@@ -268,12 +294,9 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 		if err := s.supersede(ctx, tx, key, def, e, req); err != nil {
 			return err
 		}
-		if e.Status == EventAwaitingApproval || e.Status == EventCancelled {
+		job, ok := routeJobOf(e)
+		if !ok {
 			return nil
-		}
-		job := RouteJob{TenantID: e.TenantID, EventID: e.ID, Version: e.Version}
-		if e.SendAt != nil {
-			job.At = *e.SendAt
 		}
 		return s.Queue.EnqueueRoute(ctx, tx, job)
 	})
@@ -281,6 +304,20 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 		return nil, err
 	}
 	return res, nil
+}
+
+// routeJobOf returns the route job of a newly stored event; ok is false
+// for an event that is not routed now (awaiting approval, or stored
+// cancelled).
+func routeJobOf(e *Event) (job RouteJob, ok bool) {
+	if e.Status == EventAwaitingApproval || e.Status == EventCancelled {
+		return job, false
+	}
+	job = RouteJob{TenantID: e.TenantID, EventID: e.ID, Version: e.Version}
+	if e.SendAt != nil {
+		job.At = *e.SendAt
+	}
+	return job, true
 }
 
 // EventDetail is an event with the messages it produced.

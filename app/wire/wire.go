@@ -160,7 +160,14 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Users = &app.Users{Store: db.Scope[app.UserTx](store), Now: now}
 	s.APIKeys = &app.APIKeys{Store: db.Scope[app.APIKeyTx](store), Lookup: store, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
 	s.Templates = &app.Templates{Store: db.Scope[app.TemplateTx](store), Now: now}
+	intakeBatch := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "herald_intake_batch_size", Help: "Events stored per intake transaction (requests arriving together share one).",
+		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+	})
+	reg.MustRegister(intakeBatch)
 	s.Intake = &app.Intake{Store: db.Scope[app.IntakeTx](store), Queue: queue, Now: now}
+	s.Intake.Batch = &app.IntakeBatcher{Store: s.Intake.Store, Queue: queue, Log: log,
+		Observe: func(n int) { intakeBatch.Observe(float64(n)) }}
 	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log}
 	s.Callbacks = &app.Callbacks{
 		Store: db.Scope[app.CallbackTx](store), Queue: queue, Sealer: sealer, Now: now, Log: log,
