@@ -61,6 +61,8 @@ type DispatchTx interface {
 	FallbackTx
 	ReceiptApplyTx
 	MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*DispatchState, error)
+	// LockReceiptKeys is LockReceipts for every key, in one fixed order.
+	LockReceiptKeys(ctx context.Context, keys []ReceiptKey) error
 	// RecordSent records the send (see SentResult).
 	RecordSent(ctx context.Context, s SentRecord) (SentResult, error)
 	MarkFailed(ctx context.Context, tenantID, id uuid.UUID, from []string, reason, code string, at time.Time) (bool, error)
@@ -129,6 +131,9 @@ type Dispatcher struct {
 	// next, the dispatch jobs' retry schedule: a retry that would come
 	// after the message's expiry expires it instead. Nil retries always.
 	Backoff func(attempt int) time.Duration
+	// SendBatch, when set, records the accepted sends of a tenant that
+	// finish together in one transaction (send_batch.go).
+	SendBatch *SendBatcher
 
 	guard sendGuard
 }
@@ -365,58 +370,87 @@ func MonthOf(t time.Time) time.Time {
 }
 
 // sent records a provider's acceptance: status, external id, timeline,
-// usage and the job's completion, in one transaction. The job is completed
-// first so that the usage counter row, which concurrent sends of the tenant
-// share, stays locked for as short a time as possible.
+// usage and the job's completion, in one transaction; with SendBatch, one
+// shared with the other sends of the tenant recorded at the same time, and
+// alone when that batch fails.
 func (d *Dispatcher) sent(ctx context.Context, m *Message, acct *ChannelAccount, rec unrecordedSend, complete CompleteFunc) (DispatchOutcome, error) {
-	externalID, attempt, took := rec.externalID, rec.attempt, rec.took
-	now := d.Now()
+	s := &sentSend{message: m, account: acct, rec: rec, complete: complete, at: d.Now()}
+	if d.SendBatch != nil && d.SendBatch.add(ctx, d, s) == nil {
+		return DispatchOutcome{Done: true}, nil
+	}
 	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
-		// An inline send's job is finished by RecordSent's own statement.
-		if rec.finishJob == 0 {
-			if err := complete(ctx, tx); err != nil {
-				return err
-			}
+		// The job is completed first so that the usage counter row,
+		// which concurrent sends of the tenant share, stays locked for as
+		// short a time as possible. An inline send's job is finished by
+		// RecordSent's own statement.
+		if err := s.completeJob(ctx, tx); err != nil {
+			return err
 		}
 		// Receipts of this id wait until the send is recorded, and the
 		// ones that came before it are applied with it.
-		if err := tx.LockReceipts(ctx, acct.Provider, externalID); err != nil {
+		if err := tx.LockReceipts(ctx, acct.Provider, rec.externalID); err != nil {
 			return err
 		}
-		// A message that left QUEUED meanwhile (cancelled) stays as it is;
-		// its job is done either way.
-		res, err := tx.RecordSent(ctx, SentRecord{
-			TenantID: m.TenantID, MessageID: m.ID, Provider: acct.Provider, ExternalID: externalID,
-			Attempt: attempt, At: now, Channel: m.Channel, UsageMonth: MonthOf(now),
-			Detail: map[string]any{
-				"provider": acct.Provider, "external_id": externalID, "attempt": attempt, "provider_ms": took.Milliseconds(),
-			},
-			CallbackEvent: CallbackMessageSent,
-			FinishJobID:   rec.finishJob,
-		})
-		if err != nil || !res.Moved {
-			return err
-		}
-		if err := d.Callbacks.NotifyEndpoints(ctx, tx, m.TenantID, m.ID, CallbackMessageSent, CallbackNote{}, res.Subscribers); err != nil || d.Receipts == nil || !res.PendingReceipts {
-			return err
-		}
-		sent := *m
-		sent.Status, sent.Provider, sent.ExternalMessageID, sent.SentAt = MessageSent, &acct.Provider, &externalID, &now
-		sent.Attempts = max(m.Attempts+1, attempt)
-		// The provider has the message: whatever goes wrong applying the
-		// receipts must not undo the record of the send (River would send
-		// it again). They stay pending, and expire.
-		applyErr, err := tx.Savepoint(ctx, func() error { return d.Receipts.ApplyPending(ctx, tx, &sent) })
-		if applyErr != nil {
-			d.Log.ErrorContext(ctx, "receipts that came before the send were not applied; they stay pending",
-				"message_id", m.ID, "external_id", externalID, "err", applyErr)
-		}
-		return err
+		return d.recordSentTx(ctx, tx, s, nil)
 	})
 	if err != nil {
 		return DispatchOutcome{}, err
 	}
 	return DispatchOutcome{Done: true}, nil
+}
+
+// sentSend is a send the provider accepted, to be recorded.
+type sentSend struct {
+	message  *Message
+	account  *ChannelAccount
+	rec      unrecordedSend
+	complete CompleteFunc
+	at       time.Time
+}
+
+// completeJob finishes the send's dispatch job in tx, unless RecordSent
+// finishes it (an inline send's).
+func (s *sentSend) completeJob(ctx context.Context, tx DispatchTx) error {
+	if s.rec.finishJob != 0 {
+		return nil
+	}
+	return s.complete(ctx, tx)
+}
+
+// recordSentTx records s in tx, which holds the receipt lock of its
+// external id, counting it on the usage counter row shard (nil: a random
+// one).
+func (d *Dispatcher) recordSentTx(ctx context.Context, tx DispatchTx, s *sentSend, shard *int) error {
+	m, acct, externalID, attempt, now := s.message, s.account, s.rec.externalID, s.rec.attempt, s.at
+	// A message that left QUEUED meanwhile (cancelled) stays as it is;
+	// its job is done either way.
+	res, err := tx.RecordSent(ctx, SentRecord{
+		TenantID: m.TenantID, MessageID: m.ID, Provider: acct.Provider, ExternalID: externalID,
+		Attempt: attempt, At: now, Channel: m.Channel, UsageMonth: MonthOf(now), Shard: shard,
+		Detail: map[string]any{
+			"provider": acct.Provider, "external_id": externalID, "attempt": attempt, "provider_ms": s.rec.took.Milliseconds(),
+		},
+		CallbackEvent: CallbackMessageSent,
+		FinishJobID:   s.rec.finishJob,
+	})
+	if err != nil || !res.Moved {
+		return err
+	}
+	if err := d.Callbacks.NotifyEndpoints(ctx, tx, m.TenantID, m.ID, CallbackMessageSent, CallbackNote{}, res.Subscribers); err != nil || d.Receipts == nil || !res.PendingReceipts {
+		return err
+	}
+	sent := *m
+	sent.Status, sent.Provider, sent.ExternalMessageID, sent.SentAt = MessageSent, &acct.Provider, &externalID, &now
+	sent.Attempts = max(m.Attempts+1, attempt)
+	// The provider has the message: whatever goes wrong applying the
+	// receipts must not undo the record of the send (River would send
+	// it again). They stay pending, and expire.
+	applyErr, err := tx.Savepoint(ctx, func() error { return d.Receipts.ApplyPending(ctx, tx, &sent) })
+	if applyErr != nil {
+		d.Log.ErrorContext(ctx, "receipts that came before the send were not applied; they stay pending",
+			"message_id", m.ID, "external_id", externalID, "err", applyErr)
+	}
+	return err
 }
 
 // fail marks the message FAILED and, when its chain has another channel,

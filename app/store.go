@@ -54,6 +54,9 @@ type SentRecord struct {
 	Channel              Channel
 	UsageMonth           time.Time
 	Detail               map[string]any
+	// Shard is the row of the usage counter the send counts on; nil
+	// takes a random one of UsageShards.
+	Shard *int
 	// CallbackEvent names the callback event whose subscribed endpoints
 	// the recording returns, so that it costs no statement of its own.
 	CallbackEvent string

@@ -45,7 +45,7 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*a
 
 // usageShards is how many rows a tenant's usage of a channel in a month is
 // spread over (migration 00027).
-const usageShards = 256
+const usageShards = app.UsageShards
 
 // RecordSent serves app.DispatchTx: the status change, the timeline entry
 // and the usage count in one statement, the last two only when the message
@@ -61,6 +61,10 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (app.SentResult, 
 	detail, err := json.Marshal(s.Detail)
 	if err != nil {
 		return app.SentResult{}, fmt.Errorf("encode timeline detail: %w", err)
+	}
+	shard := rand.IntN(usageShards)
+	if s.Shard != nil {
+		shard = *s.Shard % usageShards
 	}
 	var row struct {
 		N           int            `db:"n"`
@@ -95,7 +99,7 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (app.SentResult, 
 			END AS subscribers,
 			EXISTS (SELECT 1 FROM webhook_receipts WHERE provider = $3 AND external_id = $4 AND outcome = 'pending') AS pending`,
 		s.TenantID, s.MessageID, s.Provider, s.ExternalID, s.Attempt, s.At,
-		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, rand.IntN(usageShards), s.CallbackEvent, s.FinishJobID)
+		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, shard, s.CallbackEvent, s.FinishJobID)
 	if err != nil {
 		return app.SentResult{}, mapErr(err)
 	}

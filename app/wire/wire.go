@@ -160,11 +160,16 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Users = &app.Users{Store: db.Scope[app.UserTx](store), Now: now}
 	s.APIKeys = &app.APIKeys{Store: db.Scope[app.APIKeyTx](store), Lookup: store, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
 	s.Templates = &app.Templates{Store: db.Scope[app.TemplateTx](store), Now: now}
+	batchBuckets := []float64{1, 2, 4, 8, 16, 32, 64, 128}
 	intakeBatch := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "herald_intake_batch_size", Help: "Events stored per intake transaction (requests arriving together share one).",
-		Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+		Buckets: batchBuckets,
 	})
-	reg.MustRegister(intakeBatch)
+	sendBatch := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "herald_send_batch_size", Help: "Accepted sends recorded per transaction (sends of a tenant accepted together share one).",
+		Buckets: batchBuckets,
+	})
+	reg.MustRegister(intakeBatch, sendBatch)
 	s.Intake = &app.Intake{Store: db.Scope[app.IntakeTx](store), Queue: queue, Now: now}
 	s.Intake.Batch = &app.IntakeBatcher{Store: s.Intake.Store, Queue: queue, Log: log,
 		Observe: func(n int) { intakeBatch.Observe(float64(n)) }}
@@ -193,6 +198,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Store: db.Scope[app.DispatchTx](store), Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
 		Callbacks: s.Callbacks, Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
 		Unsubscribe: unsubscribe,
+		SendBatch:   &app.SendBatcher{Observe: func(n int) { sendBatch.Observe(float64(n)) }},
 		Providers: provider.Set{
 			"meta":    metaProvider,
 			"webhook": webhookProvider,
