@@ -214,7 +214,9 @@ type ContactResolveTx interface {
 	// ContactCandidates returns the tenant's contacts with one of the
 	// profile ids, phone numbers or e-mail addresses, oldest first.
 	ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileIDs, phones, emails []string) ([]*Contact, error)
-	InsertContact(ctx context.Context, c *Contact) error
+	// InsertContacts stores new contacts and contact changes (their
+	// creations and other contacts') with one statement.
+	InsertContacts(ctx context.Context, cs []*Contact, changes []*ContactChange) error
 	SaveContact(ctx context.Context, c *Contact) error
 	InsertContactChanges(ctx context.Context, changes []*ContactChange) error
 }
@@ -255,15 +257,16 @@ func ResolveContacts(ctx context.Context, tx ContactResolveTx, tenantID uuid.UUI
 		return nil, err
 	}
 	out := make([]*Contact, len(rs))
+	var created []*Contact
 	var changes []*ContactChange
 	for i, rc := range rs {
 		c := MatchContact(candidates, rc)
 		var cs []*ContactChange
 		if c == nil {
+			// Stored with the changes, below; a later recipient who is the
+			// same person finds it among the candidates.
 			c = NewContact(tenantID, rc, now)
-			if err := tx.InsertContact(ctx, c); err != nil {
-				return nil, err
-			}
+			created = append(created, c)
 			candidates = append(candidates, c)
 			cs = []*ContactChange{{Field: ChangeCreated, NewValue: strPtr(contactSummary(c))}}
 		} else {
@@ -282,8 +285,8 @@ func ResolveContacts(ctx context.Context, tx ContactResolveTx, tenantID uuid.UUI
 		changes = append(changes, cs...)
 		out[i] = c
 	}
-	if len(changes) > 0 {
-		if err := tx.InsertContactChanges(ctx, changes); err != nil {
+	if len(created)+len(changes) > 0 {
+		if err := tx.InsertContacts(ctx, created, changes); err != nil {
 			return nil, err
 		}
 	}

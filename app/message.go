@@ -118,6 +118,11 @@ type Message struct {
 	// call as started by the storing process (inline dispatch): written
 	// with the row, not read back.
 	Claim *SendMarker `db:"-" json:"-"`
+	// OpenConversation, set on a message without ConversationID, has
+	// InsertMessage find the contact's open conversation about this
+	// entity, or open one, and set ConversationID: routing's find-or-open
+	// rides on the message's own insert.
+	OpenConversation *Entity `db:"-" json:"-"`
 }
 
 // MessageEvent is one entry of a message's timeline.

@@ -43,7 +43,6 @@ type RouteTx interface {
 	InsertTx
 	ContactResolveTx
 	EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*Event, *Tenant, error)
-	OpenConversation(ctx context.Context, tenantID, contactID uuid.UUID, entityType, entityID string, at time.Time) (*Conversation, error)
 	SetEventStatus(ctx context.Context, e *Event) error
 	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
@@ -113,16 +112,9 @@ func (r *Router) route(ctx context.Context, job RouteJob, inline *Dispatcher, le
 		var planned []planned
 		routing := NewRouting(r.Now())
 		for i, rc := range recipients {
-			contact := contacts[i]
-			var conversationID *uuid.UUID
-			if e.EntityType != nil {
-				conv, err := tx.OpenConversation(ctx, tenant.ID, contact.ID, *e.EntityType, *e.EntityID, r.Now())
-				if err != nil {
-					return err
-				}
-				conversationID = &conv.ID
-			}
-			p, err := r.routeRecipient(ctx, tx, tenant, e, def, Addressee{Contact: contact, Recipient: rc, Index: i}, conversationID, inline, routing)
+			// The recipient's conversation about the event's entity is
+			// found or opened by the insert of its first message.
+			p, err := r.routeRecipient(ctx, tx, tenant, e, def, Addressee{Contact: contacts[i], Recipient: rc, Index: i}, inline, routing)
 			if err != nil {
 				return err
 			}
@@ -171,8 +163,10 @@ type planned struct {
 // without a fallback chain, the first usable one with it. When nothing is
 // usable, one FAILED message records why. Each channel's decision goes to
 // routing: a channel given up on is routing.Skip with its reason.
-func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, conversationID *uuid.UUID, inline *Dispatcher, routing *Routing) ([]planned, error) {
+func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, inline *Dispatcher, routing *Routing) ([]planned, error) {
 	contact := to.Contact
+	// Set by the first message's insert (openConversation).
+	var conversationID *uuid.UUID
 	channels, chain := RouteChannels(e, def)
 	var jobs []planned
 	var passed []SkippedChannel
@@ -195,10 +189,12 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 		if claim {
 			inline.claimInline(m, r.Now())
 		}
+		openConversation(m, e)
 		inserted, err := r.Insert(ctx, tx, m, SourceRouting, skippedDetail(nil, passed))
 		if err != nil {
 			return nil, err
 		}
+		conversationID = m.ConversationID
 		routing.Queued(to.Index, m, acct, inserted).Tried(to.localeChain(e, tenant))
 		if inserted && claim {
 			if claim, err = inline.reserveInline(ctx, tx, tenant, m, r.Now()); err != nil {
@@ -230,8 +226,18 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 		Status: MessageFailed, FailedReason: &reason, EntityType: e.EntityType, EntityID: e.EntityID,
 		RecipientIndex: to.index(), FallbackChain: StringList{}, QueuedAt: now, FailedAt: &now, CreatedAt: now, UpdatedAt: now,
 	}
+	openConversation(failed, e)
 	_, err := r.Insert(ctx, tx, failed, SourceRouting, map[string]any{"reason": reason, "skipped": skipped})
 	return nil, err
+}
+
+// openConversation has the insert of a recipient's message without a
+// conversation find or open the recipient's conversation about the event's
+// entity (Message.OpenConversation).
+func openConversation(m *Message, e *Event) {
+	if m.ConversationID == nil && m.ContactID != nil && e.EntityType != nil {
+		m.OpenConversation = &Entity{Type: *e.EntityType, ID: *e.EntityID}
+	}
 }
 
 // SkippedChannel is a channel routing passed over for a message, with why.

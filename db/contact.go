@@ -81,12 +81,13 @@ func (t *Tx) LockContactKeys(ctx context.Context, tenantID uuid.UUID, keys []str
 	sorted := slices.Clone(keys)
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
-	for _, k := range sorted {
-		if _, err := t.tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || ':contact:' || $2, 0))`, tenantID.String(), k); err != nil {
-			return mapErr(err)
-		}
-	}
-	return nil
+	// One statement for all the keys: unnest yields them in the array's
+	// order, the sorted one, and the select list takes each row's lock as
+	// the row comes.
+	_, err := t.tx.ExecContext(ctx, `
+		SELECT pg_advisory_xact_lock(hashtextextended($1 || ':contact:' || k, 0))
+		FROM unnest($2::text[]) WITH ORDINALITY AS u(k, n)`, tenantID.String(), app.StringList(sorted))
+	return mapErr(err)
 }
 
 // InsertContact stores a new contact. It serves app.ContactResolveTx.
@@ -99,6 +100,38 @@ func (t *Tx) InsertContact(ctx context.Context, c *app.Contact) error {
 		VALUES (:id, :tenant_id, :passenger_profile_id, :name, :phone, :email, :locale, :email_complained_at, :opted_out, :opt_out_at, :whatsapp_window_until, :created_at, :updated_at)`, c)
 	return mapErr(err)
 }
+
+// InsertContacts serves app.ContactResolveTx: the contacts and the changes
+// travel as JSON rows, and the changes' rows are inserted by the statement
+// that inserts the contacts they may refer to (foreign keys are checked at
+// its end).
+func (t *Tx) InsertContacts(ctx context.Context, cs []*app.Contact, changes []*app.ContactChange) error {
+	for _, c := range cs {
+		if c.OptedOut == nil {
+			c.OptedOut = app.StringList{}
+		}
+	}
+	contacts, err := jsonRows(cs, contactColumns)
+	if err != nil {
+		return err
+	}
+	history, err := jsonRows(changes, contactChangeColumns)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(ctx, `
+		WITH contact AS (
+			INSERT INTO contacts (`+contactColumns+`)
+			SELECT `+contactColumns+` FROM jsonb_populate_recordset(NULL::contacts, $1::jsonb)
+		)
+		INSERT INTO contact_changes (`+contactChangeColumns+`)
+		SELECT `+contactChangeColumns+` FROM jsonb_populate_recordset(NULL::contact_changes, $2::jsonb)`,
+		contacts, history)
+	return mapErr(err)
+}
+
+// contactChangeColumns are the columns a new contact change sets.
+const contactChangeColumns = `tenant_id, contact_id, field, old_value, new_value, source, event_id, actor_type, actor_id, actor_label, at`
 
 // SaveContact writes a contact's details and opt-outs. It serves
 // app.ContactResolveTx and app.ContactsTx.
@@ -241,29 +274,29 @@ func (t *Tx) EventRecipientContacts(ctx context.Context, tenantID, eventID uuid.
 	return out, mapErr(rows.Err())
 }
 
-// OpenConversation returns the contact's open conversation about the entity,
-// opening one when there is none. It serves app.RouteTx.
-func (t *Tx) OpenConversation(ctx context.Context, tenantID, contactID uuid.UUID, entityType, entityID string, at time.Time) (*app.Conversation, error) {
-	col := map[string]string{app.EntityBooking: "booking_id", app.EntityTrip: "trip_id", app.EntityInvoice: "invoice_id"}[entityType]
+// conversationColumn is the conversations column of an entity type.
+var conversationColumn = map[string]string{app.EntityBooking: "booking_id", app.EntityTrip: "trip_id", app.EntityInvoice: "invoice_id"}
+
+// openConversationCTE finds the contact's open conversation about the
+// entity, or opens one (the insert runs only when the lookup found
+// nothing), as CTEs named found, opened and conversation (its id), with
+// the named parameters conv_* (see InsertMessage).
+func openConversationCTE(entityType string) (string, error) {
+	col := conversationColumn[entityType]
 	if col == "" {
-		return nil, app.Errorf(app.EINVALID, "Unknown conversation type %q.", entityType)
+		return "", app.Errorf(app.EINVALID, "Unknown conversation type %q.", entityType)
 	}
-	const cols = `id, tenant_id, contact_id, booking_id, trip_id, invoice_id, status, created_at, updated_at`
-	// Found or opened in one statement: the insert runs only when the
-	// lookup found nothing.
-	var c app.Conversation
-	err := t.tx.GetContext(ctx, &c, `
-		WITH found AS (
-			SELECT `+cols+` FROM conversations
-			WHERE tenant_id = $1 AND contact_id = $2 AND `+col+` = $3 AND status <> 'RESOLVED'
+	return `found AS (
+			SELECT id FROM conversations
+			WHERE tenant_id = :tenant_id AND contact_id = :contact_id AND ` + col + ` = :conv_entity_id AND status <> 'RESOLVED'
 			ORDER BY created_at DESC LIMIT 1
 		), opened AS (
-			INSERT INTO conversations (id, tenant_id, contact_id, `+col+`, status, created_at, updated_at)
-			SELECT $4, $1, $2, $3, 'OPEN', $5, $5 WHERE NOT EXISTS (SELECT FROM found)
-			RETURNING `+cols+`
-		)
-		SELECT `+cols+` FROM found UNION ALL SELECT `+cols+` FROM opened`, tenantID, contactID, entityID, uuid.New(), at)
-	return &c, mapErr(err)
+			INSERT INTO conversations (id, tenant_id, contact_id, ` + col + `, status, created_at, updated_at)
+			SELECT :conv_id, :tenant_id, :contact_id, :conv_entity_id, 'OPEN', :created_at, :created_at WHERE NOT EXISTS (SELECT FROM found)
+			RETURNING id
+		), conversation AS (
+			SELECT id FROM found UNION ALL SELECT id FROM opened
+		), `, nil
 }
 
 // MarkEmailComplained records a spam complaint: the address is not used for

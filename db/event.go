@@ -2,10 +2,7 @@ package db
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -39,20 +36,16 @@ func (t *Tx) InsertEvent(ctx context.Context, e *app.Event) (bool, error) {
 // CONFLICT DO NOTHING also skips a second event of es with the source id
 // of an earlier one.
 func (t *Tx) InsertEvents(ctx context.Context, es []*app.Event) (map[uuid.UUID]bool, error) {
-	rows := make([]eventRow, len(es))
-	for i, e := range es {
-		rows[i] = eventRow{e}
-	}
-	body, err := json.Marshal(rows)
+	body, err := jsonRows(es, eventColumns)
 	if err != nil {
-		return nil, fmt.Errorf("encode events: %w", err)
+		return nil, err
 	}
 	var ids []uuid.UUID
 	if err := t.tx.SelectContext(ctx, &ids, `
 		INSERT INTO events (`+eventColumns+`)
 		SELECT `+eventRowColumns+` FROM jsonb_populate_recordset(NULL::events, $1::jsonb)
 		ON CONFLICT (tenant_id, source_event_id) DO NOTHING
-		RETURNING id`, string(body)); err != nil {
+		RETURNING id`, body); err != nil {
 		return nil, mapErr(err)
 	}
 	stored := make(map[uuid.UUID]bool, len(ids))
@@ -67,36 +60,6 @@ func (t *Tx) InsertEvents(ctx context.Context, es []*app.Event) (map[uuid.UUID]b
 // of an event without recipients or context; coalesce keeps the two alike.
 var eventRowColumns = strings.Replace(eventColumns, "recipients, context,",
 	"coalesce(recipients, 'null'), coalesce(context, 'null'),", 1)
-
-// eventRow is an event as jsonb_populate_recordset reads a row of events:
-// the columns by name, times to the microsecond Postgres keeps (as pgx
-// sends them; JSON would be rounded instead).
-type eventRow struct{ e *app.Event }
-
-// MarshalJSON implements json.Marshaler.
-func (r eventRow) MarshalJSON() ([]byte, error) {
-	e := r.e
-	return json.Marshal(map[string]any{
-		"id": e.ID, "tenant_id": e.TenantID, "source_event_id": e.SourceEventID, "trigger_event": e.TriggerEvent,
-		"recipients": e.Recipients, "context": e.Context, "channels": []string(e.Channels),
-		"fallback_chain": []string(e.FallbackChain), "locale": e.Locale, "entity_type": e.EntityType,
-		"entity_id": e.EntityID, "send_at": microTime(e.SendAt), "version": e.Version, "status": e.Status,
-		"error": e.Error, "payload_size": e.PayloadSize, "api_key_id": e.APIKeyID, "decided_by": e.DecidedBy,
-		"decided_at": microTime(e.DecidedAt), "decision_reason": e.DecisionReason,
-		"created_at": microTime(&e.CreatedAt), "updated_at": microTime(&e.UpdatedAt), "routed_at": microTime(e.RoutedAt),
-		"audience": e.Audience, "status_reason": e.StatusReason, "send_at_rule": e.SendAtRule,
-		"expires_at": microTime(e.ExpiresAt), "expires_rule": e.ExpiresRule,
-	})
-}
-
-// microTime truncates t to microseconds; nil stays nil.
-func microTime(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.Truncate(time.Microsecond)
-	return &u
-}
 
 // EventByID serves app.IntakeTx, app.FallbackTx, console.MessageTx and
 // console.ScheduleTx.

@@ -40,15 +40,28 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 		ClaimAt     *time.Time `db:"claim_at"`
 		ClaimBy     *uuid.UUID `db:"claim_by"`
 		ClaimTry    *int       `db:"claim_attempt"`
+		ConvID      uuid.UUID  `db:"conv_id"`
+		ConvEntity  string     `db:"conv_entity_id"`
 	}{Message: m, EntryFrom: first.FromStatus, EntryTo: first.ToStatus, EntrySource: first.Source, EntryDetail: string(detail), EntryAt: first.At}
 	if c := m.Claim; c != nil {
 		arg.ClaimAt, arg.ClaimBy, arg.ClaimTry = &c.At, &c.By, &c.Attempt
 	}
+	// With OpenConversation, the recipient's conversation is found or
+	// opened by this statement too, and its id goes into the message.
+	conversation, conversationID := "", "CAST(:conversation_id AS uuid)"
+	if o := m.OpenConversation; o != nil && m.ConversationID == nil && m.ContactID != nil {
+		var err error
+		if conversation, err = openConversationCTE(o.Type); err != nil {
+			return false, err
+		}
+		conversationID = "(SELECT id FROM conversation)"
+		arg.ConvID, arg.ConvEntity = uuid.New(), o.ID
+	}
 	q, args, err := t.tx.BindNamed(`
-		WITH inserted AS (
+		WITH `+conversation+`inserted AS (
 			INSERT INTO messages (`+messageColumns+`, send_started_at, send_started_by, send_attempt)
 			VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
-				:template_id, :template_version, :locale, :contact_id, :conversation_id, :recipient_index, :to_address, :subject, :body, :status, :failed_reason,
+				:template_id, :template_version, :locale, :contact_id, `+conversationID+`, :recipient_index, :to_address, :subject, :body, :status, :failed_reason,
 				:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
 				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at, :test,
 				:expires_at, :deferred_until, :deferred_zone, :claim_at, :claim_by, :claim_attempt)
@@ -58,15 +71,19 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 			INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
 			SELECT tenant_id, id, :entry_from_status, :entry_to_status, :entry_source, :entry_detail, :entry_at FROM inserted
 		)
-		SELECT count(*) FROM inserted`, arg)
+		SELECT (SELECT count(*) FROM inserted) AS n, `+conversationID+` AS conversation_id`, arg)
 	if err != nil {
 		return false, err
 	}
-	var n int
-	if err := t.tx.GetContext(ctx, &n, q, args...); err != nil {
+	var row struct {
+		N            int        `db:"n"`
+		Conversation *uuid.UUID `db:"conversation_id"`
+	}
+	if err := t.tx.GetContext(ctx, &row, q, args...); err != nil {
 		return false, mapErr(err)
 	}
-	return n == 1, nil
+	m.ConversationID = row.Conversation
+	return row.N == 1, nil
 }
 
 // MessageByID serves app.MessagesTx, console.AccountTx and
