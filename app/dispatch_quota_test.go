@@ -50,12 +50,20 @@ func TestDispatcher_QuotaReservation(t *testing.T) {
 		out, err := b.dispatch(m, 1, 5, &completion{})
 		require.NoError(t, err)
 		require.Positive(t, out.Snooze, "rate limited")
-		b.clock.Advance(out.Snooze)
-		out, err = b.dispatch(m, 1, 5, &completion{})
-		require.NoError(t, err)
+		// The job runs again after each snooze: the account's slowed rate
+		// after the 130429 may snooze it more than once (its jitter is
+		// random) before the provider is called again.
+		for out.Snooze > 0 {
+			b.clock.Advance(out.Snooze)
+			out, err = b.dispatch(m, 1, 5, &completion{})
+			require.NoError(t, err)
+		}
 		require.NotNil(t, out.Retry, "transient failure")
 		require.Equal(t, 1, b.quotaUsed(t, tn.ID, app.WhatsApp), "one reservation however often the job runs")
 
+		// The job's next attempt comes after its backoff, when the
+		// account's slowed rate has a token again.
+		b.clock.Advance(5 * time.Second)
 		sent := b.sendOK(t, m)
 		require.Equal(t, app.MessageSent, sent.Status)
 		require.Equal(t, 1, b.quotaUsed(t, tn.ID, app.WhatsApp))

@@ -366,7 +366,7 @@ func (b *pipelineBundle) sendOK(t *testing.T, m *app.Message) *app.Message {
 	c := &completion{}
 	out, err := b.dispatch(m, 1, 5, c)
 	require.NoError(t, err)
-	require.True(t, out.Done)
+	require.True(t, out.Done, "not sent: %+v", out)
 	sent := b.message(t, m.TenantID, m.ID)
 	require.NotNil(t, sent.SentAt, "sent")
 	require.NotNil(t, sent.ExternalMessageID)
