@@ -63,6 +63,7 @@ func envVars() []envVar {
 	vars = append(vars, quotaVars()...)
 	return append(vars,
 		envVar{"HERALD_SANDBOX_DELAY", "2s", "the sandbox provider's wait before each receipt", parseSandboxDelay},
+		envVar{"HERALD_QUIET_HOURS", "21:00-08:00", "the quiet hours new tenants start with, in each recipient's zone (HH:MM-HH:MM, or off); each tenant changes its own", parseQuietHours},
 		envVar{"HERALD_API_KEY_CACHE_TTL", "5s", "how long a process trusts an API key it authenticated, so how long other processes may accept a revoked key (0s, no cache, to 1m)", parseAPIKeyCacheTTL},
 		envVar{"HERALD_BREAKER_THRESHOLD", "10", "transient failures within HERALD_BREAKER_WINDOW that open a channel account's breaker", parseBreakerThreshold},
 		envVar{"HERALD_BREAKER_WINDOW", "5m", "how far back the breaker counts transient failures", breakerDuration("HERALD_BREAKER_WINDOW", func(c *app.Config) *time.Duration { return &c.BreakerWindow })},
@@ -341,6 +342,21 @@ func parseDBMaxConns(c *app.Config, v string) error {
 		return fmt.Errorf("HERALD_DB_MAX_CONNS must be a whole number from 2 to 1000, got %q", v)
 	}
 	c.DBMaxConns = int32(n)
+	return nil
+}
+
+func parseQuietHours(c *app.Config, v string) error {
+	if strings.TrimSpace(v) == "off" {
+		c.QuietHours = app.QuietHours{}
+		return nil
+	}
+	start, end, ok := strings.Cut(v, "-")
+	s, err1 := app.ParseClock(start)
+	e, err2 := app.ParseClock(end)
+	if !ok || err1 != nil || err2 != nil {
+		return fmt.Errorf("HERALD_QUIET_HOURS must be a window such as 21:00-08:00, or off, got %q", v)
+	}
+	c.QuietHours = app.QuietHours{Start: s, End: e}
 	return nil
 }
 

@@ -36,6 +36,17 @@ func TestConfigFromEnv(t *testing.T) {
 		require.Equal(t, app.DefaultRescueStuckAfter, c.RescueStuckAfter)
 		require.GreaterOrEqual(t, c.RescueStuckAfter, c.JobTimeout+app.RecordSentRetryFor, "a running send is never rescued")
 		require.False(t, c.WebhookAllowPrivate)
+		require.Equal(t, app.QuietHours{Start: 21 * 60, End: 8 * 60}, c.QuietHours, "new tenants' quiet hours: 21:00-08:00")
+	})
+
+	t.Run("QuietHours", func(t *testing.T) {
+		t.Parallel()
+		c, err := configFromEnv(envFrom(map[string]string{"HERALD_QUIET_HOURS": "22:30-07:00"}))
+		require.NoError(t, err)
+		require.Equal(t, app.QuietHours{Start: 22*60 + 30, End: 7 * 60}, c.QuietHours)
+		c, err = configFromEnv(envFrom(map[string]string{"HERALD_QUIET_HOURS": "off"}))
+		require.NoError(t, err)
+		require.True(t, c.QuietHours.Off())
 	})
 
 	t.Run("JobBounds", func(t *testing.T) {
@@ -121,6 +132,8 @@ func TestConfigFromEnv(t *testing.T) {
 		"ZeroWorkers":        {map[string]string{"HERALD_WORKERS_DISPATCH_EMAIL": "0"}, "HERALD_WORKERS_DISPATCH_EMAIL"},
 		"NonNumericWorkers":  {map[string]string{"HERALD_WORKERS_ROUTE": "many"}, "HERALD_WORKERS_ROUTE"},
 		"BadShutdownTimeout": {map[string]string{"HERALD_SHUTDOWN_TIMEOUT": "soon"}, "HERALD_SHUTDOWN_TIMEOUT"},
+		"BadQuietHours":      {map[string]string{"HERALD_QUIET_HOURS": "21-8"}, "HERALD_QUIET_HOURS"},
+		"QuietHoursOneEnd":   {map[string]string{"HERALD_QUIET_HOURS": "21:00"}, "HERALD_QUIET_HOURS"},
 		"ProdWithoutDB":      {with("DATABASE_URL", ""), "DATABASE_URL"},
 		"ProdWithoutSecret":  {with("HERALD_SECRET_KEY", ""), "HERALD_SECRET_KEY"},
 		"ProdWithoutSession": {with("HERALD_SESSION_KEY", ""), "HERALD_SESSION_KEY"},

@@ -37,6 +37,9 @@ func setup(t *testing.T) *testBundle {
 		"DATABASE_URL":     dbtest.URL(dbtest.CreateDatabase(t)),
 		"HERALD_DATA_DIR":  t.TempDir(),
 		"HERALD_LOG_LEVEL": "warn",
+		// Sends go out at any time of day the tests run; the quiet hours'
+		// own tests set theirs.
+		"HERALD_QUIET_HOURS": "off",
 	}}
 }
 

@@ -264,6 +264,9 @@ func TestWebtest_ConfigMatchesBinary(t *testing.T) {
 		"HERALD_DATA_DIR":      t.TempDir(),
 		"HERALD_DB_MAX_CONNS":  "12",
 		"HERALD_SANDBOX_DELAY": "20ms",
+		// The tests' tenants have no quiet hours, so that they send at any
+		// time of day the tests run.
+		"HERALD_QUIET_HOURS": "off",
 	}
 	want, err := loadConfig(func(k string) string { return env[k] })
 	require.NoError(t, err)

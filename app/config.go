@@ -68,6 +68,10 @@ type Config struct {
 	DBMaxConns int32
 	// Quotas are the monthly messages per plan and channel.
 	Quotas map[string]map[Channel]int
+	// QuietHours are the quiet hours new tenants start with
+	// (HERALD_QUIET_HOURS; a tenant changes its own); the zero value is
+	// none.
+	QuietHours QuietHours
 	// SandboxDelay is how long the sandbox waits before each receipt.
 	SandboxDelay time.Duration
 	// APIKeyCacheTTL is how long a process trusts an API key it has

@@ -167,6 +167,9 @@ type Tenants struct {
 	// Provision, when set, runs inside the creating transaction so that a
 	// tenant never exists without its defaults.
 	Provision func(ctx context.Context, tx ProvisionTx, t *Tenant) error
+	// QuietHours are the quiet hours a new tenant starts with
+	// (Config.QuietHours); the zero value is none.
+	QuietHours QuietHours
 }
 
 // Create validates in, stores the tenant and writes an audit entry, in one
@@ -184,8 +187,8 @@ func (s *Tenants) Create(ctx context.Context, actor Actor, in TenantInput) (*Ten
 		DefaultLocale: in.DefaultLocale,
 		Timezone:      in.Timezone,
 		RetentionDays: in.RetentionDays,
-		QuietStart:    DefaultQuietStart,
-		QuietEnd:      DefaultQuietEnd,
+		QuietStart:    s.QuietHours.Start,
+		QuietEnd:      s.QuietHours.End,
 		Status:        TenantActive,
 		CreatedAt:     now,
 		UpdatedAt:     now,

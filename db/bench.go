@@ -79,14 +79,6 @@ func benchAdminExec(ctx context.Context, dsn string, stmts ...string) error {
 	return nil
 }
 
-// BenchQuietHoursOff turns the quiet hours of every tenant off: the
-// benchmark measures sending at whatever time of day it runs, and a message
-// deferred to the morning would never count as sent.
-func BenchQuietHoursOff(ctx context.Context, q BenchQuerier) error {
-	_, err := q.Exec(ctx, BenchTag+`UPDATE tenants SET quiet_hours_start = 0, quiet_hours_end = 0`)
-	return err
-}
-
 // BenchCountEvents counts accepted events: with one message per event, the
 // number of messages the end-to-end phase waits for.
 func BenchCountEvents(ctx context.Context, q BenchQuerier) (int, error) {

@@ -17,7 +17,7 @@ import (
 // booking's cancellation. The panel says why for each.
 func TestBrowser_BookingPanelReasons(t *testing.T) {
 	t.Parallel()
-	c := serveConsoleWith(t, webtest.Options{NoWorkers: true})
+	c := serveConsoleWith(t, webtest.Options{NoWorkers: true, Config: defaultQuietHours})
 	h := c.Herald
 	// 23:30 in Berlin: inside the default quiet hours (21:00-08:00).
 	night := time.Date(2026, time.November, 24, 22, 30, 0, 0, time.UTC)

@@ -280,7 +280,13 @@ func serveConsoleWith(t *testing.T, opts webtest.Options) *liveConsole {
 	base := baseURL.String()
 	// The base URL must be known before Herald is built: it is the origin
 	// of the links and redirects Herald builds.
-	opts.Config = func(cfg *app.Config) { cfg.BaseURL = baseURL }
+	adjust := opts.Config
+	opts.Config = func(cfg *app.Config) {
+		cfg.BaseURL = baseURL
+		if adjust != nil {
+			adjust(cfg)
+		}
+	}
 	c := setupConsole(t, opts)
 	served := make(chan error, 1)
 	go func() { served <- c.App.Listener(ln) }()

@@ -36,9 +36,16 @@ func (c *timeClock) Set(t time.Time) {
 }
 
 // timeHerald is Herald with workers, its services on a clock set to start.
+// defaultQuietHours gives new tenants the product's default quiet hours,
+// 21:00-08:00 (HERALD_QUIET_HOURS); the tests' Herald starts them with none,
+// so that the other tests send at any time of day they run.
+func defaultQuietHours(c *app.Config) {
+	c.QuietHours = app.QuietHours{Start: app.DefaultQuietStart, End: app.DefaultQuietEnd}
+}
+
 func timeHerald(t *testing.T, start time.Time) (*webtest.Herald, *timeClock) {
 	t.Helper()
-	h := webtest.New(t, webtest.Options{})
+	h := webtest.New(t, webtest.Options{Config: defaultQuietHours})
 	clock := &timeClock{now: start}
 	s := h.Services
 	s.Intake.Now, s.Router.Now, s.Dispatcher.Now, s.Maintenance.Now, s.Messages.Now = clock.Now, clock.Now, clock.Now, clock.Now, clock.Now
@@ -151,7 +158,7 @@ func TestTime_QuietHours(t *testing.T) {
 
 func TestTime_QuietHoursSettings(t *testing.T) {
 	t.Parallel()
-	h := webtest.New(t, webtest.Options{NoWorkers: true})
+	h := webtest.New(t, webtest.Options{NoWorkers: true, Config: defaultQuietHours})
 	var tn struct {
 		QuietHours struct{ Start, End string } `json:"quiet_hours"`
 	}

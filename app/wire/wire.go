@@ -156,7 +156,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Accounts = &app.Accounts{Store: db.Scope[app.AccountTx](store), Sealer: sealer, Now: now}
 	unsubscribe := app.NewUnsubscribeLinks(baseURL(cfg), cfg.SecretKey)
 	provisioner := &app.Provisioner{Accounts: s.Accounts, Now: now}
-	s.Tenants = &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: now, Provision: provisioner.Provision}
+	s.Tenants = &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: now, Provision: provisioner.Provision, QuietHours: cfg.QuietHours}
 	s.Users = &app.Users{Store: db.Scope[app.UserTx](store), Now: now}
 	s.APIKeys = &app.APIKeys{Store: db.Scope[app.APIKeyTx](store), Lookup: store, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
 	s.Templates = &app.Templates{Store: db.Scope[app.TemplateTx](store), Now: now}
