@@ -63,7 +63,7 @@ func envVars() []envVar {
 	vars = append(vars, quotaVars()...)
 	return append(vars,
 		envVar{"HERALD_SANDBOX_DELAY", "2s", "the sandbox provider's wait before each receipt", parseSandboxDelay},
-		envVar{"HERALD_QUIET_HOURS", "21:00-08:00", "the quiet hours new tenants start with, in each recipient's zone (HH:MM-HH:MM, or off); each tenant changes its own", parseQuietHours},
+		envVar{"HERALD_QUIET_HOURS", app.QuietHours{Start: app.DefaultQuietStart, End: app.DefaultQuietEnd}.String(), "the quiet hours new tenants start with, in each recipient's zone (HH:MM-HH:MM, or off); each tenant changes its own", parseQuietHours},
 		envVar{"HERALD_API_KEY_CACHE_TTL", "5s", "how long a process trusts an API key it authenticated, so how long other processes may accept a revoked key (0s, no cache, to 1m)", parseAPIKeyCacheTTL},
 		envVar{"HERALD_BREAKER_THRESHOLD", "10", "transient failures within HERALD_BREAKER_WINDOW that open a channel account's breaker", parseBreakerThreshold},
 		envVar{"HERALD_BREAKER_WINDOW", "5m", "how far back the breaker counts transient failures", breakerDuration("HERALD_BREAKER_WINDOW", func(c *app.Config) *time.Duration { return &c.BreakerWindow })},

@@ -86,7 +86,7 @@ func (t *Tx) LockContactKeys(ctx context.Context, tenantID uuid.UUID, keys []str
 	// the row comes.
 	_, err := t.tx.ExecContext(ctx, `
 		SELECT pg_advisory_xact_lock(hashtextextended($1 || ':contact:' || k, 0))
-		FROM unnest($2::text[]) WITH ORDINALITY AS u(k, n)`, tenantID.String(), app.StringList(sorted))
+		FROM unnest($2::text[]) AS k`, tenantID.String(), app.StringList(sorted))
 	return mapErr(err)
 }
 
