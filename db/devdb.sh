@@ -433,6 +433,12 @@ SELECT 'ALTER ROLE herald LOGIN CREATEDB NOSUPERUSER'
   FROM pg_roles
  WHERE rolname = 'herald' AND (NOT rolcanlogin OR NOT rolcreatedb OR rolsuper)
 \gexec
+-- The benchmark settles its bulk seeds with a CHECKPOINT before it times
+-- anything (PostgreSQL 15 and later grant that through pg_checkpoint).
+SELECT 'GRANT pg_checkpoint TO herald'
+ WHERE EXISTS (SELECT FROM pg_roles WHERE rolname = 'pg_checkpoint')
+   AND NOT pg_has_role('herald', 'pg_checkpoint', 'MEMBER')
+\gexec
 SELECT 'CREATE DATABASE herald OWNER herald'
  WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'herald')
 \gexec

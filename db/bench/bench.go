@@ -205,6 +205,11 @@ func (b *bench) logf(format string, args ...any) {
 // prepare creates the database, migrates it, makes the tenants and starts
 // the web process.
 func (b *bench) prepare(ctx context.Context) error {
+	if b.cfg.ProfileDir != "" {
+		if err := os.MkdirAll(b.cfg.ProfileDir, 0o755); err != nil {
+			return fmt.Errorf("--profile: %w", err)
+		}
+	}
 	u, err := url.Parse(b.cfg.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("DATABASE_URL: %w", err)
