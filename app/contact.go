@@ -162,7 +162,7 @@ func ContactKeys(rc Recipient) []string {
 
 // NewContact is the contact made from a recipient no contact matches.
 func NewContact(tenantID uuid.UUID, rc Recipient, now time.Time) *Contact {
-	c := &Contact{ID: uuid.New(), TenantID: tenantID, Name: rc.Name, OptedOut: StringList{}, CreatedAt: now, UpdatedAt: now}
+	c := &Contact{ID: NewID(), TenantID: tenantID, Name: rc.Name, OptedOut: StringList{}, CreatedAt: now, UpdatedAt: now}
 	set := func(dst **string, v string) {
 		if v != "" {
 			*dst = &v

@@ -198,7 +198,7 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 	recipients, _ := json.Marshal(req.Recipients)
 	contextJSON, _ := json.Marshal(req.Context)
 	e := &Event{
-		ID: uuid.New(), TenantID: key.TenantID, SourceEventID: req.EventID, TriggerEvent: req.TriggerEvent,
+		ID: NewID(), TenantID: key.TenantID, SourceEventID: req.EventID, TriggerEvent: req.TriggerEvent,
 		Recipients: recipients, Context: contextJSON, Channels: req.Channels, FallbackChain: req.FallbackChain,
 		SendAt: req.SendAt, ExpiresAt: req.ExpiresAt, Version: 1, Status: EventReceived, PayloadSize: len(body), APIKeyID: &key.ID,
 		CreatedAt: now, UpdatedAt: now,

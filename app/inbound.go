@@ -90,7 +90,7 @@ func (s *Inbound) Record(ctx context.Context, tenantID uuid.UUID, m InboundMessa
 		c, err := tx.FindContact(ctx, tenantID, "", phone, "")
 		if ErrorCode(err) == ENOTFOUND {
 			now := s.Now()
-			c, err = tx.CreateContact(ctx, &Contact{ID: uuid.New(), TenantID: tenantID, Phone: &phone, CreatedAt: now, UpdatedAt: now})
+			c, err = tx.CreateContact(ctx, &Contact{ID: NewID(), TenantID: tenantID, Phone: &phone, CreatedAt: now, UpdatedAt: now})
 			if err == nil {
 				err = tx.InsertContactChanges(ctx, []*ContactChange{{TenantID: tenantID, ContactID: c.ID, Field: ChangeCreated,
 					NewValue: strPtr(contactSummary(c)), Source: ChangeSourceInbound, ActorType: ActorSystem, ActorLabel: "a reply", At: now}})
@@ -99,7 +99,7 @@ func (s *Inbound) Record(ctx context.Context, tenantID uuid.UUID, m InboundMessa
 		if err != nil {
 			return err
 		}
-		m.ID, m.TenantID, m.ContactID, m.From, m.CreatedAt = uuid.New(), tenantID, c.ID, phone, s.Now()
+		m.ID, m.TenantID, m.ContactID, m.From, m.CreatedAt = NewID(), tenantID, c.ID, phone, s.Now()
 		if m.ChannelAccountID == nil && m.PhoneNumberID != "" {
 			// A number Herald does not know leaves the message without an
 			// account: it opens no window for any of the tenant's numbers.
@@ -192,7 +192,7 @@ func (s *Inbound) confirm(ctx context.Context, tx InboundTx, c *Contact, m *Inbo
 		return nil
 	}
 	reply := &Message{
-		ID: uuid.New(), TenantID: m.TenantID, CorrelationID: "inbound:" + m.ExternalID,
+		ID: NewID(), TenantID: m.TenantID, CorrelationID: "inbound:" + m.ExternalID,
 		IdempotencyKey: "preference:" + string(m.Channel) + ":" + m.ExternalID, TriggerEvent: PreferenceTrigger,
 		Channel: m.Channel, ChannelAccountID: &acct.ID, ContactID: &c.ID, ConversationID: m.ConversationID,
 		ToAddress: m.From, Body: confirmationText(k, m.Channel, deref(c.Locale)), Status: MessageQueued,

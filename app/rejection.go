@@ -125,7 +125,7 @@ func (s *Rejections) Record(ctx context.Context, r *APIRejection) (bool, error) 
 	if !ok {
 		return false, nil
 	}
-	r.ID, r.At, r.Suppressed = uuid.New(), now, suppressed
+	r.ID, r.At, r.Suppressed = NewID(), now, suppressed
 	err := s.Store.InTenant(ctx, r.TenantID, func(tx RejectionTx) error {
 		return tx.RecordRejection(ctx, r, s.capacity())
 	})

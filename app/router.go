@@ -220,7 +220,7 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 	reason := MostTellingSkip(skipped)
 	now := r.Now()
 	failed := &Message{
-		ID: uuid.New(), TenantID: tenant.ID, EventID: &e.ID, CorrelationID: e.SourceEventID,
+		ID: NewID(), TenantID: tenant.ID, EventID: &e.ID, CorrelationID: e.SourceEventID,
 		IdempotencyKey: fmt.Sprintf("%s:%s:NONE:none:%s", scopeOf(e, def), e.TriggerEvent, contact.ID),
 		TriggerEvent:   e.TriggerEvent, Channel: channels[0], ContactID: &contact.ID, ConversationID: conversationID,
 		Status: MessageFailed, FailedReason: &reason, EntityType: e.EntityType, EntityID: e.EntityID,
@@ -423,7 +423,7 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 		templateID, templateVersion = &t.ID, &t.Version
 	}
 	m := &Message{
-		ID: uuid.New(), TenantID: tenant.ID, EventID: &e.ID, CorrelationID: e.SourceEventID,
+		ID: NewID(), TenantID: tenant.ID, EventID: &e.ID, CorrelationID: e.SourceEventID,
 		IdempotencyKey: fmt.Sprintf("%s:%s:%s:%s:%s", scopeOf(e, def), e.TriggerEvent, ch, t.ID, contact.ID),
 		TriggerEvent:   e.TriggerEvent, Channel: ch, ChannelAccountID: &acct.ID, TemplateID: templateID,
 		TemplateVersion: templateVersion, Locale: &t.Locale, ContactID: &contact.ID, ConversationID: conversationID,

@@ -172,7 +172,7 @@ func (s *Accounts) queueTest(ctx context.Context, tenantID, accountID uuid.UUID,
 		}
 		requestID := uuid.New()
 		m = &app.Message{
-			ID: uuid.New(), TenantID: tenantID, CorrelationID: "test:" + requestID.String(),
+			ID: app.NewID(), TenantID: tenantID, CorrelationID: "test:" + requestID.String(),
 			IdempotencyKey: "test:" + a.ID.String() + ":" + requestID.String(),
 			Channel:        a.Channel, ChannelAccountID: &a.ID, Status: app.MessageQueued,
 			Provider: &a.Provider, FallbackChain: app.StringList{}, TriggeredBy: actor.ID, Test: true,
