@@ -50,6 +50,15 @@ func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []tim
 			return nil, mapErr(err)
 		case mark.Lo.Before(mark.Hi):
 			lo, hi = mark.Lo, mark.Hi
+			// A span always starts on a quarter; should the mark not, the
+			// quarter it starts in is counted live. It may end anywhere:
+			// its last quarter counts the messages up to hi.
+			if !onStep(lo, rollupQuarter) {
+				lo = lo.Truncate(rollupQuarter).Add(rollupQuarter)
+			}
+			if !lo.Before(hi) {
+				lo, hi = to, to
+			}
 		}
 	}
 	var out []console.MessageCount

@@ -13,9 +13,10 @@ import (
 // rolledSpan returns the part of [from, to) the tenant's rolled-up counts
 // cover, with from and to themselves when they cover none of it (lo == hi
 // == to). The tables behind the dashboard's month are counted in buckets
-// of width step, so the span is narrowed to whole buckets: a reader sums
-// the buckets in [lo, hi) and counts live the messages created in
-// [from, lo) and [hi, to).
+// of width step, so the span's start is narrowed to a whole bucket (its
+// end may fall inside one, which then holds the messages up to hi): a
+// reader sums the buckets in [lo, hi) and counts live the messages
+// created in [from, lo) and [hi, to).
 func (t *Tx) rolledSpan(ctx context.Context, tenantID uuid.UUID, from, to time.Time, step time.Duration) (lo, hi time.Time, err error) {
 	if !onStep(from, step) {
 		return to, to, nil

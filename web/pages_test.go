@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/console"
+	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -298,9 +299,22 @@ func TestConsoleDashboard_RolledUpCounts(t *testing.T) {
 		}
 	}
 
+	before := time.Now()
 	n, err := c.Services.Rollups.RollUpTenant(c.Ctx, c.Tenant.ID)
+	after := time.Now()
 	require.NoError(t, err)
 	require.Positive(t, n)
+	// The counts reach RollupSettle before the roll-up, whatever the
+	// quarter: the messages of 10 minutes ago are in them, those of a
+	// minute ago are counted live.
+	var through time.Time
+	require.NoError(t, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(c.Ctx, `SELECT through FROM message_count_marks WHERE tenant_id = $1`, c.Tenant.ID).Scan(&through)
+	}))
+	require.False(t, through.Before(before.Add(-app.RollupSettle)) || through.After(after.Add(-app.RollupSettle)), "counted through %s", through)
+	rolled := c.Count(`SELECT coalesce(sum(count), 0) FROM message_counts WHERE tenant_id = $1`, c.Tenant.ID)
+	require.Equal(t, c.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND created_at < $2`, c.Tenant.ID, through), rolled)
+	require.GreaterOrEqual(t, rolled, 7*4, "every message but the minute-old ones, those of 10 minutes ago included")
 	require.Positive(t, c.Count(`SELECT count(*) FROM message_counts WHERE tenant_id = $1`, c.Tenant.ID))
 	require.Zero(t, c.Count(`SELECT count(*) FROM message_counts WHERE tenant_id = $1 AND bucket < now() - interval '31 days 1 hour'`, c.Tenant.ID),
 		"only the window the dashboard shows")

@@ -154,6 +154,9 @@ func TestTrends_RollUp(t *testing.T) {
 		"failed-2":   {at: now.Add(-6 * 24 * time.Hour), status: app.MessageFailed, channel: app.WhatsApp, reason: "meta_131026", template: &tpl[1]},
 		"failed-3":   {at: now.Add(-7 * 24 * time.Hour), status: app.MessageFailed, channel: app.Email, reason: app.ReasonQuotaExceeded},
 		"queued":     {at: now.Add(-3 * time.Hour), status: app.MessageQueued, channel: app.Webhook},
+		// In the quarter that is not over yet (14:45-15:00), before the
+		// minutes that are counted live.
+		"this-quarter": {at: now.Add(-8 * time.Minute), status: app.MessageQueued, channel: app.Webhook},
 	} {
 		ids[name] = b.insert(b.Tenant.ID, m)
 	}
@@ -165,7 +168,7 @@ func TestTrends_RollUp(t *testing.T) {
 		t.Helper()
 		require.Equal(t, "America/New_York", tr.Location.String())
 		require.Equal(t, time.Date(2026, 10, 26, 4, 0, 0, 0, time.UTC), tr.From.UTC())
-		require.Equal(t, 11, tr.Total, "every acme message but the one before the month")
+		require.Equal(t, 12, tr.Total, "every acme message but the one before the month")
 		email := dayCounts(tr, app.Email)
 		require.Equal(t, map[string]int{app.MessageDelivered: 1}, email["2026-11-23"])
 		require.Equal(t, map[string]int{app.MessageDelivered: 1, app.MessageRead: 1, app.MessageFailed: 1}, email["2026-11-24"])
@@ -199,6 +202,15 @@ func TestTrends_RollUp(t *testing.T) {
 	require.Positive(t, b.Count(`SELECT count(*) FROM message_latency_counts WHERE tenant_id = $1`, b.Tenant.ID))
 	require.Positive(t, b.Count(`SELECT count(*) FROM message_failure_counts WHERE tenant_id = $1`, b.Tenant.ID))
 	require.Positive(t, b.Count(`SELECT count(*) FROM message_template_counts WHERE tenant_id = $1`, b.Tenant.ID))
+	// The counts reach RollupSettle before now, into the quarter not over
+	// yet: only the last two minutes are counted live.
+	var through time.Time
+	require.NoError(t, b.Services.Store.InPlatform(b.Ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(b.Ctx, `SELECT through FROM message_count_marks WHERE tenant_id = $1`, b.Tenant.ID).Scan(&through)
+	}))
+	require.True(t, through.Equal(now.Add(-app.RollupSettle)), "counted through %s", through)
+	require.Equal(t, 1, b.Count(`SELECT coalesce(sum(count), 0) FROM message_counts WHERE tenant_id = $1 AND bucket = $2 AND channel = 'WEBHOOK'`,
+		b.Tenant.ID, now.Add(-app.RollupQuarter)), "the quarter from 14:45 holds the message of 14:52")
 
 	t.Run("RolledUp", func(t *testing.T) {
 		check(t, b.load(t))
