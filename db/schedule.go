@@ -63,17 +63,51 @@ func (t *Tx) ExistingMessageKeys(ctx context.Context, tenantID uuid.UUID, keys [
 	return out, mapErr(err)
 }
 
+// contactCandidatesQuery finds a tenant's contacts by any of their
+// identifiers: passenger profile ids ($2), phones ($3) and e-mail
+// addresses ($4).
+//
+// Each identifier is looked up on its own index, one value at a time
+// (LATERAL, kept from being flattened into a join by OFFSET 0). Written as
+// one condition with ORs and arrays, the statement's generic plan, made once
+// per connection and kept until the table is analyzed again, was chosen
+// while the table was small: it walked the tenant's whole updated_at index
+// and filtered every contact, which cost more than the rest of routing once
+// the table grew. This form has no such plan: every branch is an equality
+// on both columns of its index.
+const contactCandidatesQuery = `
+	SELECT * FROM (
+		SELECT c.* FROM unnest($2::text[]) k (v) CROSS JOIN LATERAL (
+			SELECT ` + contactColumns + ` FROM contacts WHERE tenant_id = $1 AND passenger_profile_id = k.v OFFSET 0) c
+		UNION ALL
+		SELECT c.* FROM unnest($3::text[]) k (v) CROSS JOIN LATERAL (
+			SELECT ` + contactColumns + ` FROM contacts WHERE tenant_id = $1 AND phone = k.v OFFSET 0) c
+		UNION ALL
+		SELECT c.* FROM unnest($4::text[]) k (v) CROSS JOIN LATERAL (
+			SELECT ` + contactColumns + ` FROM contacts WHERE tenant_id = $1 AND email = k.v OFFSET 0) c
+	) found
+	ORDER BY created_at, id`
+
 // ContactCandidates serves console.ScheduleTx.
 func (t *Tx) ContactCandidates(ctx context.Context, tenantID uuid.UUID, profileIDs, phones, emails []string) ([]*app.Contact, error) {
 	out := []*app.Contact{}
 	if len(profileIDs)+len(phones)+len(emails) == 0 {
 		return out, nil
 	}
-	err := t.tx.SelectContext(ctx, &out, `
-		SELECT `+contactColumns+` FROM contacts
-		WHERE tenant_id = $1 AND (passenger_profile_id = ANY($2) OR phone = ANY($3) OR email = ANY($4))
-		ORDER BY created_at, id`, tenantID, app.StringList(profileIDs), app.StringList(phones), app.StringList(emails))
-	return out, mapErr(err)
+	var rows []*app.Contact
+	err := t.tx.SelectContext(ctx, &rows, contactCandidatesQuery, tenantID, app.StringList(profileIDs), app.StringList(phones), app.StringList(emails))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	// A contact found by several of its identifiers comes once.
+	seen := make(map[uuid.UUID]bool, len(rows))
+	for _, c := range rows {
+		if !seen[c.ID] {
+			seen[c.ID] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // ContactsByIDs serves console.ScheduleTx.

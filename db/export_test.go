@@ -1,0 +1,4 @@
+package db
+
+// ContactCandidatesQuery lets the tests read the statement's plan.
+const ContactCandidatesQuery = contactCandidatesQuery
