@@ -27,7 +27,23 @@ func (s *Server) handleDashboard(c *fiber.Ctx) error {
 		}
 		q.Channel = ch
 	}
-	d, err := s.Dashboards.Load(c.UserContext(), userOf(c), tenantOf(c), q)
+	// The month's trends are read beside the dashboard's own figures, in a
+	// transaction of their own: the page waits for the slower of the two
+	// rather than for both in turn. The goroutine gets no fiber.Ctx, which
+	// fiber reuses once the handler returns, and the handler always waits
+	// for it.
+	ctx, user, tenant := c.UserContext(), userOf(c), tenantOf(c)
+	type loaded struct {
+		trends *console.Trends
+		err    error
+	}
+	month := make(chan loaded, 1)
+	go func() {
+		t, err := s.Trends.Load(ctx, user, tenant)
+		month <- loaded{t, err}
+	}()
+	d, err := s.Dashboards.Load(ctx, user, tenant, q)
+	trends := <-month
 	if err != nil {
 		return err
 	}
@@ -41,13 +57,12 @@ func (s *Server) handleDashboard(c *fiber.Ctx) error {
 		CurlExample:   s.curlExample(),
 	}
 	if d.HasMessages {
-		trends, err := s.Trends.Load(c.UserContext(), userOf(c), tenantOf(c))
-		if err != nil {
-			return err
+		if trends.err != nil {
+			return trends.err
 		}
-		v.Trends = views.NewTrendsView(trends, tenantPath(c, "/messages"))
+		v.Trends = views.NewTrendsView(trends.trends, tenantPath(c, "/messages"))
 	}
-	if userOf(c).Can(app.PermAPIKeys) {
+	if user.Can(app.PermAPIKeys) {
 		v.APIKeysHref = tenantPath(c, "/api-keys")
 	}
 	return s.render(c, views.DashboardPage(p, v))
