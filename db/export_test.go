@@ -2,3 +2,6 @@ package db
 
 // ContactCandidatesQuery lets the tests read the statement's plan.
 const ContactCandidatesQuery = contactCandidatesQuery
+
+// MessagesByExternalIDsQuery lets the tests read the statement's plan.
+const MessagesByExternalIDsQuery = messagesByExternalIDsQuery
