@@ -2,7 +2,6 @@ package db_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -78,28 +77,8 @@ func TestContactCandidates_PlanUsesIdentifierIndexes(t *testing.T) {
 	b := setup(t)
 	tn := createTenant(t, b, "candidates-plan")
 	plan := func() string {
-		var lines []string
-		require.NoError(t, b.store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error {
-			if _, err := tx.SQL().ExecContext(b.ctx, `PREPARE candidates (uuid, text[], text[], text[]) AS `+db.ContactCandidatesQuery); err != nil {
-				return err
-			}
-			defer tx.SQL().ExecContext(b.ctx, `DEALLOCATE candidates`)
-			rows, err := tx.SQL().QueryContext(b.ctx, fmt.Sprintf(
-				`EXPLAIN EXECUTE candidates('%s', '{P-1}', '{+4915123456789}', '{anna@example.com}')`, tn.ID))
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var l string
-				if err := rows.Scan(&l); err != nil {
-					return err
-				}
-				lines = append(lines, l)
-			}
-			return rows.Err()
-		}))
-		return strings.Join(lines, "\n")
+		return explainGeneric(t, b, tn.ID, db.ContactCandidatesQuery, "uuid, text[], text[], text[]",
+			fmt.Sprintf(`'%s', '{P-1}', '{+4915123456789}', '{anna@example.com}'`, tn.ID))
 	}
 	check := func(t *testing.T, p string) {
 		require.NotContains(t, p, "contacts_tenant_updated_idx", p)

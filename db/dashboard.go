@@ -28,37 +28,16 @@ func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []tim
 	}
 	rolled := true
 	for _, b := range bounds {
-		if b.Unix()%int64(rollupQuarter/time.Second) != 0 || b.Nanosecond() != 0 {
-			rolled = false
-		}
+		rolled = rolled && onStep(b, rollupQuarter)
 	}
 	// The span the counts cover, clipped to the period; lo == hi when they
 	// cover none of it. It is read first so that the count below has plain
 	// bounds to walk the tenant's created_at index with.
 	lo, hi := to, to
 	if rolled {
-		var mark struct {
-			Lo time.Time `db:"lo"`
-			Hi time.Time `db:"hi"`
-		}
-		err := t.tx.GetContext(ctx, &mark, `
-			SELECT greatest(since, $2) AS lo, least(through, $3) AS hi
-			FROM message_count_marks WHERE tenant_id = $1`, tenantID, bounds[0], to)
-		switch {
-		case isNoRows(err):
-		case err != nil:
-			return nil, mapErr(err)
-		case mark.Lo.Before(mark.Hi):
-			lo, hi = mark.Lo, mark.Hi
-			// A span always starts on a quarter; should the mark not, the
-			// quarter it starts in is counted live. It may end anywhere:
-			// its last quarter counts the messages up to hi.
-			if !onStep(lo, rollupQuarter) {
-				lo = lo.Truncate(rollupQuarter).Add(rollupQuarter)
-			}
-			if !lo.Before(hi) {
-				lo, hi = to, to
-			}
+		var err error
+		if lo, hi, err = t.rolledSpan(ctx, tenantID, bounds[0], to, rollupQuarter); err != nil {
+			return nil, err
 		}
 	}
 	var out []console.MessageCount

@@ -1,21 +1,28 @@
 package db_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/db"
 )
 
 // explainGeneric returns the generic plan Postgres makes for a statement
-// in a transaction of the given scope (as Herald's transactions plan
-// theirs), given its parameter types and the values to explain it with.
-func explainGeneric(t *testing.T, b *testBundle, query, types, values string) string {
+// in a transaction of the tenant's scope, or the platform's for uuid.Nil
+// (as Herald's transactions plan theirs), given its parameter types and
+// the values to explain it with.
+func explainGeneric(t *testing.T, b *testBundle, tenantID uuid.UUID, query, types, values string) string {
 	t.Helper()
+	in := b.store.InPlatform
+	if tenantID != uuid.Nil {
+		in = func(ctx context.Context, fn func(*db.Tx) error) error { return b.store.InTenant(ctx, tenantID, fn) }
+	}
 	var lines []string
-	require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+	require.NoError(t, in(b.ctx, func(tx *db.Tx) error {
 		if _, err := tx.SQL().ExecContext(b.ctx, `PREPARE explained (`+types+`) AS `+query); err != nil {
 			return err
 		}
@@ -48,7 +55,7 @@ func TestMessagesByExternalIDs_PlanUsesTheProviderKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	check := func(t *testing.T) {
-		p := explainGeneric(t, b, db.MessagesByExternalIDsQuery, "text[], text[]", `'{meta,ses}', '{wamid.1,0100-1}'`)
+		p := explainGeneric(t, b, uuid.Nil, db.MessagesByExternalIDsQuery, "text[], text[]", `'{meta,ses}', '{wamid.1,0100-1}'`)
 		require.NotContains(t, p, "Seq Scan on messages", p)
 		require.Contains(t, p, "Index Cond: ((provider = k.p) AND (external_message_id = k.e)", p)
 	}
