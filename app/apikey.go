@@ -188,6 +188,11 @@ type APIKeys struct {
 	// revocations counts Revoke calls, so that a lookup that started before
 	// a revocation does not put the key back into the cache after it.
 	revocations uint64
+	// touching holds, by key, when this process last set out to write
+	// last_used_at, so that one request a minute writes it: the requests
+	// that arrive while it is written go on without it, instead of
+	// queueing on the key's row lock behind each other.
+	touching map[uuid.UUID]time.Time
 }
 
 type cachedAPIKey struct {
@@ -265,8 +270,11 @@ func (s *APIKeys) Authenticate(ctx context.Context, secret string) (*APIKey, err
 		return nil, ErrTenantSuspended
 	}
 	touched := false
-	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > apiKeyTouchEvery {
+	if (k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) > apiKeyTouchEvery) && s.claimTouch(k.ID, now) {
 		err := s.Store.InTenant(ctx, k.TenantID, func(tx APIKeyTx) error { return tx.TouchAPIKey(ctx, k.TenantID, k.ID, now) })
+		if err != nil {
+			s.releaseTouch(k.ID)
+		}
 		if ErrorCode(err) == ENOTFOUND {
 			return nil, denied
 		} else if err != nil {
@@ -285,6 +293,29 @@ func (s *APIKeys) Authenticate(ctx context.Context, secret string) (*APIKey, err
 var ErrTenantSuspended = &Error{
 	Code: EFORBIDDEN, Reason: "tenant_suspended",
 	Message: "This tenant is suspended: Herald accepts no requests from its API keys. Contact your Herald operator.",
+}
+
+// claimTouch reports whether this request writes the key's last_used_at:
+// true for one request per key and apiKeyTouchEvery in this process.
+func (s *APIKeys) claimTouch(keyID uuid.UUID, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if at, ok := s.touching[keyID]; ok && now.Sub(at) <= apiKeyTouchEvery {
+		return false
+	}
+	if s.touching == nil || len(s.touching) >= apiKeyCacheMax {
+		s.touching = make(map[uuid.UUID]time.Time)
+	}
+	s.touching[keyID] = now
+	return true
+}
+
+// releaseTouch lets the next request write last_used_at after this one
+// failed to.
+func (s *APIKeys) releaseTouch(keyID uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.touching, keyID)
 }
 
 // cached returns a copy of the cached key of hash while it is fresh, and

@@ -19,6 +19,12 @@ type keyDB struct {
 	keys    map[string]*app.APIKey // by hash
 	lookups int
 	touches int
+	// touchGate, when set, holds every touch until it is closed; each
+	// touch says on touched that it began.
+	touchGate chan struct{}
+	touched   chan struct{}
+	// failTouch, when set, is what every touch returns.
+	failTouch error
 }
 
 func (d *keyDB) APIKeyByHash(_ context.Context, hash []byte) (*app.APIKey, error) {
@@ -64,8 +70,15 @@ type keyTx struct {
 func (t keyTx) TenantID() uuid.UUID { return uuid.Nil }
 
 func (t keyTx) TouchAPIKey(_ context.Context, _, id uuid.UUID, at time.Time) error {
+	if t.d.touchGate != nil {
+		t.d.touched <- struct{}{}
+		<-t.d.touchGate
+	}
 	t.d.mu.Lock()
 	defer t.d.mu.Unlock()
+	if t.d.failTouch != nil {
+		return t.d.failTouch
+	}
 	t.d.touches++
 	for _, k := range t.d.keys {
 		if k.ID == id {
@@ -181,6 +194,55 @@ func TestAPIKeys_Authenticate(t *testing.T) {
 		}
 		require.InDelta(t, 5, b.db.touches, 1)
 		require.InDelta(t, 60, b.db.lookups, 1, "re-read every TTL")
+	})
+
+	t.Run("ConcurrentRequestsTouchOnce", func(t *testing.T) {
+		// A busy key's minute passes with many requests in flight: one
+		// writes last_used_at, and the others neither write it too nor
+		// wait for that write.
+		t.Parallel()
+		for _, ttl := range []time.Duration{0, 5 * time.Second} {
+			b := setupAPIKeys(t, ttl)
+			_, err := b.keys.Authenticate(b.ctx, b.secret)
+			require.NoError(t, err)
+			require.Equal(t, 1, b.db.touches)
+
+			b.db.touchGate, b.db.touched = make(chan struct{}), make(chan struct{}, 1)
+			b.now = b.now.Add(2 * time.Minute)
+			const n = 20
+			done := make(chan error, n)
+			for range n {
+				go func() {
+					_, err := b.keys.Authenticate(b.ctx, b.secret)
+					done <- err
+				}()
+			}
+			<-b.db.touched
+			for range n - 1 {
+				select {
+				case err := <-done:
+					require.NoError(t, err)
+				case <-time.After(time.Minute):
+					t.Fatal("requests waited for another request's write of last_used_at")
+				}
+			}
+			close(b.db.touchGate)
+			require.NoError(t, <-done)
+			require.Equal(t, 2, b.db.touches, "one write for the minute (cache TTL %s)", ttl)
+			require.Equal(t, 0, len(b.db.touched), "no second touch began")
+		}
+	})
+
+	t.Run("FailedTouchIsRetried", func(t *testing.T) {
+		t.Parallel()
+		b := setupAPIKeys(t, 0)
+		b.db.failTouch = app.Errorf(app.EUNAVAILABLE, "database unavailable")
+		_, err := b.keys.Authenticate(b.ctx, b.secret)
+		require.Equal(t, app.EUNAVAILABLE, app.ErrorCode(err))
+		b.db.failTouch = nil
+		_, err = b.keys.Authenticate(b.ctx, b.secret)
+		require.NoError(t, err)
+		require.Equal(t, 1, b.db.touches, "the next request writes last_used_at")
 	})
 
 	t.Run("NoCacheReadsEveryTime", func(t *testing.T) {
