@@ -95,8 +95,6 @@ func (r *Rollups) RollUp(ctx context.Context) (int, error) {
 // bucket it recounts is recounted whole.
 func (r *Rollups) RollUpTenant(ctx context.Context, tenantID uuid.UUID) (int, error) {
 	now := r.Now()
-	through := now.Add(-RollupSettle)
-	start := through.Truncate(RollupQuarter)
 	var n int
 	err := r.Store.InTenant(ctx, tenantID, func(tx RollupTx) error {
 		fullAt, weekAt, err := tx.MessageCountMark(ctx, tenantID)
@@ -104,15 +102,24 @@ func (r *Rollups) RollUpTenant(ctx context.Context, tenantID uuid.UUID) (int, er
 			return err
 		}
 		full := now.Sub(fullAt) >= RollupFullEvery
-		from := start.Add(-RollupRecent)
+		window := RollupRecent
 		switch {
 		case full:
-			from = start.Add(-RollupFullWindow)
+			window = RollupFullWindow
 		case now.Sub(weekAt) >= RollupWeekEvery:
-			from = start.Add(-RollupWeekWindow)
+			window = RollupWeekWindow
 		}
+		from, through := RollupSpan(now, window)
 		n, err = tx.RollUpMessageCounts(ctx, tenantID, from, through, full, now)
 		return err
 	})
 	return n, err
+}
+
+// RollupSpan is the span a run at now recounts over window (RollupRecent,
+// RollupWeekWindow or RollupFullWindow): from the quarter window before
+// the one through falls in, to through, RollupSettle before now.
+func RollupSpan(now time.Time, window time.Duration) (from, through time.Time) {
+	through = now.Add(-RollupSettle)
+	return through.Truncate(RollupQuarter).Add(-window), through
 }
