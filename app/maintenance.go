@@ -20,8 +20,11 @@ const PruneBatch = 1000
 const DefaultPrunePause = 20 * time.Millisecond
 
 // DefaultPruneShare is the share of its time retention spends in batches;
-// see Maintenance.PruneShare.
-const DefaultPruneShare = 0.25
+// see Maintenance.PruneShare. A tenth still prunes several hundred
+// messages a second, a million in well under an hour of a daily job,
+// while a quarter raised live intake's p99 by a fifth and more on a
+// 2-core machine.
+const DefaultPruneShare = 0.10
 
 // DefaultPruneBudget bounds one run of retention; see Maintenance.PruneBudget.
 const DefaultPruneBudget = 2 * time.Minute
