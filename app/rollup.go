@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,18 +23,23 @@ type RollupTx interface {
 }
 
 // The dashboard's counts: quarters of an hour (every timezone's hours and
-// days begin on one), recounted in a short window every run, over the last
-// 8 days once an hour, and over the whole window the dashboard shows (30
-// days, and a day more for the timezones ahead of UTC) every 6 hours.
-// Statuses mostly settle within minutes of the send; the longer the time
-// since, the rarer a change and the longer it may wait to show.
+// days begin on one), recounted over the last quarter or so every run (a
+// minute), over the last 2 hours every 10 minutes, over the last 8 days
+// once an hour, and over the whole window the dashboard shows (30 days, and
+// a day more for the timezones ahead of UTC) every 6 hours. Statuses mostly
+// settle within minutes of the send; the longer the time since, the rarer
+// a change and the longer it may wait to show. A tenant sending 300
+// messages a second has a million in 2 hours: recounting them every
+// minute would keep a core busy.
 const (
-	RollupQuarter    = 15 * time.Minute
-	RollupRecent     = 2 * time.Hour
-	RollupWeekWindow = 8 * 24 * time.Hour
-	RollupWeekEvery  = time.Hour
-	RollupFullWindow = 31 * 24 * time.Hour
-	RollupFullEvery  = 6 * time.Hour
+	RollupQuarter     = 15 * time.Minute
+	RollupShort       = 15 * time.Minute
+	RollupRecent      = 2 * time.Hour
+	RollupRecentEvery = 10 * time.Minute
+	RollupWeekWindow  = 8 * 24 * time.Hour
+	RollupWeekEvery   = time.Hour
+	RollupFullWindow  = 31 * 24 * time.Hour
+	RollupFullEvery   = 6 * time.Hour
 	// RollupSettle keeps the newest minutes out of the counts: a message
 	// created then may belong to a transaction not committed yet, and the
 	// dashboard counts those minutes live.
@@ -49,9 +55,10 @@ const (
 // the maintenance queue a few index scans a minute instead, and the
 // dashboard reads a few thousand rows instead of a million messages. The
 // price is freshness: a status that changes after its quarter was
-// recounted shows within a minute for messages of the last two hours,
-// within an hour for those of the last 8 days, and within 6 hours for
-// older ones; the newest minutes are always counted live.
+// recounted shows within a minute for messages of the last quarter hour,
+// within 10 minutes for those of the last two hours, within an hour for
+// those of the last 8 days, and within 6 hours for older ones; the newest
+// minutes are always counted live.
 //
 // The same recount keeps the delivery times, failure reasons and
 // per-template counts of the dashboard's month and the template pages
@@ -59,6 +66,12 @@ const (
 type Rollups struct {
 	Store Store[RollupTx]
 	Now   Clock
+
+	mu sync.Mutex
+	// recentAt holds, by tenant, when this process last recounted the
+	// tenant's RollupRecent window; a process that starts recounts it
+	// first.
+	recentAt map[uuid.UUID]time.Time
 }
 
 // RollUp recounts every tenant's recent messages, and a tenant's whole
@@ -96,24 +109,44 @@ func (r *Rollups) RollUp(ctx context.Context) (int, error) {
 func (r *Rollups) RollUpTenant(ctx context.Context, tenantID uuid.UUID) (int, error) {
 	now := r.Now()
 	var n int
+	var window time.Duration
 	err := r.Store.InTenant(ctx, tenantID, func(tx RollupTx) error {
 		fullAt, weekAt, err := tx.MessageCountMark(ctx, tenantID)
 		if err != nil {
 			return err
 		}
 		full := now.Sub(fullAt) >= RollupFullEvery
-		window := RollupRecent
+		window = RollupShort
 		switch {
 		case full:
 			window = RollupFullWindow
 		case now.Sub(weekAt) >= RollupWeekEvery:
 			window = RollupWeekWindow
+		case r.recentDue(tenantID, now):
+			window = RollupRecent
 		}
 		from, through := RollupSpan(now, window)
 		n, err = tx.RollUpMessageCounts(ctx, tenantID, from, through, full, now)
 		return err
 	})
+	if err == nil && window >= RollupRecent {
+		r.mu.Lock()
+		if r.recentAt == nil {
+			r.recentAt = map[uuid.UUID]time.Time{}
+		}
+		r.recentAt[tenantID] = now
+		r.mu.Unlock()
+	}
 	return n, err
+}
+
+// recentDue reports whether the tenant's RollupRecent window is due: not
+// recounted by this process in the last RollupRecentEvery.
+func (r *Rollups) recentDue(tenantID uuid.UUID, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.recentAt[tenantID]
+	return !ok || now.Sub(at) >= RollupRecentEvery
 }
 
 // RollupSpan is the span a run at now recounts over window (RollupRecent,

@@ -426,3 +426,42 @@ func TestConsoleTrends_Pages(t *testing.T) {
 		require.Equal(t, "1 failed", text(doc.Find(`tr[data-id="`+tplID+`"] [data-stat=failed]`)))
 	})
 }
+
+// TestTrends_RollUpWindows: every run recounts the last quarter hour or
+// so, the last 2 hours every RollupRecentEvery. A receipt for a message of
+// an hour ago shows at the next 2-hour recount, one for a message of 5
+// minutes ago at the next run.
+func TestTrends_RollUpWindows(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 24, 15, 0, 0, 0, time.UTC)
+	b := setupTrends(t, now)
+	hourAgo := b.insert(b.Tenant.ID, trendMsg{at: now.Add(-time.Hour), status: app.MessageSent, channel: app.Email})
+	alsoHourAgo := b.insert(b.Tenant.ID, trendMsg{at: now.Add(-time.Hour), status: app.MessageSent, channel: app.WhatsApp})
+	minutesAgo := b.insert(b.Tenant.ID, trendMsg{at: now.Add(-5 * time.Minute), status: app.MessageSent, channel: app.SMS})
+	read := func(ch app.Channel, quarter time.Time) int {
+		return b.Count(`SELECT coalesce(sum(count), 0) FROM message_counts
+			WHERE tenant_id = $1 AND channel = $2 AND status = 'READ' AND bucket = $3`, b.Tenant.ID, ch, quarter)
+	}
+	b.rollUp(t) // the first run recounts everything
+	b.Exec(`UPDATE messages SET status = 'READ' WHERE id = ANY($1::uuid[])`, app.StringList{hourAgo.String(), minutesAgo.String()})
+
+	b.now = now.Add(time.Minute)
+	b.rollUp(t)
+	require.Equal(t, 1, read(app.SMS, now.Add(-app.RollupQuarter)), "the last quarter hour is recounted every run")
+	require.Zero(t, read(app.Email, now.Add(-time.Hour)), "the last 2 hours wait for their own recount")
+
+	b.now = now.Add(app.RollupRecentEvery - time.Second)
+	b.rollUp(t)
+	require.Zero(t, read(app.Email, now.Add(-time.Hour)))
+
+	b.now = now.Add(app.RollupRecentEvery)
+	b.rollUp(t)
+	require.Equal(t, 1, read(app.Email, now.Add(-time.Hour)), "recounted %s after the last time", app.RollupRecentEvery)
+
+	// A process that starts (new Rollups) recounts the 2 hours first.
+	b.Exec(`UPDATE messages SET status = 'READ' WHERE id = $1`, alsoHourAgo)
+	b.rollups = &app.Rollups{Store: b.rollups.Store, Now: b.rollups.Now}
+	b.now = now.Add(app.RollupRecentEvery + time.Minute)
+	b.rollUp(t)
+	require.Equal(t, 1, read(app.WhatsApp, now.Add(-time.Hour)))
+}
