@@ -292,3 +292,16 @@ func BenchCommits(ctx context.Context, q BenchQuerier, database string) (int64, 
 	err := q.QueryRow(ctx, BenchTag+`SELECT xact_commit FROM pg_stat_database WHERE datname = $1`, database).Scan(&n)
 	return n, err
 }
+
+// BenchRollUp recounts a tenant's dashboard counts over [from, through)
+// with the periodic roll-up's own statements (Tx.RollUpMessageCounts); tx
+// must be a transaction, as the roll-up's is. It returns the quarter rows
+// written.
+func BenchRollUp(ctx context.Context, tx BenchQuerier, tenantID string, from, through, now time.Time) (int, error) {
+	var n int
+	if err := tx.QueryRow(ctx, rollUpQuarters, tenantID, from, through, true, now).Scan(&n); err != nil {
+		return 0, err
+	}
+	_, err := tx.Exec(ctx, rollUpDays, tenantID, from, true)
+	return n, err
+}

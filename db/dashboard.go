@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,19 +35,29 @@ func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []tim
 	// cover none of it. It is read first so that the count below has plain
 	// bounds to walk the tenant's created_at index with.
 	lo, hi := to, to
+	days := hi
 	if rolled {
+		var zone string
 		var err error
-		if lo, hi, err = t.rolledSpan(ctx, tenantID, bounds[0], to, rollupQuarter); err != nil {
+		if lo, hi, zone, err = t.markedSpan(ctx, tenantID, bounds[0], to, rollupQuarter); err != nil {
 			return nil, err
 		}
+		days = firstDay(bounds, zone, lo, hi)
 	}
+	// Whole days from message_day_counts where the bounds are its days,
+	// quarters from message_counts before them, and the messages outside
+	// the marked span: [lo, days) quarters, [days, hi) days.
 	var out []console.MessageCount
 	err := t.tx.SelectContext(ctx, &out, `
 		SELECT width_bucket(at, $2::timestamptz[]) AS bucket, channel, status, sum(count)::bigint AS count
 		FROM (
+			SELECT day AS at, channel, status, count
+			FROM message_day_counts
+			WHERE tenant_id = $1 AND day >= $7 AND day < $6
+			UNION ALL
 			SELECT bucket AS at, channel, status, count
 			FROM message_counts
-			WHERE tenant_id = $1 AND bucket >= $5 AND bucket < $6
+			WHERE tenant_id = $1 AND bucket >= $5 AND bucket < $7
 			UNION ALL
 			SELECT created_at, channel, status, 1
 			FROM messages
@@ -56,8 +67,51 @@ func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []tim
 			FROM messages
 			WHERE tenant_id = $1 AND created_at >= $6 AND created_at < $4
 		) counted
-		GROUP BY 1, 2, 3`, tenantID, bounds, bounds[0], to, lo, hi)
+		GROUP BY 1, 2, 3`, tenantID, bounds, bounds[0], to, lo, hi, days)
 	return out, mapErr(err)
+}
+
+// firstDay returns the first of bounds at or after lo from which on the
+// counts are read per day, or hi when none are: every bound must be a
+// midnight of zone, the timezone message_day_counts was summed in (a
+// tenant whose timezone changed reads quarters until the next roll-up
+// sums its days again), and the days must start before hi.
+func firstDay(bounds []time.Time, zone string, lo, hi time.Time) time.Time {
+	loc := dayZone(zone)
+	if loc == nil {
+		return hi
+	}
+	first := hi
+	for i := len(bounds) - 1; i >= 0; i-- {
+		local := bounds[i].In(loc)
+		if local.Hour() != 0 || local.Minute() != 0 || local.Second() != 0 || local.Nanosecond() != 0 {
+			return hi
+		}
+		if !bounds[i].Before(lo) && bounds[i].Before(hi) {
+			first = bounds[i]
+		}
+	}
+	return first
+}
+
+// dayZones caches the timezones days were summed in, by name.
+var dayZones sync.Map
+
+// dayZone returns the named timezone, or nil when the name is empty or
+// unknown.
+func dayZone(name string) *time.Location {
+	if name == "" {
+		return nil
+	}
+	if loc, ok := dayZones.Load(name); ok {
+		return loc.(*time.Location)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil
+	}
+	dayZones.Store(name, loc)
+	return loc
 }
 
 // rollupQuarter is the width of message_counts' buckets.
@@ -68,9 +122,19 @@ const rollupQuarter = 15 * time.Minute
 // the span is the whole window the dashboard shows.
 func (t *Tx) RollUpMessageCounts(ctx context.Context, tenantID uuid.UUID, from, through time.Time, full bool, now time.Time) (int, error) {
 	var n int
-	err := t.tx.GetContext(ctx, &n, `SELECT message_counts_roll_up($1, $2, $3, $4, $5)`, tenantID, from, through, full, now)
+	if err := t.tx.GetContext(ctx, &n, rollUpQuarters, tenantID, from, through, full, now); err != nil {
+		return 0, mapErr(err)
+	}
+	_, err := t.tx.ExecContext(ctx, rollUpDays, tenantID, from, full)
 	return n, mapErr(err)
 }
+
+// A roll-up recounts the quarters, then sums the days from them, in one
+// transaction (see migration 00038_message_day_counts).
+const (
+	rollUpQuarters = `SELECT message_counts_roll_up($1, $2, $3, $4, $5)`
+	rollUpDays     = `SELECT message_day_counts_roll_up($1, $2, $3)`
+)
 
 // MessageCountMark serves app.RollupTx: when the tenant's counts were last
 // recounted in full and over the last 8 days; zero times when never.

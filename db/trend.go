@@ -18,21 +18,29 @@ import (
 // reader sums the buckets in [lo, hi) and counts live the messages
 // created in [from, lo) and [hi, to).
 func (t *Tx) rolledSpan(ctx context.Context, tenantID uuid.UUID, from, to time.Time, step time.Duration) (lo, hi time.Time, err error) {
+	lo, hi, _, err = t.markedSpan(ctx, tenantID, from, to, step)
+	return lo, hi, err
+}
+
+// markedSpan is rolledSpan, with the timezone message_day_counts was
+// summed in ("" when never).
+func (t *Tx) markedSpan(ctx context.Context, tenantID uuid.UUID, from, to time.Time, step time.Duration) (lo, hi time.Time, zone string, err error) {
 	if !onStep(from, step) {
-		return to, to, nil
+		return to, to, "", nil
 	}
 	var mark struct {
-		Lo time.Time `db:"lo"`
-		Hi time.Time `db:"hi"`
+		Lo   time.Time `db:"lo"`
+		Hi   time.Time `db:"hi"`
+		Zone *string   `db:"day_zone"`
 	}
 	err = t.tx.GetContext(ctx, &mark, `
-		SELECT greatest(since, $2) AS lo, least(through, $3) AS hi
+		SELECT greatest(since, $2) AS lo, least(through, $3) AS hi, day_zone
 		FROM message_count_marks WHERE tenant_id = $1`, tenantID, from, to)
 	switch {
 	case isNoRows(err):
-		return to, to, nil
+		return to, to, "", nil
 	case err != nil:
-		return to, to, mapErr(err)
+		return to, to, "", mapErr(err)
 	}
 	// since may fall between two buckets (the mark is kept in quarters);
 	// the bucket it falls in holds less than its whole width, so it is
@@ -43,9 +51,12 @@ func (t *Tx) rolledSpan(ctx context.Context, tenantID uuid.UUID, from, to time.T
 		lo = lo.Truncate(step).Add(step)
 	}
 	if !lo.Before(mark.Hi) {
-		return to, to, nil
+		return to, to, "", nil
 	}
-	return lo, mark.Hi, nil
+	if mark.Zone != nil {
+		zone = *mark.Zone
+	}
+	return lo, mark.Hi, zone, nil
 }
 
 // onStep reports whether t is a multiple of step since the Unix epoch

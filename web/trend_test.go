@@ -465,3 +465,89 @@ func TestTrends_RollUpWindows(t *testing.T) {
 	b.rollUp(t)
 	require.Equal(t, 1, read(app.WhatsApp, now.Add(-time.Hour)))
 }
+
+// TestTrends_DayCounts: the month is read from message_day_counts, summed
+// in the tenant's timezone (New York, with the change from summer time in
+// the month), and counts the same as the messages themselves. A tenant
+// whose timezone changed reads quarters until the next roll-up sums its
+// days in the new one.
+func TestTrends_DayCounts(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 24, 15, 0, 0, 0, time.UTC)
+	b := setupTrends(t, now)
+	b.Exec(`UPDATE tenants SET timezone = 'America/New_York' WHERE id = $1`, b.Tenant.ID)
+	for i, at := range []time.Time{
+		time.Date(2026, 11, 1, 3, 59, 0, 0, time.UTC), // 31 Oct, 23:59 summer time
+		time.Date(2026, 11, 1, 4, 0, 0, 0, time.UTC),  // 1 Nov, midnight summer time
+		time.Date(2026, 11, 2, 4, 59, 0, 0, time.UTC), // 1 Nov, 23:59 winter time
+		time.Date(2026, 11, 2, 5, 0, 0, 0, time.UTC),  // 2 Nov, midnight
+		time.Date(2026, 11, 20, 18, 30, 0, 0, time.UTC),
+		time.Date(2026, 11, 24, 4, 59, 0, 0, time.UTC),
+		time.Date(2026, 11, 24, 5, 0, 0, 0, time.UTC),
+		now.Add(-20 * time.Minute),
+		now.Add(-time.Minute), // counted live
+	} {
+		status := []string{app.MessageDelivered, app.MessageFailed, app.MessageSent}[i%3]
+		b.insert(b.Tenant.ID, trendMsg{at: at, status: status, channel: app.Email, took: time.Second})
+		b.insert(b.Tenant.ID, trendMsg{at: at.Add(time.Second), status: app.MessageRead, channel: app.SMS, took: time.Second})
+	}
+	b.insert(b.other.ID, trendMsg{at: now.Add(-time.Hour), status: app.MessageSent, channel: app.Email})
+
+	same := func(t *testing.T) {
+		t.Helper()
+		got, live := b.load(t), b.live(t)
+		require.Equal(t, 18, got.Total)
+		require.Equal(t, live.Total, got.Total)
+		for _, ch := range []app.Channel{app.Email, app.SMS} {
+			require.Equal(t, dayCounts(live, ch), dayCounts(got, ch), "%s", ch)
+		}
+	}
+	zone := func() string {
+		var z *string
+		require.NoError(t, b.Services.Store.InPlatform(b.Ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.Ctx, `SELECT day_zone FROM message_count_marks WHERE tenant_id = $1`, b.Tenant.ID).Scan(&z)
+		}))
+		require.NotNil(t, z)
+		return *z
+	}
+	// bumped reads the month with 100 more e-mails on one day in
+	// message_day_counts (a day that has one row of e-mails) and returns
+	// how many more the month shows: 100 when it is read from the days.
+	bumped := func(t *testing.T, day time.Time) int {
+		t.Helper()
+		require.Equal(t, 1, b.Count(`SELECT count(*) FROM message_day_counts WHERE tenant_id = $1 AND day = $2 AND channel = 'EMAIL'`, b.Tenant.ID, day))
+		b.Exec(`UPDATE message_day_counts SET count = count + 100 WHERE tenant_id = $1 AND day = $2 AND channel = 'EMAIL'`, b.Tenant.ID, day)
+		defer b.Exec(`UPDATE message_day_counts SET count = count - 100 WHERE tenant_id = $1 AND day = $2 AND channel = 'EMAIL'`, b.Tenant.ID, day)
+		return b.load(t).Total - 18
+	}
+
+	b.rollUp(t)
+	require.Equal(t, "America/New_York", zone())
+	newYork20th := time.Date(2026, 11, 20, 5, 0, 0, 0, time.UTC)
+	require.Equal(t, 1, b.Count(`SELECT coalesce(sum(count), 0) FROM message_day_counts
+		WHERE tenant_id = $1 AND day = $2 AND channel = 'EMAIL'`, b.Tenant.ID, newYork20th), "the 20th began at 05:00 UTC")
+	require.Equal(t, 2, b.Count(`SELECT coalesce(sum(count), 0) FROM message_day_counts
+		WHERE tenant_id = $1 AND day = $2 AND channel = 'EMAIL'`, b.Tenant.ID, time.Date(2026, 11, 1, 4, 0, 0, 0, time.UTC)),
+		"1 November, 25 hours long, holds its first and last minute's e-mails")
+	require.Zero(t, b.Count(`SELECT count(*) FROM message_day_counts WHERE tenant_id = $1 AND day >= $2`, b.Tenant.ID, now),
+		"no day after the counts' end")
+	same(t)
+	require.Equal(t, 100, bumped(t, newYork20th), "the month is read from the days")
+
+	// India is 5 h 30 min ahead: New York's days are not India's.
+	b.Exec(`UPDATE tenants SET timezone = 'Asia/Kolkata' WHERE id = $1`, b.Tenant.ID)
+	same(t)
+	require.Zero(t, bumped(t, newYork20th), "days of another timezone are not read")
+
+	b.now = now.Add(time.Minute)
+	b.rollUp(t)
+	require.Equal(t, "Asia/Kolkata", zone(), "the next roll-up sums the days in the new timezone")
+	// 18:30 UTC on the 20th is midnight of the 21st in India.
+	kolkata21st := time.Date(2026, 11, 20, 18, 30, 0, 0, time.UTC)
+	require.Zero(t, b.Count(`SELECT count(*) FROM message_day_counts WHERE tenant_id = $1 AND day = $2`, b.Tenant.ID, newYork20th))
+	require.Equal(t, 100, bumped(t, kolkata21st))
+	same(t)
+
+	require.Equal(t, 1, b.Count(`SELECT coalesce(sum(count), 0) FROM message_day_counts WHERE tenant_id = $1`, b.other.ID),
+		"the other tenant's days are its own")
+}

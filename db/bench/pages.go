@@ -18,12 +18,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/console"
+	"github.com/heraldhq/herald/db"
 )
 
 // The pages phase: one tenant with many messages (Config.Messages, ten
@@ -83,8 +85,11 @@ func (b *bench) pages(ctx context.Context) error {
 	t := time.Now()
 	from, through := app.RollupSpan(t, app.RollupFullWindow)
 	var rows int
-	if err := b.pool.QueryRow(ctx, `SELECT message_counts_roll_up($1, $2, $3, true, $4)`, tenantID,
-		from, through, t).Scan(&rows); err != nil {
+	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
+		rows, err = db.BenchRollUp(ctx, tx, tenantID, from, through, t)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("roll up message counts: %w", err)
 	}
 	b.logf("   dashboard counts recounted over %d days in %s (%d rows)", int(app.RollupFullWindow.Hours()/24),
