@@ -14,8 +14,10 @@ type RollupTx interface {
 	Tx
 	ListTenants(ctx context.Context) ([]*Tenant, error)
 	// RollUpMessageCounts counts the tenant's messages created in [from,
-	// through) again, per quarter hour, channel and status; full says the
-	// span is the whole window the dashboard shows.
+	// through) again, per quarter hour, channel and status, and sums the
+	// quarters of the days from the one from falls in per day of the
+	// tenant's timezone; full says the span is the whole window the
+	// dashboard shows.
 	RollUpMessageCounts(ctx context.Context, tenantID uuid.UUID, from, through time.Time, full bool, now time.Time) (int, error)
 	// MessageCountMark returns when the tenant's counts were last recounted
 	// in full and over the last RollupWeekWindow (zero when never).
