@@ -96,6 +96,10 @@ type Result struct {
 	// as a ratio of p99 without pruning.
 	BookingPanelMS      float64
 	ExplorerFilterMaxMS float64
+	// ExplorerDeepMaxMS is the slowest of the explorer's pages far down
+	// its list (keyset); PagesMaxMS the slowest page of all, the dashboard
+	// and the API's included.
+	ExplorerDeepMaxMS   float64
 	PagesMaxMS          float64
 	DashboardMS         float64
 	IntakeP99At10M      time.Duration
