@@ -5,3 +5,6 @@ const ContactCandidatesQuery = contactCandidatesQuery
 
 // MessagesByExternalIDsQuery lets the tests read the statement's plan.
 const MessagesByExternalIDsQuery = messagesByExternalIDsQuery
+
+// DeleteInboxReceiptsQuery lets the tests read the statement's plan.
+const DeleteInboxReceiptsQuery = deleteInboxReceiptsQuery

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -73,4 +74,59 @@ func TestMessagesByExternalIDs_PlanUsesTheProviderKey(t *testing.T) {
 		}))
 		check(t)
 	})
+}
+
+// TestReceiptInbox_PlannedForTheInboxAsItIs: the inbox is a queue, empty
+// most of the time and thousands of receipts deep in a burst. A plan kept
+// per connection from an empty inbox scans it whole for every claim and
+// delete, so its statements are never kept as prepared statements; planned
+// on a deep inbox, the delete and the claim walk the primary key.
+func TestReceiptInbox_PlannedForTheInboxAsItIs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+		_, err := tx.SQL().ExecContext(b.ctx, `ANALYZE receipt_inbox`)
+		return err
+	}))
+	var ids []int64
+	var first, kept int
+	require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+		claimed, err := tx.ClaimInboxReceipts(b.ctx, 10, time.Now())
+		if err != nil {
+			return err
+		}
+		first = len(claimed)
+		if err := tx.DeleteInboxReceipts(b.ctx, []int64{1, 2}); err != nil {
+			return err
+		}
+		_, err = tx.SQL().ExecContext(b.ctx, `
+			INSERT INTO receipt_inbox (provider, receipt) SELECT 'ses', jsonb_build_object('n', g) FROM generate_series(1, 5000) g`)
+		if err != nil {
+			return err
+		}
+		claimed, err = tx.ClaimInboxReceipts(b.ctx, 3, time.Now().Add(time.Minute))
+		if err != nil {
+			return err
+		}
+		for _, c := range claimed {
+			ids = append(ids, c.ID)
+		}
+		if err := tx.DeleteInboxReceipts(b.ctx, ids); err != nil {
+			return err
+		}
+		return tx.SQL().QueryRowContext(b.ctx, `
+			SELECT count(*) FROM pg_prepared_statements
+			WHERE (statement ILIKE '%DELETE FROM receipt_inbox%' OR statement ILIKE '%FROM receipt_inbox WHERE available_at%')
+				AND statement NOT ILIKE '%pg_prepared_statements%'`).Scan(&kept)
+	}))
+	require.Zero(t, first, "the inbox starts empty")
+	require.Zero(t, kept, "no plan of the claim or the delete is kept on the connection")
+	require.Len(t, ids, 3)
+	var left int
+	require.NoError(t, b.db.SQL.GetContext(b.ctx, &left, `SELECT count(*) FROM receipt_inbox`))
+	require.Equal(t, 5000-3, left)
+
+	p := explainGeneric(t, b, uuid.Nil, db.DeleteInboxReceiptsQuery, "jsonb", `'[1, 2, 3]'`)
+	require.Contains(t, p, "Index Cond: (id = ANY (", p)
+	require.NotContains(t, p, "Seq Scan on receipt_inbox", p)
 }
