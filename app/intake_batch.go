@@ -29,7 +29,12 @@ import (
 const DefaultIntakeBatch = 128
 
 // DefaultIntakeWriters is how many intake batches are written at once.
-const DefaultIntakeWriters = 4
+// Two keep a 2-core machine's intake batching at moderate rates too: with
+// four, requests arriving a few at a time each found a writer free and
+// committed alone (0.39 commits a request at 3,900 requests/s, the CPU 94%
+// busy); with two, 0.30 at 4,300/s with the CPU 89% busy, p99 11 ms
+// instead of 13, and the closed loop 8,600 requests/s instead of 7,800.
+const DefaultIntakeWriters = 2
 
 // batchLockTimeout is the longest a batch of several events waits for an
 // entity lock.
