@@ -151,9 +151,10 @@ func (r *Rollups) recentDue(tenantID uuid.UUID, now time.Time) bool {
 	return !ok || now.Sub(at) >= RollupRecentEvery
 }
 
-// RollupSpan is the span a run at now recounts over window (RollupRecent,
-// RollupWeekWindow or RollupFullWindow): from the quarter window before
-// the one through falls in, to through, RollupSettle before now.
+// RollupSpan is the span a run at now recounts over window (RollupShort,
+// RollupRecent, RollupWeekWindow or RollupFullWindow): from the quarter
+// window before the one through falls in, to through, RollupSettle before
+// now.
 func RollupSpan(now time.Time, window time.Duration) (from, through time.Time) {
 	through = now.Add(-RollupSettle)
 	return through.Truncate(RollupQuarter).Add(-window), through

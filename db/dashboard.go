@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -77,41 +76,21 @@ func (t *Tx) MessageCounts(ctx context.Context, tenantID uuid.UUID, bounds []tim
 // tenant whose timezone changed reads quarters until the next roll-up
 // sums its days again), and the days must start before hi.
 func firstDay(bounds []time.Time, zone string, lo, hi time.Time) time.Time {
-	loc := dayZone(zone)
-	if loc == nil {
+	loc, err := time.LoadLocation(zone)
+	if zone == "" || err != nil {
 		return hi
 	}
-	first := hi
-	for i := len(bounds) - 1; i >= 0; i-- {
-		local := bounds[i].In(loc)
-		if local.Hour() != 0 || local.Minute() != 0 || local.Second() != 0 || local.Nanosecond() != 0 {
+	for _, b := range bounds {
+		if l := b.In(loc); l.Hour() != 0 || l.Minute() != 0 || l.Second() != 0 || l.Nanosecond() != 0 {
 			return hi
 		}
-		if !bounds[i].Before(lo) && bounds[i].Before(hi) {
-			first = bounds[i]
+	}
+	for _, b := range bounds {
+		if !b.Before(lo) && b.Before(hi) {
+			return b
 		}
 	}
-	return first
-}
-
-// dayZones caches the timezones days were summed in, by name.
-var dayZones sync.Map
-
-// dayZone returns the named timezone, or nil when the name is empty or
-// unknown.
-func dayZone(name string) *time.Location {
-	if name == "" {
-		return nil
-	}
-	if loc, ok := dayZones.Load(name); ok {
-		return loc.(*time.Location)
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil
-	}
-	dayZones.Store(name, loc)
-	return loc
+	return hi
 }
 
 // rollupQuarter is the width of message_counts' buckets.
