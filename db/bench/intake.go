@@ -82,7 +82,12 @@ func (b *bench) phaseOpenLoop(ctx context.Context) error {
 		return errors.New("the closed loop measured no rate")
 	}
 	b.res.OpenRate = b.res.IntakeRPS / 2
-	lat, errs := b.openLoop(ctx, b.res.OpenRate, b.cfg.OpenDuration)
+	// The closed loop's statistics were published and read at its end.
+	lat, errs, cost, err := b.countedOpenLoop(ctx, b.res.OpenRate, b.cfg.OpenDuration, true)
+	if err != nil {
+		return err
+	}
+	b.res.OpenCost = cost
 	b.res.OpenRequests = len(lat)
 	b.res.OpenP50, b.res.OpenP99 = percentile(lat, 50), percentile(lat, 99)
 	b.res.OpenErrors = errs

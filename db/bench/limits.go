@@ -75,6 +75,59 @@ func Limits(r *Result) []string {
 		add("Commits: %.2f per request at intake and %.2f per message after it (routing, the send's record, receipts in batches, River's own).",
 			r.IntakeSQL.Commits, r.CommitsPerMessage)
 	}
+	if has("10M messages: intake p99") && r.At10MCost.Requests > 0 && r.OpenCost.Requests > 0 {
+		e, t := r.OpenCost, r.At10MCost
+		add("Intake at 10M messages: p99 %.1f ms against %.1f ms on the empty database, both open loop at %.0f/s. Per request, empty database against 10M:",
+			ms(r.IntakeP99At10M), ms(r.OpenP99), r.OpenRate)
+		add("  web CPU %s / %s, its Postgres sessions' %s / %s; the machine's CPU %.0f%% / %.0f%% busy.",
+			ms3(e.CPU), ms3(t.CPU), ms3(e.PGCPU), ms3(t.PGCPU), 100*e.Busy, 100*t.Busy)
+		if e.SQL.Measured && t.SQL.Measured {
+			add("  %.2f / %.2f statements and %.2f / %.2f commits (the fewer commits, the larger the shared batches).",
+				e.SQL.Statements, t.SQL.Statements, e.SQL.Commits, t.SQL.Commits)
+			out = append(out, compareStatements(e.SQL.Slowest, t.SQL.Slowest, 4)...)
+		}
+		out = append(out, saturation(min(e.Busy, t.Busy), cores)...)
+	}
+	if has("intake p99 while pruning") && r.PruneBaseCost.Requests > 0 {
+		p, q := r.PruneBaseCost, r.PruneDuringCost
+		add("Pruning: intake p99 %.1f ms while pruning against %.1f ms without; %d messages pruned in the windows, each costing the worker and its sessions %s of CPU.",
+			ms(r.PruneIntakeP99During), ms(r.PruneIntakeP99Base), r.PrunedDuring, ms3(r.PruneWorkerCPU))
+		add("  Per request without / while pruning: web CPU %s / %s, its Postgres sessions' %s / %s; the machine's CPU %.0f%% / %.0f%% busy.",
+			ms3(p.CPU), ms3(q.CPU), ms3(p.PGCPU), ms3(q.PGCPU), 100*p.Busy, 100*q.Busy)
+		out = append(out, saturation(q.Busy, cores)...)
+	}
+	return out
+}
+
+// saturationBusy is how busy a machine's CPUs are when requests queue for
+// them: past it, p99 measures that queue more than any request's own cost.
+const saturationBusy = 0.85
+
+// saturation says what a window's busy share means for its p99.
+func saturation(busy float64, cores int) []string {
+	if busy < saturationBusy {
+		return nil
+	}
+	return []string{fmt.Sprintf("  The machine's %d cores were %.0f%% busy or more (the benchmark's client, web, worker and Postgres together): "+
+		"requests waited for a CPU, so p99 moves by multiples with a few percent more work per request.", cores, 100*busy)}
+}
+
+// compareStatements lists the statements Postgres spent longest on per
+// request in the second window beside the same statements' time in the
+// first.
+func compareStatements(first, second []StatementShare, n int) []string {
+	before := map[string]StatementShare{}
+	for _, s := range first {
+		before[s.Query] = s
+	}
+	out := []string{"  Postgres time per request on the slowest statements, empty database / 10M:"}
+	for _, s := range second[:min(len(second), n)] {
+		was := "-"
+		if b, ok := before[s.Query]; ok {
+			was = fmt.Sprintf("%.3f ms", b.MSPerMessage)
+		}
+		out = append(out, fmt.Sprintf("    %9s / %.3f ms  %s", was, s.MSPerMessage, oneLine(s.Query, 90)))
+	}
 	return out
 }
 

@@ -59,6 +59,52 @@ func TestLimits(t *testing.T) {
 		require.NotContains(t, text, "ONLY tenants", "nested statements are counted apart")
 		require.NotContains(t, text, "  commit", "transaction control is not a statement that does work")
 	})
+
+	t.Run("IntakeAt10MAndPruning", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		r.Cores = 2
+		// Made-up figures: the 10M window costs the same per request, at a
+		// saturated machine, and its p99 is 2.5 times the empty one's.
+		r.IntakeP99At10M = 50 * time.Millisecond
+		insert := "INSERT INTO events (id) VALUES ($1)"
+		r.OpenCost = WindowCost{Requests: 60000, CPU: 100 * time.Microsecond, PGCPU: 80 * time.Microsecond, Busy: 0.93,
+			SQL: SQLFigures{Statements: 1.2, Commits: 0.3, Measured: true, Slowest: []StatementShare{{Query: insert, MSPerMessage: 0.04}}}}
+		r.At10MCost = WindowCost{Requests: 60000, CPU: 101 * time.Microsecond, PGCPU: 82 * time.Microsecond, Busy: 0.95,
+			SQL: SQLFigures{Statements: 1.3, Commits: 0.4, Measured: true, Slowest: []StatementShare{
+				{Query: insert, MSPerMessage: 0.041}, {Query: "SELECT 2", MSPerMessage: 0.01}}}}
+		r.PruneIntakeP99Ratio, r.PruneIntakeP99Base, r.PruneIntakeP99During = 1.5, 20*time.Millisecond, 30*time.Millisecond
+		r.PrunedDuring, r.PruneWorkerCPU = 90000, 400*time.Microsecond
+		r.PruneBaseCost = WindowCost{Requests: 1000, CPU: 120 * time.Microsecond, PGCPU: 90 * time.Microsecond, Busy: 0.6}
+		r.PruneDuringCost = WindowCost{Requests: 1000, CPU: 125 * time.Microsecond, PGCPU: 95 * time.Microsecond, Busy: 0.8}
+		text := strings.Join(Limits(r), "\n")
+		require.Contains(t, text, "Intake at 10M messages: p99 50.0 ms against 20.0 ms on the empty database, both open loop at 3000/s")
+		require.Contains(t, text, "web CPU 0.100 ms / 0.101 ms, its Postgres sessions' 0.080 ms / 0.082 ms; the machine's CPU 93% / 95% busy")
+		require.Contains(t, text, "1.20 / 1.30 statements and 0.30 / 0.40 commits")
+		require.Contains(t, text, "0.040 ms / 0.041 ms  INSERT INTO events")
+		require.Contains(t, text, "- / 0.010 ms  SELECT 2", "a statement the empty window did not run")
+		require.Contains(t, text, "cores were 93% busy or more")
+		require.Contains(t, text, "Pruning: intake p99 30.0 ms while pruning against 20.0 ms without; 90000 messages pruned in the windows, each costing the worker and its sessions 0.400 ms of CPU")
+		require.Contains(t, text, "the machine's CPU 60% / 80% busy")
+		require.Equal(t, 1, strings.Count(text, "busy or more"), "the pruning windows were below saturation")
+	})
+}
+
+func TestWindowCost(t *testing.T) {
+	t.Parallel()
+	a := WindowCost{Requests: 100, CPU: 100 * time.Microsecond, PGCPU: 50 * time.Microsecond, Busy: 0.5}
+	b := WindowCost{Requests: 300, CPU: 200 * time.Microsecond, PGCPU: 10 * time.Microsecond, Busy: 0.9}
+	sum := WindowCost{}.add(a).add(b)
+	require.Equal(t, 400, sum.Requests)
+	require.Equal(t, 175*time.Microsecond, sum.CPU, "weighted by requests")
+	require.Equal(t, 20*time.Microsecond, sum.PGCPU)
+	require.InDelta(t, 0.8, sum.Busy, 1e-9)
+	require.Equal(t, 195*time.Microsecond, sum.total())
+	require.InDelta(t, 0.25, machineCPU{busy: 150, total: 400}.busySince(machineCPU{busy: 100, total: 200}), 1e-9)
+	require.Zero(t, machineCPU{}.busySince(machineCPU{busy: 1, total: 2}), "a reading that did not move")
+	m := readMachineCPU()
+	require.Positive(t, m.total, "this machine's /proc/stat")
+	require.LessOrEqual(t, m.busy, m.total)
 }
 
 func TestRankProfile(t *testing.T) {

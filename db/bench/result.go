@@ -37,6 +37,10 @@ type Result struct {
 	OpenRequests     int
 	OpenP50, OpenP99 time.Duration
 	OpenErrors       int64
+	// OpenCost is what the open loop's requests cost: CPU, SQL and how
+	// busy the machine was; At10MCost the same for the window at 10M
+	// messages.
+	OpenCost, At10MCost WindowCost
 
 	// EndToEndMPS is messages/s from the first message sent to the last
 	// while the worker drains the intake backlog.
@@ -108,6 +112,12 @@ type Result struct {
 	// retention prunes, and how many messages it pruned meanwhile.
 	PruneIntakeP99Base, PruneIntakeP99During time.Duration
 	PrunedDuring                             int
+	// PruneBaseCost and PruneDuringCost are the web's cost per request in
+	// the windows without and while pruning; PruneWorkerCPU is the CPU the
+	// worker and its sessions spent while pruning beyond what they spent in
+	// the windows without, per pruned message.
+	PruneBaseCost, PruneDuringCost WindowCost
+	PruneWorkerCPU                 time.Duration
 }
 
 // PhaseLoad is the load average when a phase started.

@@ -84,8 +84,15 @@ func (b *bench) retention(ctx context.Context) error {
 	var base, during []time.Duration
 	var ratios []float64
 	var pruneTime time.Duration
+	// The worker's CPU in the windows without pruning is what routing and
+	// sending intake's events costs; beyond it in the windows while pruning
+	// is the pruning's.
+	var workerBase, workerDuring time.Duration
 	for round := 1; round <= pruneRounds; round++ {
+		web, worker := b.startCost(ctx, b.web, "web"), b.startCost(ctx, b.worker, "worker")
 		lat, errs := b.openLoop(ctx, float64(rate), window)
+		b.res.PruneBaseCost = b.res.PruneBaseCost.add(web.stop(ctx, len(lat)))
+		workerBase += worker.stop(ctx, 1).total()
 		base = append(base, lat...)
 		roundBase := percentile(lat, 99)
 		b.logf("   round %d without pruning, %d/s for %s: p99 %s, errors %d (load average %s)", round, rate, window,
@@ -101,8 +108,11 @@ func (b *bench) retention(ctx context.Context) error {
 			return err
 		}
 		began := time.Now()
+		web, worker = b.startCost(ctx, b.web, "web"), b.startCost(ctx, b.worker, "worker")
 		lat, errs = b.openLoop(ctx, float64(rate), window)
 		elapsed := time.Since(began)
+		b.res.PruneDuringCost = b.res.PruneDuringCost.add(web.stop(ctx, len(lat)))
+		workerDuring += worker.stop(ctx, 1).total()
 		if _, err := client.JobCancel(ctx, res.Job.ID); err != nil {
 			return err
 		}
@@ -132,6 +142,14 @@ func (b *bench) retention(ctx context.Context) error {
 		rate, percentile(base, 50).Round(10*time.Microsecond), b.res.PruneIntakeP99Base.Round(10*time.Microsecond),
 		percentile(during, 50).Round(10*time.Microsecond), b.res.PruneIntakeP99During.Round(10*time.Microsecond),
 		float64(b.res.PrunedDuring)/pruneTime.Seconds())
+	if b.res.PrunedDuring > 0 {
+		b.res.PruneWorkerCPU = max(workerDuring-workerBase, 0) / time.Duration(b.res.PrunedDuring)
+	}
+	b.logf("   the machine's CPU %.0f%% busy without pruning, %.0f%% while; web CPU per request %s and %s, its Postgres sessions' %s and %s; "+
+		"the worker and its sessions spent %s more while pruning, %s per pruned message",
+		100*b.res.PruneBaseCost.Busy, 100*b.res.PruneDuringCost.Busy, ms3(b.res.PruneBaseCost.CPU), ms3(b.res.PruneDuringCost.CPU),
+		ms3(b.res.PruneBaseCost.PGCPU), ms3(b.res.PruneDuringCost.PGCPU), (workerDuring - workerBase).Round(time.Millisecond),
+		ms3(b.res.PruneWorkerCPU))
 	sort.Float64s(ratios)
 	median := 0.0
 	if len(ratios) > 0 {
