@@ -202,6 +202,28 @@ func entityOf(e *Event, req *NotificationRequest) (Entity, string, bool) {
 	return ref, trip, true
 }
 
+// entityLocks returns the entities settleEntity locks for e, and whether
+// exclusively: a superseding event its own entity, exclusively; an event
+// that can be superseded, or a booking's that names its trip (learnt),
+// the trip and the booking, shared; none for any other event.
+func entityLocks(def *EventDef, e *Event, req *NotificationRequest) ([]Entity, bool) {
+	ref, trip, ok := entityOf(e, req)
+	switch {
+	case !ok:
+		return nil, false
+	case len(def.Supersedes) > 0:
+		return []Entity{ref}, true
+	}
+	learn := ref.Type == EntityBooking && trip != ""
+	switch {
+	case learn:
+		return []Entity{{Type: EntityTrip, ID: trip}, ref}, false
+	case def.Supersedable():
+		return []Entity{ref}, false
+	}
+	return nil, false
+}
+
 // settleEntity runs, in the intake transaction and before the event is
 // stored, what the event's entity requires: an audience must reach someone;
 // an event that can be superseded is stored cancelled when it is; the
@@ -220,24 +242,18 @@ func (s *Intake) settleEntity(ctx context.Context, tx IntakeTx, def *EventDef, e
 				"Trip %q has no current passengers: every booking Herald knew on it was cancelled.", trip)
 		}
 	}
-	ref, trip, ok := entityOf(e, req)
-	if !ok {
+	refs, exclusive := entityLocks(def, e, req)
+	if len(refs) == 0 {
 		return nil
 	}
-	if len(def.Supersedes) > 0 {
-		return tx.LockEntities(ctx, e.TenantID, true, ref)
-	}
-	learn := ref.Type == EntityBooking && trip != ""
-	if !def.Supersedable() && !learn {
-		return nil
-	}
-	refs := []Entity{ref}
-	if learn {
-		refs = []Entity{{Type: EntityTrip, ID: trip}, ref}
-	}
-	if err := tx.LockEntities(ctx, e.TenantID, false, refs...); err != nil {
+	if err := tx.LockEntities(ctx, e.TenantID, exclusive, refs...); err != nil {
 		return err
 	}
+	if exclusive {
+		return nil
+	}
+	ref, trip, _ := entityOf(e, req)
+	learn := ref.Type == EntityBooking && trip != ""
 	q := SupersessionQuery{TriggerEvent: e.TriggerEvent, Entity: ref, TripID: trip, Check: def.Supersedable(), At: e.CreatedAt}
 	if learn {
 		q.LearnFrom = e.ID

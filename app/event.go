@@ -149,6 +149,14 @@ type IntakeTx interface {
 	// SetLockTimeout makes a lock wait longer than d fail, for the rest of
 	// the transaction.
 	SetLockTimeout(ctx context.Context, d time.Duration) error
+	// ScopeTenant moves the transaction to another tenant's scope for the
+	// statements after it (IntakeBatcher stores several tenants' events in
+	// one commit).
+	ScopeTenant(ctx context.Context, tenantID uuid.UUID) error
+	// InsertTenantsEvents stores several tenants' events, each part one
+	// tenant's, as InsertEvents does, each part in its tenant's scope, in
+	// one round trip; the transaction is left in the last part's scope.
+	InsertTenantsEvents(ctx context.Context, parts [][]*Event) (map[uuid.UUID]bool, error)
 	EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*Event, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
 	MessagesByEvent(ctx context.Context, tenantID, eventID uuid.UUID) ([]*Message, error)
@@ -236,7 +244,8 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 			e.Status, e.StatusReason = initial, nil
 			return s.settleEntity(ctx, tx, def, e, req)
 		}
-		stored, err := s.Batch.Add(ctx, e, settle)
+		refs, _ := entityLocks(def, e, req)
+		stored, err := s.Batch.Add(ctx, e, len(refs) > 0, settle)
 		switch {
 		case stored:
 			res.Status, res.StatusReason = e.Status, deref(e.StatusReason)

@@ -9,17 +9,18 @@ import (
 )
 
 // groupCommit writes work that arrives together in shared transactions,
-// one tenant's per batch. A batch is written as soon as a writer is free,
-// never after a timer: a lone item goes at once, and only items that
+// the items of one key per batch (a tenant, or one key for all when the
+// writer scopes each tenant's part itself). A batch is written as soon as
+// a writer is free, never after a timer: a lone item goes at once, and only items that
 // arrive while every writer is busy wait for the next batch, which is then
 // the larger. Each caller returns when the transaction holding its item
 // has committed or failed. The intake (IntakeBatcher) and the record of
 // accepted sends (Dispatcher.SendBatch) use it.
 type groupCommit[I any] struct {
-	tenant func(I) uuid.UUID
-	// write runs one tenant's batch in one transaction; an error fails
-	// every item of it.
-	write func(ctx context.Context, tenant uuid.UUID, items []I) error
+	key func(I) uuid.UUID
+	// write runs one key's batch in one transaction; an error fails every
+	// item of it.
+	write func(ctx context.Context, key uuid.UUID, items []I) error
 
 	mu      sync.Mutex
 	pending []*groupItem[I]
@@ -87,7 +88,7 @@ func (g *groupCommit[I]) run() {
 			vs[i] = it.v
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), groupCommitTimeout)
-		err := g.write(ctx, g.tenant(vs[0]), vs)
+		err := g.write(ctx, g.key(vs[0]), vs)
 		cancel()
 		for _, it := range batch {
 			it.err = err
@@ -97,17 +98,17 @@ func (g *groupCommit[I]) run() {
 }
 
 // take removes the next batch from pending: the oldest waiting item's
-// tenant, and that tenant's other waiting items in arrival order, up to
-// max. The caller holds mu.
+// key, and that key's other waiting items in arrival order, up to max. The
+// caller holds mu.
 func (g *groupCommit[I]) take() []*groupItem[I] {
 	if len(g.pending) == 0 {
 		return nil
 	}
-	tenant := g.tenant(g.pending[0].v)
+	key := g.key(g.pending[0].v)
 	var batch []*groupItem[I]
 	rest := g.pending[:0]
 	for _, it := range g.pending {
-		if len(batch) < g.max && g.tenant(it.v) == tenant {
+		if len(batch) < g.max && g.key(it.v) == key {
 			batch = append(batch, it)
 		} else {
 			rest = append(rest, it)

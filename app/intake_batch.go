@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,12 +15,20 @@ import (
 // Group commit at intake (see groupCommit). Most requests store their event and its route
 // job, after settling the event's entity (settleEntity: the booking's lock,
 // whether the event is already superseded, the trip learnt), and nothing
-// else (batchable). Such requests arriving together share one transaction
-// per tenant: each settles its entity in it, then one multi-row insert
-// stores the events, one insert their route jobs, and one commit ends it,
-// instead of one transaction per request. The event and its job still
-// commit together, and each caller answers only after the commit that holds
-// its event.
+// else (batchable). Such requests arriving together share one transaction,
+// whatever their tenants: each tenant's part runs in that tenant's scope
+// (ScopeTenant), where its events settle their entities and one multi-row
+// insert stores them; then one insert stores every route job and one
+// commit ends it, instead of one transaction per request. The event and its
+// job still commit together, and each caller answers only after the commit
+// that holds its event.
+//
+// Batching across tenants is what makes batches at moderate rates: a
+// service with many tenants each sending a little sees requests of
+// different tenants one after the other, and batches of one tenant were
+// mostly batches of one or two. The price is a shared fate: when a batch
+// fails (a booking's lock not granted within batchLockTimeout), its
+// requests, other tenants' too, go the one-by-one way.
 //
 // A request the batch did not store (its event id was used before, also by
 // another request of the same batch, or the batch failed) goes the
@@ -67,20 +77,24 @@ type intakeItem struct {
 	// settle runs the event's own statements before it is stored; they
 	// may change its status (routeJobOf).
 	settle func(ctx context.Context, tx IntakeTx) error
+	// locks says whether settle locks entities.
+	locks  bool
 	stored bool
 }
 
-// Add stores e and its route job (routeJobOf), after settle, in a
-// transaction shared with the other events submitted meanwhile. It reports
+// Add stores e and its route job (routeJobOf), after settle (which locks
+// entities when locks is true), in a transaction shared with the other
+// events submitted meanwhile. It reports
 // false when it did not store e: the tenant used e's source event id before
 // (err is nil), or the batch failed (err says why); the caller then takes
 // the one-by-one way.
-func (b *IntakeBatcher) Add(ctx context.Context, e *Event, settle func(ctx context.Context, tx IntakeTx) error) (bool, error) {
+func (b *IntakeBatcher) Add(ctx context.Context, e *Event, locks bool, settle func(ctx context.Context, tx IntakeTx) error) (bool, error) {
 	b.once.Do(func() {
-		b.group.tenant = func(it *intakeItem) uuid.UUID { return it.event.TenantID }
+		// One key for all: write scopes each tenant's part.
+		b.group.key = func(*intakeItem) uuid.UUID { return uuid.Nil }
 		b.group.write = b.write
 	})
-	it := &intakeItem{event: e, settle: settle}
+	it := &intakeItem{event: e, settle: settle, locks: locks}
 	if err := b.group.add(ctx, it, cmp.Or(b.MaxBatch, DefaultIntakeBatch), cmp.Or(b.Writers, DefaultIntakeWriters)); err != nil {
 		return false, err
 	}
@@ -90,18 +104,17 @@ func (b *IntakeBatcher) Add(ctx context.Context, e *Event, settle func(ctx conte
 // Waiting returns how many events wait for a batch to be written.
 func (b *IntakeBatcher) Waiting() int { return b.group.waiting() }
 
-// write stores one tenant's batch.
-func (b *IntakeBatcher) write(ctx context.Context, tenant uuid.UUID, batch []*intakeItem) error {
-	events := make([]*Event, len(batch))
-	for i, it := range batch {
-		events[i] = it.event
-	}
+// write stores one batch: each tenant's events in that tenant's scope, in
+// the order of their tenants' first requests, then every route job.
+func (b *IntakeBatcher) write(ctx context.Context, _ uuid.UUID, batch []*intakeItem) error {
 	if b.Observe != nil {
 		b.Observe(len(batch))
 	}
-	var stored map[uuid.UUID]bool
-	err := b.Store.InTenant(ctx, tenant, func(tx IntakeTx) (err error) {
-		if len(batch) > 1 {
+	parts := tenantParts(batch)
+	first := parts[0][0].event.TenantID
+	stored := map[uuid.UUID]bool{}
+	err := b.Store.InTenant(ctx, first, func(tx IntakeTx) (err error) {
+		if len(batch) > 1 && slices.ContainsFunc(batch, func(it *intakeItem) bool { return it.locks }) {
 			// Several events' entity locks, taken one event after the
 			// other, could close a cycle with a cancellation's exclusive
 			// locks. The batch gives way instead of waiting: it fails,
@@ -110,15 +123,38 @@ func (b *IntakeBatcher) write(ctx context.Context, tenant uuid.UUID, batch []*in
 				return err
 			}
 		}
-		for _, it := range batch {
-			if it.settle != nil {
-				if err := it.settle(ctx, tx); err != nil {
+		// A tenant's part whose events lock entities runs its statements
+		// one after the other; the other parts' events run none before
+		// they are stored, and all of them go in one round trip.
+		var plain [][]*Event
+		for _, part := range parts {
+			if !slices.ContainsFunc(part, func(it *intakeItem) bool { return it.locks }) {
+				events, err := settlePart(ctx, tx, part)
+				if err != nil {
 					return err
 				}
+				plain = append(plain, events)
+				continue
 			}
+			if err := tx.ScopeTenant(ctx, part[0].event.TenantID); err != nil {
+				return err
+			}
+			events, err := settlePart(ctx, tx, part)
+			if err != nil {
+				return err
+			}
+			ids, err := tx.InsertEvents(ctx, events)
+			if err != nil {
+				return err
+			}
+			maps.Copy(stored, ids)
 		}
-		if stored, err = tx.InsertEvents(ctx, events); err != nil {
-			return err
+		if len(plain) > 0 {
+			ids, err := tx.InsertTenantsEvents(ctx, plain)
+			if err != nil {
+				return err
+			}
+			maps.Copy(stored, ids)
 		}
 		jobs := make([]RouteJob, 0, len(batch))
 		for _, it := range batch {
@@ -133,8 +169,8 @@ func (b *IntakeBatcher) write(ctx context.Context, tenant uuid.UUID, batch []*in
 	})
 	if err != nil {
 		if b.Log != nil {
-			b.Log.WarnContext(ctx, "intake batch failed; its requests are stored one by one", "tenant_id", tenant,
-				"events", len(batch), "error", err)
+			b.Log.WarnContext(ctx, "intake batch failed; its requests are stored one by one",
+				"tenants", len(parts), "events", len(batch), "error", err)
 		}
 		return err
 	}
@@ -142,6 +178,38 @@ func (b *IntakeBatcher) write(ctx context.Context, tenant uuid.UUID, batch []*in
 		it.stored = stored[it.event.ID]
 	}
 	return nil
+}
+
+// settlePart settles one tenant's events, in a transaction scoped to that
+// tenant when they lock entities, and returns them.
+func settlePart(ctx context.Context, tx IntakeTx, part []*intakeItem) ([]*Event, error) {
+	events := make([]*Event, len(part))
+	for i, it := range part {
+		if it.settle != nil {
+			if err := it.settle(ctx, tx); err != nil {
+				return nil, err
+			}
+		}
+		events[i] = it.event
+	}
+	return events, nil
+}
+
+// tenantParts splits a batch by tenant, in the order of each tenant's
+// first item, each part in arrival order.
+func tenantParts(batch []*intakeItem) [][]*intakeItem {
+	var parts [][]*intakeItem
+	at := map[uuid.UUID]int{}
+	for _, it := range batch {
+		i, ok := at[it.event.TenantID]
+		if !ok {
+			i = len(parts)
+			at[it.event.TenantID] = i
+			parts = append(parts, nil)
+		}
+		parts[i] = append(parts[i], it)
+	}
+	return parts
 }
 
 // batchable reports whether a submission's transaction is what

@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +38,19 @@ func (s *spyIntakeTx) InsertEvents(_ context.Context, es []*Event) (map[uuid.UUI
 	}
 	return stored, nil
 }
+
+func (s *spyIntakeTx) InsertTenantsEvents(ctx context.Context, parts [][]*Event) (map[uuid.UUID]bool, error) {
+	stored := map[uuid.UUID]bool{}
+	for _, part := range parts {
+		ids, _ := s.InsertEvents(ctx, part)
+		maps.Copy(stored, ids)
+	}
+	return stored, nil
+}
+
+// ScopeTenant is not recorded: a batch of one tenant stays in the scope it
+// began in, as Submit's own transaction does.
+func (s *spyIntakeTx) ScopeTenant(context.Context, uuid.UUID) error { return nil }
 
 func (s *spyIntakeTx) SetLockTimeout(context.Context, time.Duration) error {
 	s.calls = append(s.calls, "SetLockTimeout")
@@ -168,4 +183,76 @@ func TestBatchable(t *testing.T) {
 	}
 	require.Positive(t, batched)
 	require.Positive(t, alone)
+}
+
+// TestIntakeBatcher_Write checks the shared transaction's statements: each
+// tenant's events in that tenant's scope, in the order of the tenants'
+// first requests, one insert of every route job, and a lock timeout only
+// when an event of the batch locks an entity.
+func TestIntakeBatcher_Write(t *testing.T) {
+	a, b := uuid.New(), uuid.New()
+	item := func(tenant uuid.UUID, locks bool) *intakeItem {
+		e := &Event{ID: uuid.New(), TenantID: tenant}
+		it := &intakeItem{event: e, locks: locks}
+		if locks {
+			it.settle = func(ctx context.Context, tx IntakeTx) error {
+				return tx.LockEntities(ctx, tenant, false, Entity{Type: EntityBooking, ID: "BK-1"})
+			}
+		}
+		return it
+	}
+	run := func(batch ...*intakeItem) []string {
+		tx := &scopeSpyTx{}
+		bt := &IntakeBatcher{Store: scopeSpyStore{tx}, Queue: spyQueue{&tx.spyIntakeTx}}
+		require.NoError(t, bt.write(context.Background(), uuid.Nil, batch))
+		for _, it := range batch {
+			require.True(t, it.stored)
+		}
+		return tx.calls
+	}
+
+	// Tenants' parts without locks go in one round trip, after the
+	// parts with; a lock timeout only when an event locks.
+	require.Equal(t, []string{"scope " + a.String(), "insert in one round trip: " + a.String() + " 2, " + b.String() + " 1",
+		"enqueue the route job", "enqueue the route job", "enqueue the route job"},
+		run(item(a, false), item(b, false), item(a, false)), "no lock, no lock timeout; A's part first, as its request was")
+	require.Equal(t, []string{"scope " + b.String(), "SetLockTimeout", "scope " + a.String(), "LockEntities(exclusive=false)",
+		"insert the event", "insert in one round trip: " + b.String() + " 1", "enqueue the route job", "enqueue the route job"},
+		run(item(b, false), item(a, true)), "an event that locks sets the timeout for the batch; its part runs in its tenant's scope")
+	// The spy records every ScopeTenant; the store's is a no-op for the
+	// tenant the transaction is in.
+	require.Equal(t, []string{"scope " + a.String(), "scope " + a.String(), "LockEntities(exclusive=false)", "insert the event",
+		"enqueue the route job"}, run(item(a, true)), "a batch of one waits for its lock as one by one does")
+}
+
+// scopeSpyTx records ScopeTenant and the scope InTenant opens with.
+type scopeSpyTx struct{ spyIntakeTx }
+
+func (s *scopeSpyTx) ScopeTenant(_ context.Context, tenant uuid.UUID) error {
+	s.calls = append(s.calls, "scope "+tenant.String())
+	return nil
+}
+
+func (s *scopeSpyTx) InsertTenantsEvents(_ context.Context, parts [][]*Event) (map[uuid.UUID]bool, error) {
+	stored := map[uuid.UUID]bool{}
+	var names []string
+	for _, part := range parts {
+		names = append(names, fmt.Sprintf("%s %d", part[0].TenantID, len(part)))
+		for _, e := range part {
+			stored[e.ID] = true
+		}
+	}
+	s.calls = append(s.calls, "insert in one round trip: "+strings.Join(names, ", "))
+	return stored, nil
+}
+
+type scopeSpyStore struct{ tx *scopeSpyTx }
+
+func (s scopeSpyStore) InTenant(_ context.Context, tenant uuid.UUID, fn func(IntakeTx) error) error {
+	s.tx.calls = append(s.tx.calls, "scope "+tenant.String())
+	return fn(s.tx)
+}
+
+func (s scopeSpyStore) InPlatform(context.Context, func(IntakeTx) error) error {
+	return errors.New("intake batches are scoped to a tenant")
 }

@@ -52,7 +52,7 @@ type SendBatcher struct {
 // failed and s is not recorded.
 func (b *SendBatcher) add(ctx context.Context, d *Dispatcher, s *sentSend) error {
 	b.once.Do(func() {
-		b.group.tenant = func(s *sentSend) uuid.UUID { return s.message.TenantID }
+		b.group.key = func(s *sentSend) uuid.UUID { return s.message.TenantID }
 		b.group.write = d.recordSentBatch
 	})
 	return b.group.add(ctx, s, cmp.Or(b.MaxBatch, DefaultSendBatch), cmp.Or(b.Writers, DefaultSendWriters))

@@ -218,6 +218,28 @@ func (t *Tx) SQL() *sql.Tx { return t.tx.Tx }
 // platform scope.
 func (t *Tx) TenantID() uuid.UUID { return t.tenantID }
 
+// ScopeTenant serves app.IntakeTx: the statements after it see and write
+// only tenantID's rows, under that tenant's row-level security, until the
+// transaction ends or moves on again. Intake stores several tenants'
+// events in one commit this way. Only a tenant transaction moves: a
+// platform one is never narrowed into looking like a tenant's, and no
+// transaction is widened.
+func (t *Tx) ScopeTenant(ctx context.Context, tenantID uuid.UUID) error {
+	switch {
+	case t.tenantID == uuid.Nil:
+		return errors.New("a platform transaction cannot move to a tenant's scope")
+	case tenantID == uuid.Nil:
+		return errors.New("a tenant transaction cannot move to the platform scope")
+	case tenantID == t.tenantID:
+		return nil
+	}
+	if _, err := t.tx.ExecContext(ctx, `SELECT set_config('herald.tenant_id', $1, true)`, tenantID.String()); err != nil {
+		return mapErr(err)
+	}
+	t.tenantID, t.route = tenantID, nil
+	return nil
+}
+
 // Savepoint serves app.DispatchTx: fn runs inside a savepoint, and when it
 // fails the transaction goes back to the savepoint and carries on. fnErr is
 // fn's error; err is a failure of the savepoint statements, after which the

@@ -2,9 +2,12 @@ package db
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/app"
 )
@@ -41,11 +44,7 @@ func (t *Tx) InsertEvents(ctx context.Context, es []*app.Event) (map[uuid.UUID]b
 		return nil, err
 	}
 	var ids []uuid.UUID
-	if err := t.tx.SelectContext(ctx, &ids, `
-		INSERT INTO events (`+eventColumns+`)
-		SELECT `+eventRowColumns+` FROM jsonb_populate_recordset(NULL::events, $1::jsonb)
-		ON CONFLICT (tenant_id, source_event_id) DO NOTHING
-		RETURNING id`, body); err != nil {
+	if err := t.tx.SelectContext(ctx, &ids, insertEvents, body); err != nil {
 		return nil, mapErr(err)
 	}
 	stored := make(map[uuid.UUID]bool, len(ids))
@@ -54,6 +53,82 @@ func (t *Tx) InsertEvents(ctx context.Context, es []*app.Event) (map[uuid.UUID]b
 	}
 	return stored, nil
 }
+
+// InsertTenantsEvents serves app.IntakeTx: several tenants' events, each
+// part one tenant's, stored as InsertEvents stores them, each part in its
+// own tenant's scope (ScopeTenant) and under that tenant's row-level
+// security, all sent to the server at once: one round trip, however many
+// tenants. The transaction is left in the last part's scope.
+func (t *Tx) InsertTenantsEvents(ctx context.Context, parts [][]*app.Event) (map[uuid.UUID]bool, error) {
+	if t.tenantID == uuid.Nil {
+		return nil, errors.New("a platform transaction cannot move to a tenant's scope")
+	}
+	var batch pgx.Batch
+	scope := t.tenantID
+	for _, part := range parts {
+		if len(part) == 0 {
+			return nil, errors.New("an empty part of events")
+		}
+		tenant := part[0].TenantID
+		for _, e := range part {
+			if e.TenantID != tenant || tenant == uuid.Nil {
+				return nil, fmt.Errorf("event %s is not of its part's tenant %s", e.ID, tenant)
+			}
+		}
+		body, err := jsonRows(part, eventColumns)
+		if err != nil {
+			return nil, err
+		}
+		if tenant != scope {
+			batch.Queue(`SELECT set_config('herald.tenant_id', $1, true)`, tenant.String())
+			scope = tenant
+		}
+		batch.Queue(insertEvents, body)
+	}
+	res := t.pgx.SendBatch(ctx, &batch)
+	stored := map[uuid.UUID]bool{}
+	err := func() error {
+		scope := t.tenantID
+		for _, part := range parts {
+			if part[0].TenantID != scope {
+				if _, err := res.Exec(); err != nil {
+					return err
+				}
+				scope = part[0].TenantID
+			}
+			rows, err := res.Query()
+			if err != nil {
+				return err
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				stored[id] = true
+			}
+		}
+		return nil
+	}()
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	if scope != t.tenantID {
+		t.tenantID, t.route = scope, nil
+	}
+	return stored, nil
+}
+
+// insertEvents stores the events of a JSON array of rows, each unless its
+// tenant used its source event id before, and returns the ids it stored.
+var insertEvents = `
+		INSERT INTO events (` + eventColumns + `)
+		SELECT ` + eventRowColumns + ` FROM jsonb_populate_recordset(NULL::events, $1::jsonb)
+		ON CONFLICT (tenant_id, source_event_id) DO NOTHING
+		RETURNING id`
 
 // eventRowColumns selects eventColumns from the rows of InsertEvents. A
 // JSON null becomes SQL NULL there, while InsertEvent stores the jsonb null

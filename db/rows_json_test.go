@@ -94,3 +94,76 @@ func TestInsertEvents_StoresWhatInsertEventStores(t *testing.T) {
 }
 
 func strPtr(s string) *string { return &s }
+
+// TestInsertTenantsEvents checks several tenants' events stored in one
+// round trip: each under its own tenant, a source id skipped only when its
+// own tenant used it, the transaction left in the last part's scope, and
+// a part holding another tenant's event or a platform transaction refused
+// with nothing stored.
+func TestInsertTenantsEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ta, tb := createTenant(t, b, "parts-a"), createTenant(t, b, "parts-b")
+	at := time.Date(2027, 4, 12, 9, 30, 0, 0, time.UTC)
+	mk := func(tenant uuid.UUID, source string) *app.Event {
+		return &app.Event{ID: uuid.New(), TenantID: tenant, SourceEventID: source, TriggerEvent: "BOOKING_CONFIRMED",
+			Recipients: app.JSON(`[]`), Context: app.JSON(`{}`), Version: 1, Status: app.EventReceived, CreatedAt: at, UpdatedAt: at}
+	}
+	usedB := mk(tb.ID, "used")
+	require.NoError(t, b.store.InTenant(b.ctx, tb.ID, func(tx *db.Tx) error {
+		_, err := tx.InsertEvent(b.ctx, usedB)
+		return err
+	}))
+	newB, againB, sameA, otherA := mk(tb.ID, "shared"), mk(tb.ID, "used"), mk(ta.ID, "shared"), mk(ta.ID, "used")
+	var ids map[uuid.UUID]bool
+	var left uuid.UUID
+	require.NoError(t, b.store.InTenant(b.ctx, ta.ID, func(tx *db.Tx) error {
+		var err error
+		ids, err = tx.InsertTenantsEvents(b.ctx, [][]*app.Event{{newB, againB}, {sameA, otherA}})
+		left = tx.TenantID()
+		return err
+	}))
+	require.Equal(t, map[uuid.UUID]bool{newB.ID: true, sameA.ID: true, otherA.ID: true}, ids,
+		"B's used source id is skipped; A may use the same ids as B")
+	require.Equal(t, ta.ID, left, "the transaction is in the last part's scope")
+	tenantOf := func(id uuid.UUID) (tenant uuid.UUID) {
+		t.Helper()
+		require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.ctx, `SELECT tenant_id FROM events WHERE id = $1`, id).Scan(&tenant)
+		}))
+		return tenant
+	}
+	firstA, thenB := mk(ta.ID, "first"), mk(tb.ID, "then")
+	require.NoError(t, b.store.InTenant(b.ctx, ta.ID, func(tx *db.Tx) error {
+		var err error
+		ids, err = tx.InsertTenantsEvents(b.ctx, [][]*app.Event{{firstA}, {thenB}})
+		left = tx.TenantID()
+		return err
+	}))
+	require.Equal(t, map[uuid.UUID]bool{firstA.ID: true, thenB.ID: true}, ids, "a first part in the transaction's own scope")
+	require.Equal(t, tb.ID, left)
+	require.Equal(t, tb.ID, tenantOf(thenB.ID))
+	require.Equal(t, tb.ID, tenantOf(newB.ID))
+	require.Equal(t, ta.ID, tenantOf(sameA.ID))
+	require.Equal(t, ta.ID, tenantOf(otherA.ID))
+
+	count := func() (n int) {
+		t.Helper()
+		require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM events`).Scan(&n)
+		}))
+		return n
+	}
+	before := count()
+	mixed := b.store.InTenant(b.ctx, ta.ID, func(tx *db.Tx) error {
+		_, err := tx.InsertTenantsEvents(b.ctx, [][]*app.Event{{mk(ta.ID, "mixed-a"), mk(tb.ID, "mixed-b")}})
+		return err
+	})
+	require.ErrorContains(t, mixed, "is not of its part's tenant")
+	platform := b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+		_, err := tx.InsertTenantsEvents(b.ctx, [][]*app.Event{{mk(ta.ID, "platform-a")}})
+		return err
+	})
+	require.Error(t, platform, "a platform transaction is not narrowed")
+	require.Equal(t, before, count(), "nothing stored")
+}

@@ -103,7 +103,7 @@ func sendAll(t *testing.T, h *webtest.Herald, g *gatedStore, keys []string, bodi
 func TestIntakeBatch(t *testing.T) {
 	t.Parallel()
 
-	t.Run("RequestsArrivingTogetherShareATransactionPerTenant", func(t *testing.T) {
+	t.Run("RequestsArrivingTogetherShareATransactionWhateverTheirTenants", func(t *testing.T) {
 		t.Parallel()
 		h := webtest.New(t, webtest.Options{NoWorkers: true})
 		used := h.Submit(webtest.Notification("batch-used", "BK-U"))
@@ -161,12 +161,12 @@ func TestIntakeBatch(t *testing.T) {
 		}
 		require.Equal(t, 1, h.Count(`SELECT count(*) FROM river_job WHERE kind = 'route' AND args->>'event_id' = $1`, twice[0].res.ID.String()))
 
-		// The gate's request alone, then one transaction per tenant (the
-		// duplicate and the conflict were stored by none).
+		// The gate's request alone, then one transaction for both tenants'
+		// requests, interleaved as they were (the duplicate and the
+		// conflict were stored by none).
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		slices.Sort(g.sizes[1:])
-		require.Equal(t, []int{1, 4, 11}, g.sizes)
+		require.Equal(t, []int{1, 15}, g.sizes)
 	})
 
 	t.Run("AFailedBatchIsStoredOneByOne", func(t *testing.T) {
@@ -219,14 +219,19 @@ func TestIntakeBatch(t *testing.T) {
 			}
 			return err
 		})
-		out := sendAll(t, h, g, []string{h.Key, h.Key}, []map[string]any{
-			webtest.Notification("lock-held", "BK-L"), webtest.Notification("lock-free", "BK-M"),
+		// Another tenant's request shares the batch's fate: it goes one
+		// by one too, and is stored under its own tenant.
+		other := otherTenantKey(t, &testBundle{h}, "lock-other")
+		out := sendAll(t, h, g, []string{h.Key, other, h.Key}, []map[string]any{
+			webtest.Notification("lock-held", "BK-L"), webtest.Notification("lock-other", "BK-L"),
+			webtest.Notification("lock-free", "BK-M"),
 		})
 		require.NoError(t, <-done)
 		for i, a := range out {
 			require.Less(t, a.status, 300, "request %d: %+v", i, a.err)
 		}
 		require.Equal(t, 3, h.Count(`SELECT count(*) FROM events WHERE tenant_id = $1`, h.Tenant.ID))
+		require.Equal(t, 1, h.Count(`SELECT count(*) FROM events WHERE tenant_id <> $1 AND id = $2`, h.Tenant.ID, out[1].res.ID))
 	})
 }
 
