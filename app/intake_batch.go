@@ -104,8 +104,10 @@ func (b *IntakeBatcher) Add(ctx context.Context, e *Event, locks bool, settle fu
 // Waiting returns how many events wait for a batch to be written.
 func (b *IntakeBatcher) Waiting() int { return b.group.waiting() }
 
-// write stores one batch: each tenant's events in that tenant's scope, in
-// the order of their tenants' first requests, then every route job.
+// write stores one batch: each tenant's events in that tenant's scope, then
+// every route job. The parts whose events lock entities go first, one
+// statement after the other; the others then go together in one round
+// trip.
 func (b *IntakeBatcher) write(ctx context.Context, _ uuid.UUID, batch []*intakeItem) error {
 	if b.Observe != nil {
 		b.Observe(len(batch))
@@ -123,9 +125,10 @@ func (b *IntakeBatcher) write(ctx context.Context, _ uuid.UUID, batch []*intakeI
 				return err
 			}
 		}
-		// A tenant's part whose events lock entities runs its statements
-		// one after the other; the other parts' events run none before
-		// they are stored, and all of them go in one round trip.
+		// A tenant's part whose events lock entities settles them in its
+		// tenant's scope and stores them; the other parts' events run no
+		// statement to settle (settleEntity returns before its first
+		// when there is nothing to lock), and are stored together.
 		var plain [][]*Event
 		for _, part := range parts {
 			if !slices.ContainsFunc(part, func(it *intakeItem) bool { return it.locks }) {
@@ -180,8 +183,8 @@ func (b *IntakeBatcher) write(ctx context.Context, _ uuid.UUID, batch []*intakeI
 	return nil
 }
 
-// settlePart settles one tenant's events, in a transaction scoped to that
-// tenant when they lock entities, and returns them.
+// settlePart settles one tenant's events and returns them. When they lock
+// entities, the transaction must be in that tenant's scope.
 func settlePart(ctx context.Context, tx IntakeTx, part []*intakeItem) ([]*Event, error) {
 	events := make([]*Event, len(part))
 	for i, it := range part {

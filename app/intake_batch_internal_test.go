@@ -186,9 +186,9 @@ func TestBatchable(t *testing.T) {
 }
 
 // TestIntakeBatcher_Write checks the shared transaction's statements: each
-// tenant's events in that tenant's scope, in the order of the tenants'
-// first requests, one insert of every route job, and a lock timeout only
-// when an event of the batch locks an entity.
+// tenant's events in that tenant's scope (the parts that lock entities one
+// by one, the others in one round trip), one insert of every route job,
+// and a lock timeout only when an event of the batch locks an entity.
 func TestIntakeBatcher_Write(t *testing.T) {
 	a, b := uuid.New(), uuid.New()
 	item := func(tenant uuid.UUID, locks bool) *intakeItem {
