@@ -218,6 +218,26 @@ func BenchSessionPIDs(ctx context.Context, q BenchQuerier, applicationName, data
 	return pgx.CollectRows(rows, pgx.RowTo[int])
 }
 
+// BenchWaits counts what a database's active sessions of one application
+// wait on at this moment, by wait event type and name ("Lock:transactionid",
+// "IO:WALSync"); "CPU" counts those running or ready to run.
+func BenchWaits(ctx context.Context, q BenchQuerier, applicationName, database string) (map[string]int, error) {
+	rows, err := q.Query(ctx, BenchTag+`
+		SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU'), count(*)::int FROM pg_stat_activity
+		WHERE datname = $2 AND application_name = $1 AND state = 'active' GROUP BY 1`, applicationName, database)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	var name string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&name, &n}, func() error {
+		out[name] += n
+		return nil
+	})
+	return out, err
+}
+
 // BenchStatement is one row of pg_stat_statements for the benchmark
 // database: a normalised statement and how often it ran.
 type BenchStatement struct {

@@ -61,6 +61,9 @@ func TestBench_Quick(t *testing.T) {
 	require.Equal(t, cfg.RiverJobs, r.RiverJobs)
 	require.Positive(t, r.IntakeRPS)
 	require.Positive(t, r.OpenRequests)
+	require.Equal(t, r.OpenRequests, r.OpenCost.Requests)
+	require.Positive(t, r.OpenCost.Samples, "the open loop's wait events were sampled")
+	require.Positive(t, r.OpenCost.Busy)
 	require.Positive(t, r.EndToEndMPS)
 	require.Equal(t, cfg.Requests+r.OpenRequests+min(200, cfg.Requests), r.Delivered,
 		"every accepted event (warm-up included) was delivered")

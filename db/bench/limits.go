@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -79,25 +80,36 @@ func Limits(r *Result) []string {
 		e, t := r.OpenCost, r.At10MCost
 		add("Intake at 10M messages: p99 %.1f ms against %.1f ms on the empty database, both open loop at %.0f/s. Per request, empty database against 10M:",
 			ms(r.IntakeP99At10M), ms(r.OpenP99), r.OpenRate)
-		add("  web CPU %s / %s, its Postgres sessions' %s / %s; the machine's CPU %.0f%% / %.0f%% busy.",
-			ms3(e.CPU), ms3(t.CPU), ms3(e.PGCPU), ms3(t.PGCPU), 100*e.Busy, 100*t.Busy)
+		add("  web CPU %s / %s, its Postgres sessions' %s / %s; the machine's CPU %.0f%% / %.0f%% busy; some task waiting for the disk %.0f%% / %.0f%% of the time.",
+			ms3(e.CPU), ms3(t.CPU), ms3(e.PGCPU), ms3(t.PGCPU), 100*e.Busy, 100*t.Busy, 100*e.IOStall, 100*t.IOStall)
+		add("  The web's active Postgres sessions, on average per sample: empty database %s; 10M %s.", e.topWaits(4), t.topWaits(4))
 		if e.SQL.Measured && t.SQL.Measured {
 			add("  %.2f / %.2f statements and %.2f / %.2f commits (the fewer commits, the larger the shared batches).",
 				e.SQL.Statements, t.SQL.Statements, e.SQL.Commits, t.SQL.Commits)
 			out = append(out, compareStatements(e.SQL.Slowest, t.SQL.Slowest, 4)...)
 		}
-		out = append(out, saturation(min(e.Busy, t.Busy), cores)...)
+		if diff := float64(t.total())/float64(max(e.total(), 1)) - 1; math.Abs(diff) < sameWork {
+			add("  The work per request differed by %+.0f%% and the machine was as busy: the higher p99 is time requests waited "+
+				"(on the disk or a lock, above), not work they did.", 100*diff)
+		} else {
+			out = append(out, saturation(min(e.Busy, t.Busy), cores)...)
+		}
 	}
 	if has("intake p99 while pruning") && r.PruneBaseCost.Requests > 0 {
 		p, q := r.PruneBaseCost, r.PruneDuringCost
 		add("Pruning: intake p99 %.1f ms while pruning against %.1f ms without; %d messages pruned in the windows, each costing the worker and its sessions %s of CPU.",
 			ms(r.PruneIntakeP99During), ms(r.PruneIntakeP99Base), r.PrunedDuring, ms3(r.PruneWorkerCPU))
-		add("  Per request without / while pruning: web CPU %s / %s, its Postgres sessions' %s / %s; the machine's CPU %.0f%% / %.0f%% busy.",
-			ms3(p.CPU), ms3(q.CPU), ms3(p.PGCPU), ms3(q.PGCPU), 100*p.Busy, 100*q.Busy)
+		add("  Per request without / while pruning: web CPU %s / %s, its Postgres sessions' %s / %s; the machine's CPU %.0f%% / %.0f%% busy; some task waiting for the disk %.0f%% / %.0f%% of the time.",
+			ms3(p.CPU), ms3(q.CPU), ms3(p.PGCPU), ms3(q.PGCPU), 100*p.Busy, 100*q.Busy, 100*p.IOStall, 100*q.IOStall)
+		add("  The web's active Postgres sessions, on average per sample: without %s; while pruning %s.", p.topWaits(4), q.topWaits(4))
 		out = append(out, saturation(q.Busy, cores)...)
 	}
 	return out
 }
+
+// sameWork is the difference in CPU per request under which two windows
+// did the same work.
+const sameWork = 0.10
 
 // saturationBusy is how busy a machine's CPUs are when requests queue for
 // them: past it, p99 measures that queue more than any request's own cost.

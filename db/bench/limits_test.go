@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -69,8 +70,10 @@ func TestLimits(t *testing.T) {
 		r.IntakeP99At10M = 50 * time.Millisecond
 		insert := "INSERT INTO events (id) VALUES ($1)"
 		r.OpenCost = WindowCost{Requests: 60000, CPU: 100 * time.Microsecond, PGCPU: 80 * time.Microsecond, Busy: 0.93,
+			IOStall: 0.02, Waits: map[string]int{"CPU": 300, "IO:WALSync": 100}, Samples: 200,
 			SQL: SQLFigures{Statements: 1.2, Commits: 0.3, Measured: true, Slowest: []StatementShare{{Query: insert, MSPerMessage: 0.04}}}}
 		r.At10MCost = WindowCost{Requests: 60000, CPU: 101 * time.Microsecond, PGCPU: 82 * time.Microsecond, Busy: 0.95,
+			IOStall: 0.31, Waits: map[string]int{"CPU": 300, "IO:WALSync": 500, "Lock:tuple": 20}, Samples: 200,
 			SQL: SQLFigures{Statements: 1.3, Commits: 0.4, Measured: true, Slowest: []StatementShare{
 				{Query: insert, MSPerMessage: 0.041}, {Query: "SELECT 2", MSPerMessage: 0.01}}}}
 		r.PruneIntakeP99Ratio, r.PruneIntakeP99Base, r.PruneIntakeP99During = 1.5, 20*time.Millisecond, 30*time.Millisecond
@@ -79,14 +82,25 @@ func TestLimits(t *testing.T) {
 		r.PruneDuringCost = WindowCost{Requests: 1000, CPU: 125 * time.Microsecond, PGCPU: 95 * time.Microsecond, Busy: 0.8}
 		text := strings.Join(Limits(r), "\n")
 		require.Contains(t, text, "Intake at 10M messages: p99 50.0 ms against 20.0 ms on the empty database, both open loop at 3000/s")
-		require.Contains(t, text, "web CPU 0.100 ms / 0.101 ms, its Postgres sessions' 0.080 ms / 0.082 ms; the machine's CPU 93% / 95% busy")
+		require.Contains(t, text, "web CPU 0.100 ms / 0.101 ms, its Postgres sessions' 0.080 ms / 0.082 ms; the machine's CPU 93% / 95% busy; "+
+			"some task waiting for the disk 2% / 31% of the time")
+		require.Contains(t, text, "empty database CPU 1.50, IO:WALSync 0.50; 10M IO:WALSync 2.50, CPU 1.50, Lock:tuple 0.10")
+		require.Contains(t, text, "The work per request differed by +2% and the machine was as busy: the higher p99 is time requests waited")
 		require.Contains(t, text, "1.20 / 1.30 statements and 0.30 / 0.40 commits")
 		require.Contains(t, text, "0.040 ms / 0.041 ms  INSERT INTO events")
 		require.Contains(t, text, "- / 0.010 ms  SELECT 2", "a statement the empty window did not run")
-		require.Contains(t, text, "cores were 93% busy or more")
+		require.NotContains(t, text, "cores were 93% busy or more", "the same work at the same load: saturation does not explain it")
 		require.Contains(t, text, "Pruning: intake p99 30.0 ms while pruning against 20.0 ms without; 90000 messages pruned in the windows, each costing the worker and its sessions 0.400 ms of CPU")
 		require.Contains(t, text, "the machine's CPU 60% / 80% busy")
-		require.Equal(t, 1, strings.Count(text, "busy or more"), "the pruning windows were below saturation")
+		require.Contains(t, text, "without none sampled; while pruning none sampled")
+		require.Zero(t, strings.Count(text, "busy or more"), "the pruning windows were below saturation")
+
+		// More work per request at 10M on a saturated machine: the
+		// saturation explains p99.
+		r.At10MCost.CPU, r.At10MCost.PGCPU = 150*time.Microsecond, 120*time.Microsecond
+		text = strings.Join(Limits(r), "\n")
+		require.Contains(t, text, "cores were 93% busy or more")
+		require.NotContains(t, text, "The work per request differed")
 	})
 }
 
@@ -94,7 +108,14 @@ func TestWindowCost(t *testing.T) {
 	t.Parallel()
 	a := WindowCost{Requests: 100, CPU: 100 * time.Microsecond, PGCPU: 50 * time.Microsecond, Busy: 0.5}
 	b := WindowCost{Requests: 300, CPU: 200 * time.Microsecond, PGCPU: 10 * time.Microsecond, Busy: 0.9}
+	a.Waits, a.Samples, a.IOStall = map[string]int{"CPU": 2}, 4, 0.1
+	b.Waits, b.Samples, b.IOStall = map[string]int{"CPU": 1, "IO:WALSync": 3}, 4, 0.5
 	sum := WindowCost{}.add(a).add(b)
+	require.Equal(t, map[string]int{"CPU": 3, "IO:WALSync": 3}, sum.Waits)
+	require.Equal(t, 8, sum.Samples)
+	require.InDelta(t, 0.4, sum.IOStall, 1e-9)
+	require.Equal(t, map[string]int{"CPU": 2}, a.Waits, "the windows' own counts are left as they were")
+	require.Equal(t, "CPU 0.38, IO:WALSync 0.38", sum.topWaits(4), "a tie ranks by name")
 	require.Equal(t, 400, sum.Requests)
 	require.Equal(t, 175*time.Microsecond, sum.CPU, "weighted by requests")
 	require.Equal(t, 20*time.Microsecond, sum.PGCPU)
@@ -102,6 +123,10 @@ func TestWindowCost(t *testing.T) {
 	require.Equal(t, 195*time.Microsecond, sum.total())
 	require.InDelta(t, 0.25, machineCPU{busy: 150, total: 400}.busySince(machineCPU{busy: 100, total: 200}), 1e-9)
 	require.Zero(t, machineCPU{}.busySince(machineCPU{busy: 1, total: 2}), "a reading that did not move")
+	if _, err := os.Stat("/proc/pressure/io"); err == nil {
+		_, ok := ioStallTotal()
+		require.True(t, ok, "this machine's /proc/pressure/io")
+	}
 	m := readMachineCPU()
 	require.Positive(t, m.total, "this machine's /proc/stat")
 	require.LessOrEqual(t, m.busy, m.total)

@@ -2,11 +2,16 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/heraldhq/herald/db"
 )
 
 // WindowCost is what a window of intake at a fixed rate cost the machine:
@@ -23,8 +28,20 @@ type WindowCost struct {
 	// Busy is the share of the machine's CPU time spent busy (all
 	// processes, every core) over the window.
 	Busy float64
-	SQL  SQLFigures
+	// IOStall is the share of the window in which some task waited for
+	// the disk (the kernel's pressure stall information), 0 where the
+	// kernel does not tell.
+	IOStall float64
+	// Waits counts what the process's active Postgres sessions waited on,
+	// sampled every waitSample ("CPU" when running), and Samples how many
+	// samples were taken.
+	Waits   map[string]int
+	Samples int
+	SQL     SQLFigures
 }
+
+// waitSample is how often a window samples its sessions' wait events.
+const waitSample = 100 * time.Millisecond
 
 // total is the CPU time of the process and its sessions per request.
 func (w WindowCost) total() time.Duration { return w.CPU + w.PGCPU }
@@ -38,11 +55,22 @@ func (w WindowCost) add(o WindowCost) WindowCost {
 	weigh := func(a, b time.Duration) time.Duration {
 		return time.Duration((int64(a)*int64(w.Requests) + int64(b)*int64(o.Requests)) / int64(n))
 	}
+	share := func(a, b float64) float64 { return (a*float64(w.Requests) + b*float64(o.Requests)) / float64(n) }
+	waits := maps.Clone(w.Waits)
+	if waits == nil {
+		waits = map[string]int{}
+	}
+	for k, v := range o.Waits {
+		waits[k] += v
+	}
 	return WindowCost{
 		Requests: n,
 		CPU:      weigh(w.CPU, o.CPU),
 		PGCPU:    weigh(w.PGCPU, o.PGCPU),
-		Busy:     (w.Busy*float64(w.Requests) + o.Busy*float64(o.Requests)) / float64(n),
+		Busy:     share(w.Busy, o.Busy),
+		IOStall:  share(w.IOStall, o.IOStall),
+		Waits:    waits,
+		Samples:  w.Samples + o.Samples,
 	}
 }
 
@@ -80,6 +108,24 @@ func (m machineCPU) busySince(earlier machineCPU) float64 {
 	return float64(m.busy-earlier.busy) / float64(m.total-earlier.total)
 }
 
+// ioStallTotal is the time, in microseconds since boot, that some task
+// waited for the disk (/proc/pressure/io), and false where the kernel does
+// not tell.
+func ioStallTotal() (int64, bool) {
+	b, err := os.ReadFile("/proc/pressure/io")
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	for _, f := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(f, "total="); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
 // costMeter measures a WindowCost: start before the window, stop after.
 type costMeter struct {
 	b       *bench
@@ -87,21 +133,89 @@ type costMeter struct {
 	role    string
 	cpu     cpuSample
 	machine machineCPU
+	start   time.Time
+	io      int64
+	ioOK    bool
+	// waits is sampled until stopWaits is closed; done closes after the
+	// last sample.
+	waits     map[string]int
+	samples   int
+	stopWaits chan struct{}
+	done      chan struct{}
 }
 
 func (b *bench) startCost(ctx context.Context, cmd *exec.Cmd, role string) *costMeter {
-	return &costMeter{b: b, cmd: cmd, role: role, cpu: b.sampleCPU(ctx, cmd, role), machine: readMachineCPU()}
+	m := &costMeter{b: b, cmd: cmd, role: role, cpu: b.sampleCPU(ctx, cmd, role), machine: readMachineCPU(),
+		start: time.Now(), waits: map[string]int{}, stopWaits: make(chan struct{}), done: make(chan struct{})}
+	m.io, m.ioOK = ioStallTotal()
+	go m.sampleWaits(ctx)
+	return m
+}
+
+// sampleWaits counts the wait events of the role's active sessions every
+// waitSample on the monitor connection (whose statements the SQL counts
+// leave out).
+func (m *costMeter) sampleWaits(ctx context.Context) {
+	defer close(m.done)
+	tick := time.NewTicker(waitSample)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.stopWaits:
+			return
+		case <-tick.C:
+		}
+		waits, err := db.BenchWaits(ctx, m.b.mon, "herald-"+m.role, m.b.cfg.Database)
+		if err != nil {
+			continue
+		}
+		m.samples++
+		for k, n := range waits {
+			m.waits[k] += n
+		}
+	}
 }
 
 // stop ends the measure over requests.
 func (m *costMeter) stop(ctx context.Context, requests int) WindowCost {
+	close(m.stopWaits)
+	<-m.done
+	elapsed := time.Since(m.start)
 	busy := readMachineCPU().busySince(m.machine)
 	process, sessions := m.b.sampleCPU(ctx, m.cmd, m.role).since(m.cpu)
-	w := WindowCost{Requests: requests, Busy: busy}
+	w := WindowCost{Requests: requests, Busy: busy, Waits: m.waits, Samples: m.samples}
+	if io, ok := ioStallTotal(); ok && m.ioOK && elapsed > 0 {
+		w.IOStall = float64(time.Duration(io-m.io)*time.Microsecond) / float64(elapsed)
+	}
 	if requests > 0 {
 		w.CPU, w.PGCPU = process/time.Duration(requests), sessions/time.Duration(requests)
 	}
 	return w
+}
+
+// topWaits formats the most sampled wait events, with the average number
+// of sessions in each per sample.
+func (w WindowCost) topWaits(n int) string {
+	if w.Samples == 0 || len(w.Waits) == 0 {
+		return "none sampled"
+	}
+	names := make([]string, 0, len(w.Waits))
+	for k := range w.Waits {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if w.Waits[names[i]] != w.Waits[names[j]] {
+			return w.Waits[names[i]] > w.Waits[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	var parts []string
+	for _, k := range names[:min(len(names), n)] {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(w.Waits[k])/float64(w.Samples)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // countedOpenLoop runs an open-loop window (openLoop) and measures its
@@ -122,8 +236,9 @@ func (b *bench) countedOpenLoop(ctx context.Context, rate float64, d time.Durati
 	meter := b.startCost(ctx, b.web, "web")
 	lat, errs := b.openLoop(ctx, rate, d)
 	cost := meter.stop(ctx, len(lat))
-	b.logf("   CPU per request: web %s, its Postgres sessions %s; the machine's CPU %.0f%% busy",
-		ms3(cost.CPU), ms3(cost.PGCPU), 100*cost.Busy)
+	b.logf("   CPU per request: web %s, its Postgres sessions %s; the machine's CPU %.0f%% busy, some task waiting for the disk %.0f%% of the time",
+		ms3(cost.CPU), ms3(cost.PGCPU), 100*cost.Busy, 100*cost.IOStall)
+	b.logf("   the web's active Postgres sessions, on average per sample: %s", cost.topWaits(5))
 	b.logf("   waiting %s for Postgres to publish the window's statistics", statsFlush)
 	if err := sleepCtx(ctx, statsFlush); err != nil {
 		return nil, 0, WindowCost{}, err
