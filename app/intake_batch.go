@@ -116,7 +116,7 @@ func (b *IntakeBatcher) write(ctx context.Context, _ uuid.UUID, batch []*intakeI
 	first := parts[0][0].event.TenantID
 	stored := map[uuid.UUID]bool{}
 	err := b.Store.InTenant(ctx, first, func(tx IntakeTx) (err error) {
-		if len(batch) > 1 && slices.ContainsFunc(batch, func(it *intakeItem) bool { return it.locks }) {
+		if len(batch) > 1 && locking(batch) {
 			// Several events' entity locks, taken one event after the
 			// other, could close a cycle with a cancellation's exclusive
 			// locks. The batch gives way instead of waiting: it fails,
@@ -131,7 +131,7 @@ func (b *IntakeBatcher) write(ctx context.Context, _ uuid.UUID, batch []*intakeI
 		// when there is nothing to lock), and are stored together.
 		var plain [][]*Event
 		for _, part := range parts {
-			if !slices.ContainsFunc(part, func(it *intakeItem) bool { return it.locks }) {
+			if !locking(part) {
 				events, err := settlePart(ctx, tx, part)
 				if err != nil {
 					return err
@@ -181,6 +181,11 @@ func (b *IntakeBatcher) write(ctx context.Context, _ uuid.UUID, batch []*intakeI
 		it.stored = stored[it.event.ID]
 	}
 	return nil
+}
+
+// locking reports whether an item of items locks entities.
+func locking(items []*intakeItem) bool {
+	return slices.ContainsFunc(items, func(it *intakeItem) bool { return it.locks })
 }
 
 // settlePart settles one tenant's events and returns them. When they lock

@@ -218,6 +218,13 @@ func (t *Tx) SQL() *sql.Tx { return t.tx.Tx }
 // platform scope.
 func (t *Tx) TenantID() uuid.UUID { return t.tenantID }
 
+// scopeTenant moves a tenant transaction to the tenant $1 (ScopeTenant).
+const scopeTenant = `SELECT set_config('herald.tenant_id', $1, true)`
+
+// errPlatformNarrowed refuses to move a platform transaction into a
+// tenant's scope.
+var errPlatformNarrowed = errors.New("a platform transaction cannot move to a tenant's scope")
+
 // ScopeTenant serves app.IntakeTx: the statements after it see and write
 // only tenantID's rows, under that tenant's row-level security, until the
 // transaction ends or moves on again. Intake stores several tenants'
@@ -227,13 +234,13 @@ func (t *Tx) TenantID() uuid.UUID { return t.tenantID }
 func (t *Tx) ScopeTenant(ctx context.Context, tenantID uuid.UUID) error {
 	switch {
 	case t.tenantID == uuid.Nil:
-		return errors.New("a platform transaction cannot move to a tenant's scope")
+		return errPlatformNarrowed
 	case tenantID == uuid.Nil:
 		return errors.New("a tenant transaction cannot move to the platform scope")
 	case tenantID == t.tenantID:
 		return nil
 	}
-	if _, err := t.tx.ExecContext(ctx, `SELECT set_config('herald.tenant_id', $1, true)`, tenantID.String()); err != nil {
+	if _, err := t.tx.ExecContext(ctx, scopeTenant, tenantID.String()); err != nil {
 		return mapErr(err)
 	}
 	t.tenantID, t.route = tenantID, nil

@@ -61,7 +61,7 @@ func (t *Tx) InsertEvents(ctx context.Context, es []*app.Event) (map[uuid.UUID]b
 // tenants. The transaction is left in the last part's scope.
 func (t *Tx) InsertTenantsEvents(ctx context.Context, parts [][]*app.Event) (map[uuid.UUID]bool, error) {
 	if t.tenantID == uuid.Nil {
-		return nil, errors.New("a platform transaction cannot move to a tenant's scope")
+		return nil, errPlatformNarrowed
 	}
 	var batch pgx.Batch
 	scope := t.tenantID
@@ -80,7 +80,7 @@ func (t *Tx) InsertTenantsEvents(ctx context.Context, parts [][]*app.Event) (map
 			return nil, err
 		}
 		if tenant != scope {
-			batch.Queue(`SELECT set_config('herald.tenant_id', $1, true)`, tenant.String())
+			batch.Queue(scopeTenant, tenant.String())
 			scope = tenant
 		}
 		batch.Queue(insertEvents, body)

@@ -71,6 +71,13 @@ func (s cpuSample) since(earlier cpuSample) (process, sessions time.Duration) {
 	return s.process - earlier.process, sessions
 }
 
+// total is the CPU time the process and its sessions used since an
+// earlier sample, together.
+func (s cpuSample) total(earlier cpuSample) time.Duration {
+	process, sessions := s.since(earlier)
+	return process + sessions
+}
+
 // loadAverage returns the one-minute load average, to show how busy the
 // machine was (the figures are only comparable at similar load).
 func loadAverage() string {

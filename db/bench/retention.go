@@ -89,10 +89,10 @@ func (b *bench) retention(ctx context.Context) error {
 	// is the pruning's.
 	var workerBase, workerDuring time.Duration
 	for round := 1; round <= pruneRounds; round++ {
-		web, worker := b.startCost(ctx, b.web, "web"), b.startCost(ctx, b.worker, "worker")
+		web, worker := b.startCost(ctx, b.web, "web"), b.sampleCPU(ctx, b.worker, "worker")
 		lat, errs := b.openLoop(ctx, float64(rate), window)
 		b.res.PruneBaseCost = b.res.PruneBaseCost.add(web.stop(ctx, len(lat)))
-		workerBase += worker.stop(ctx, 1).total()
+		workerBase += b.sampleCPU(ctx, b.worker, "worker").total(worker)
 		base = append(base, lat...)
 		roundBase := percentile(lat, 99)
 		b.logf("   round %d without pruning, %d/s for %s: p99 %s, errors %d (load average %s)", round, rate, window,
@@ -108,11 +108,11 @@ func (b *bench) retention(ctx context.Context) error {
 			return err
 		}
 		began := time.Now()
-		web, worker = b.startCost(ctx, b.web, "web"), b.startCost(ctx, b.worker, "worker")
+		web, worker = b.startCost(ctx, b.web, "web"), b.sampleCPU(ctx, b.worker, "worker")
 		lat, errs = b.openLoop(ctx, float64(rate), window)
 		elapsed := time.Since(began)
 		b.res.PruneDuringCost = b.res.PruneDuringCost.add(web.stop(ctx, len(lat)))
-		workerDuring += worker.stop(ctx, 1).total()
+		workerDuring += b.sampleCPU(ctx, b.worker, "worker").total(worker)
 		if _, err := client.JobCancel(ctx, res.Job.ID); err != nil {
 			return err
 		}
