@@ -147,8 +147,17 @@ func (c cutShort) Unwrap() error { return c.err }
 // Send runs send through the account's breaker. When the breaker refuses,
 // it returns how long to wait before trying again, and no error. A send
 // that fails because ctx ended is not held against the provider.
+//
+// A probe that fails (the one send a half-open breaker lets through) is
+// answered like a refusal: the breaker opens again, and the message waits
+// with the others instead of spending one of its attempts. Otherwise each
+// failed probe would spend an attempt of the message that ran it: through
+// a long outage, with one probe a minute and few messages waiting, the same
+// messages would probe again and again and fail with their retries
+// exhausted, while the breaker kept the others waiting unharmed.
 func (b *Breakers) Send(ctx context.Context, a *ChannelAccount, send func() (string, error)) (string, time.Duration, error) {
 	ab := b.get(a)
+	probe := ab.cb.State() == gobreaker.StateHalfOpen
 	id, err := ab.cb.Execute(func() (string, error) {
 		id, err := send()
 		if err != nil && ctx.Err() != nil {
@@ -157,24 +166,28 @@ func (b *Breakers) Send(ctx context.Context, a *ChannelAccount, send func() (str
 		return id, err
 	})
 	var c cutShort
-	if errors.As(err, &c) {
+	cut := errors.As(err, &c)
+	if cut {
 		err = c.err
 	}
-	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-		ab.mu.Lock()
-		wait := ab.openedAt.Sub(b.Now())
-		ab.mu.Unlock()
-		openFor := b.OpenFor
-		if openFor <= 0 {
-			openFor = time.Minute
-		}
-		wait += openFor
-		if wait < time.Second {
-			wait = time.Second
-		}
-		return "", wait, nil
+	refused := errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests)
+	if refused || (probe && !cut && countsAsFailure(err) && ab.cb.State() == gobreaker.StateOpen) {
+		return "", b.untilHalfOpen(ab), nil
 	}
 	return id, 0, err
+}
+
+// untilHalfOpen is how long a message waits for an open breaker: until it
+// lets a probe through, and at least a second.
+func (b *Breakers) untilHalfOpen(ab *accountBreaker) time.Duration {
+	ab.mu.Lock()
+	wait := ab.openedAt.Sub(b.Now())
+	ab.mu.Unlock()
+	openFor := b.OpenFor
+	if openFor <= 0 {
+		openFor = time.Minute
+	}
+	return max(wait+openFor, time.Second)
 }
 
 // State returns the account's breaker state (BreakerClosed when it has none).

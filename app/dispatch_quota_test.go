@@ -141,3 +141,39 @@ func TestDispatcher_QuotaReleasedOnCancel(t *testing.T) {
 	require.Zero(t, b.quotaUsed(t, tn.ID, app.WhatsApp), "a cancelled message gives its reservation back")
 	b.sendOK(t, b.routeOne(t, tn, booking("evt-2", "BK-2", anna, "WHATSAPP")))
 }
+
+// TestBreakers_FailedProbeWaitsWithTheOthers: the one send a half-open
+// breaker lets through fails while the provider is still down. The message
+// waits for the breaker like those it refused, with its attempts intact,
+// even on its last one; a message that fails while the breaker is closed
+// still spends its attempt.
+func TestBreakers_FailedProbeWaitsWithTheOthers(t *testing.T) {
+	t.Parallel()
+	b := setupPipeline(t, func(c *app.Config) { c.BreakerThreshold, c.BreakerOpenFor = 1, 20*time.Millisecond })
+	tn := b.tenant(t, "acme")
+	acct := b.useMeta(t, tn, nil)
+	m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+
+	// Closed: a transient failure is the message's own retry.
+	b.meta.reply(graphError(t, "131000"))
+	out, err := b.dispatch(m, 1, 5, &completion{})
+	require.NoError(t, err)
+	require.NotNil(t, out.Retry, "retried as the message's own attempt")
+	require.Equal(t, app.BreakerOpen, b.svc.Breakers.State(acct.ID), "one failure trips a threshold of one")
+
+	// The provider is still down when the breaker lets a probe through.
+	require.Eventually(t, func() bool { return b.svc.Breakers.State(acct.ID) == app.BreakerHalfOpen }, 30*time.Second, time.Millisecond)
+	b.meta.reply(graphError(t, "131000"))
+	out, err = b.dispatch(m, 5, 5, &completion{})
+	require.NoError(t, err)
+	require.Nil(t, out.Retry)
+	require.GreaterOrEqual(t, out.Snooze, time.Second, "waits for the breaker's next probe")
+	require.Equal(t, app.MessageQueued, b.message(t, tn.ID, m.ID).Status, "its last attempt was not spent on the outage")
+	require.Equal(t, app.BreakerOpen, b.svc.Breakers.State(acct.ID), "the failed probe opened the breaker again")
+
+	// The provider is back: the next probe sends it.
+	require.Eventually(t, func() bool { return b.svc.Breakers.State(acct.ID) == app.BreakerHalfOpen }, 30*time.Second, time.Millisecond)
+	sent := b.sendOK(t, m)
+	require.Equal(t, app.MessageSent, sent.Status)
+	require.Equal(t, app.BreakerClosed, b.svc.Breakers.State(acct.ID))
+}
