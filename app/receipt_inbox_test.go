@@ -254,6 +254,23 @@ func (c *statementCounter) reset() (statements, commits int64) {
 	return c.statements.Swap(0), c.commits.Swap(0)
 }
 
+// countedReceipts returns the bundle's Receipts on a pool of their own
+// whose statements and commits the counter counts.
+func (b *pipelineBundle) countedReceipts(t *testing.T) (*app.Receipts, *statementCounter) {
+	t.Helper()
+	counter := &statementCounter{}
+	cfg, err := pgxpool.ParseConfig(b.cfg.DatabaseURL)
+	require.NoError(t, err)
+	cfg.ConnConfig.Tracer, cfg.MaxConns = counter, 2
+	pool, err := pgxpool.NewWithConfig(b.ctx, cfg)
+	require.NoError(t, err)
+	d := db.New(pool)
+	t.Cleanup(d.Close)
+	counted := *b.svc.Receipts
+	counted.Store, counted.Inbox = db.Scope[app.ReceiptTx](d.Store()), d.Store()
+	return &counted, counter
+}
+
 // TestReceipts_StatementsPerReceipt counts what a delivered and a read
 // receipt cost the database, one at a time (Apply) and through the inbox
 // (Accept in groups, as the sandbox's and a busy provider's posts arrive,
@@ -269,16 +286,7 @@ func TestReceipts_StatementsPerReceipt(t *testing.T) {
 	}
 	via := b.via(t, tn)
 
-	counter := &statementCounter{}
-	cfg, err := pgxpool.ParseConfig(b.cfg.DatabaseURL)
-	require.NoError(t, err)
-	cfg.ConnConfig.Tracer, cfg.MaxConns = counter, 2
-	pool, err := pgxpool.NewWithConfig(b.ctx, cfg)
-	require.NoError(t, err)
-	d := db.New(pool)
-	t.Cleanup(d.Close)
-	counted := *b.svc.Receipts
-	counted.Store, counted.Inbox = db.Scope[app.ReceiptTx](d.Store()), d.Store()
+	counted, counter := b.countedReceipts(t)
 
 	// One at a time: the first half of the messages.
 	counter.reset()
@@ -324,4 +332,100 @@ func TestReceipts_StatementsPerReceipt(t *testing.T) {
 	require.EqualValues(t, 4, acceptCommits, "one insert per post, in autocommit")
 	require.Less(t, applyStatements, int64(15), "a batch is a handful of statements, whatever its size")
 	require.LessOrEqual(t, applyCommits, int64(2), "one commit per batch (and one for the empty look at the end)")
+}
+
+// TestReceiptApplier_GathersAfterANotification runs the applier as the
+// worker does, with the gathering's wait held open by the test: a
+// notification starts the gathering instead of a transaction, the receipts
+// that arrive meanwhile go in the same transaction, and a worker stopping
+// mid-gathering leaves the inbox to the next applier.
+func TestReceiptApplier_GathersAfterANotification(t *testing.T) {
+	t.Parallel()
+
+	// start runs an applier over counted's store, once it has looked at the
+	// inbox as it does when it starts (one commit); gathering receives each
+	// wait the applier starts, which the test ends by sending on it.
+	start := func(t *testing.T, b *pipelineBundle, counted *app.Receipts, counter *statementCounter) (wake chan struct{}, gathering chan chan time.Time, stop func()) {
+		counter.reset()
+		wake, gathering = make(chan struct{}, 1), make(chan chan time.Time)
+		ctx, cancel := context.WithCancel(b.ctx)
+		applier := &app.ReceiptApplier{Receipts: counted, Wake: wake, Poll: time.Hour, Gather: time.Hour,
+			Log: b.svc.Log,
+			After: func(time.Duration) <-chan time.Time {
+				ch := make(chan time.Time, 1)
+				select {
+				case gathering <- ch:
+				case <-ctx.Done():
+				}
+				return ch
+			}}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			applier.Run(ctx)
+		}()
+		require.Eventually(t, func() bool { return counter.commits.Load() > 0 }, 30*time.Second, time.Millisecond,
+			"the applier's first look at the inbox")
+		return wake, gathering, func() {
+			cancel()
+			<-done
+		}
+	}
+
+	t.Run("ReceiptsOfTheMomentShareOneTransaction", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		var ms []*app.Message
+		for i := range 6 {
+			ms = append(ms, b.sentViaMeta(t, tn, "BK-G"+string(rune('A'+i))))
+		}
+		via, at := b.via(t, tn), testStart.Add(time.Minute)
+		counted, counter := b.countedReceipts(t)
+		wake, gathering, stop := start(t, b, counted, counter)
+		defer stop()
+
+		b.accept(t, via, receipt(ms[0], provider.StatusDelivered, at))
+		wake <- struct{}{}
+		open := <-gathering
+		require.Equal(t, app.MessageSent, b.message(t, tn.ID, ms[0].ID).Status, "the notification started the gathering, not a transaction")
+		for _, m := range ms[1:] {
+			b.accept(t, via, receipt(m, provider.StatusDelivered, at))
+		}
+		require.Equal(t, 6, b.count(t, `SELECT count(*) FROM receipt_inbox`))
+
+		counter.reset()
+		open <- time.Now()
+		require.Eventually(t, func() bool {
+			return b.count(t, `SELECT count(*) FROM messages WHERE tenant_id = $1 AND status = 'DELIVERED'`, tn.ID) == len(ms)
+		}, 30*time.Second, 10*time.Millisecond, "every receipt of the gathering applied")
+		stop()
+		_, commits := counter.reset()
+		require.EqualValues(t, 1, commits, "one transaction for the six receipts")
+		require.Zero(t, b.count(t, `SELECT count(*) FROM receipt_inbox`))
+	})
+
+	t.Run("AStopWhileGatheringLeavesTheInboxToTheNextApplier", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		m := b.sentViaMeta(t, tn, "BK-S")
+		counted, counter := b.countedReceipts(t)
+		wake, gathering, stop := start(t, b, counted, counter)
+
+		b.accept(t, b.via(t, tn), receipt(m, provider.StatusDelivered, testStart.Add(time.Minute)))
+		wake <- struct{}{}
+		<-gathering
+		stop()
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM receipt_inbox`), "kept for the next applier")
+		require.Equal(t, app.MessageSent, b.message(t, tn.ID, m.ID).Status)
+
+		// The next applier looks at the inbox when it starts, before any
+		// notification.
+		_, _, stop = start(t, b, counted, counter)
+		defer stop()
+		require.Eventually(t, func() bool {
+			return b.message(t, tn.ID, m.ID).Status == app.MessageDelivered
+		}, 30*time.Second, 10*time.Millisecond)
+	})
 }
