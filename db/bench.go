@@ -238,6 +238,22 @@ func BenchWaits(ctx context.Context, q BenchQuerier, applicationName, database s
 	return out, err
 }
 
+// BenchWAL reads the server's WAL written since its statistics were last
+// reset: bytes, and full-page images (the whole page a change writes when
+// it is the page's first since the last checkpoint).
+func BenchWAL(ctx context.Context, q BenchQuerier) (bytes, fpi int64, err error) {
+	err = q.QueryRow(ctx, BenchTag+`SELECT wal_bytes::bigint, wal_fpi FROM pg_stat_wal`).Scan(&bytes, &fpi)
+	return bytes, fpi, err
+}
+
+// BenchAutovacuums counts the autovacuum workers at work in database.
+func BenchAutovacuums(ctx context.Context, q BenchQuerier, database string) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, BenchTag+`
+		SELECT count(*)::int FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'autovacuum worker'`, database).Scan(&n)
+	return n, err
+}
+
 // BenchStatement is one row of pg_stat_statements for the benchmark
 // database: a normalised statement and how often it ran.
 type BenchStatement struct {

@@ -38,6 +38,9 @@ func TestBench_Quick(t *testing.T) {
 	cfg.Rate, cfg.RateDuration, cfg.Drain = 100, 4*time.Second, 30*time.Second
 	cfg.Requests, cfg.OpenDuration, cfg.RiverJobs = 500, 2*time.Second, 2000
 	cfg.BaselineDuration = time.Second
+	// A small pages phase, so that the 10M comparison's windows run on
+	// both sides.
+	cfg.Messages = 2000
 	cfg.DatabaseURL, cfg.Binary = dbtest.BaseURL(), bin
 	// Named like the test databases, so db/devdb.sh reset drops one a
 	// crashed run leaves behind.
@@ -65,8 +68,11 @@ func TestBench_Quick(t *testing.T) {
 	require.Positive(t, r.OpenCost.Samples, "the open loop's wait events were sampled")
 	require.Positive(t, r.OpenCost.Busy)
 	require.Positive(t, r.EndToEndMPS)
-	require.Equal(t, cfg.Requests+r.OpenRequests+min(200, cfg.Requests), r.Delivered,
-		"every accepted event (warm-up included) was delivered")
+	require.Len(t, r.EmptyWindows.P99, compareWindows, "the empty database's side of the 10M comparison")
+	require.Positive(t, r.EmptyWindows.Cost.Samples)
+	require.Positive(t, r.EmptyWindows.Cost.WALBytes, "the windows' inserts wrote WAL")
+	require.Equal(t, cfg.Requests+r.OpenRequests+r.EmptyWindows.Cost.Requests+min(200, cfg.Requests), r.Delivered,
+		"every accepted event (warm-up and the comparison's windows included) was delivered")
 	require.Positive(t, r.CommitsPerMessage)
 	if r.SQLNote == "" {
 		require.Positive(t, r.StatementsPerMessage)
@@ -79,6 +85,10 @@ func TestBench_Quick(t *testing.T) {
 	require.NotEmpty(t, r.Backlog)
 	require.Positive(t, r.WorkerPeakRSSMB)
 	require.Positive(t, r.WorkerLastRSSMB)
+	require.Len(t, r.At10MWindows.P99, compareWindows, "the filled database's side, at the same rate")
+	require.Equal(t, r.EmptyWindows.Rate, r.At10MWindows.Rate)
+	require.Positive(t, r.At10MCost.Requests)
+	require.Positive(t, r.BookingPanelMS)
 	require.Len(t, r.Loads, 8, "a load average for each phase (retention and pages too, which the quick run skips)")
 
 	goals := report.String()[strings.Index(report.String(), "\nGoals\n"):]

@@ -107,7 +107,8 @@ func TestGoals(t *testing.T) {
 		r.WorkerPeakRSSMB = 201
 		r.BacklogGrowing = true
 		r.ExplorerDeepMaxMS, r.PruneIntakeP99Ratio = 51, 1.3
-		r.IntakeP99At10M = 35 * time.Millisecond // 1.35 x the open loop's 26 ms
+		r.EmptyWindows = Windows{Rate: 1000, P99: []time.Duration{20 * time.Millisecond, 19 * time.Millisecond, 21 * time.Millisecond}}
+		r.At10MWindows = Windows{Rate: 1000, P99: []time.Duration{27 * time.Millisecond, 26 * time.Millisecond, 28 * time.Millisecond}} // 1.35 x
 		for goal, v := range verdicts(Goals(r)) {
 			if strings.Contains(goal, "10x today") || strings.Contains(goal, "vs River") || strings.Contains(goal, "insert") {
 				require.Equal(t, verdictPass, v, goal)
@@ -191,10 +192,39 @@ func TestGoals(t *testing.T) {
 		t.Parallel()
 		r := fullRun()
 		r.BookingPanelMS, r.ExplorerFilterMaxMS, r.ExplorerDeepMaxMS, r.DashboardMS = 12, 40, 30, 49
-		r.IntakeP99At10M, r.PruneIntakeP99Ratio = 22*time.Millisecond, 1.1
+		r.PruneIntakeP99Ratio = 1.1
+		r.EmptyWindows = Windows{Rate: 1000, P99: []time.Duration{20 * time.Millisecond}}
+		r.At10MWindows = Windows{Rate: 1000, P99: []time.Duration{22 * time.Millisecond}}
 		for goal, v := range verdicts(Goals(r)) {
 			require.Equal(t, verdictPass, v, goal)
 		}
+	})
+
+	t.Run("TenMillionIntakeComparesTheMedianWindows", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		// One stalled window on each side: the medians compare the rest.
+		r.EmptyWindows = Windows{Rate: 900, Length: 4 * time.Second, P99: []time.Duration{
+			10 * time.Millisecond, 60 * time.Millisecond, 11 * time.Millisecond, 12 * time.Millisecond, 10 * time.Millisecond}}
+		r.At10MWindows = Windows{Rate: 900, Length: 4 * time.Second, P99: []time.Duration{
+			12 * time.Millisecond, 11 * time.Millisecond, 90 * time.Millisecond, 12 * time.Millisecond, 13 * time.Millisecond}}
+		// A single window at the open loop's rate, as before, would fail.
+		r.OpenP99, r.IntakeP99At10M = 10*time.Millisecond, 90*time.Millisecond
+		row := at10MRow(r)
+		require.Equal(t, verdictPass, row.Verdict)
+		require.Equal(t, "1.09", row.Ratio, "12 ms against 11 ms")
+		require.Equal(t, "12.0 ms (median of 5 windows at 900/s)", row.Measured)
+		require.Equal(t, "10.0, 60.0, 11.0, 12.0, 10.0 ms", r.EmptyWindows.spread(), "in the order they ran")
+		require.Equal(t, []time.Duration{10 * time.Millisecond, 60 * time.Millisecond, 11 * time.Millisecond, 12 * time.Millisecond, 10 * time.Millisecond},
+			r.EmptyWindows.P99, "the median leaves the series as it was")
+
+		r.At10MWindows.P99[1] = 14 * time.Millisecond
+		r.At10MWindows.P99[4] = 14 * time.Millisecond
+		row = at10MRow(r)
+		require.Equal(t, verdictFail, row.Verdict, "14 ms against 11 ms is 1.27x")
+
+		r.At10MWindows = Windows{}
+		require.Equal(t, verdictNotRun, at10MRow(r).Verdict, "no windows at 10M")
 	})
 }
 

@@ -76,36 +76,66 @@ func Limits(r *Result) []string {
 		add("Commits: %.2f per request at intake and %.2f per message after it (routing, the send's record, receipts in batches, River's own).",
 			r.IntakeSQL.Commits, r.CommitsPerMessage)
 	}
-	if has("10M messages: intake p99") && r.At10MCost.Requests > 0 && r.OpenCost.Requests > 0 {
-		e, t := r.OpenCost, r.At10MCost
-		add("Intake at 10M messages: p99 %.1f ms against %.1f ms on the empty database, both open loop at %.0f/s. Per request, empty database against 10M:",
-			ms(r.IntakeP99At10M), ms(r.OpenP99), r.OpenRate)
-		add("  web CPU %s / %s, its Postgres sessions' %s / %s; the machine's CPU %.0f%% / %.0f%% busy; some task waiting for the disk %.0f%% / %.0f%% of the time.",
-			ms3(e.CPU), ms3(t.CPU), ms3(e.PGCPU), ms3(t.PGCPU), 100*e.Busy, 100*t.Busy, 100*e.IOStall, 100*t.IOStall)
-		add("  The web's active Postgres sessions, on average per sample: empty database %s; 10M %s.", e.topWaits(4), t.topWaits(4))
-		if e.SQL.Measured && t.SQL.Measured {
-			add("  %.2f / %.2f statements and %.2f / %.2f commits (the fewer commits, the larger the shared batches).",
-				e.SQL.Statements, t.SQL.Statements, e.SQL.Commits, t.SQL.Commits)
-			out = append(out, compareStatements(e.SQL.Slowest, t.SQL.Slowest, 4)...)
-		}
-		if diff := float64(t.total())/float64(max(e.total(), 1)) - 1; math.Abs(diff) < sameWork {
-			add("  The work per request differed by %+.0f%% and the machine was as busy: the higher p99 is time requests waited "+
-				"(on the disk or a lock, above), not work they did.", 100*diff)
+	if has("10M messages: intake p99") && r.At10MWindows.Cost.Requests > 0 && r.EmptyWindows.Cost.Requests > 0 {
+		e, t := r.EmptyWindows, r.At10MWindows
+		add("Intake at 10M messages: median p99 %.1f ms against %.1f ms on the empty database, %d open-loop windows of %s at %.0f/s on each (p99s: empty %s; 10M %s).",
+			ms(t.median()), ms(e.median()), len(t.P99), t.Length, t.Rate, e.spread(), t.spread())
+		out = append(out, costLines("empty database", "10M", e.Cost, t.Cost)...)
+		if diff := float64(t.Cost.total())/float64(max(e.Cost.total(), 1)) - 1; math.Abs(diff) < sameWork {
+			add("  The work per request differed by %+.0f%%: the higher p99 is time requests waited "+
+				"(on the disk, a lock or autovacuum, above), not work they did.", 100*diff)
 		} else {
-			out = append(out, saturation(min(e.Busy, t.Busy), cores)...)
+			out = append(out, saturation(min(e.Cost.Busy, t.Cost.Busy), cores)...)
+		}
+		if e.Cost.WALBytes > 0 && t.Cost.WALBytes >= moreWAL*e.Cost.WALBytes {
+			add("  Each commit at 10M waited for %.1f times the WAL: %.2f full-page images per request against %.2f. After a checkpoint "+
+				"a page's first change writes the whole page, and inserts into a large table's indexes land on many more distinct pages "+
+				"(a booking reference falls anywhere in its index) than into a small one's.",
+				t.Cost.WALBytes/e.Cost.WALBytes, t.Cost.WALFPI, e.Cost.WALFPI)
+		}
+		if r.At10MCost.Requests > 0 && r.OpenCost.Requests > 0 {
+			o, f := r.OpenCost, r.At10MCost
+			add("  At the open loop's rate (%.0f/s, one window each): p99 %.1f ms at 10M against %.1f ms; the machine's CPU %.0f%% / %.0f%% busy.",
+				r.OpenRate, ms(r.IntakeP99At10M), ms(r.OpenP99), 100*o.Busy, 100*f.Busy)
+			if o.SQL.Measured && f.SQL.Measured {
+				add("  %.2f / %.2f statements and %.2f / %.2f commits (the fewer commits, the larger the shared batches).",
+					o.SQL.Statements, f.SQL.Statements, o.SQL.Commits, f.SQL.Commits)
+				out = append(out, compareStatements(o.SQL.Slowest, f.SQL.Slowest, 4)...)
+			}
 		}
 	}
 	if has("intake p99 while pruning") && r.PruneBaseCost.Requests > 0 {
 		p, q := r.PruneBaseCost, r.PruneDuringCost
 		add("Pruning: intake p99 %.1f ms while pruning against %.1f ms without; %d messages pruned in the windows, each costing the worker and its sessions %s of CPU.",
 			ms(r.PruneIntakeP99During), ms(r.PruneIntakeP99Base), r.PrunedDuring, ms3(r.PruneWorkerCPU))
-		add("  Per request without / while pruning: web CPU %s / %s, its Postgres sessions' %s / %s; the machine's CPU %.0f%% / %.0f%% busy; some task waiting for the disk %.0f%% / %.0f%% of the time.",
-			ms3(p.CPU), ms3(q.CPU), ms3(p.PGCPU), ms3(q.PGCPU), 100*p.Busy, 100*q.Busy, 100*p.IOStall, 100*q.IOStall)
-		add("  The web's active Postgres sessions, on average per sample: without %s; while pruning %s.", p.topWaits(4), q.topWaits(4))
+		out = append(out, costLines("without", "while pruning", p, q)...)
+		if r.PruneWorkerShare[0] > 0 || r.PruneWorkerShare[1] > 0 {
+			add("  The worker and its sessions (routing and sending what intake accepts, and pruning) took %.0f%% / %.0f%% of the machine's CPU.",
+				100*r.PruneWorkerShare[0], 100*r.PruneWorkerShare[1])
+		}
 		out = append(out, saturation(q.Busy, cores)...)
 	}
 	return out
 }
+
+// costLines sets two windows' costs side by side, per request: CPU, how
+// busy the machine was, the disk's stalls, autovacuum, and what the web's
+// sessions waited on.
+func costLines(first, second string, a, b WindowCost) []string {
+	return []string{
+		fmt.Sprintf("  Per request, %s / %s: web CPU %s / %s, its Postgres sessions' %s / %s; the machine's CPU %.0f%% / %.0f%% busy; "+
+			"some task waiting for the disk %.0f%% / %.0f%% of the time; autovacuum workers %.2f / %.2f per sample.",
+			first, second, ms3(a.CPU), ms3(b.CPU), ms3(a.PGCPU), ms3(b.PGCPU), 100*a.Busy, 100*b.Busy,
+			100*a.IOStall, 100*b.IOStall, a.autovacuums(), b.autovacuums()),
+		fmt.Sprintf("  The web's active Postgres sessions, on average per sample: %s %s; %s %s.", first, a.topWaits(4), second, b.topWaits(4)),
+		fmt.Sprintf("  WAL per request (the server's, every session's): %.0f / %.0f bytes, %.2f / %.2f full-page images.",
+			a.WALBytes, b.WALBytes, a.WALFPI, b.WALFPI),
+	}
+}
+
+// moreWAL is how many times the WAL per request of one window over
+// another's is worth explaining.
+const moreWAL = 1.5
 
 // sameWork is the difference in CPU per request under which two windows
 // did the same work.

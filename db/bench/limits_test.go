@@ -76,30 +76,49 @@ func TestLimits(t *testing.T) {
 			IOStall: 0.31, Waits: map[string]int{"CPU": 300, "IO:WALSync": 500, "Lock:tuple": 20}, Samples: 200,
 			SQL: SQLFigures{Statements: 1.3, Commits: 0.4, Measured: true, Slowest: []StatementShare{
 				{Query: insert, MSPerMessage: 0.041}, {Query: "SELECT 2", MSPerMessage: 0.01}}}}
+		r.EmptyWindows = Windows{Rate: 1500, Length: 4 * time.Second, P99: []time.Duration{8 * time.Millisecond, 9 * time.Millisecond, 30 * time.Millisecond},
+			Cost: WindowCost{Requests: 18000, CPU: 120 * time.Microsecond, PGCPU: 100 * time.Microsecond, Busy: 0.55,
+				IOStall: 0.02, Waits: map[string]int{"CPU": 30, "IO:WALSync": 10}, Samples: 100, WALBytes: 1500, WALFPI: 0.05}}
+		r.At10MWindows = Windows{Rate: 1500, Length: 4 * time.Second, P99: []time.Duration{14 * time.Millisecond, 12 * time.Millisecond, 13 * time.Millisecond},
+			Cost: WindowCost{Requests: 18000, CPU: 121 * time.Microsecond, PGCPU: 102 * time.Microsecond, Busy: 0.56,
+				IOStall: 0.31, Waits: map[string]int{"CPU": 30, "IO:WALSync": 50, "Lock:tuple": 2}, Samples: 100, Autovacuum: 50,
+				WALBytes: 9800, WALFPI: 1.2}}
 		r.PruneIntakeP99Ratio, r.PruneIntakeP99Base, r.PruneIntakeP99During = 1.5, 20*time.Millisecond, 30*time.Millisecond
 		r.PrunedDuring, r.PruneWorkerCPU = 90000, 400*time.Microsecond
+		r.PruneWorkerShare = [2]float64{0.3, 0.45}
 		r.PruneBaseCost = WindowCost{Requests: 1000, CPU: 120 * time.Microsecond, PGCPU: 90 * time.Microsecond, Busy: 0.6}
 		r.PruneDuringCost = WindowCost{Requests: 1000, CPU: 125 * time.Microsecond, PGCPU: 95 * time.Microsecond, Busy: 0.8}
 		text := strings.Join(Limits(r), "\n")
-		require.Contains(t, text, "Intake at 10M messages: p99 50.0 ms against 20.0 ms on the empty database, both open loop at 3000/s")
-		require.Contains(t, text, "web CPU 0.100 ms / 0.101 ms, its Postgres sessions' 0.080 ms / 0.082 ms; the machine's CPU 93% / 95% busy; "+
-			"some task waiting for the disk 2% / 31% of the time")
-		require.Contains(t, text, "empty database CPU 1.50, IO:WALSync 0.50; 10M IO:WALSync 2.50, CPU 1.50, Lock:tuple 0.10")
-		require.Contains(t, text, "The work per request differed by +2% and the machine was as busy: the higher p99 is time requests waited")
+		require.Contains(t, text, "Intake at 10M messages: median p99 13.0 ms against 9.0 ms on the empty database, 3 open-loop windows of 4s at 1500/s on each "+
+			"(p99s: empty 8.0, 9.0, 30.0 ms; 10M 14.0, 12.0, 13.0 ms)")
+		require.Contains(t, text, "Per request, empty database / 10M: web CPU 0.120 ms / 0.121 ms, its Postgres sessions' 0.100 ms / 0.102 ms; the machine's CPU 55% / 56% busy; "+
+			"some task waiting for the disk 2% / 31% of the time; autovacuum workers 0.00 / 0.50 per sample")
+		require.Contains(t, text, "empty database CPU 0.30, IO:WALSync 0.10; 10M IO:WALSync 0.50, CPU 0.30, Lock:tuple 0.02")
+		require.Contains(t, text, "WAL per request (the server's, every session's): 1500 / 9800 bytes, 0.05 / 1.20 full-page images")
+		require.Contains(t, text, "The work per request differed by +1%: the higher p99 is time requests waited")
+		require.Contains(t, text, "Each commit at 10M waited for 6.5 times the WAL: 1.20 full-page images per request against 0.05.")
+		require.Contains(t, text, "At the open loop's rate (3000/s, one window each): p99 50.0 ms at 10M against 20.0 ms; the machine's CPU 93% / 95% busy")
 		require.Contains(t, text, "1.20 / 1.30 statements and 0.30 / 0.40 commits")
 		require.Contains(t, text, "0.040 ms / 0.041 ms  INSERT INTO events")
 		require.Contains(t, text, "- / 0.010 ms  SELECT 2", "a statement the empty window did not run")
-		require.NotContains(t, text, "cores were 93% busy or more", "the same work at the same load: saturation does not explain it")
+		require.NotContains(t, text, "busy or more", "the same work below saturation: saturation does not explain it")
 		require.Contains(t, text, "Pruning: intake p99 30.0 ms while pruning against 20.0 ms without; 90000 messages pruned in the windows, each costing the worker and its sessions 0.400 ms of CPU")
+		require.Contains(t, text, "Per request, without / while pruning: web CPU 0.120 ms / 0.125 ms")
 		require.Contains(t, text, "the machine's CPU 60% / 80% busy")
 		require.Contains(t, text, "without none sampled; while pruning none sampled")
+		require.Contains(t, text, "The worker and its sessions (routing and sending what intake accepts, and pruning) took 30% / 45% of the machine's CPU")
 		require.Zero(t, strings.Count(text, "busy or more"), "the pruning windows were below saturation")
+
+		// The same WAL on both sides: nothing to say about it.
+		r.At10MWindows.Cost.WALBytes, r.At10MWindows.Cost.WALFPI = 1600, 0.06
+		require.NotContains(t, strings.Join(Limits(r), "\n"), "times the WAL")
 
 		// More work per request at 10M on a saturated machine: the
 		// saturation explains p99.
-		r.At10MCost.CPU, r.At10MCost.PGCPU = 150*time.Microsecond, 120*time.Microsecond
+		r.At10MWindows.Cost.CPU, r.At10MWindows.Cost.PGCPU = 150*time.Microsecond, 120*time.Microsecond
+		r.EmptyWindows.Cost.Busy, r.At10MWindows.Cost.Busy = 0.9, 0.93
 		text = strings.Join(Limits(r), "\n")
-		require.Contains(t, text, "cores were 93% busy or more")
+		require.Contains(t, text, "cores were 90% busy or more")
 		require.NotContains(t, text, "The work per request differed")
 	})
 }
@@ -108,11 +127,16 @@ func TestWindowCost(t *testing.T) {
 	t.Parallel()
 	a := WindowCost{Requests: 100, CPU: 100 * time.Microsecond, PGCPU: 50 * time.Microsecond, Busy: 0.5}
 	b := WindowCost{Requests: 300, CPU: 200 * time.Microsecond, PGCPU: 10 * time.Microsecond, Busy: 0.9}
-	a.Waits, a.Samples, a.IOStall = map[string]int{"CPU": 2}, 4, 0.1
-	b.Waits, b.Samples, b.IOStall = map[string]int{"CPU": 1, "IO:WALSync": 3}, 4, 0.5
+	a.WALBytes, b.WALBytes, a.WALFPI, b.WALFPI = 1000, 3000, 0.1, 0.5
+	a.Waits, a.Samples, a.IOStall, a.Autovacuum = map[string]int{"CPU": 2}, 4, 0.1, 2
+	b.Waits, b.Samples, b.IOStall, b.Autovacuum = map[string]int{"CPU": 1, "IO:WALSync": 3}, 4, 0.5, 1
 	sum := WindowCost{}.add(a).add(b)
 	require.Equal(t, map[string]int{"CPU": 3, "IO:WALSync": 3}, sum.Waits)
 	require.Equal(t, 8, sum.Samples)
+	require.InDelta(t, 3.0/8, sum.autovacuums(), 1e-9, "autovacuum workers per sample of both windows")
+	require.InDelta(t, 2500, sum.WALBytes, 1e-9, "WAL per request, weighted by requests")
+	require.InDelta(t, 0.4, sum.WALFPI, 1e-9)
+	require.Zero(t, WindowCost{}.autovacuums(), "no samples")
 	require.InDelta(t, 0.4, sum.IOStall, 1e-9)
 	require.Equal(t, map[string]int{"CPU": 2}, a.Waits, "the windows' own counts are left as they were")
 	require.Equal(t, "CPU 0.38, IO:WALSync 0.38", sum.topWaits(4), "a tie ranks by name")

@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -167,10 +167,10 @@ func (b *bench) pages(ctx context.Context) error {
 			}
 			ds = append(ds, d)
 		}
-		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 		// The first request of each page warms the server's caches for it;
 		// p50 and max are of the rest.
-		ds = ds[1:]
+		ran := ds
+		ds = slices.Sorted(slices.Values(ds[1:]))
 		p50, mx := ds[len(ds)/2], ds[len(ds)-1]
 		worst = max(worst, mx)
 		ms := float64(mx.Microseconds()) / 1000
@@ -185,6 +185,11 @@ func (b *bench) pages(ctx context.Context) error {
 			b.res.ExplorerFilterMaxMS = max(b.res.ExplorerFilterMaxMS, ms)
 		}
 		b.logf("   %-48s %10s %10s", p.name, p50.Round(100*time.Microsecond), mx.Round(100*time.Microsecond))
+		if mx > 3*p50 || ms > goalPageMS {
+			// One request far slower than the others: the order says
+			// whether it was one stall or the page warming up.
+			b.logf("   %-48s each request in the order sent: %s", "", durations(ran))
+		}
 	}
 	b.res.PagesMaxMS = float64(worst.Microseconds()) / 1000
 	b.logf("   slowest page %.1f ms (target <= 50 ms; load average %s)", b.res.PagesMaxMS, loadAverage())
@@ -226,7 +231,12 @@ func (b *bench) intakeAt(ctx context.Context, n int) error {
 	b.res.IntakeP99At10M, b.res.At10MCost = percentile(lat, 99), cost
 	b.logf("   intake p99 %s (empty database: %s), errors %d", b.res.IntakeP99At10M.Round(10*time.Microsecond),
 		b.res.OpenP99.Round(10*time.Microsecond), errs)
-	return nil
+	if len(b.res.EmptyWindows.P99) == 0 {
+		return nil
+	}
+	b.logf("   the 10M side of the comparison, as on the empty database (%s there):", b.res.EmptyWindows.spread())
+	b.res.At10MWindows, err = b.windowSeries(ctx, b.res.EmptyWindows.Rate, b.res.EmptyWindows.Length)
+	return err
 }
 
 // waitNoRunningJobs waits, up to a minute, until the jobs running when the
@@ -251,6 +261,15 @@ func (b *bench) waitNoRunningJobs(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// durations lists ds in milliseconds with one decimal.
+func durations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%.1f", ms(d))
+	}
+	return strings.Join(parts, ", ") + " ms"
 }
 
 // dirtyMB is how much written data the operating system still holds in

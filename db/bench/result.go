@@ -41,6 +41,10 @@ type Result struct {
 	// busy the machine was; At10MCost the same for the window at 10M
 	// messages.
 	OpenCost, At10MCost WindowCost
+	// EmptyWindows and At10MWindows are the 10M goal's comparison: the
+	// same series of open-loop windows at compareRate on the empty
+	// database and at 10M messages.
+	EmptyWindows, At10MWindows Windows
 
 	// EndToEndMPS is messages/s from the first message sent to the last
 	// while the worker drains the intake backlog.
@@ -118,6 +122,9 @@ type Result struct {
 	// the windows without, per pruned message.
 	PruneBaseCost, PruneDuringCost WindowCost
 	PruneWorkerCPU                 time.Duration
+	// PruneWorkerShare is the share of the machine's CPU the worker and
+	// its sessions took in the windows without and while pruning.
+	PruneWorkerShare [2]float64
 }
 
 // PhaseLoad is the load average when a phase started.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/heraldhq/herald/db"
@@ -37,7 +38,17 @@ type WindowCost struct {
 	// samples were taken.
 	Waits   map[string]int
 	Samples int
-	SQL     SQLFigures
+	// WALBytes and WALFPI are the WAL the server wrote per request, and
+	// the full-page images in it: a change to a page that is the page's
+	// first since the last checkpoint writes the whole page, so the more
+	// distinct pages a window's inserts touch (a large index's leaves, say)
+	// the more WAL each commit waits to have on disk.
+	WALBytes, WALFPI float64
+	// Autovacuum counts the autovacuum workers seen in the database over
+	// the same samples: after mass deletes they vacuum the tables and
+	// every index, and take CPU and disk from whatever runs beside them.
+	Autovacuum int
+	SQL        SQLFigures
 }
 
 // waitSample is how often a window samples its sessions' wait events.
@@ -64,13 +75,16 @@ func (w WindowCost) add(o WindowCost) WindowCost {
 		waits[k] += v
 	}
 	return WindowCost{
-		Requests: n,
-		CPU:      weigh(w.CPU, o.CPU),
-		PGCPU:    weigh(w.PGCPU, o.PGCPU),
-		Busy:     share(w.Busy, o.Busy),
-		IOStall:  share(w.IOStall, o.IOStall),
-		Waits:    waits,
-		Samples:  w.Samples + o.Samples,
+		Requests:   n,
+		CPU:        weigh(w.CPU, o.CPU),
+		PGCPU:      weigh(w.PGCPU, o.PGCPU),
+		Busy:       share(w.Busy, o.Busy),
+		IOStall:    share(w.IOStall, o.IOStall),
+		WALBytes:   share(w.WALBytes, o.WALBytes),
+		WALFPI:     share(w.WALFPI, o.WALFPI),
+		Waits:      waits,
+		Samples:    w.Samples + o.Samples,
+		Autovacuum: w.Autovacuum + o.Autovacuum,
 	}
 }
 
@@ -136,18 +150,26 @@ type costMeter struct {
 	start   time.Time
 	io      int64
 	ioOK    bool
+	// walBytes and walFPI are the server's WAL counters at the start,
+	// walOK whether they could be read.
+	walBytes, walFPI int64
+	walOK            bool
 	// waits is sampled until stopWaits is closed; done closes after the
 	// last sample.
-	waits     map[string]int
-	samples   int
-	stopWaits chan struct{}
-	done      chan struct{}
+	waits      map[string]int
+	samples    int
+	autovacuum int
+	stopWaits  chan struct{}
+	done       chan struct{}
 }
 
 func (b *bench) startCost(ctx context.Context, cmd *exec.Cmd, role string) *costMeter {
 	m := &costMeter{b: b, cmd: cmd, role: role, cpu: b.sampleCPU(ctx, cmd, role), machine: readMachineCPU(),
 		start: time.Now(), waits: map[string]int{}, stopWaits: make(chan struct{}), done: make(chan struct{})}
 	m.io, m.ioOK = ioStallTotal()
+	var err error
+	m.walBytes, m.walFPI, err = db.BenchWAL(ctx, b.mon)
+	m.walOK = err == nil
 	go m.sampleWaits(ctx)
 	return m
 }
@@ -175,6 +197,9 @@ func (m *costMeter) sampleWaits(ctx context.Context) {
 		for k, n := range waits {
 			m.waits[k] += n
 		}
+		if n, err := db.BenchAutovacuums(ctx, m.b.mon, m.b.cfg.Database); err == nil {
+			m.autovacuum += n
+		}
 	}
 }
 
@@ -185,14 +210,25 @@ func (m *costMeter) stop(ctx context.Context, requests int) WindowCost {
 	elapsed := time.Since(m.start)
 	busy := readMachineCPU().busySince(m.machine)
 	process, sessions := m.b.sampleCPU(ctx, m.cmd, m.role).since(m.cpu)
-	w := WindowCost{Requests: requests, Busy: busy, Waits: m.waits, Samples: m.samples}
+	w := WindowCost{Requests: requests, Busy: busy, Waits: m.waits, Samples: m.samples, Autovacuum: m.autovacuum}
 	if io, ok := ioStallTotal(); ok && m.ioOK && elapsed > 0 {
 		w.IOStall = float64(time.Duration(io-m.io)*time.Microsecond) / float64(elapsed)
 	}
 	if requests > 0 {
 		w.CPU, w.PGCPU = process/time.Duration(requests), sessions/time.Duration(requests)
+		if bytes, fpi, err := db.BenchWAL(ctx, m.b.mon); err == nil && m.walOK {
+			w.WALBytes, w.WALFPI = float64(bytes-m.walBytes)/float64(requests), float64(fpi-m.walFPI)/float64(requests)
+		}
 	}
 	return w
+}
+
+// autovacuums is the average number of autovacuum workers per sample.
+func (w WindowCost) autovacuums() float64 {
+	if w.Samples == 0 {
+		return 0
+	}
+	return float64(w.Autovacuum) / float64(w.Samples)
 }
 
 // topWaits formats the most sampled wait events, with the average number
@@ -246,4 +282,68 @@ func (b *bench) countedOpenLoop(ctx context.Context, rate float64, d time.Durati
 	var err error
 	cost.SQL, err = counter.end(ctx, len(lat)-int(errs), "accepted request")
 	return lat, errs, cost, err
+}
+
+// Windows is a series of equal open-loop windows at one rate: each
+// window's p99 and their cost together. A series compares two states of
+// the database where one window would not: on a shared machine a single
+// stall (a WAL fsync, a neighbour's burst) decides one window's p99, and
+// the median of several leaves such a window out.
+type Windows struct {
+	Rate   float64
+	Length time.Duration
+	P99    []time.Duration
+	Cost   WindowCost
+}
+
+// compareWindows is how many windows each side of the 10M goal's
+// comparison runs.
+const compareWindows = 5
+
+// median is the middle window's p99.
+func (w Windows) median() time.Duration { return percentile(w.P99, 50) }
+
+// spread lists the windows' p99s in the order they ran, in milliseconds.
+func (w Windows) spread() string { return durations(w.P99) }
+
+// levelStart checkpoints the database and writes the system's cache to
+// disk, so that windows measured after it start where other windows
+// measured after it started: what earlier phases wrote is on disk, and no
+// checkpoint of their writes is due.
+func (b *bench) levelStart(ctx context.Context, what string) {
+	if _, err := b.mon.Exec(ctx, db.BenchTag+`CHECKPOINT`); err != nil {
+		b.logf("   no checkpoint before %s (%v): they may meet earlier phases' writes", what, err)
+	}
+	syscall.Sync()
+}
+
+// windowSeries runs compareWindows open-loop windows at rate, each d long,
+// and measures their cost (without SQL counts, which need a pause for
+// Postgres's statistics around each).
+//
+// A series starts right after a checkpoint whose writes have reached the
+// disk. The two sides of a comparison run 25 minutes apart, after
+// different work: without a common start one side would meet a checkpoint
+// of earlier phases' writes (its flushes compete with commits for the disk,
+// and every page first changed after it goes whole into the WAL) and the
+// other not.
+func (b *bench) windowSeries(ctx context.Context, rate float64, d time.Duration) (Windows, error) {
+	w := Windows{Rate: rate, Length: d}
+	b.levelStart(ctx, "the windows")
+	for range compareWindows {
+		meter := b.startCost(ctx, b.web, "web")
+		lat, errs := b.openLoop(ctx, rate, d)
+		w.Cost = w.Cost.add(meter.stop(ctx, len(lat)))
+		if err := ctx.Err(); err != nil {
+			return w, err
+		}
+		if errs > 0 {
+			return w, fmt.Errorf("%d of %d requests failed in a window at %.0f/s", errs, len(lat), rate)
+		}
+		w.P99 = append(w.P99, percentile(lat, 99))
+	}
+	b.logf("   %d windows of %s at %.0f/s: p99 %s, median %.1f ms; the machine's CPU %.0f%% busy; web sessions per sample: %s; "+
+		"WAL per request %.0f bytes, %.2f full-page images",
+		compareWindows, d, rate, w.spread(), ms(w.median()), 100*w.Cost.Busy, w.Cost.topWaits(3), w.Cost.WALBytes, w.Cost.WALFPI)
+	return w, nil
 }
