@@ -434,6 +434,33 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.Equal(t, before, b.timeline(t, tn.ID, second.ID))
 	})
 
+	t.Run("ABucketARoundingErrorShortOfATokenSnoozes", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		// Refills add fractions of a token in floating point, so a bucket
+		// can hold 0.9999999999999999 of one: its wait is far below a
+		// nanosecond, and it is still no token.
+		acct := b.useMeta(t, tn, map[string]string{"rate_per_second": "20", "burst": "20"})
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		wait, err := b.svc.Dispatcher.Limiter.Wait(b.ctx, acct)
+		require.NoError(t, err)
+		require.Zero(t, wait, "a new bucket is full")
+		require.NoError(t, b.svc.Store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(b.ctx, `UPDATE rate_buckets SET tokens = 0.9999999999999999, refilled_at = $2 WHERE key = $1`,
+				"rate:"+tn.ID.String()+":"+acct.ID.String(), b.clock.Now())
+			return err
+		}))
+
+		c := &completion{}
+		out, err := b.dispatch(m, 1, 5, c)
+		require.NoError(t, err)
+		require.Positive(t, out.Snooze, "snoozed: the send takes no token, so it must not happen")
+		require.Empty(t, b.meta.received(), "the provider is not called without a whole token")
+		require.Zero(t, c.count())
+		require.Equal(t, app.MessageQueued, b.message(t, tn.ID, m.ID).Status)
+	})
+
 	t.Run("BreakerOpenSnoozes", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, func(c *app.Config) { c.BreakerThreshold = 1 })

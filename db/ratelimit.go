@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/heraldhq/herald/app"
@@ -16,7 +17,10 @@ func (s *Store) TakeToken(ctx context.Context, key string, capacity, perSecond f
 		key, capacity, perSecond, clockParam(at), slow.Cooldown.Seconds(), slow.Recover.Seconds()); err != nil {
 		return 0, unavailable(mapErr(err))
 	}
-	return time.Duration(wait * float64(time.Second)), nil
+	// A bucket a rounding error short of a token answers a wait of less
+	// than a nanosecond: that is still no token, so it is never rounded
+	// down to a zero wait (which would send without taking one).
+	return time.Duration(math.Ceil(wait * float64(time.Second))), nil
 }
 
 // Throttle implements app.RateStore, in one statement like TakeToken.
