@@ -246,12 +246,17 @@ func BenchWAL(ctx context.Context, q BenchQuerier) (bytes, fpi int64, err error)
 	return bytes, fpi, err
 }
 
-// BenchAutovacuums counts the autovacuum workers at work in database.
-func BenchAutovacuums(ctx context.Context, q BenchQuerier, database string) (int, error) {
-	var n int
-	err := q.QueryRow(ctx, BenchTag+`
-		SELECT count(*)::int FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'autovacuum worker'`, database).Scan(&n)
-	return n, err
+// BenchNeighbours counts what works on the server beside the benchmark's
+// processes at this moment: the autovacuum workers in database, and the
+// active sessions of other databases (another test run, say), whose CPU,
+// disk and WAL the server-wide figures include.
+func BenchNeighbours(ctx context.Context, q BenchQuerier, database string) (autovacuum, others int, err error) {
+	err = q.QueryRow(ctx, BenchTag+`
+		SELECT count(*) FILTER (WHERE datname = $1 AND backend_type = 'autovacuum worker')::int,
+			count(*) FILTER (WHERE datname IS DISTINCT FROM $1 AND state = 'active' AND pid <> pg_backend_pid()
+				AND backend_type IN ('client backend', 'autovacuum worker'))::int
+		FROM pg_stat_activity`, database).Scan(&autovacuum, &others)
+	return autovacuum, others, err
 }
 
 // BenchStatement is one row of pg_stat_statements for the benchmark

@@ -109,6 +109,23 @@ func TestLimits(t *testing.T) {
 		require.Contains(t, text, "The worker and its sessions (routing and sending what intake accepts, and pruning) took 30% / 45% of the machine's CPU")
 		require.Zero(t, strings.Count(text, "busy or more"), "the pruning windows were below saturation")
 
+		require.NotContains(t, text, "Other databases' active sessions", "nothing else ran on the server")
+
+		// Another database's sessions at work beside the 10M windows (a
+		// test run, say): the WAL is the server's, so it is not explained
+		// as Herald's, and the figures say what ran beside them.
+		r.At10MWindows.Cost.Others = 40
+		text = strings.Join(Limits(r), "\n")
+		require.Contains(t, text, "Other databases' active sessions ran beside them, 0.00 / 0.40 per sample: "+
+			"the machine's CPU, the disk's stalls and the WAL above include their work.")
+		require.NotContains(t, text, "times the WAL")
+		// A dev server's pollers, seen in a few samples, change nothing.
+		r.At10MWindows.Cost.Others = 2
+		text = strings.Join(Limits(r), "\n")
+		require.NotContains(t, text, "Other databases' active sessions")
+		require.Contains(t, text, "Each commit at 10M waited for 6.5 times the WAL")
+		r.At10MWindows.Cost.Others = 0
+
 		// The same WAL on both sides: nothing to say about it.
 		r.At10MWindows.Cost.WALBytes, r.At10MWindows.Cost.WALFPI = 1600, 0.06
 		require.NotContains(t, strings.Join(Limits(r), "\n"), "times the WAL")
@@ -128,15 +145,17 @@ func TestWindowCost(t *testing.T) {
 	a := WindowCost{Requests: 100, CPU: 100 * time.Microsecond, PGCPU: 50 * time.Microsecond, Busy: 0.5}
 	b := WindowCost{Requests: 300, CPU: 200 * time.Microsecond, PGCPU: 10 * time.Microsecond, Busy: 0.9}
 	a.WALBytes, b.WALBytes, a.WALFPI, b.WALFPI = 1000, 3000, 0.1, 0.5
-	a.Waits, a.Samples, a.IOStall, a.Autovacuum = map[string]int{"CPU": 2}, 4, 0.1, 2
-	b.Waits, b.Samples, b.IOStall, b.Autovacuum = map[string]int{"CPU": 1, "IO:WALSync": 3}, 4, 0.5, 1
+	a.Waits, a.Samples, a.IOStall, a.Autovacuum, a.Others = map[string]int{"CPU": 2}, 4, 0.1, 2, 0
+	b.Waits, b.Samples, b.IOStall, b.Autovacuum, b.Others = map[string]int{"CPU": 1, "IO:WALSync": 3}, 4, 0.5, 1, 6
 	sum := WindowCost{}.add(a).add(b)
 	require.Equal(t, map[string]int{"CPU": 3, "IO:WALSync": 3}, sum.Waits)
 	require.Equal(t, 8, sum.Samples)
 	require.InDelta(t, 3.0/8, sum.autovacuums(), 1e-9, "autovacuum workers per sample of both windows")
+	require.InDelta(t, 6.0/8, sum.others(), 1e-9, "other databases' sessions per sample of both windows")
 	require.InDelta(t, 2500, sum.WALBytes, 1e-9, "WAL per request, weighted by requests")
 	require.InDelta(t, 0.4, sum.WALFPI, 1e-9)
 	require.Zero(t, WindowCost{}.autovacuums(), "no samples")
+	require.Zero(t, WindowCost{}.others(), "no samples")
 	require.InDelta(t, 0.4, sum.IOStall, 1e-9)
 	require.Equal(t, map[string]int{"CPU": 2}, a.Waits, "the windows' own counts are left as they were")
 	require.Equal(t, "CPU 0.38, IO:WALSync 0.38", sum.topWaits(4), "a tie ranks by name")

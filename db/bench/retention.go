@@ -216,7 +216,7 @@ const autovacuumWait = 5 * time.Minute
 func (b *bench) waitAutovacuum(ctx context.Context) error {
 	start := time.Now()
 	idle, err := waitFor(ctx, 500*time.Millisecond, autovacuumWait, func() (bool, error) {
-		n, err := db.BenchAutovacuums(ctx, b.mon, b.cfg.Database)
+		n, _, err := db.BenchNeighbours(ctx, b.mon, b.cfg.Database)
 		return n == 0, err
 	})
 	if err != nil {

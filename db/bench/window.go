@@ -48,7 +48,11 @@ type WindowCost struct {
 	// the same samples: after mass deletes they vacuum the tables and
 	// every index, and take CPU and disk from whatever runs beside them.
 	Autovacuum int
-	SQL        SQLFigures
+	// Others counts, over the same samples, the active sessions of other
+	// databases on the server: their work is in Busy, IOStall and the WAL
+	// figures, which are the machine's and the server's.
+	Others int
+	SQL    SQLFigures
 }
 
 // waitSample is how often a window samples its sessions' wait events.
@@ -85,6 +89,7 @@ func (w WindowCost) add(o WindowCost) WindowCost {
 		Waits:      waits,
 		Samples:    w.Samples + o.Samples,
 		Autovacuum: w.Autovacuum + o.Autovacuum,
+		Others:     w.Others + o.Others,
 	}
 }
 
@@ -159,6 +164,7 @@ type costMeter struct {
 	waits      map[string]int
 	samples    int
 	autovacuum int
+	others     int
 	stopWaits  chan struct{}
 	done       chan struct{}
 }
@@ -197,8 +203,9 @@ func (m *costMeter) sampleWaits(ctx context.Context) {
 		for k, n := range waits {
 			m.waits[k] += n
 		}
-		if n, err := db.BenchAutovacuums(ctx, m.b.mon, m.b.cfg.Database); err == nil {
-			m.autovacuum += n
+		if autovacuum, others, err := db.BenchNeighbours(ctx, m.b.mon, m.b.cfg.Database); err == nil {
+			m.autovacuum += autovacuum
+			m.others += others
 		}
 	}
 }
@@ -210,7 +217,7 @@ func (m *costMeter) stop(ctx context.Context, requests int) WindowCost {
 	elapsed := time.Since(m.start)
 	busy := readMachineCPU().busySince(m.machine)
 	process, sessions := m.b.sampleCPU(ctx, m.cmd, m.role).since(m.cpu)
-	w := WindowCost{Requests: requests, Busy: busy, Waits: m.waits, Samples: m.samples, Autovacuum: m.autovacuum}
+	w := WindowCost{Requests: requests, Busy: busy, Waits: m.waits, Samples: m.samples, Autovacuum: m.autovacuum, Others: m.others}
 	if io, ok := ioStallTotal(); ok && m.ioOK && elapsed > 0 {
 		w.IOStall = float64(time.Duration(io-m.io)*time.Microsecond) / float64(elapsed)
 	}
@@ -229,6 +236,15 @@ func (w WindowCost) autovacuums() float64 {
 		return 0
 	}
 	return float64(w.Autovacuum) / float64(w.Samples)
+}
+
+// others is the average number of other databases' active sessions per
+// sample.
+func (w WindowCost) others() float64 {
+	if w.Samples == 0 {
+		return 0
+	}
+	return float64(w.Others) / float64(w.Samples)
 }
 
 // topWaits formats the most sampled wait events, with the average number
@@ -345,5 +361,8 @@ func (b *bench) windowSeries(ctx context.Context, rate float64, d time.Duration)
 	b.logf("   %d windows of %s at %.0f/s: p99 %s, median %.1f ms; the machine's CPU %.0f%% busy; web sessions per sample: %s; "+
 		"WAL per request %.0f bytes, %.2f full-page images",
 		compareWindows, d, rate, w.spread(), ms(w.median()), 100*w.Cost.Busy, w.Cost.topWaits(3), w.Cost.WALBytes, w.Cost.WALFPI)
+	if o := w.Cost.others(); o > 0 {
+		b.logf("   other databases' active sessions beside them: %.2f per sample (the machine's and the WAL's figures include their work)", o)
+	}
 	return w, nil
 }
