@@ -408,3 +408,27 @@ func TestAuditLog_AnchorsFindDeletedHead(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n)
 }
+
+// TestOpen_NoJIT checks that Herald's connections plan without JIT
+// compilation unless DATABASE_URL asks for it: a statement whose estimate
+// passes jit_above_cost would otherwise spend longer compiling than running.
+func TestOpen_NoJIT(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.URL(dbtest.CreateEmptyDatabase(t))
+	jit := func(url string) string {
+		t.Helper()
+		d, err := db.Open(ctx, url, db.Options{MaxConns: 1, ApplicationName: "test"})
+		require.NoError(t, err)
+		defer d.Close()
+		var v string
+		require.NoError(t, d.Pool.QueryRow(ctx, `SHOW jit`).Scan(&v))
+		return v
+	}
+	require.Equal(t, "off", jit(url))
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	require.Equal(t, "on", jit(url+sep+"jit=on"), "the operator's choice in DATABASE_URL wins")
+}
