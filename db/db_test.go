@@ -86,6 +86,25 @@ func TestMigrate(t *testing.T) {
 			ORDER BY 1`))
 		require.Empty(t, unprotected, "tables with tenant_id but without forced row-level security")
 	})
+
+	t.Run("EveryPolicyReadsTheScopeOncePerStatement", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// A policy that calls herald_tenant() or herald_platform() outside a
+		// sub-select evaluates it for every row a statement reads.
+		var perRow []string
+		require.NoError(t, b.db.SQL.SelectContext(b.ctx, &perRow, `
+			SELECT tablename || '.' || policyname FROM pg_policies
+			WHERE schemaname = 'public'
+			  AND regexp_replace(coalesce(qual, '') || ' ' || coalesce(with_check, ''),
+			                     'SELECT herald_(tenant|platform)\(\) AS herald_(tenant|platform)', '', 'g')
+			      ~ 'herald_(tenant|platform)\('
+			ORDER BY 1`))
+		require.Empty(t, perRow, "policies that read the scope once per row")
+		var policies int
+		require.NoError(t, b.db.SQL.GetContext(b.ctx, &policies, `SELECT count(*) FROM pg_policies WHERE schemaname = 'public'`))
+		require.Greater(t, policies, 30, "the schema's policies were read")
+	})
 }
 
 func TestStore_RowLevelSecurity(t *testing.T) {
