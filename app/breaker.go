@@ -171,7 +171,10 @@ func (b *Breakers) Send(ctx context.Context, a *ChannelAccount, send func() (str
 		err = c.err
 	}
 	refused := errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests)
-	if refused || (probe && !cut && countsAsFailure(err) && ab.cb.State() == gobreaker.StateOpen) {
+	// A failed probe always opens the breaker again; by the time its state
+	// is read here the open spell may even be over (half-open), but it is
+	// never closed.
+	if refused || (probe && !cut && countsAsFailure(err) && ab.cb.State() != gobreaker.StateClosed) {
 		return "", b.untilHalfOpen(ab), nil
 	}
 	return id, 0, err
