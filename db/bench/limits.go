@@ -89,8 +89,7 @@ func Limits(r *Result) []string {
 		}
 		// The WAL figures are the server's: with other databases at work
 		// beside a window they are not Herald's to explain.
-		if e.Cost.WALBytes > 0 && t.Cost.WALBytes >= moreWAL*e.Cost.WALBytes &&
-			e.Cost.others() < busyNeighbours && t.Cost.others() < busyNeighbours {
+		if e.Cost.WALBytes > 0 && t.Cost.WALBytes >= moreWAL*e.Cost.WALBytes && !crowded(e.Cost, t.Cost) {
 			add("  Each commit at 10M waited for %.1f times the WAL: %.2f full-page images per request against %.2f. After a checkpoint "+
 				"a page's first change writes the whole page, and inserts into a large table's indexes land on many more distinct pages "+
 				"(a booking reference falls anywhere in its index) than into a small one's.",
@@ -134,7 +133,7 @@ func costLines(first, second string, a, b WindowCost) []string {
 		fmt.Sprintf("  WAL per request (the server's, every session's): %.0f / %.0f bytes, %.2f / %.2f full-page images.",
 			a.WALBytes, b.WALBytes, a.WALFPI, b.WALFPI),
 	}
-	if a.others() >= busyNeighbours || b.others() >= busyNeighbours {
+	if crowded(a, b) {
 		out = append(out, fmt.Sprintf("  Other databases' active sessions ran beside them, %.2f / %.2f per sample: "+
 			"the machine's CPU, the disk's stalls and the WAL above include their work.", a.others(), b.others()))
 	}
@@ -146,6 +145,11 @@ func costLines(first, second string, a, b WindowCost) []string {
 // Herald's alone: a dev server's pollers beside the benchmark stay below it,
 // a test run beside it does not.
 const busyNeighbours = 0.05
+
+// crowded tells whether other databases were at work beside either window.
+func crowded(a, b WindowCost) bool {
+	return a.others() >= busyNeighbours || b.others() >= busyNeighbours
+}
 
 // moreWAL is how many times the WAL per request of one window over
 // another's is worth explaining.

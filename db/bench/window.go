@@ -230,22 +230,20 @@ func (m *costMeter) stop(ctx context.Context, requests int) WindowCost {
 	return w
 }
 
-// autovacuums is the average number of autovacuum workers per sample.
-func (w WindowCost) autovacuums() float64 {
+// perSample is a count over the window's samples as an average per sample.
+func (w WindowCost) perSample(n int) float64 {
 	if w.Samples == 0 {
 		return 0
 	}
-	return float64(w.Autovacuum) / float64(w.Samples)
+	return float64(n) / float64(w.Samples)
 }
+
+// autovacuums is the average number of autovacuum workers per sample.
+func (w WindowCost) autovacuums() float64 { return w.perSample(w.Autovacuum) }
 
 // others is the average number of other databases' active sessions per
 // sample.
-func (w WindowCost) others() float64 {
-	if w.Samples == 0 {
-		return 0
-	}
-	return float64(w.Others) / float64(w.Samples)
-}
+func (w WindowCost) others() float64 { return w.perSample(w.Others) }
 
 // topWaits formats the most sampled wait events, with the average number
 // of sessions in each per sample.
