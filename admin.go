@@ -1,5 +1,5 @@
 // The administration commands: herald admin ... and herald demo, and the
-// flag handling they share with bench.
+// flag handling every command shares.
 
 package main
 

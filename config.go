@@ -81,7 +81,6 @@ func envVars() []envVar {
 		envVar{"HERALD_RESCUE_STUCK_AFTER", app.DefaultRescueStuckAfter.String(), "how long a job may stay running before it is taken for a crashed worker's and run again; at least HERALD_JOB_TIMEOUT + " + app.RecordSentRetryFor.String() + " (the time a send may spend recording its result); at most 24h",
 			jobDuration("HERALD_RESCUE_STUCK_AFTER", 24*time.Hour, func(c *app.Config) *time.Duration { return &c.RescueStuckAfter })},
 		envVar{"HERALD_WEBHOOK_ALLOW_PRIVATE", "false", "true lets webhook channel accounts call loopback receivers (127.0.0.0/8, ::1, internal host names) on any port, to try one on this machine; dev only (refused with HERALD_ENV=prod)", parseWebhookAllowPrivate},
-		envVar{"HERALD_QUEUE_FIRST_ATTEMPT", "false", "true hands every message's first send to a dispatch job instead of the route job sending it right after routing (inline dispatch); the dispatch job is the safety net either way", parseQueueFirstAttempt},
 		// The data directory is main's own business, not app.Config's: dataDir
 		// reads it where it is needed. The row is here so that help lists it.
 		envVar{"HERALD_DATA_DIR", defaultDataDir, "directory for the dev keys and the dev admin and demo credentials", func(*app.Config, string) error { return nil }},
@@ -465,15 +464,6 @@ func parseWebhookAllowPrivate(c *app.Config, v string) error {
 		return fmt.Errorf("HERALD_WEBHOOK_ALLOW_PRIVATE must be true or false, got %q", v)
 	}
 	c.WebhookAllowPrivate = b
-	return nil
-}
-
-func parseQueueFirstAttempt(c *app.Config, v string) error {
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return fmt.Errorf("HERALD_QUEUE_FIRST_ATTEMPT must be true or false, got %q", v)
-	}
-	c.QueueFirstAttempt = b
 	return nil
 }
 

@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/meta"
+	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -30,10 +33,19 @@ func TestQuota_HoldsAcrossWorkers(t *testing.T) {
 	t.Parallel()
 	const quota, n = 20, 32
 	graph := webtest.NewGraph(t)
-	h := webtest.New(t, webtest.Options{Config: func(c *app.Config) {
-		c.MetaBaseURL = graph.URL
-		c.Quotas[app.PlanPro][app.WhatsApp] = quota
-	}})
+	h := webtest.New(t, webtest.Options{
+		Config: func(c *app.Config) {
+			c.MetaBaseURL = graph.URL
+			c.Quotas[app.PlanPro][app.WhatsApp] = quota
+			// A held send waits for every other message to reach the fake
+			// or be refused, which on a busy machine takes longer than a
+			// job's usual time: cancelled and retried, it would call again.
+			c.JobTimeout = dbtest.HangGuard
+			c.RescueStuckAfter = c.JobTimeout + app.RecordSentRetryFor
+		},
+		// And longer than Meta's client waits by default.
+		Providers: provider.Set{meta.Name: &meta.Provider{BaseURL: graph.URL, HTTPClient: &http.Client{Timeout: dbtest.HangGuard}}},
+	})
 	h.StartWorkers() // a second worker client, as a second process would be
 	webtest.CreateMetaAccount(t, h.Ctx, h.Services, h.Tenant, nil)
 
@@ -45,12 +57,12 @@ func TestQuota_HoldsAcrossWorkers(t *testing.T) {
 		return h.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND status = 'FAILED' AND error_code = 'quota_exceeded'`, h.Tenant.ID)
 	}
 	// Every message is either inside a provider call or refused.
-	require.Eventually(t, func() bool { return graph.Calls()+failed() == n }, 30*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return graph.Calls()+failed() == n }, dbtest.HangGuard, 20*time.Millisecond,
 		"calls %d, refused %d", graph.Calls(), failed())
 	graph.Release()
 	require.Eventually(t, func() bool {
 		return h.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND status = 'SENT'`, h.Tenant.ID) == graph.Calls()
-	}, 30*time.Second, 20*time.Millisecond)
+	}, dbtest.HangGuard, 20*time.Millisecond)
 
 	t.Logf("quota %d, %d messages offered by two workers: %d provider calls, %d refused", quota, n, graph.Calls(), failed())
 	require.Equal(t, quota, graph.Calls(), "never more than the quota reaches the provider")
@@ -72,7 +84,9 @@ func TestRescue_ConfigReachesRiver(t *testing.T) {
 	graph := webtest.NewGraph(t)
 	h := webtest.New(t, webtest.Options{Config: func(c *app.Config) {
 		c.MetaBaseURL = graph.URL
-		c.JobTimeout = 5 * time.Second
+		// Long enough that no send of a busy machine is cancelled and sent
+		// again, which would add a call to the fake's count.
+		c.JobTimeout = dbtest.HangGuard
 		c.RescueStuckAfter = 2 * time.Hour // the default is 35 s, River's own 1 h
 	}})
 	webtest.CreateMetaAccount(t, h.Ctx, h.Services, h.Tenant, nil)
@@ -87,7 +101,7 @@ func TestRescue_ConfigReachesRiver(t *testing.T) {
 			if e.Job.Kind == "dispatch" {
 				done++
 			}
-		case <-time.After(30 * time.Second):
+		case <-time.After(dbtest.HangGuard):
 			t.Fatal("the dispatch jobs did not complete")
 		}
 	}
@@ -104,7 +118,7 @@ func TestRescue_ConfigReachesRiver(t *testing.T) {
 	}
 	require.Eventually(t, func() bool {
 		return h.Count(`SELECT count(*) FROM river_job WHERE id = $1 AND state = 'completed' AND attempt = 2`, stuck) == 1
-	}, 60*time.Second, 50*time.Millisecond, "the stuck job is rescued and run again")
+	}, dbtest.HangGuard, 50*time.Millisecond, "the stuck job is rescued and run again")
 	require.Equal(t, 1, h.Count(`SELECT count(*) FROM river_job WHERE id = $1 AND state = 'running'`, fresh),
 		"a job running for less than HERALD_RESCUE_STUCK_AFTER is not rescued")
 	require.Equal(t, 2, graph.Calls(), "the rescued job sent nothing: its message was SENT")
@@ -144,7 +158,7 @@ func TestChannel_WebhookPrivateAddresses(t *testing.T) {
 		require.Equal(t, app.MessageSent, m.Status)
 		select {
 		case <-got:
-		case <-time.After(10 * time.Second):
+		case <-time.After(dbtest.HangGuard):
 			t.Fatal("the receiver got nothing")
 		}
 	})

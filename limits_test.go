@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -111,7 +112,7 @@ func requireBucketHeld(t *testing.T, p *webtest.Herald, acct *app.ChannelAccount
 			worst = max(worst, float64(j-i+1)/allowed)
 		}
 	}
-	t.Logf("%d grants at %.0f/s (burst %.0f); the fullest window used %.0f%% of what the bucket allows", len(at), rate, burst, worst*100)
+	t.Logf("%d grants at %g/s (burst %g); the fullest window used %.0f%% of what the bucket allows", len(at), rate, burst, worst*100)
 	return len(at)
 }
 
@@ -149,14 +150,16 @@ func TestRateLimit_SharedAcrossWorkers(t *testing.T) {
 
 // TestRateLimit_Fairness shows that one tenant's backlog does not hold up
 // another tenant's messages on the same channel and queue: the quiet
-// tenant's message is sent while the busy tenant, held to one send a second,
-// still has most of its 200 messages ahead of it.
+// tenant's message is sent while the busy tenant, held to one send every
+// ten seconds, still has most of its 200 messages ahead of it. (At that
+// rate the busy tenant needs a quarter of an hour for half its backlog, so
+// the check holds however slowly a busy machine works the quiet message.)
 func TestRateLimit_Fairness(t *testing.T) {
 	t.Parallel()
 	p := webtest.New(t, webtest.Options{})
 	logGrants(p)
 	const backlog = 200
-	setAccountConfig(t, p, p.Tenant.ID, app.Email, `{"rate_per_second": "1", "burst": "1"}`)
+	setAccountConfig(t, p, p.Tenant.ID, app.Email, `{"rate_per_second": "0.1", "burst": "1"}`)
 	busy := p.ActiveAccount(app.Email)
 	for i := range backlog {
 		p.Submit(emailTo(fmt.Sprintf("busy-%d", i), fmt.Sprintf("b%d@example.com", i)))
@@ -178,7 +181,7 @@ func TestRateLimit_Fairness(t *testing.T) {
 	busySent := len(sentTimes(p, p.Tenant.ID))
 	t.Logf("quiet tenant's message sent %s after submission; busy tenant has sent %d of %d", time.Since(start).Round(time.Millisecond), busySent, backlog)
 	require.Less(t, busySent, backlog/2, "the quiet message did not wait for the busy tenant's backlog")
-	requireBucketHeld(t, p, busy, 1, 1)
+	requireBucketHeld(t, p, busy, 0.1, 1)
 }
 
 // TestBreaker_OpensOnStormAndRecovers checks that a 5xx storm at Meta
@@ -226,7 +229,7 @@ func TestBreaker_OpensOnStormAndRecovers(t *testing.T) {
 		ids[i] = p.Submit(webtest.WithRecipient(fmt.Sprintf("storm-%d", i), fmt.Sprintf("BK-S%d", i),
 			map[string]any{"name": "A", "phone": fmt.Sprintf("+49151234560%02d", 10+i)}, "WHATSAPP"))
 	}
-	require.Eventually(t, func() bool { return p.Services.Breakers.State(acct.ID) != app.BreakerClosed }, time.Minute, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return p.Services.Breakers.State(acct.ID) != app.BreakerClosed }, dbtest.HangGuard, 10*time.Millisecond,
 		"the breaker opens on the storm")
 	callsWhileOpen, probesWhileOpen := calls.Load(), probes.Load()
 	// An outage of a few breaker periods: three probes fail.
@@ -248,7 +251,7 @@ func TestBreaker_OpensOnStormAndRecovers(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return p.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.breaker' AND metadata->>'to' = 'open'`) >= 1 &&
 			p.Count(`SELECT count(*) FROM audit_log WHERE action = 'channel_account.breaker' AND metadata->>'to' = 'closed'`) >= 1
-	}, time.Minute, 20*time.Millisecond, "transitions are in the audit log")
+	}, dbtest.HangGuard, 20*time.Millisecond, "transitions are in the audit log")
 
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	resp, err := p.App.Test(req, -1)

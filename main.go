@@ -30,8 +30,6 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/wire"
 	"github.com/heraldhq/herald/db"
-	"github.com/heraldhq/herald/db/bench"
-	"github.com/heraldhq/herald/db/chaos"
 	"github.com/heraldhq/herald/jobs"
 	"github.com/heraldhq/herald/web"
 )
@@ -60,8 +58,6 @@ func commands() []command {
 		{"admin create-api-key", "--tenant S --name N", "create an API key for a tenant and print its secret"},
 		{"admin ensure-operator", "", "create the first operator admin (from HERALD_ADMIN_EMAIL/PASSWORD, or generated in dev)"},
 		{"demo", "[--if-missing]", "create the demo tenant with a manager, a support user and an API key; print them, ending with `export KEY=...`"},
-		{"bench", "[--quick] [--requests N] [--rate N] [--duration D] [--river-jobs N] ...", "load test against honest baselines: web and worker on a fresh database, the performance goals checked"},
-		{"chaos", "[--messages N] [--kills N] [--seed N] [--storm D] [--throttle D] [--rate N] [--quota N] [--experiments abcdef] [--pg-restart local|throwaway|off]", "fault injection: kills, Postgres restarts and provider storms on fresh databases; fails on any loss or duplicate"},
 		{"version", "", "the version and the VCS revision herald was built from"},
 		{"help", "[env | command]", "this text, every environment variable with its default, or one command's usage"},
 	}
@@ -195,10 +191,6 @@ func runCommand(ctx context.Context, c cli, args []string) error {
 		return admin(ctx, c, rest)
 	case "demo":
 		return demo(ctx, c, rest)
-	case "bench":
-		return runBench(ctx, c, rest)
-	case "chaos":
-		return runChaos(ctx, c, rest)
 	default:
 		printUsage(c.stderr)
 		return usagef("unknown command %q", cmd)
@@ -360,99 +352,6 @@ func migrate(ctx context.Context, cfg app.Config, log *slog.Logger, stdout io.Wr
 	}
 	fmt.Fprintf(stdout, "applied %d Herald and %d River migrations\n", len(res.Applied), len(res.RiverApplied))
 	return nil
-}
-
-// runBench runs the load generator against this very binary. --quick
-// shrinks every phase to seconds (development and tests); other flags
-// still override it.
-func runBench(ctx context.Context, c cli, args []string) error {
-	fs := newFlags("bench", c)
-	quick := slices.Contains(args, "--quick") || slices.Contains(args, "-quick")
-	bc := bench.Defaults(quick)
-	bc.Out = c.stdout
-	fs.BoolVar(&quick, "quick", false, "shrink every phase for development: 2,000 requests, 10,000 River jobs, a 10 s latency phase")
-	fs.IntVar(&bc.Tenants, "tenants", bc.Tenants, "tenants to spread the load over")
-	fs.IntVar(&bc.Concurrency, "concurrency", bc.Concurrency, "concurrent HTTP clients in the closed-loop intake phase")
-	fs.IntVar(&bc.Requests, "requests", bc.Requests, "requests in the closed-loop intake phase")
-	fs.DurationVar(&bc.OpenDuration, "open-duration", bc.OpenDuration, "length of the open-loop intake phase (at half the closed loop's rate)")
-	fs.IntVar(&bc.Rate, "rate", bc.Rate, "events per second in the latency phase")
-	fs.DurationVar(&bc.RateDuration, "duration", bc.RateDuration, "length of the latency phase")
-	fs.DurationVar(&bc.Drain, "drain", bc.Drain, "longest wait for the latency phase's backlog after its sending")
-	fs.DurationVar(&bc.BaselineDuration, "baseline-duration", bc.BaselineDuration, "length of each insert baseline (the benchmark's and pgbench's)")
-	fs.IntVar(&bc.RiverJobs, "river-jobs", bc.RiverJobs, "no-op jobs of the River baseline")
-	fs.BoolVar(&bc.Keep, "keep", false, "keep the benchmark database and logs")
-	fs.StringVar(&bc.ProfileDir, "profile", "", "directory for CPU profiles of the web and worker processes")
-	fs.IntVar(&bc.PruneMessages, "prune-messages", bc.PruneMessages, "old messages retention prunes while intake runs (0 skips the phase)")
-	fs.IntVar(&bc.Messages, "messages", bc.Messages, "messages in one tenant for the pages phase (0 skips it)")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	if err := bc.Check(); err != nil {
-		return usagef("bench: %v", err)
-	}
-	if bc.Messages < 0 {
-		return usagef("bench: --messages must be 0 or more")
-	}
-	if bc.PruneMessages < 0 {
-		return usagef("bench: --prune-messages must not be negative")
-	}
-	cfg, _, err := c.setup()
-	if err != nil {
-		return err
-	}
-	// The River baseline runs with the worker's own pool and queues: the
-	// worker reads the same configuration from the same environment.
-	bc.DatabaseURL, bc.Database = cfg.DatabaseURL, db.BenchDatabase()
-	bc.PoolSize, bc.Workers = cfg.DBMaxConns, cfg.Workers
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	bc.Binary = exe
-	_, err = bench.Run(ctx, bc)
-	return err
-}
-
-// runChaos runs the fault-injection suite against this very binary.
-func runChaos(ctx context.Context, c cli, args []string) error {
-	fs := newFlags("chaos", c)
-	cc := chaos.Config{Out: c.stdout}
-	fs.IntVar(&cc.Messages, "messages", 20000, "events (one message each) per experiment")
-	fs.IntVar(&cc.Kills, "kills", 5, "SIGKILLs of the worker (experiment a) and of the web process (b)")
-	fs.Uint64Var(&cc.Seed, "seed", 0, "seed of the kill moments; 0 picks one, printed")
-	fs.DurationVar(&cc.Storm, "storm", 2*time.Minute, "how long the provider answers 503 (d)")
-	fs.DurationVar(&cc.Throttle, "throttle", time.Minute, "how long the provider then answers 429 with Retry-After (d)")
-	fs.Float64Var(&cc.Rate, "rate", 100, "the account's sends per second that two workers share (e)")
-	fs.IntVar(&cc.Quota, "quota", 0, "the plan's monthly webhook quota (e); 0: half the messages")
-	fs.IntVar(&cc.Concurrency, "concurrency", 16, "concurrent API clients")
-	fs.StringVar(&cc.Experiments, "experiments", "abcdef", "the experiments to run, by letter")
-	fs.StringVar(&cc.PGRestart, "pg-restart", "local", "where c restarts Postgres: local (the cluster DATABASE_URL names; it disturbs every other user of it), throwaway (a temporary cluster of its own) or off")
-	fs.StringVar(&cc.PGData, "pgdata", "", "the local cluster's data directory; default: found from the server on port 54320")
-	fs.DurationVar(&cc.Timeout, "timeout", 30*time.Minute, "limit on each experiment")
-	fs.BoolVar(&cc.Keep, "keep", false, "keep the databases and the processes' logs")
-	if err := fs.parse(args); err != nil {
-		return err
-	}
-	switch {
-	case cc.Messages < 1 || cc.Kills < 0 || cc.Concurrency < 1 || cc.Quota < 0 || cc.Rate <= 0 || cc.Timeout <= 0:
-		return usagef("chaos: counts, rate and timeout must be positive")
-	case cc.Storm < 0 || cc.Throttle < 0:
-		return usagef("chaos: --storm and --throttle must not be negative")
-	case strings.Trim(cc.Experiments, "abcdef") != "" || cc.Experiments == "":
-		return usagef("chaos: --experiments takes letters from abcdef, got %q", cc.Experiments)
-	case cc.PGRestart != "local" && cc.PGRestart != "throwaway" && cc.PGRestart != "off":
-		return usagef("chaos: --pg-restart is local, throwaway or off, got %q", cc.PGRestart)
-	}
-	cfg, _, err := c.setup()
-	if err != nil {
-		return err
-	}
-	cc.DatabaseURL = cfg.DatabaseURL
-	if cc.Binary, err = os.Executable(); err != nil {
-		return err
-	}
-	_, err = chaos.Run(ctx, cc)
-	return err
 }
 
 // metricsMux serves /metrics alone, for HERALD_METRICS_ADDR.

@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/wire"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -82,6 +83,10 @@ func setupShutdown(t *testing.T) *shutdownBundle {
 	s.env["HERALD_WORKERS_DISPATCH_WHATSAPP"] = strconv.Itoa(s.inFlight)
 	s.env["HERALD_DB_MAX_CONNS"] = "10"
 	s.env["HERALD_SHUTDOWN_TIMEOUT"] = "2m"
+	// The held sends wait for the stop, which on a busy machine comes later
+	// than a job's usual time: cancelled, they would fail or be sent again.
+	s.env["HERALD_JOB_TIMEOUT"] = "5m"
+	s.env["HERALD_RESCUE_STUCK_AFTER"] = "10m"
 	s.env["HERALD_LOG_LEVEL"] = "info"
 
 	cfg, err := loadConfig(s.getenv)
@@ -144,7 +149,7 @@ func (s *shutdownBundle) requireRestartSendsTheRest(t *testing.T) {
 	all := s.inFlight + s.waiting
 	require.Eventually(t, func() bool {
 		return s.count(t, `SELECT count(*) FROM messages WHERE tenant_id = $1 AND status = 'SENT'`, s.tenant.ID) == all
-	}, 60*time.Second, 20*time.Millisecond)
+	}, dbtest.HangGuard, 20*time.Millisecond)
 	stop()
 	require.NoError(t, <-done)
 	require.Equal(t, all, s.graph.Calls(), "no message was sent again after the restart")
@@ -172,14 +177,14 @@ func TestRun_WorkerShutdownLetsSendsFinish(t *testing.T) {
 	case <-stderr.found:
 	case err := <-done:
 		t.Fatalf("the worker exited before it stopped its jobs: %v\n%s", err, stderr)
-	case <-time.After(60 * time.Second):
+	case <-time.After(dbtest.HangGuard):
 		t.Fatalf("the worker did not begin to stop\n%s", stderr)
 	}
 	s.graph.Release()
 	select {
 	case err := <-done:
 		require.NoError(t, err, stderr.String())
-	case <-time.After(60 * time.Second):
+	case <-time.After(dbtest.HangGuard):
 		t.Fatalf("the worker did not stop once its sends finished\n%s", stderr)
 	}
 	s.requireStoppedCleanly(t)
@@ -211,14 +216,14 @@ func TestHerald_SIGTERMLetsSendsFinish(t *testing.T) {
 	case <-stderr.found:
 	case err := <-done:
 		t.Fatalf("herald exited before it stopped its jobs: %v\n%s", err, stderr)
-	case <-time.After(60 * time.Second):
+	case <-time.After(dbtest.HangGuard):
 		t.Fatalf("herald did not begin to stop\n%s", stderr)
 	}
 	s.graph.Release()
 	select {
 	case err := <-done:
 		require.NoError(t, err, "herald exits 0 after a graceful stop\n%s", stderr)
-	case <-time.After(60 * time.Second):
+	case <-time.After(dbtest.HangGuard):
 		t.Fatalf("herald did not stop once its sends finished\n%s", stderr)
 	}
 	s.requireStoppedCleanly(t)

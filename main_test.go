@@ -385,7 +385,7 @@ func TestRun_ServeAndGracefulShutdown(t *testing.T) {
 	var status string
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	giveUp := time.After(time.Minute)
+	giveUp := time.After(dbtest.HangGuard)
 	for ready := false; !ready; {
 		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
 			var r struct{ Status string }
@@ -422,7 +422,7 @@ func TestRun_ServeAndGracefulShutdown(t *testing.T) {
 	select {
 	case err := <-done:
 		require.NoError(t, err)
-	case <-time.After(30 * time.Second):
+	case <-time.After(dbtest.HangGuard):
 		t.Fatal("serve did not stop after its context ended")
 	}
 	_, err = http.Get("http://" + addr + "/healthz")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -63,7 +64,7 @@ func TestPipeline_EndToEnd(t *testing.T) {
 
 	t.Run("SameBookingConfirmedAgainUnderNewEventID", func(t *testing.T) {
 		id2 := p.Submit(webtest.Notification("evt-1-again", "BK-1"))
-		require.Eventually(t, func() bool { return p.Event(id2).Status == app.EventRouted }, time.Minute, 20*time.Millisecond)
+		require.Eventually(t, func() bool { return p.Event(id2).Status == app.EventRouted }, dbtest.HangGuard, 20*time.Millisecond)
 		require.Empty(t, p.Event(id2).Messages, "a booking is confirmed once, whatever the event id")
 		require.Equal(t, 2, p.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1`, p.Tenant.ID))
 	})
@@ -79,7 +80,7 @@ func TestPipeline_EndToEnd(t *testing.T) {
 			var d struct{ Status string }
 			p.Request(http.MethodGet, "/api/v1/messages/"+resent.ID.String(), nil, &d)
 			return d.Status == app.MessageRead
-		}, time.Minute, 20*time.Millisecond)
+		}, dbtest.HangGuard, 20*time.Millisecond)
 
 		var list struct{ Messages []*app.Message }
 		p.Request(http.MethodGet, "/api/v1/messages?booking_id=BK-1", nil, &list)

@@ -125,9 +125,6 @@ type Config struct {
 	// receivers on any port; dev only, so that a receiver on the
 	// developer's machine can be tried.
 	WebhookAllowPrivate bool
-	// QueueFirstAttempt hands every first send to a dispatch job instead
-	// of sending it from the route job (see InlineOptions).
-	QueueFirstAttempt bool
 }
 
 // Default job run bounds (HERALD_JOB_TIMEOUT, HERALD_RESCUE_STUCK_AFTER):

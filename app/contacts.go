@@ -165,6 +165,54 @@ type ContactUpdate struct {
 // at least one address. Each changed field is recorded in the contact's
 // history and the audit log.
 func (s *Contacts) Update(ctx context.Context, actor Actor, tenantID, id uuid.UUID, in ContactUpdate) (*ContactDetail, error) {
+	up, err := normalizeContactUpdate(in)
+	if err != nil {
+		return nil, err
+	}
+	var out *ContactDetail
+	err = s.Store.InTenant(ctx, tenantID, func(tx ContactsTx) error {
+		// Routing locks the identifiers it looks up; so does an edit, so
+		// that an event about the new number waits for it.
+		var keys []string
+		if up.Phone != nil && *up.Phone != "" {
+			keys = append(keys, "phone:"+*up.Phone)
+		}
+		if up.Email != nil && *up.Email != "" {
+			keys = append(keys, "email:"+*up.Email)
+		}
+		if err := tx.LockContactKeys(ctx, tenantID, keys); err != nil {
+			return err
+		}
+		c, err := tx.LockContact(ctx, tenantID, id)
+		if err != nil {
+			return err
+		}
+		if up.Phone != nil && *up.Phone != "" && (c.Phone == nil || *c.Phone != *up.Phone) {
+			if other, err := tx.ContactOtherWith(ctx, tenantID, id, *up.Phone); err == nil {
+				return &Error{Code: ECONFLICT, Reason: "contact_conflict", Field: "phone",
+					Message: fmt.Sprintf("Contact %s already has phone number %s; a phone number belongs to one contact.", other.ID, *up.Phone)}
+			} else if ErrorCode(err) != ENOTFOUND {
+				return err
+			}
+		}
+		changes := up.apply(c)
+		if c.Phone == nil && c.Email == nil {
+			return Invalid("contact_needs_address", "phone", "A contact keeps a phone number or an e-mail address; it would have neither.")
+		}
+		if err := s.record(ctx, tx, actor, c, changes, "contact.update"); err != nil {
+			return err
+		}
+		out = &ContactDetail{Contact: c}
+		out.History, err = tx.ContactChanges(ctx, tenantID, id, ContactHistoryLimit)
+		return err
+	})
+	return out, err
+}
+
+// normalizeContactUpdate checks an update's fields and returns them
+// normalized: nil is no change, an empty string removes the value. Every
+// problem of the update is in the one error.
+func normalizeContactUpdate(in ContactUpdate) (ContactUpdate, error) {
 	var p problems
 	norm := func(v *string, fn func(string) (string, error)) *string {
 		if v == nil {
@@ -181,27 +229,28 @@ func (s *Contacts) Update(ctx context.Context, actor Actor, tenantID, id uuid.UU
 		}
 		return &n
 	}
-	name := norm(in.Name, func(s string) (string, error) {
+	var out ContactUpdate
+	out.Name = norm(in.Name, func(s string) (string, error) {
 		if len(s) > 200 {
 			return "", Invalid("invalid_name", "name", "Names are at most 200 characters.")
 		}
 		return s, nil
 	})
-	locale := norm(in.Locale, func(s string) (string, error) {
+	out.Locale = norm(in.Locale, func(s string) (string, error) {
 		l, err := NormalizeLocale(s)
 		if err != nil {
 			return "", Invalid("invalid_locale", "locale", "%s", err.Error())
 		}
 		return l, nil
 	})
-	phone := norm(in.Phone, func(s string) (string, error) {
+	out.Phone = norm(in.Phone, func(s string) (string, error) {
 		ph, err := NormalizePhone(s)
 		if err != nil {
 			return "", Invalid("invalid_phone", "phone", "%q is not a valid international phone number (E.164, such as +4915112345678).", s)
 		}
 		return ph, nil
 	})
-	email := norm(in.Email, func(s string) (string, error) {
+	out.Email = norm(in.Email, func(s string) (string, error) {
 		e, err := NormalizeEmail("email", s)
 		if err != nil {
 			return "", Invalid("invalid_email", "email", "%q is not a valid e-mail address.", s)
@@ -211,69 +260,36 @@ func (s *Contacts) Update(ctx context.Context, actor Actor, tenantID, id uuid.UU
 	if in.Name == nil && in.Locale == nil && in.Phone == nil && in.Email == nil {
 		p.add(Invalid("nothing_to_change", "", "Name at least one of name, locale, phone and email."))
 	}
-	if err := p.err(); err != nil {
-		return nil, err
+	return out, p.err()
+}
+
+// apply makes a normalized update's changes to c and returns them, for
+// the contact's history.
+func (up ContactUpdate) apply(c *Contact) []*ContactChange {
+	var changes []*ContactChange
+	set := func(field string, dst **string, v *string) {
+		if v == nil {
+			return
+		}
+		var nv *string
+		if *v != "" {
+			nv = v
+		}
+		if deref(*dst) == deref(nv) {
+			return
+		}
+		changes = append(changes, &ContactChange{Field: field, OldValue: *dst, NewValue: nv})
+		*dst = nv
 	}
-	var out *ContactDetail
-	err := s.Store.InTenant(ctx, tenantID, func(tx ContactsTx) error {
-		// Routing locks the identifiers it looks up; so does an edit, so
-		// that an event about the new number waits for it.
-		var keys []string
-		if phone != nil && *phone != "" {
-			keys = append(keys, "phone:"+*phone)
-		}
-		if email != nil && *email != "" {
-			keys = append(keys, "email:"+*email)
-		}
-		if err := tx.LockContactKeys(ctx, tenantID, keys); err != nil {
-			return err
-		}
-		c, err := tx.LockContact(ctx, tenantID, id)
-		if err != nil {
-			return err
-		}
-		if phone != nil && *phone != "" && (c.Phone == nil || *c.Phone != *phone) {
-			if other, err := tx.ContactOtherWith(ctx, tenantID, id, *phone); err == nil {
-				return &Error{Code: ECONFLICT, Reason: "contact_conflict", Field: "phone",
-					Message: fmt.Sprintf("Contact %s already has phone number %s; a phone number belongs to one contact.", other.ID, *phone)}
-			} else if ErrorCode(err) != ENOTFOUND {
-				return err
-			}
-		}
-		var changes []*ContactChange
-		set := func(field string, dst **string, v *string) {
-			if v == nil {
-				return
-			}
-			var nv *string
-			if *v != "" {
-				nv = v
-			}
-			if deref(*dst) == deref(nv) {
-				return
-			}
-			changes = append(changes, &ContactChange{Field: field, OldValue: *dst, NewValue: nv})
-			*dst = nv
-		}
-		if name != nil && *name != c.Name {
-			old := c.Name
-			changes = append(changes, &ContactChange{Field: "name", OldValue: &old, NewValue: name})
-			c.Name = *name
-		}
-		set("locale", &c.Locale, locale)
-		set("phone", &c.Phone, phone)
-		set("email", &c.Email, email)
-		if c.Phone == nil && c.Email == nil {
-			return Invalid("contact_needs_address", "phone", "A contact keeps a phone number or an e-mail address; it would have neither.")
-		}
-		if err := s.record(ctx, tx, actor, c, changes, "contact.update"); err != nil {
-			return err
-		}
-		out = &ContactDetail{Contact: c}
-		out.History, err = tx.ContactChanges(ctx, tenantID, id, ContactHistoryLimit)
-		return err
-	})
-	return out, err
+	if up.Name != nil && *up.Name != c.Name {
+		old := c.Name
+		changes = append(changes, &ContactChange{Field: "name", OldValue: &old, NewValue: up.Name})
+		c.Name = *up.Name
+	}
+	set("locale", &c.Locale, up.Locale)
+	set("phone", &c.Phone, up.Phone)
+	set("email", &c.Email, up.Email)
+	return changes
 }
 
 // SetOptOut opts a contact out of channels (optOut) or back in; no channels

@@ -23,7 +23,7 @@ func TestMaintenance_FallBackOverdue(t *testing.T) {
 		late := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS")))
 		onTime := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-2", "BK-2", anna), "WHATSAPP", "SMS")))
 		noChain := b.sendOK(t, b.routeOne(t, tn, booking("evt-3", "BK-3", anna, "WHATSAPP")))
-		_, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), receipt(onTime, provider.StatusDelivered, testStart.Add(time.Minute)))
+		_, err := b.apply(b.ctx, b.via(t, tn), receipt(onTime, provider.StatusDelivered, testStart.Add(time.Minute)))
 		require.NoError(t, err)
 
 		b.clock.Advance(14 * time.Minute)
@@ -52,7 +52,7 @@ func TestMaintenance_FallBackOverdue(t *testing.T) {
 		require.Zero(t, n)
 		failed := receipt(late, provider.StatusFailed, b.clock.Now())
 		failed.Code = "131026"
-		_, err = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), failed)
+		_, err = b.apply(b.ctx, b.via(t, tn), failed)
 		require.NoError(t, err)
 		require.Len(t, b.messagesOf(t, tn.ID, *late.EventID), 2)
 	})

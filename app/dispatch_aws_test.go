@@ -81,9 +81,9 @@ func (b *pipelineBundle) useAWS(t *testing.T, tn *app.Tenant, ch app.Channel) (*
 	name, cfg := "sns", app.Attrs{"region": "eu-central-1"}
 	if ch == app.Email {
 		name, cfg = "ses", app.Attrs{"region": "eu-central-1", "sender_email": "buchungen@reisen.example.de"}
-		b.svc.Dispatcher.Providers[name].(*ses.Provider).Endpoint = api.srv.URL
+		b.svc.Providers[name].(*ses.Provider).Endpoint = api.srv.URL
 	} else {
-		b.svc.Dispatcher.Providers[name].(*sns.Provider).Endpoint = api.srv.URL
+		b.svc.Providers[name].(*sns.Provider).Endpoint = api.srv.URL
 	}
 	sb := b.activeAccount(t, tn.ID, ch)
 	require.NoError(t, b.svc.Accounts.SetStatus(b.ctx, app.CLIActor, tn.ID, sb.ID, app.AccountDisabled, ""))
@@ -195,7 +195,7 @@ func TestDispatcher_AWSErrors(t *testing.T) {
 			b := setupPipeline(t, nil)
 			// Snoozes after a rate limit are spread by up to half the
 			// provider's wait; without jitter they are the wait itself.
-			b.svc.Dispatcher.JitterFunc = func(time.Duration) time.Duration { return 0 }
+			b.setJitter(func(time.Duration) time.Duration { return 0 })
 			tn := b.tenant(t, "acme")
 			acct, api := b.useAWS(t, tn, app.Channel(tt.channel))
 			m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, tt.channel))

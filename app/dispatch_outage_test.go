@@ -72,7 +72,7 @@ func TestDispatcher_DatabaseOutage(t *testing.T) {
 				proxy.Restore()
 			}
 		})
-		b.svc.Dispatcher.RecordTimer = timer
+		b.setRecordTimer(timer)
 
 		c := &completion{}
 		out, err := b.dispatch(m, 1, 5, c)
@@ -90,7 +90,7 @@ func TestDispatcher_DatabaseOutage(t *testing.T) {
 	t.Run("OutageOutlastingRetriesNeverResends", func(t *testing.T) {
 		t.Parallel()
 		b, proxy, m := setupOutage(t)
-		b.svc.Dispatcher.RecordTimer = newStepTimer(b.clock, nil)
+		b.setRecordTimer(newStepTimer(b.clock, nil))
 
 		start := b.clock.Now()
 		_, err := b.dispatch(m, 1, 5, &completion{})
@@ -103,8 +103,7 @@ func TestDispatcher_DatabaseOutage(t *testing.T) {
 
 		// Another worker process runs the job first: the call's outcome is
 		// unknown to it, so it waits for the process that made the call.
-		other := &app.Dispatcher{Store: b.svc.Dispatcher.Store, Queue: b.svc.Queue, Router: b.svc.Router, Accounts: b.svc.Accounts,
-			Providers: b.svc.Dispatcher.Providers, Quotas: b.cfg.Quotas, Metrics: b.svc.Dispatcher.Metrics, Now: b.clock.Now, Log: b.svc.Log}
+		other := b.connect(t).Dispatcher
 		c := &completion{}
 		out, err := other.Dispatch(b.ctx, app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}, 2, 5, c.complete)
 		require.NoError(t, err)
@@ -127,7 +126,7 @@ func TestDispatcher_DatabaseOutage(t *testing.T) {
 	t.Run("CrashedCallerIsSentAgainAfterTheHold", func(t *testing.T) {
 		t.Parallel()
 		b, proxy, m := setupOutage(t)
-		b.svc.Dispatcher.RecordTimer = newStepTimer(b.clock, nil)
+		b.setRecordTimer(newStepTimer(b.clock, nil))
 		_, err := b.dispatch(m, 1, 5, &completion{})
 		require.Error(t, err)
 		proxy.Restore()
@@ -135,8 +134,7 @@ func TestDispatcher_DatabaseOutage(t *testing.T) {
 		// The process that made the call is gone (its memory with it):
 		// after the hold, the message goes out again, at least once.
 		b.clock.Advance(app.SendOutcomeHold)
-		other := &app.Dispatcher{Store: b.svc.Dispatcher.Store, Queue: b.svc.Queue, Router: b.svc.Router, Accounts: b.svc.Accounts,
-			Providers: b.svc.Dispatcher.Providers, Quotas: b.cfg.Quotas, Metrics: b.svc.Dispatcher.Metrics, Now: b.clock.Now, Log: b.svc.Log}
+		other := b.connect(t).Dispatcher
 		c := &completion{}
 		out, err := other.Dispatch(b.ctx, app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}, 2, 5, c.complete)
 		require.NoError(t, err)

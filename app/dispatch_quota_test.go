@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db/dbtest"
 )
 
 // quotaUsed is the month's quota use of the tenant's channel as reserved.
@@ -76,7 +77,7 @@ func TestDispatcher_QuotaReservation(t *testing.T) {
 		tn := b.tenant(t, "acme")
 		b.useMeta(t, tn, nil)
 		m := b.sendOK(t, b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP")))
-		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), metaFailed(t, m, 130429, testStart.Add(time.Second)))
+		outcome, err := b.apply(b.ctx, b.via(t, tn), metaFailed(t, m, 130429, testStart.Add(time.Second)))
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptRequeued, outcome)
 
@@ -166,10 +167,10 @@ func TestBreakers_FailedProbeWaitsWithTheOthers(t *testing.T) {
 		return b.count(t, `SELECT count(*) FROM audit_log WHERE action = 'channel_account.breaker' AND target_id = $1 AND metadata->>'to' = 'open'`,
 			acct.ID.String())
 	}
-	require.Eventually(t, func() bool { return opened() == 1 }, 30*time.Second, 5*time.Millisecond, "the breaker's opening recorded")
+	require.Eventually(t, func() bool { return opened() == 1 }, dbtest.HangGuard, 5*time.Millisecond, "the breaker's opening recorded")
 
 	// The provider is still down when the breaker lets a probe through.
-	require.Eventually(t, func() bool { return b.svc.Breakers.State(acct.ID) == app.BreakerHalfOpen }, 30*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return b.svc.Breakers.State(acct.ID) == app.BreakerHalfOpen }, dbtest.HangGuard, time.Millisecond)
 	b.meta.reply(graphError(t, "131000"))
 	out, err = b.dispatch(m, 5, 5, &completion{})
 	require.NoError(t, err)
@@ -177,10 +178,10 @@ func TestBreakers_FailedProbeWaitsWithTheOthers(t *testing.T) {
 	require.GreaterOrEqual(t, out.Snooze, time.Second, "waits for the breaker's next probe")
 	require.Equal(t, app.MessageQueued, b.message(t, tn.ID, m.ID).Status, "its last attempt was not spent on the outage")
 	require.NotEqual(t, app.BreakerClosed, b.svc.Breakers.State(acct.ID))
-	require.Eventually(t, func() bool { return opened() == 2 }, 30*time.Second, 5*time.Millisecond, "the failed probe opened the breaker again")
+	require.Eventually(t, func() bool { return opened() == 2 }, dbtest.HangGuard, 5*time.Millisecond, "the failed probe opened the breaker again")
 
 	// The provider is back: the next probe sends it.
-	require.Eventually(t, func() bool { return b.svc.Breakers.State(acct.ID) == app.BreakerHalfOpen }, 30*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return b.svc.Breakers.State(acct.ID) == app.BreakerHalfOpen }, dbtest.HangGuard, time.Millisecond)
 	sent := b.sendOK(t, m)
 	require.Equal(t, app.MessageSent, sent.Status)
 	require.Equal(t, app.BreakerClosed, b.svc.Breakers.State(acct.ID))

@@ -36,8 +36,8 @@ func TestDispatcher_RateLimitStorm(t *testing.T) {
 	b.useMeta(t, tn, app.Attrs{"rate_per_second": fmt.Sprint(rate)})
 	rng := rand.New(rand.NewPCG(1, 2))
 	jitter := func(d time.Duration) time.Duration { return time.Duration(rng.Int64N(int64(d))) }
-	b.svc.Dispatcher.JitterFunc = jitter
-	b.svc.Dispatcher.Limiter.(*app.RateLimiter).JitterFunc = jitter
+	b.setJitter(jitter)
+	b.svc.Limiter.JitterFunc = jitter
 
 	start := b.clock.Now()
 	stormEnd := start.Add(storm)

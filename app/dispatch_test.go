@@ -64,9 +64,9 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.Equal(t, 0, b.usage(t, tn.ID, app.Email))
 	})
 
-	t.Run("SentThroughSandboxReportsAfterCommit", func(t *testing.T) {
+	t.Run("SentThroughSandboxReportsThroughTheInbox", func(t *testing.T) {
 		t.Parallel()
-		b := setupPipeline(t, nil)
+		b := setupPipeline(t, func(c *app.Config) { c.SandboxDelay = time.Minute })
 		tn := b.tenant(t, "acme")
 		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "EMAIL"))
 
@@ -75,13 +75,30 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.True(t, strings.HasPrefix(*sent.ExternalMessageID, "sbx_"))
 		require.Equal(t, 1, b.usage(t, tn.ID, app.Email))
 
-		// The sandbox reports only once the send is recorded, through the
-		// same receipt path as real providers.
-		for _, status := range []string{provider.StatusDelivered, provider.StatusRead} {
-			r := b.nextReport(t)
-			require.Equal(t, *sent.ExternalMessageID, r.ExternalID)
-			require.Equal(t, status, r.Status)
-		}
+		// The sandbox's receipts are in the inbox before its send returns,
+		// as a provider's webhook would post them, each due when the
+		// sandbox says: a stop of the process loses none.
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM receipt_inbox WHERE external_id = $1`, *sent.ExternalMessageID))
+		require.Empty(t, b.drain(t), "nothing is due yet")
+		b.clock.Advance(time.Minute)
+		require.Equal(t, []string{app.ReceiptApplied}, resultOutcomes(b.drain(t)))
+		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status)
+		b.clock.Advance(time.Minute)
+		require.Equal(t, []string{app.ReceiptApplied}, resultOutcomes(b.drain(t)))
+		require.Equal(t, app.MessageRead, b.message(t, tn.ID, m.ID).Status)
+	})
+
+	t.Run("SandboxReceiptsSurviveARestart", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, func(c *app.Config) { c.SandboxDelay = time.Minute })
+		tn := b.tenant(t, "acme")
+		m := b.sendOK(t, b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "SMS")))
+		// The process stops before anything is due; another applies.
+		b.svc.Close()
+		b.svc = b.connect(t)
+		b.clock.Advance(2 * time.Minute)
+		require.Equal(t, []string{app.ReceiptApplied, app.ReceiptApplied}, resultOutcomes(b.drain(t)))
+		require.Equal(t, app.MessageRead, b.message(t, tn.ID, m.ID).Status)
 	})
 
 	t.Run("AlreadySentDoesNothing", func(t *testing.T) {
@@ -383,14 +400,14 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		b.meta.reply(graphError(t, "130429"), hinted)
 
 		// Snoozes are spread by up to half the wait; this jitter takes half of that.
-		b.svc.Dispatcher.JitterFunc = func(n time.Duration) time.Duration { return n / 2 }
+		b.setJitter(func(n time.Duration) time.Duration { return n / 2 })
 		c := &completion{}
 		out, err := b.dispatch(m, 1, 5, c)
 		require.NoError(t, err)
 		require.Equal(t, app.DispatchOutcome{Snooze: 5*time.Second + 1250*time.Millisecond}, out, "Meta's throughput limit clears within seconds")
 		// The account's other sends wait too: its bucket gives no token
 		// until the provider's wait is over.
-		wait, err := b.svc.Dispatcher.Limiter.Wait(b.ctx, acct)
+		wait, err := b.svc.Limiter.Wait(b.ctx, acct)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, wait, 5*time.Second)
 		b.clock.Advance(out.Snooze)
@@ -443,7 +460,7 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		// nanosecond, and it is still no token.
 		acct := b.useMeta(t, tn, map[string]string{"rate_per_second": "20", "burst": "20"})
 		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
-		wait, err := b.svc.Dispatcher.Limiter.Wait(b.ctx, acct)
+		wait, err := b.svc.Limiter.Wait(b.ctx, acct)
 		require.NoError(t, err)
 		require.Zero(t, wait, "a new bucket is full")
 		require.NoError(t, b.svc.Store.InPlatform(b.ctx, func(tx *db.Tx) error {
@@ -572,8 +589,7 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		c := &completion{err: errors.New("job row gone")}
 		_, err := b.dispatch(m, 1, 5, c)
 		require.ErrorIs(t, err, c.err)
-		// Tried in the send's batch and, the batch failed, alone.
-		require.Equal(t, 2, c.count())
+		require.Equal(t, 1, c.count())
 		// The status and the job's completion commit together or not at
 		// all; the job then runs again and sends again (at-least-once).
 		require.Equal(t, app.MessageQueued, b.message(t, tn.ID, m.ID).Status)
@@ -592,7 +608,7 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		tn := b.tenant(t, "acme")
 		b.useMeta(t, tn, nil)
 		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
-		delete(b.svc.Dispatcher.Providers, "meta")
+		delete(b.svc.Providers, "meta")
 
 		c := &completion{}
 		out, err := b.dispatch(m, 1, 5, c)

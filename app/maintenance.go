@@ -98,10 +98,6 @@ type Maintenance struct {
 // recorded (HERALD_PENDING_RECEIPT_HORIZON).
 const DefaultPendingHorizon = 24 * time.Hour
 
-// ReceiptExpired is the metrics outcome of a pending receipt whose message
-// was never recorded within the horizon.
-const ReceiptExpired = "expired"
-
 // PrunePending deletes the receipts still pending after PendingHorizon (a
 // send never recorded, or an id Herald never sent), counts them per provider
 // and logs the total, in batches.
@@ -222,7 +218,8 @@ func (r *PruneResult) add(o PruneResult) {
 // second pruner, a late receipt), and deletes them with their dependents,
 // so nothing is left pointing at a deleted message. Between batches it
 // pauses (see PruneShare) to leave the database to live traffic, and
-// autovacuum is tuned per table (migration 00025) to follow the deletes.
+// autovacuum is tuned per table (their storage parameters in db/migrations)
+// to follow the deletes.
 //
 // Messages still in flight are never pruned, however old: a QUEUED message
 // has (or is given back, by RequeueStuck) a job that will send it, and a

@@ -114,10 +114,6 @@ type Message struct {
 	// account or a template: it may go through a PENDING account, and it
 	// is never retried, never falls back and makes no status callback.
 	Test bool `db:"test" json:"test,omitempty"`
-	// Claim, on a message about to be stored, marks its first provider
-	// call as started by the storing process (inline dispatch): written
-	// with the row, not read back.
-	Claim *SendMarker `db:"-" json:"-"`
 	// OpenConversation, set on a message without ConversationID, has
 	// InsertMessage find the contact's open conversation about this
 	// entity, or open one, and set ConversationID: routing's find-or-open
@@ -232,75 +228,91 @@ func (s *Messages) Resend(ctx context.Context, actor Actor, tenantID uuid.UUID, 
 	requestID := uuid.New()
 	var out []*Message
 	err := s.Store.InTenant(ctx, tenantID, func(tx MessagesTx) error {
-		var tmpl *Template
-		trigger := ""
-		if in.TemplateID != nil {
-			t, err := tx.TemplateByID(ctx, tenantID, *in.TemplateID)
-			if err != nil {
-				return err
-			}
-			if t.Channel != ch {
-				return Invalid("template_channel_mismatch", "template_id", "Template %s is for %s, not %s.", t.ID, t.Channel, ch)
-			}
-			tmpl, trigger = t, t.TriggerEvent
+		tmpl, trigger, err := resendTemplate(ctx, tx, tenantID, in.TemplateID, ch)
+		if err != nil {
+			return err
 		}
 		e, err := tx.LatestEventForEntity(ctx, tenantID, in.EntityType, in.EntityID, trigger)
 		if err != nil {
 			return err
 		}
-		def, err := e.Def()
-		if err != nil {
+		if out, err = s.resendEvent(ctx, tx, actor, e, in.EntityID, ch, tmpl, requestID); err != nil {
 			return err
 		}
-		tenant, err := tx.TenantByID(ctx, tenantID)
-		if err != nil {
-			return err
-		}
-		recipients, err := e.DecodeRecipients()
-		if err != nil {
-			return err
-		}
-		known, err := tx.EventRecipientContacts(ctx, tenantID, e.ID)
-		if err != nil {
-			return err
-		}
-		var jobs []DispatchJob
-		for i, rc := range recipients {
-			// The resend goes to the addresses the event gave this
-			// recipient, and belongs to the contact its messages went to.
-			contact, err := s.resendContact(ctx, tx, tenantID, known, i, rc)
-			if err != nil {
-				return err
-			}
-			m, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, Addressee{Contact: contact, Recipient: rc, Index: i}, nil, ch, tmpl)
-			if err != nil {
-				return err
-			}
-			if skip != "" {
-				return Errorf(ECONFLICT, "Cannot resend on %s: %s.", ch, strings.ReplaceAll(skip, "_", " "))
-			}
-			m.IdempotencyKey = fmt.Sprintf("manual:%s:%s:%s:%s", in.EntityID, ch, *m.TemplateID, requestID)
-			m.TriggeredBy = actor.ID
-			source := SourceAPI
-			if actor.Type == ActorUser {
-				source = SourceConsole
-			}
-			// A person decided to send it: the event's expiry does not
-			// hold it back, quiet hours do.
-			m.ExpiresAt = nil
-			if _, err := s.Router.Insert(ctx, tx, m, source, map[string]any{"manual_resend": true, "by": actor.Label, "request_id": requestID.String()}); err != nil {
-				return err
-			}
-			jobs = append(jobs, m.DispatchJob())
-			out = append(out, m)
-		}
-		if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, "message.resend", in.EntityType, in.EntityID,
-			map[string]any{"channel": ch, "event_id": e.ID.String(), "request_id": requestID.String(), "messages": len(out)})); err != nil {
-			return err
-		}
-		return s.Queue.EnqueueDispatch(ctx, tx, jobs...)
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "message.resend", in.EntityType, in.EntityID,
+			map[string]any{"channel": ch, "event_id": e.ID.String(), "request_id": requestID.String(), "messages": len(out)}))
 	})
 	return out, err
+}
+
+// resendTemplate is the template a resend names, with its event; none when
+// it names none (routing picks it then).
+func resendTemplate(ctx context.Context, tx MessagesTx, tenantID uuid.UUID, id *uuid.UUID, ch Channel) (*Template, string, error) {
+	if id == nil {
+		return nil, "", nil
+	}
+	t, err := tx.TemplateByID(ctx, tenantID, *id)
+	if err != nil {
+		return nil, "", err
+	}
+	if t.Channel != ch {
+		return nil, "", Invalid("template_channel_mismatch", "template_id", "Template %s is for %s, not %s.", t.ID, t.Channel, ch)
+	}
+	return t, t.TriggerEvent, nil
+}
+
+// resendEvent stores the resend's messages, one per recipient of the event
+// about the entity, with their dispatch jobs.
+func (s *Messages) resendEvent(ctx context.Context, tx MessagesTx, actor Actor, e *Event, entityID string, ch Channel, tmpl *Template,
+	requestID uuid.UUID) ([]*Message, error) {
+	def, err := e.Def()
+	if err != nil {
+		return nil, err
+	}
+	tenant, err := tx.TenantByID(ctx, e.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	recipients, err := e.DecodeRecipients()
+	if err != nil {
+		return nil, err
+	}
+	known, err := tx.EventRecipientContacts(ctx, e.TenantID, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	source := SourceAPI
+	if actor.Type == ActorUser {
+		source = SourceConsole
+	}
+	var out []*Message
+	var jobs []DispatchJob
+	for i, rc := range recipients {
+		// The resend goes to the addresses the event gave this recipient,
+		// and belongs to the contact its messages went to.
+		contact, err := s.resendContact(ctx, tx, e.TenantID, known, i, rc)
+		if err != nil {
+			return nil, err
+		}
+		m, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, Addressee{Contact: contact, Recipient: rc, Index: i}, nil, ch, tmpl)
+		if err != nil {
+			return nil, err
+		}
+		if skip != "" {
+			return nil, Errorf(ECONFLICT, "Cannot resend on %s: %s.", ch, strings.ReplaceAll(skip, "_", " "))
+		}
+		m.IdempotencyKey = fmt.Sprintf("manual:%s:%s:%s:%s", entityID, ch, *m.TemplateID, requestID)
+		m.TriggeredBy = actor.ID
+		// A person decided to send it: the event's expiry does not hold it
+		// back, quiet hours do.
+		m.ExpiresAt = nil
+		if _, err := s.Router.Insert(ctx, tx, m, source, map[string]any{"manual_resend": true, "by": actor.Label, "request_id": requestID.String()}); err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, m.DispatchJob())
+		out = append(out, m)
+	}
+	return out, s.Queue.EnqueueDispatch(ctx, tx, jobs...)
 }
 
 // resendContact is the contact of the event's recipient i: the one its

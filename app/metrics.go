@@ -18,3 +18,13 @@ type Metrics interface {
 	// BreakerState reports an account's breaker state: 0 closed, 1 half-open, 2 open.
 	BreakerState(accountID string, provider string, state int)
 }
+
+// nopMetrics counts nothing: the Metrics of a service given none.
+type nopMetrics struct{}
+
+func (nopMetrics) MessageOutcome(Channel, string)         {}
+func (nopMetrics) ProviderError(string, string)           {}
+func (nopMetrics) DispatchLatency(Channel, time.Duration) {}
+func (nopMetrics) Receipt(string, string)                 {}
+func (nopMetrics) Snooze(string)                          {}
+func (nopMetrics) BreakerState(string, string, int)       {}

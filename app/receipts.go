@@ -12,14 +12,20 @@ import (
 	"github.com/heraldhq/herald/app/provider"
 )
 
-// Receipt outcomes, stored with each receipt and counted in metrics.
+// Receipts reach messages in two steps (receipt_inbox.go): a webhook
+// verifies the provider's signature and stores the receipts in the inbox
+// (Accept), and the receipt applier applies them (ApplyInbox), one tenant's
+// receipts per transaction. Every receipt, whatever way it arrived, is
+// decided by one function, apply: the rulebook of this file.
+
+// Receipt outcomes, counted in metrics and returned by ApplyInbox.
 const (
 	ReceiptApplied   = "applied"   // the message moved forward
 	ReceiptRecorded  = "recorded"  // on the timeline only (late, or no change)
 	ReceiptDuplicate = "duplicate" // seen before; nothing done
 	// ReceiptPending: no message has this provider id yet (the receipt
-	// overtook the send's commit); kept, and applied when the send is
-	// recorded.
+	// overtook the send's commit); it waits in the inbox, and the
+	// recording of the send wakes it.
 	ReceiptPending = "pending"
 	// ReceiptRequeued: the provider reported a rate limit after accepting
 	// the message; it is QUEUED again, to be sent after a wait.
@@ -27,6 +33,9 @@ const (
 	// ReceiptForeign: the message it names belongs to another tenant or
 	// account than the one the receipt came through; stored, never applied.
 	ReceiptForeign = "foreign"
+	// ReceiptExpired: a pending receipt whose message was never recorded
+	// within the horizon; deleted.
+	ReceiptExpired = "expired"
 	// ReceiptAccepted: stored in the inbox, to be applied (the webhook's
 	// answer; the applier's outcome is one of the above).
 	ReceiptAccepted = "accepted"
@@ -61,37 +70,26 @@ type Via struct {
 // Internal is the Via of receipts Herald makes itself (the sandbox).
 var Internal = Via{Trusted: true, Route: "internal"}
 
-// allows reports whether a receipt that came through v may touch m.
-func (v Via) allows(m *Message) bool {
+// allows reports whether a receipt that came through v may touch a message
+// of the tenant and channel account.
+func (v Via) allows(tenantID uuid.UUID, accountID *uuid.UUID) bool {
 	if v.Trusted {
 		return true
 	}
-	if m.ChannelAccountID == nil || (v.TenantID != uuid.Nil && v.TenantID != m.TenantID) {
+	if accountID == nil || (v.TenantID != uuid.Nil && v.TenantID != tenantID) {
 		return false
 	}
-	return slices.Contains(v.Accounts, *m.ChannelAccountID)
+	return slices.Contains(v.Accounts, *accountID)
 }
 
-// PendingReceipt is a receipt kept until its message's send is recorded,
-// with what it came through.
-type PendingReceipt struct {
-	Receipt provider.Receipt
-	Via     Via
-}
-
-// ReceiptApplyTx lists the statements that apply receipts to a message the
-// transaction holds. The dispatcher runs them too: it applies the receipts
-// that overtook its send in the transaction that records the send.
+// ReceiptApplyTx lists the statements the rulebook runs on a message the
+// transaction holds, in the message's tenant's scope.
 type ReceiptApplyTx interface {
 	FallbackTx
-	// LockReceipts serialises, until the transaction ends, everything done
-	// for one provider message id: receipts of it, and the recording of
-	// its send.
-	LockReceipts(ctx context.Context, provider, externalID string) error
-	PendingReceipts(ctx context.Context, provider, externalID string) ([]*PendingReceipt, error)
-	StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt, outcome string) (bool, error)
-	MarkReceiptForeign(ctx context.Context, tenantID uuid.UUID, provider, receiptID, foreignID string) error
-	RecordReceipt(ctx context.Context, r ReceiptRecord) (fresh, moved bool, err error)
+	// LockReceiptMessages locks the tenant's messages with these ids, in
+	// the order of their ids, and returns them.
+	LockReceiptMessages(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID) ([]*Message, error)
+	RecordReceipt(ctx context.Context, r ReceiptRecord) (RecordedReceipt, error)
 	MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error
 	SetFailedReason(ctx context.Context, tenantID, id uuid.UUID, reason string) error
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
@@ -100,17 +98,19 @@ type ReceiptApplyTx interface {
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 }
 
-// ReceiptTx lists the statements Receipts runs.
+// ReceiptTx lists the statements of one tenant's batch of receipts: the
+// rulebook's and the inbox's.
 type ReceiptTx interface {
 	ReceiptApplyTx
 	ReceiptInboxTx
-	MessageByExternalID(ctx context.Context, provider, externalID string) (*Message, error)
-	StorePendingReceipt(ctx context.Context, p *PendingReceipt, receivedAt time.Time) (bool, error)
 }
 
 // Receipts applies providers' delivery reports to messages.
 type Receipts struct {
-	Store Store[ReceiptTx]
+	// Store runs one tenant's receipts; InboxStore the inbox's platform
+	// work (what each receipt names, pending receipts, failed tries).
+	Store      Store[ReceiptTx]
+	InboxStore Store[ReceiptInboxTx]
 	// Inbox keeps the receipts webhooks accept until the applier applies
 	// them (Accept, ApplyInbox).
 	Inbox ReceiptInbox
@@ -126,94 +126,10 @@ type Receipts struct {
 	Log       *slog.Logger
 }
 
-// Apply stores the receipt once (a replay is a no-op), finds the message by
-// provider and external id, moves it forward if the rules allow, and writes
-// a timeline entry either way. via bounds what the receipt may touch: a
-// receipt naming a message of another tenant or account is stored as
-// ReceiptForeign and changes nothing. A receipt for a message not known yet
-// is kept as ReceiptPending and applied when the dispatcher records the
-// send (see ApplyPending).
-func (s *Receipts) Apply(ctx context.Context, via Via, r provider.Receipt) (string, error) {
-	r, err := s.normalize(r)
-	if err != nil {
-		return "", err
-	}
-	to := receiptStatus[r.Status]
-	var outcome string
-	var foreign *Message
-	// The message is looked up across tenants, so that a receipt naming
-	// another tenant's message is recognised as foreign; every write below
-	// is for the message's tenant, and only when via allows it.
-	err = s.Store.InPlatform(ctx, func(tx ReceiptTx) error {
-		// Taken before the lookup: either the send's recording committed
-		// first and the message is found, or it waits for this receipt to
-		// be kept and then applies it.
-		if err := tx.LockReceipts(ctx, r.Provider, r.ExternalID); err != nil {
-			return err
-		}
-		m, err := tx.MessageByExternalID(ctx, r.Provider, r.ExternalID)
-		if ErrorCode(err) == ENOTFOUND {
-			fresh, err := tx.StorePendingReceipt(ctx, &PendingReceipt{Receipt: r, Via: via}, s.Now())
-			outcome = ReceiptPending
-			if !fresh {
-				outcome = ReceiptDuplicate
-			}
-			return err
-		} else if err != nil {
-			return err
-		}
-		if !via.allows(m) {
-			foreign = m
-			outcome, err = s.storeForeign(ctx, tx, via, r)
-			return err
-		}
-		outcome, err = s.record(ctx, tx, r, to, m)
-		return err
-	})
-	if err != nil {
-		return "", err
-	}
-	s.Metrics.Receipt(r.Provider, outcome)
-	if foreign != nil {
-		s.logForeign(ctx, via, r, foreign)
-	}
-	return outcome, nil
-}
-
-// ApplyPending applies, in the transaction that recorded m's send (which
-// holds LockReceipts for it), the receipts that arrived before, oldest
-// first. m is the message as that transaction left it.
-func (s *Receipts) ApplyPending(ctx context.Context, tx ReceiptApplyTx, m *Message) error {
-	if m.Provider == nil || m.ExternalMessageID == nil {
-		return nil
-	}
-	pending, err := tx.PendingReceipts(ctx, *m.Provider, *m.ExternalMessageID)
-	if err != nil {
-		return err
-	}
-	for _, p := range pending {
-		r := p.Receipt
-		if !p.Via.allows(m) {
-			if err := tx.MarkReceiptForeign(ctx, m.TenantID, r.Provider, r.ReceiptID, foreignID(p.Via, r)); err != nil {
-				return err
-			}
-			s.Metrics.Receipt(r.Provider, ReceiptForeign)
-			s.logForeign(ctx, p.Via, r, m)
-			continue
-		}
-		outcome, err := s.record(ctx, tx, r, receiptStatus[r.Status], m)
-		if err != nil {
-			return err
-		}
-		s.Metrics.Receipt(r.Provider, outcome)
-	}
-	return nil
-}
-
-func (s *Receipts) logForeign(ctx context.Context, via Via, r provider.Receipt, m *Message) {
+func (s *Receipts) logForeign(ctx context.Context, via Via, r provider.Receipt, tenantID uuid.UUID, accountID *uuid.UUID) {
 	s.Log.WarnContext(ctx, "receipt names a message of another tenant or account; not applied",
 		"provider", r.Provider, "external_id", r.ExternalID, "route", via.Route,
-		"message_tenant_id", m.TenantID, "message_account_id", m.ChannelAccountID)
+		"message_tenant_id", tenantID, "message_account_id", accountID)
 }
 
 // foreignID is the key a foreign receipt is kept under: a forged receipt
@@ -222,25 +138,20 @@ func foreignID(via Via, r provider.Receipt) string {
 	return ReceiptForeign + ":" + via.Route + ":" + r.ReceiptID
 }
 
-// storeForeign keeps a foreign receipt, for the record, under its route's
-// tenant (none on shared routes) and a key of its own (foreignID).
-func (s *Receipts) storeForeign(ctx context.Context, tx ReceiptTx, via Via, r provider.Receipt) (string, error) {
-	var tenantID *uuid.UUID
-	if via.TenantID != uuid.Nil {
-		tenantID = &via.TenantID
-	}
-	r.ReceiptID = foreignID(via, r)
-	fresh, err := tx.StoreReceipt(ctx, tenantID, nil, r, ReceiptForeign)
-	if err != nil || !fresh {
-		return ReceiptDuplicate, err
-	}
-	return ReceiptForeign, nil
+// names reports whether r is about m as it stands: its provider and id.
+func names(m *Message, r provider.Receipt) bool {
+	return m.Provider != nil && *m.Provider == r.Provider && m.ExternalMessageID != nil && *m.ExternalMessageID == r.ExternalID
 }
 
-// record applies a receipt to its message, which the transaction holds:
-// the receipt is stored once, the status moves when the rules allow, and
-// the timeline has the receipt either way. m's status follows the move.
-func (s *Receipts) record(ctx context.Context, tx ReceiptApplyTx, r provider.Receipt, to string, m *Message) (string, error) {
+// apply is the rulebook: it applies one receipt to its message, which the
+// transaction holds. The receipt is stored once (a replay is a duplicate),
+// the status moves when the rules allow, and the timeline has the receipt
+// either way; a failure after acceptance continues the fallback chain, a
+// rate limit after acceptance sends the message again, an account error
+// suspends the account, a complaint retires the e-mail address. m's status
+// follows the move.
+func (s *Receipts) apply(ctx context.Context, tx ReceiptApplyTx, r provider.Receipt, m *Message) (string, error) {
+	to := receiptStatus[r.Status]
 	detail := receiptDetail(r, m)
 	complaint := r.Complaint && m.ContactID != nil
 	rec := ReceiptRecord{Receipt: r, TenantID: m.TenantID, MessageID: m.ID, From: m.Status, Detail: detail,
@@ -252,18 +163,20 @@ func (s *Receipts) record(ctx context.Context, tx ReceiptApplyTx, r provider.Rec
 	case to == "":
 		// Information only: on the timeline, no status change.
 	case CanTransition(m.Status, to):
-		rec.To = to
+		rec.To, rec.CallbackEvent = to, callbackStatusEvent[to]
 	default:
 		detail["note"] = "no status change: " + strings.ToLower(m.Status) + " does not move to " + strings.ToLower(to)
 	}
-	fresh, moved, err := tx.RecordReceipt(ctx, rec)
-	if err != nil || !fresh {
+	recorded, err := tx.RecordReceipt(ctx, rec)
+	if err != nil || !recorded.Fresh {
 		return ReceiptDuplicate, err
 	}
+	moved := recorded.Moved
 	outcome := ReceiptRecorded
 	if moved {
 		outcome, m.Status = ReceiptApplied, to
-		if err := s.Callbacks.NotifyStatus(ctx, tx, m.TenantID, m.ID, to, CallbackNote{ErrorMessage: r.Reason}); err != nil {
+		if err := s.Callbacks.NotifyEndpoints(ctx, tx, m.TenantID, m.ID, rec.CallbackEvent, CallbackNote{ErrorMessage: r.Reason},
+			recorded.Subscribers); err != nil {
 			return "", err
 		}
 	}
@@ -312,8 +225,8 @@ func (s *Receipts) requeue(ctx context.Context, tx ReceiptApplyTx, rec ReceiptRe
 	}
 	wait *= time.Duration(1 << max(m.Attempts-1, 0))
 	rec.Detail["note"] = "rate limited after it was accepted: sent again in " + wait.String()
-	fresh, _, err := tx.RecordReceipt(ctx, rec)
-	if err != nil || !fresh {
+	recorded, err := tx.RecordReceipt(ctx, rec)
+	if err != nil || !recorded.Fresh {
 		return ReceiptDuplicate, err
 	}
 	requeued, err := tx.RequeueSent(ctx, m.TenantID, m.ID, map[string]any{"rate_limited": r.Error.Code, "resend_in_seconds": wait.Seconds(),
@@ -321,7 +234,9 @@ func (s *Receipts) requeue(ctx context.Context, tx ReceiptApplyTx, rec ReceiptRe
 	if err != nil || !requeued {
 		return ReceiptRecorded, err
 	}
-	m.Status = MessageQueued
+	// The message is sent again under a new id: later receipts of the old
+	// one name no message.
+	m.Status, m.Provider, m.ExternalMessageID = MessageQueued, nil, nil
 	job := DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel, NotBefore: s.Now().Add(wait)}
 	return ReceiptRequeued, s.Queue.EnqueueDispatch(ctx, tx, job)
 }
@@ -391,6 +306,24 @@ func (s *Receipts) fallBack(ctx context.Context, tx ReceiptApplyTx, m *Message, 
 		return err
 	}
 	return s.Queue.EnqueueDispatch(ctx, tx, *next)
+}
+
+// receiptDetail is the timeline detail of a receipt of m.
+func receiptDetail(r provider.Receipt, m *Message) map[string]any {
+	detail := map[string]any{"provider": r.Provider, "receipt": r.Status, "receipt_id": r.ReceiptID}
+	if r.Code != "" {
+		detail["code"] = r.Code
+	}
+	if r.Reason != "" {
+		detail["reason"] = r.Reason
+	}
+	if r.Raw != "" {
+		detail["raw"] = truncate(r.Raw, 500)
+	}
+	if r.Complaint && m.ContactID != nil {
+		detail["complaint"] = "the contact's e-mail address will not be used again"
+	}
+	return detail
 }
 
 func truncate(s string, n int) string {

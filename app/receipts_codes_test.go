@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,7 +38,7 @@ func TestReceipts_ErrorCodes(t *testing.T) {
 		firstID := *m.ExternalMessageID
 		r := metaFailed(t, m, 130429, testStart.Add(time.Second))
 
-		outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
+		outcome, err := b.apply(b.ctx, b.via(t, tn), r)
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptRequeued, outcome, "a rate limit is not the end of the message")
 		got := b.message(t, tn.ID, m.ID)
@@ -51,8 +50,8 @@ func TestReceipts_ErrorCodes(t *testing.T) {
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1
 			AND scheduled_at >= $2`, m.ID.String(), testStart.Add(5*time.Second)), "after Meta's throughput wait")
 
-		// Replayed: nothing more.
-		outcome, err = b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
+		// Replayed (its message no longer has that id): nothing more.
+		outcome, err = b.apply(b.ctx, b.via(t, tn), r)
 		require.NoError(t, err)
 		require.Equal(t, app.ReceiptDuplicate, outcome)
 		require.Equal(t, 2, b.dispatchJobs(t, m.ID))
@@ -75,27 +74,12 @@ func TestReceipts_ErrorCodes(t *testing.T) {
 		// Different rate-limit statuses of one send, posted together.
 		rs := []provider.Receipt{metaFailed(t, m, 130429, testStart.Add(time.Second)), metaFailed(t, m, 131056, testStart.Add(2*time.Second))}
 		const n = 6
-		outcomes, errs := make([]string, n), make([]error, n)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				outcomes[i], errs[i] = b.svc.Receipts.Apply(b.ctx, via, rs[i%2])
-			}()
+		posts := make([]provider.Receipt, n)
+		for i := range posts {
+			posts[i] = rs[i%2]
 		}
-		close(start)
-		wg.Wait()
-		requeued := 0
-		for i := range n {
-			require.NoError(t, errs[i])
-			if outcomes[i] == app.ReceiptRequeued {
-				requeued++
-			}
-		}
-		require.Equal(t, 1, requeued, "outcomes %v", outcomes)
+		counts := b.applyConcurrently(t, via, posts...)
+		require.Equal(t, 1, counts[app.ReceiptRequeued], "outcomes %v", counts)
 		require.Equal(t, app.MessageQueued, b.message(t, tn.ID, m.ID).Status)
 		require.Equal(t, 2, b.dispatchJobs(t, m.ID), "one new job")
 		require.Len(t, b.messagesOf(t, tn.ID, *m.EventID), 1)
@@ -108,7 +92,7 @@ func TestReceipts_ErrorCodes(t *testing.T) {
 		b.useMeta(t, tn, nil)
 		m := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS")))
 		for i := 1; ; i++ {
-			outcome, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), metaFailed(t, m, 131056, testStart.Add(time.Duration(i)*time.Second)))
+			outcome, err := b.apply(b.ctx, b.via(t, tn), metaFailed(t, m, 131056, testStart.Add(time.Duration(i)*time.Second)))
 			require.NoError(t, err)
 			if i == app.MaxResends {
 				require.Equal(t, app.ReceiptApplied, outcome, "the last attempt's rate limit fails the message")
@@ -133,7 +117,7 @@ func TestReceipts_ErrorCodes(t *testing.T) {
 		m := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS")))
 		r := metaFailed(t, m, 190, testStart.Add(time.Second))
 		for range 2 {
-			_, err := b.svc.Receipts.Apply(b.ctx, b.via(t, tn), r)
+			_, err := b.apply(b.ctx, b.via(t, tn), r)
 			require.NoError(t, err)
 		}
 

@@ -64,7 +64,7 @@ const (
 //
 // The same recount keeps the delivery times, failure reasons and
 // per-template counts of the dashboard's month and the template pages
-// (see migration 00030_message_trends).
+// (see the dashboard's count tables in db/migrations).
 type Rollups struct {
 	Store Store[RollupTx]
 	Now   Clock

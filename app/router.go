@@ -46,9 +46,6 @@ type RouteTx interface {
 	SetEventStatus(ctx context.Context, e *Event) error
 	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
-	// An inline send's quota is reserved where its message is stored.
-	ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch Channel, month time.Time, limit int, held *time.Time) (ok bool, used int, err error)
-	ClearSendStarted(ctx context.Context, tenantID, id uuid.UUID) error
 	// Trip audiences (entity.go).
 	AudienceTx
 }
@@ -66,19 +63,10 @@ type Router struct {
 
 // Route routes the event if job.Version is still its version and it is
 // waiting to be routed; otherwise it does nothing (a reschedule, cancel or
-// approval made this job stale).
+// approval made this job stale). The messages and their dispatch jobs are
+// stored in one transaction: the dispatch jobs send them.
 func (r *Router) Route(ctx context.Context, job RouteJob) error {
-	_, err := r.route(ctx, job, nil, 0)
-	return err
-}
-
-// route routes the event; with inline set, the first attempt of each new
-// message is claimed for inline (see RouteAndSend) and returned, its
-// dispatch job scheduled lease ahead.
-func (r *Router) route(ctx context.Context, job RouteJob, inline *Dispatcher, lease time.Duration) ([]inlineSend, error) {
-	var sends []inlineSend
-	err := r.Store.InTenant(ctx, job.TenantID, func(tx RouteTx) error {
-		sends = sends[:0]
+	return r.Store.InTenant(ctx, job.TenantID, func(tx RouteTx) error {
 		e, tenant, err := tx.EventForRouting(ctx, job.TenantID, job.EventID)
 		if err != nil {
 			return err
@@ -100,75 +88,52 @@ func (r *Router) route(ctx context.Context, job RouteJob, inline *Dispatcher, le
 		if err != nil || !ok {
 			return err
 		}
-		def, err := e.Def()
-		if err != nil {
-			return err
-		}
-
-		contacts, err := ResolveContacts(ctx, tx, tenant.ID, recipients, eventActor(e), ChangeSourceEvent, &e.ID, r.Now())
-		if err != nil {
-			return err
-		}
-		var planned []planned
-		routing := NewRouting(r.Now())
-		for i, rc := range recipients {
-			// The recipient's conversation about the event's entity is
-			// found or opened by the insert of its first message.
-			p, err := r.routeRecipient(ctx, tx, tenant, e, def, Addressee{Contact: contacts[i], Recipient: rc, Index: i}, inline, routing)
-			if err != nil {
-				return err
-			}
-			planned = append(planned, p...)
-		}
-		e.Status, e.UpdatedAt = EventRouted, r.Now()
-		e.RoutedAt = &e.UpdatedAt
-		// The decisions ride on the UPDATE that marks the event routed.
-		e.Routing = routing.JSON()
-		if err := tx.SetEventStatus(ctx, e); err != nil {
-			return err
-		}
-		dispatch := make([]DispatchJob, len(planned))
-		for i, p := range planned {
-			dispatch[i] = p.job
-			if p.inline {
-				// Not before the lease ends: the job is the inline send's
-				// safety net, not a second sender (River's clock, not
-				// the injected one).
-				dispatch[i].NotBefore = time.Now().Add(lease)
-			}
-		}
-		if err := r.Queue.EnqueueDispatch(ctx, tx, dispatch...); err != nil {
-			return err
-		}
-		for i, p := range planned {
-			if p.inline {
-				sends = append(sends, inlineSend{message: p.message, tenant: tenant, account: p.account, jobID: dispatch[i].JobID})
-			}
-		}
-		return nil
+		return r.routeEvent(ctx, tx, tenant, e, recipients)
 	})
-	return sends, err
 }
 
-// planned is a message the route transaction stored, with its dispatch job;
-// inline when the route job sends its first attempt itself.
-type planned struct {
-	job     DispatchJob
-	message *Message
-	account *ChannelAccount
-	inline  bool
+// routeEvent stores the messages of the event's recipients with their
+// dispatch jobs and marks the event routed, with its routing decisions.
+func (r *Router) routeEvent(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, recipients []Recipient) error {
+	def, err := e.Def()
+	if err != nil {
+		return err
+	}
+	contacts, err := ResolveContacts(ctx, tx, tenant.ID, recipients, eventActor(e), ChangeSourceEvent, &e.ID, r.Now())
+	if err != nil {
+		return err
+	}
+	var dispatch []DispatchJob
+	routing := NewRouting(r.Now())
+	for i, rc := range recipients {
+		// The recipient's conversation about the event's entity is found
+		// or opened by the insert of its first message.
+		jobs, err := r.routeRecipient(ctx, tx, tenant, e, def, Addressee{Contact: contacts[i], Recipient: rc, Index: i}, routing)
+		if err != nil {
+			return err
+		}
+		dispatch = append(dispatch, jobs...)
+	}
+	e.Status, e.UpdatedAt = EventRouted, r.Now()
+	e.RoutedAt = &e.UpdatedAt
+	// The decisions ride on the UPDATE that marks the event routed.
+	e.Routing = routing.JSON()
+	if err := tx.SetEventStatus(ctx, e); err != nil {
+		return err
+	}
+	return r.Queue.EnqueueDispatch(ctx, tx, dispatch...)
 }
 
 // routeRecipient creates the messages of one recipient: every usable channel
 // without a fallback chain, the first usable one with it. When nothing is
 // usable, one FAILED message records why. Each channel's decision goes to
 // routing: a channel given up on is routing.Skip with its reason.
-func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, inline *Dispatcher, routing *Routing) ([]planned, error) {
+func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, routing *Routing) ([]DispatchJob, error) {
 	contact := to.Contact
 	// Set by the first message's insert (openConversation).
 	var conversationID *uuid.UUID
 	channels, chain := RouteChannels(e, def)
-	var jobs []planned
+	var jobs []DispatchJob
 	var passed []SkippedChannel
 	for i, ch := range channels {
 		m, acct, skip, err := r.plan(ctx, tx, tenant, e, def, to, conversationID, ch, nil)
@@ -185,10 +150,6 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 			m.FallbackChain = channelStrings(channels[i+1:])
 		}
 		expireWhileDeferred(m)
-		claim := inline != nil && inlineable(m, acct)
-		if claim {
-			inline.claimInline(m, r.Now())
-		}
 		openConversation(m, e)
 		inserted, err := r.Insert(ctx, tx, m, SourceRouting, skippedDetail(nil, passed))
 		if err != nil {
@@ -196,13 +157,8 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 		}
 		conversationID = m.ConversationID
 		routing.Queued(to.Index, m, acct, inserted).Tried(to.localeChain(e, tenant))
-		if inserted && claim {
-			if claim, err = inline.reserveInline(ctx, tx, tenant, m, r.Now()); err != nil {
-				return nil, err
-			}
-		}
 		if inserted && m.Status == MessageQueued {
-			jobs = append(jobs, planned{job: m.DispatchJob(), message: m, account: acct, inline: claim})
+			jobs = append(jobs, m.DispatchJob())
 		}
 		if chain {
 			return jobs, nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,12 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
-	"github.com/heraldhq/herald/app/provider/sandbox"
 	"github.com/heraldhq/herald/app/wire"
 	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/db/dbtest"
@@ -69,56 +70,182 @@ type pipelineBundle struct {
 	svc   *wire.Services
 	clock *testClock
 	meta  *metaAPI
-	// reports receives the sandbox's receipts instead of Receipts.Apply, so
-	// that a test decides when (and whether) they are applied.
-	reports chan provider.Receipt
-	keys    map[uuid.UUID]*app.APIKey
+	keys  map[uuid.UUID]*app.APIKey
+
+	// The dispatcher's jitter and the timer of its retries to record a
+	// send, which a test may replace (nil: the defaults).
+	mu          sync.Mutex
+	jitter      func(time.Duration) time.Duration
+	recordTimer backoff.Timer
 }
 
 // setupPipeline builds Herald with the test harness's configuration
 // (webtest.Config, which a test keeps equal to the binary's defaults), with
-// no sandbox delay and Meta at the fake; configure, when given, adjusts it
+// the sandbox's receipts far off and Meta at the fake; configure, when given, adjusts it
 // before the services are built.
 func setupPipeline(t *testing.T, configure func(*app.Config)) *pipelineBundle {
 	t.Helper()
 	meta := newMetaAPI(t)
 	cfg := webtest.Config(dbtest.URL(dbtest.CreateDatabase(t)))
 	cfg.LogLevel = slog.LevelWarn
-	cfg.SandboxDelay = 0
+	// The sandbox's receipts are due only for a test that sets its own
+	// delay (or moves the clock that far): the others decide which
+	// receipts their messages get.
+	cfg.SandboxDelay = 1000 * time.Hour
 	cfg.MetaBaseURL = meta.srv.URL
 	cfg.ShutdownTimeout = 5 * time.Second
 	if configure != nil {
 		configure(&cfg)
 	}
+	b := &pipelineBundle{ctx: context.Background(), cfg: cfg, clock: &testClock{now: testStart}, meta: meta, keys: map[uuid.UUID]*app.APIKey{}}
+	b.svc = b.connect(t)
+	return b
+}
+
+// connect wires one Herald process on the bundle's database, with its
+// clock and its dispatcher's test hooks; tests of several worker processes
+// connect more.
+func (b *pipelineBundle) connect(t *testing.T) *wire.Services {
+	t.Helper()
 	var logOut io.Writer = io.Discard
 	if testing.Verbose() {
 		logOut = os.Stderr
 	}
-	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	ctx := context.Background()
-	svc, err := wire.Connect(ctx, cfg, log, "test")
+	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: b.cfg.LogLevel}))
+	svc, err := wire.ConnectWith(b.ctx, b.cfg, log, "test", wire.Options{Now: b.clock.Now, Dispatcher: func(o *app.DispatcherOptions) {
+		o.Jitter = func(n time.Duration) time.Duration {
+			b.mu.Lock()
+			f := b.jitter
+			b.mu.Unlock()
+			if f == nil {
+				return rand.N(n)
+			}
+			return f(n)
+		}
+		o.RecordTimer = &hookTimer{b: b}
+	}})
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
+	svc.Limiter.Now = b.clock.Now
+	return svc
+}
 
-	clock := &testClock{now: testStart}
-	svc.Accounts.Now, svc.Tenants.Now, svc.Users.Now, svc.APIKeys.Now = clock.Now, clock.Now, clock.Now, clock.Now
-	svc.Templates.Now, svc.Intake.Now, svc.Router.Now, svc.Receipts.Now = clock.Now, clock.Now, clock.Now, clock.Now
-	svc.Breakers.Now, svc.Dispatcher.Now, svc.Messages.Now, svc.Inbound.Now = clock.Now, clock.Now, clock.Now, clock.Now
-	svc.Maintenance.Now, svc.Deadlines.Now = clock.Now, clock.Now
-	svc.MetaTemplates.Now = clock.Now
-	limiter, ok := svc.Dispatcher.Limiter.(*app.RateLimiter)
-	require.True(t, ok, "the rate limiter is wired")
-	limiter.Now = clock.Now
+// setJitter replaces the dispatcher's jitter.
+func (b *pipelineBundle) setJitter(f func(time.Duration) time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.jitter = f
+}
 
-	b := &pipelineBundle{ctx: ctx, cfg: cfg, svc: svc, clock: clock, meta: meta,
-		reports: make(chan provider.Receipt, 64), keys: map[uuid.UUID]*app.APIKey{}}
-	sb, ok := svc.Dispatcher.Providers[sandbox.Name].(*sandbox.Provider)
-	require.True(t, ok, "the sandbox is wired")
-	sb.Report = func(_ context.Context, r provider.Receipt) error {
-		b.reports <- r
-		return nil
+// setRecordTimer replaces the timer of the dispatcher's retries to record a
+// send.
+func (b *pipelineBundle) setRecordTimer(timer backoff.Timer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.recordTimer = timer
+}
+
+// hookTimer is the bundle's record timer, or a real one.
+type hookTimer struct {
+	b    *pipelineBundle
+	real *time.Timer
+	cur  backoff.Timer
+}
+
+func (h *hookTimer) Start(d time.Duration) {
+	h.b.mu.Lock()
+	h.cur = h.b.recordTimer
+	h.b.mu.Unlock()
+	if h.cur != nil {
+		h.cur.Start(d)
+		return
 	}
-	return b
+	h.real = time.NewTimer(d)
+}
+
+func (h *hookTimer) Stop() {
+	if h.cur != nil {
+		h.cur.Stop()
+	} else if h.real != nil {
+		h.real.Stop()
+	}
+}
+
+func (h *hookTimer) C() <-chan time.Time {
+	if h.cur != nil {
+		return h.cur.C()
+	}
+	return h.real.C
+}
+
+// apply takes a receipt the way production does, through the webhook's
+// Accept and the applier's rounds until nothing is due, and returns what
+// became of it.
+func (b *pipelineBundle) apply(ctx context.Context, via app.Via, r provider.Receipt) (string, error) {
+	in := []app.InboxReceipt{{Via: via, Receipt: r}}
+	if err := b.svc.Receipts.Accept(ctx, in...); err != nil {
+		return "", err
+	}
+	results, err := b.applyInbox(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, res := range results {
+		if res.ReceiptID == in[0].Receipt.ReceiptID && res.Provider == in[0].Receipt.Provider {
+			return res.Outcome, nil
+		}
+	}
+	return "", fmt.Errorf("receipt %s was not settled (results %v)", in[0].Receipt.ReceiptID, results)
+}
+
+// applyConcurrently posts each receipt from a goroutine of its own, all
+// at once, and each goroutine then runs the applier's rounds until
+// nothing is due, as webhook posts and the appliers of several worker
+// processes do together; it returns how many receipts ended with each
+// outcome.
+func (b *pipelineBundle) applyConcurrently(t *testing.T, via app.Via, rs ...provider.Receipt) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	errs := make([]error, len(rs))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if errs[i] = b.svc.Receipts.Accept(b.ctx, app.InboxReceipt{Via: via, Receipt: r}); errs[i] != nil {
+				return
+			}
+			results, err := b.applyInbox(b.ctx)
+			errs[i] = err
+			mu.Lock()
+			defer mu.Unlock()
+			for _, res := range results {
+				counts[res.Outcome]++
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	return counts
+}
+
+// applyInbox runs the applier's rounds until none is due, and returns
+// what became of each receipt, in order.
+func (b *pipelineBundle) applyInbox(ctx context.Context) ([]app.ReceiptResult, error) {
+	var all []app.ReceiptResult
+	for {
+		round, err := b.svc.Receipts.ApplyInbox(ctx, 0)
+		all = append(all, round.Results...)
+		if err != nil || round.Taken == 0 {
+			return all, err
+		}
+	}
 }
 
 // tenant creates a PRO tenant (sandbox accounts and default templates
@@ -482,16 +609,4 @@ func readTestdata(t *testing.T, name string) []byte {
 	b, err := os.ReadFile(filepath.Join("provider", "meta", "testdata", name))
 	require.NoError(t, err)
 	return b
-}
-
-// nextReport waits for the sandbox's next receipt.
-func (b *pipelineBundle) nextReport(t *testing.T) provider.Receipt {
-	t.Helper()
-	select {
-	case r := <-b.reports:
-		return r
-	case <-time.After(30 * time.Second):
-		t.Fatal("the sandbox reported nothing")
-		return provider.Receipt{}
-	}
 }

@@ -27,6 +27,13 @@ type Tx interface {
 // tenant filter every statement carries. Work that spans tenants (operator
 // pages, sign-in, API-key lookup, maintenance) runs in an explicit platform
 // scope, so forgetting a scope is an empty result, never a leak.
+//
+// A transaction belongs to one tenant (or to the platform), always, from
+// its first statement to its commit: nothing moves it to another tenant's
+// scope, so one tenant's locks, timeouts and failures end only that
+// tenant's work. Work of several tenants is several transactions, and any
+// batching stays within one tenant's. Every test database refuses a
+// second scope in a transaction (db/dbtest/guard.go).
 type Store[T Tx] interface {
 	// InTenant runs fn in a transaction that can see only tenantID's rows.
 	// The transaction commits when fn returns nil and rolls back otherwise.
@@ -54,25 +61,22 @@ type SentRecord struct {
 	Channel              Channel
 	UsageMonth           time.Time
 	Detail               map[string]any
-	// Shard is the row of the usage counter the send counts on; nil
-	// takes a random one of UsageShards.
-	Shard *int
 	// CallbackEvent names the callback event whose subscribed endpoints
 	// the recording returns, so that it costs no statement of its own.
 	CallbackEvent string
-	// FinishJobID, when set, is an inline send's dispatch job, finished in
-	// the same statement (see InlineJobTx.FinishPlannedJob).
-	FinishJobID int64
 }
+
+// UsageShards is how many rows a tenant's usage of a channel in a month is
+// spread over, so that concurrent sends of a tenant do not queue on one
+// row.
+const UsageShards = 256
 
 // SentResult is what recording a send found: whether the message moved to
 // SENT (it may have left QUEUED meanwhile), and, when it did, the endpoints
-// subscribed to the record's callback event and whether receipts of the
-// send arrived before it and wait, pending, to be applied with it.
+// subscribed to the record's callback event.
 type SentResult struct {
-	Moved           bool
-	Subscribers     []uuid.UUID
-	PendingReceipts bool
+	Moved       bool
+	Subscribers []uuid.UUID
 }
 
 // ReceiptRecord is a provider's receipt for a known message and what it
@@ -88,6 +92,17 @@ type ReceiptRecord struct {
 	// FailedReason is the message's failed_reason when it moves to FAILED:
 	// a code, such as meta_131026 (the provider's text is in Detail).
 	FailedReason string
+	// CallbackEvent names the callback event of the move, whose subscribed
+	// endpoints the recording returns when the message moved.
+	CallbackEvent string
+}
+
+// RecordedReceipt is what recording a receipt did: whether it was new
+// (Fresh), whether the message moved (Moved), and then the endpoints
+// subscribed to the record's callback event.
+type RecordedReceipt struct {
+	Fresh, Moved bool
+	Subscribers  []uuid.UUID
 }
 
 // Clock returns the current time; tests substitute a fixed one.

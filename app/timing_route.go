@@ -70,22 +70,6 @@ func (r *Router) expireEvent(ctx context.Context, tx RouteTx, e *Event) error {
 	return tx.SetEventStatus(ctx, e)
 }
 
-// holdForTime stops a send that is not due or no longer wanted: a message
-// past its expiry becomes EXPIRED, and one that waits for quiet hours to end
-// snoozes until then (a job that ran early, say after a rescue). held is
-// false when the send may go ahead.
-func (d *Dispatcher) holdForTime(ctx context.Context, m *Message, complete CompleteFunc) (out DispatchOutcome, held bool, err error) {
-	now := d.Now()
-	switch {
-	case m.Expired(now):
-		out, err = d.expire(ctx, m, map[string]any{"note": "past its expiry before it was sent"}, complete)
-		return out, true, err
-	case m.Deferred(now):
-		return DispatchOutcome{Snooze: m.DeferredUntil.Sub(now)}, true, nil
-	}
-	return DispatchOutcome{}, false, nil
-}
-
 // expiresBefore reports whether the message expires before a send again
 // after wait.
 func (d *Dispatcher) expiresBefore(m *Message, wait time.Duration) bool {
@@ -97,9 +81,9 @@ func (d *Dispatcher) expiresBefore(m *Message, wait time.Duration) bool {
 // and no call of it is left in flight. The fallback chain does not go on: an
 // expired message is not worth sending on any channel.
 func (d *Dispatcher) expire(ctx context.Context, m *Message, detail map[string]any, complete CompleteFunc) (DispatchOutcome, error) {
-	d.Metrics.MessageOutcome(m.Channel, "expired")
+	d.opts.Metrics.MessageOutcome(m.Channel, "expired")
 	now := d.Now()
-	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) error {
+	err := d.stores.Settle.InTenant(ctx, m.TenantID, func(tx SettleTx) error {
 		if err := tx.ReleaseQuota(ctx, m.TenantID, m.ID); err != nil {
 			return err
 		}

@@ -29,7 +29,7 @@ type WhatsAppTx interface {
 // Outside it Meta delivers only approved templates, so it goes as its
 // template's Meta template, if Meta approved it for this account; if not,
 // refusal explains why, and the message fails without calling Meta.
-func (d *Dispatcher) whatsAppPlan(ctx context.Context, tx DispatchTx, m *Message, acct *ChannelAccount) (*provider.WhatsAppTemplate, string, error) {
+func (d *Dispatcher) whatsAppPlan(ctx context.Context, tx DispatchPlanTx, m *Message, acct *ChannelAccount) (*provider.WhatsAppTemplate, string, error) {
 	now := d.Now()
 	last, err := tx.LastWhatsAppInbound(ctx, m.TenantID, acct.ID, m.ContactID, m.ToAddress)
 	if err != nil {
@@ -44,7 +44,7 @@ func (d *Dispatcher) whatsAppPlan(ctx context.Context, tx DispatchTx, m *Message
 
 // templatePlan returns the message's approved Meta template with its
 // parameters, or why there is none (outside prefixes the reason).
-func (d *Dispatcher) templatePlan(ctx context.Context, tx DispatchTx, m *Message, acct *ChannelAccount, outside string) (*provider.WhatsAppTemplate, string, error) {
+func (d *Dispatcher) templatePlan(ctx context.Context, tx DispatchPlanTx, m *Message, acct *ChannelAccount, outside string) (*provider.WhatsAppTemplate, string, error) {
 	var t *Template
 	var err error
 	if m.TemplateID != nil {
@@ -100,7 +100,7 @@ func (d *Dispatcher) retryAsTemplate(ctx context.Context, p provider.Provider, o
 		return externalID, sendErr
 	}
 	var wt *provider.WhatsAppTemplate
-	err := d.Store.InTenant(ctx, m.TenantID, func(tx DispatchTx) (err error) {
+	err := d.stores.Send.InTenant(ctx, m.TenantID, func(tx SendTx) (err error) {
 		wt, _, err = d.templatePlan(ctx, tx, m, acct, "")
 		return err
 	})
@@ -116,7 +116,7 @@ func (d *Dispatcher) retryAsTemplate(ctx context.Context, p provider.Provider, o
 // messageVars are the variables the message's text was rendered with: its
 // event's context and its recipient there (RecipientVars), so the Meta
 // template's parameters say what the text said.
-func (d *Dispatcher) messageVars(ctx context.Context, tx DispatchTx, m *Message) (map[string]string, error) {
+func (d *Dispatcher) messageVars(ctx context.Context, tx DispatchPlanTx, m *Message) (map[string]string, error) {
 	if m.EventID == nil {
 		return TemplateVars(nil, Recipient{}), nil
 	}

@@ -28,7 +28,9 @@ type beginRequest struct {
 // to the tenant (or to the platform for uuid.Nil): BEGIN and the set_config
 // calls travel in one simple-protocol message, so a scoped transaction costs
 // no extra round trip for its scope. The values are constants and a
-// formatted UUID (hex and hyphens), so inlining them is safe.
+// formatted UUID (hex and hyphens), so inlining them is safe. The calls are
+// set_config unqualified, not SET LOCAL: the test databases' guard
+// (db/dbtest/guard.go) sees every scope a transaction takes that way.
 //
 // The transaction also plans its prepared statements generically
 // (plan_cache_mode, local to it): Herald's statements are short index

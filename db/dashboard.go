@@ -109,7 +109,7 @@ func (t *Tx) RollUpMessageCounts(ctx context.Context, tenantID uuid.UUID, from, 
 }
 
 // A roll-up recounts the quarters, then sums the days from them, in one
-// transaction (see migration 00038_message_day_counts).
+// transaction (see message_day_counts in db/migrations).
 const (
 	rollUpQuarters = `SELECT message_counts_roll_up($1, $2, $3, $4, $5)`
 	rollUpDays     = `SELECT message_day_counts_roll_up($1, $2, $3)`

@@ -92,7 +92,9 @@ func (d *DB) Ping(ctx context.Context) error { return d.Pool.Ping(ctx) }
 func (d *DB) Store() *Store { return &Store{db: d.SQL} }
 
 // Store runs Herald's tenant-scoped transactions. Services get it through
-// Scope, as an app.Store of the transaction interface they use.
+// Scope, as an app.Store of the transaction interface they use. A
+// transaction's scope is set once, when it begins (beginScoped), and never
+// moves: a transaction belongs to one tenant, or to the platform.
 type Store struct {
 	db *sqlx.DB
 }
@@ -133,7 +135,7 @@ var (
 	_ app.ContactsTx      = (*Tx)(nil)
 	_ app.ContactSearchTx = (*Tx)(nil)
 	_ app.DeadlineTx      = (*Tx)(nil)
-	_ app.DispatchTx      = (*Tx)(nil)
+	_ app.DispatchPlanTx  = (*Tx)(nil)
 	_ app.HookTx          = (*Tx)(nil)
 	_ app.InboundTx       = (*Tx)(nil)
 	_ app.IntakeTx        = (*Tx)(nil)
@@ -142,6 +144,8 @@ var (
 	_ app.MetaTemplateTx  = (*Tx)(nil)
 	_ app.ReceiptTx       = (*Tx)(nil)
 	_ app.RouteTx         = (*Tx)(nil)
+	_ app.SendTx          = (*Tx)(nil)
+	_ app.SettleTx        = (*Tx)(nil)
 	_ app.TemplateTx      = (*Tx)(nil)
 	_ app.TenantTx        = (*Tx)(nil)
 	_ app.UserTx          = (*Tx)(nil)
@@ -179,6 +183,8 @@ func (s *Store) run(ctx context.Context, tenantID uuid.UUID, fn func(*Tx) error)
 	// The scope is set in the BEGIN message itself (see beginScoped), with
 	// set_config's is_local: both settings end with the transaction, so a
 	// pooled connection never carries one tenant's scope into the next use.
+	// Nothing sets it again in the transaction (db/dbtest's guard fails a
+	// test database's transaction that does).
 	req := &beginRequest{statement: beginScoped(tenantID)}
 	tx, err := s.db.BeginTxx(context.WithValue(ctx, beginKey{}, req), nil)
 	if err != nil {
@@ -225,35 +231,6 @@ func (t *Tx) SQL() *sql.Tx { return t.tx.Tx }
 // TenantID returns the tenant the transaction is scoped to, or uuid.Nil in
 // platform scope.
 func (t *Tx) TenantID() uuid.UUID { return t.tenantID }
-
-// scopeTenant moves a tenant transaction to the tenant $1 (ScopeTenant).
-const scopeTenant = `SELECT set_config('herald.tenant_id', $1, true)`
-
-// errPlatformNarrowed refuses to move a platform transaction into a
-// tenant's scope.
-var errPlatformNarrowed = errors.New("a platform transaction cannot move to a tenant's scope")
-
-// ScopeTenant serves app.IntakeTx: the statements after it see and write
-// only tenantID's rows, under that tenant's row-level security, until the
-// transaction ends or moves on again. Intake stores several tenants'
-// events in one commit this way. Only a tenant transaction moves: a
-// platform one is never narrowed into looking like a tenant's, and no
-// transaction is widened.
-func (t *Tx) ScopeTenant(ctx context.Context, tenantID uuid.UUID) error {
-	switch {
-	case t.tenantID == uuid.Nil:
-		return errPlatformNarrowed
-	case tenantID == uuid.Nil:
-		return errors.New("a tenant transaction cannot move to the platform scope")
-	case tenantID == t.tenantID:
-		return nil
-	}
-	if _, err := t.tx.ExecContext(ctx, scopeTenant, tenantID.String()); err != nil {
-		return mapErr(err)
-	}
-	t.tenantID, t.route = tenantID, nil
-	return nil
-}
 
 // Savepoint serves app.DispatchTx: fn runs inside a savepoint, and when it
 // fails the transaction goes back to the savepoint and carries on. fnErr is

@@ -193,51 +193,6 @@ func TestStore_RowLevelSecurity(t *testing.T) {
 		require.Equal(t, a.Name, name, "the update rolled back")
 	})
 
-	t.Run("ScopeTenantMovesBetweenTenantsOnly", func(t *testing.T) {
-		// A tenant transaction moved to B sees and writes B's rows only,
-		// A's no longer; it never widens to the platform, and a platform
-		// transaction is never narrowed.
-		var seen, tenant uuid.UUID
-		var visibleA, errNil, errWrite error
-		var keysB int
-		require.NoError(t, b.store.InTenant(b.ctx, a.ID, func(tx *db.Tx) error {
-			if err := tx.ScopeTenant(b.ctx, other.ID); err != nil {
-				return err
-			}
-			tenant = tx.TenantID()
-			if err := tx.SQL().QueryRowContext(b.ctx, `SELECT id FROM tenants`).Scan(&seen); err != nil {
-				return err
-			}
-			if err := tx.SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM api_keys`).Scan(&keysB); err != nil {
-				return err
-			}
-			_, visibleA = tx.TenantByID(b.ctx, a.ID)
-			errNil = tx.ScopeTenant(b.ctx, uuid.Nil)
-			var err error
-			errWrite, err = tx.Savepoint(b.ctx, func() error {
-				return tx.CreateAPIKey(b.ctx, &app.APIKey{
-					ID: uuid.New(), TenantID: a.ID, Name: "sneaky", Prefix: "hk_y", Hash: []byte("y"), CreatedAt: time.Now(),
-				})
-			})
-			return err
-		}))
-		require.Equal(t, other.ID, tenant)
-		require.Equal(t, other.ID, seen, "only B's tenant row is visible after the move")
-		require.Equal(t, 1, keysB)
-		require.Equal(t, app.ENOTFOUND, app.ErrorCode(visibleA), "A is invisible once the transaction moved to B")
-		require.Error(t, errNil, "a tenant transaction does not widen to the platform")
-		require.Error(t, errWrite, "row-level security rejects A's row in B's scope")
-		require.Equal(t, 1, count(b.store.InPlatform, "api_keys WHERE tenant_id = '"+a.ID.String()+"'"))
-
-		var errPlatform error
-		require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
-			errPlatform = tx.ScopeTenant(b.ctx, a.ID)
-			return nil
-		}))
-		require.Error(t, errPlatform, "a platform transaction is not narrowed")
-		require.Equal(t, 1, count(inA, "tenants"), "the next transaction starts in its own scope")
-	})
-
 	t.Run("ScopeEndsWithTransaction", func(t *testing.T) {
 		// Run many scoped transactions, then check that a pooled connection
 		// carries no scope into unscoped use.

@@ -44,32 +44,27 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*a
 }
 
 // usageShards is how many rows a tenant's usage of a channel in a month is
-// spread over (migration 00027).
+// spread over (usage_counters.shard in db/migrations).
 const usageShards = app.UsageShards
 
-// RecordSent serves app.DispatchTx: the status change, the timeline entry
-// and the usage count in one statement, the last two only when the message
-// was still QUEUED, and the count only once per message and month (a send
-// again after a provider's rate-limit receipt is the same message). Usage is
-// spread over shards (see migrations 00003 and 00027) so that concurrent sends of a
-// tenant do not queue on one row. The marker of the provider call goes.
-// An inline send's dispatch job (s.FinishJobID) is finished in the same
-// statement; the endpoints subscribed to s.CallbackEvent, and whether
-// receipts of the send wait pending (read after LockReceipts, so none can
-// be added unseen), come back with it.
+// RecordSent serves app.SendTx: the status change, the timeline entry and
+// the usage count in one statement, the last two only when the message was
+// still QUEUED, and the count only once per message and month (a send again
+// after a provider's rate-limit receipt is the same message). Usage is
+// spread over shards (app.UsageShards) so that concurrent sends of a tenant
+// do not queue on one row. The marker of the provider call goes, the
+// receipts that overtook the send are woken in the inbox, and the endpoints
+// subscribed to s.CallbackEvent come back with it.
 func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (app.SentResult, error) {
 	detail, err := json.Marshal(s.Detail)
 	if err != nil {
 		return app.SentResult{}, fmt.Errorf("encode timeline detail: %w", err)
 	}
 	shard := rand.IntN(usageShards)
-	if s.Shard != nil {
-		shard = *s.Shard % usageShards
-	}
 	var row struct {
 		N           int            `db:"n"`
 		Subscribers app.StringList `db:"subscribers"`
-		Pending     bool           `db:"pending"`
+		Woken       int            `db:"woken"`
 	}
 	err = t.tx.GetContext(ctx, &row, `
 		WITH before AS (
@@ -88,22 +83,23 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (app.SentResult, 
 			SELECT tenant_id, $9, $10, $11, 1 FROM sent
 			WHERE (SELECT counted_month FROM before) IS DISTINCT FROM $10::date
 			ON CONFLICT (tenant_id, channel, month, shard) DO UPDATE SET count = usage_counters.count + excluded.count
-		), job AS (
-			UPDATE river_job SET state = 'completed', finalized_at = now()
-			WHERE $13::bigint <> 0 AND id = $13 AND state IN ('scheduled', 'available')
+		), woke AS (
+			-- Receipts that overtook this send wait parked in the inbox:
+			-- they are due now (herald_wake_receipts in db/migrations).
+			SELECT herald_wake_receipts($3, $4, $6, '`+app.ReceiptInboxChannel+`') AS n FROM sent
 		)
 		SELECT (SELECT count(*) FROM sent) AS n,
 			CASE WHEN EXISTS (SELECT 1 FROM sent) THEN ARRAY(
 				SELECT id::text FROM callback_endpoints
 				WHERE tenant_id = $1 AND enabled AND $12 = ANY (event_types) ORDER BY id)
 			END AS subscribers,
-			EXISTS (SELECT 1 FROM webhook_receipts WHERE provider = $3 AND external_id = $4 AND outcome = 'pending') AS pending`,
+			(SELECT coalesce(sum(n), 0) FROM woke) AS woken`,
 		s.TenantID, s.MessageID, s.Provider, s.ExternalID, s.Attempt, s.At,
-		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, shard, s.CallbackEvent, s.FinishJobID)
+		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, shard, s.CallbackEvent)
 	if err != nil {
 		return app.SentResult{}, mapErr(err)
 	}
-	res := app.SentResult{Moved: row.N == 1, PendingReceipts: row.Pending, Subscribers: make([]uuid.UUID, 0, len(row.Subscribers))}
+	res := app.SentResult{Moved: row.N == 1, Subscribers: make([]uuid.UUID, 0, len(row.Subscribers))}
 	for _, id := range row.Subscribers {
 		u, err := uuid.Parse(id)
 		if err != nil {
@@ -242,29 +238,5 @@ func (t *Tx) ClearSendStarted(ctx context.Context, tenantID, id uuid.UUID) error
 	_, err := t.tx.ExecContext(ctx, `
 		UPDATE messages SET send_started_at = NULL, send_started_by = NULL, send_attempt = NULL
 		WHERE tenant_id = $1 AND id = $2 AND send_started_at IS NOT NULL`, tenantID, id)
-	return mapErr(err)
-}
-
-// FinishPlannedJob serves app.InlineJobTx: the dispatch job of a message
-// whose inline send has its outcome is completed, unless a worker has
-// started it meanwhile (then that run finds the message settled). It
-// writes River's job row as River's own completion does.
-func (t *Tx) FinishPlannedJob(ctx context.Context, jobID int64) error {
-	_, err := t.tx.ExecContext(ctx, `
-		UPDATE river_job SET state = 'completed', finalized_at = now()
-		WHERE id = $1 AND state IN ('scheduled', 'available')`, jobID)
-	return mapErr(err)
-}
-
-// ReschedulePlannedJob serves app.InlineJobTx: the dispatch job of an
-// inline send that must try again is due at at, with attempt attempts
-// counted (River counts the next run as attempt+1), unless a worker has
-// started it meanwhile.
-func (t *Tx) ReschedulePlannedJob(ctx context.Context, jobID int64, at time.Time, attempt int) error {
-	_, err := t.tx.ExecContext(ctx, `
-		UPDATE river_job SET scheduled_at = $2, attempt = greatest(attempt, $3),
-			attempted_at = CASE WHEN $3 > 0 THEN now() ELSE attempted_at END,
-			state = CASE WHEN $2 <= now() THEN 'available' ELSE 'scheduled' END::river_job_state
-		WHERE id = $1 AND state IN ('scheduled', 'available')`, jobID, at, attempt)
 	return mapErr(err)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -43,13 +42,6 @@ func (t *Tx) LockEntities(ctx context.Context, tenantID uuid.UUID, exclusive boo
 		calls[i] = fmt.Sprintf("%s(%d, %s)", fn, entityLockClass, entityLockKey("$1", fmt.Sprintf("$%d::text", len(args)-1), fmt.Sprintf("$%d::text", len(args))))
 	}
 	_, err := t.tx.ExecContext(ctx, `SELECT `+strings.Join(calls, ", "), args...)
-	return mapErr(err)
-}
-
-// SetLockTimeout serves app.IntakeTx: for the rest of the transaction, a
-// lock not granted within d fails the statement waiting for it.
-func (t *Tx) SetLockTimeout(ctx context.Context, d time.Duration) error {
-	_, err := t.tx.ExecContext(ctx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", d.Milliseconds()))
 	return mapErr(err)
 }
 

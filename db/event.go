@@ -2,12 +2,8 @@ package db
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/heraldhq/herald/app"
 )
@@ -33,108 +29,6 @@ func (t *Tx) InsertEvent(ctx context.Context, e *app.Event) (bool, error) {
 	n, err := res.RowsAffected()
 	return n == 1, err
 }
-
-// InsertEvents serves app.IntakeTx: the events travel as one JSON array
-// of rows, so the statement is the same for any number of them. ON
-// CONFLICT DO NOTHING also skips a second event of es with the source id
-// of an earlier one.
-func (t *Tx) InsertEvents(ctx context.Context, es []*app.Event) (map[uuid.UUID]bool, error) {
-	body, err := jsonRows(es, eventColumns)
-	if err != nil {
-		return nil, err
-	}
-	var ids []uuid.UUID
-	if err := t.tx.SelectContext(ctx, &ids, insertEvents, body); err != nil {
-		return nil, mapErr(err)
-	}
-	stored := make(map[uuid.UUID]bool, len(ids))
-	for _, id := range ids {
-		stored[id] = true
-	}
-	return stored, nil
-}
-
-// InsertTenantsEvents serves app.IntakeTx: several tenants' events, each
-// part one tenant's, stored as InsertEvents stores them, each part in its
-// own tenant's scope (ScopeTenant) and under that tenant's row-level
-// security, all sent to the server at once: one round trip, however many
-// tenants. The transaction is left in the last part's scope.
-func (t *Tx) InsertTenantsEvents(ctx context.Context, parts [][]*app.Event) (map[uuid.UUID]bool, error) {
-	if t.tenantID == uuid.Nil {
-		return nil, errPlatformNarrowed
-	}
-	var batch pgx.Batch
-	scope := t.tenantID
-	for _, part := range parts {
-		if len(part) == 0 {
-			return nil, errors.New("an empty part of events")
-		}
-		tenant := part[0].TenantID
-		for _, e := range part {
-			if e.TenantID != tenant || tenant == uuid.Nil {
-				return nil, fmt.Errorf("event %s is not of its part's tenant %s", e.ID, tenant)
-			}
-		}
-		body, err := jsonRows(part, eventColumns)
-		if err != nil {
-			return nil, err
-		}
-		if tenant != scope {
-			batch.Queue(scopeTenant, tenant.String())
-			scope = tenant
-		}
-		batch.Queue(insertEvents, body)
-	}
-	res := t.pgx.SendBatch(ctx, &batch)
-	stored := map[uuid.UUID]bool{}
-	err := func() error {
-		scope := t.tenantID
-		for _, part := range parts {
-			if part[0].TenantID != scope {
-				if _, err := res.Exec(); err != nil {
-					return err
-				}
-				scope = part[0].TenantID
-			}
-			rows, err := res.Query()
-			if err != nil {
-				return err
-			}
-			ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				stored[id] = true
-			}
-		}
-		return nil
-	}()
-	if cerr := res.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	if scope != t.tenantID {
-		t.tenantID, t.route = scope, nil
-	}
-	return stored, nil
-}
-
-// insertEvents stores the events of a JSON array of rows, each unless its
-// tenant used its source event id before, and returns the ids it stored.
-var insertEvents = `
-		INSERT INTO events (` + eventColumns + `)
-		SELECT ` + eventRowColumns + ` FROM jsonb_populate_recordset(NULL::events, $1::jsonb)
-		ON CONFLICT (tenant_id, source_event_id) DO NOTHING
-		RETURNING id`
-
-// eventRowColumns selects eventColumns from the rows of InsertEvents. A
-// JSON null becomes SQL NULL there, while InsertEvent stores the jsonb null
-// of an event without recipients or context; coalesce keeps the two alike.
-var eventRowColumns = strings.Replace(eventColumns, "recipients, context,",
-	"coalesce(recipients, 'null'), coalesce(context, 'null'),", 1)
 
 // EventByID serves app.IntakeTx, app.FallbackTx, console.MessageTx and
 // console.ScheduleTx.

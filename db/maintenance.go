@@ -68,6 +68,10 @@ const pruneMessagesBatch = `
 	LIMIT $3
 	FOR UPDATE SKIP LOCKED`
 
+// pruneMessagesTimeline deletes the timeline entries of a batch of
+// retention: $1 tenant, $2 message ids.
+const pruneMessagesTimeline = `DELETE FROM message_events WHERE message_id = ANY($2::uuid[]) AND tenant_id = $1`
+
 // PruneMessages serves app.MaintenanceTx: up to limit of the tenant's
 // oldest finished messages created before the time, with the rows that hang
 // off them (timeline entries, receipts, callback deliveries), in the
@@ -91,7 +95,7 @@ func (t *Tx) PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.
 		count *int
 		query string
 	}{
-		{&res.Timeline, `DELETE FROM message_events WHERE message_id = ANY($2::uuid[]) AND tenant_id = $1`},
+		{&res.Timeline, pruneMessagesTimeline},
 		{&res.Receipts, `DELETE FROM webhook_receipts WHERE message_id = ANY($2::uuid[]) AND tenant_id = $1`},
 		{&res.Callbacks, `DELETE FROM callback_deliveries WHERE message_id = ANY($2::uuid[]) AND tenant_id = $1`},
 		{&res.Messages, `DELETE FROM messages WHERE id = ANY($2::uuid[]) AND tenant_id = $1`},
@@ -118,7 +122,7 @@ func (t *Tx) PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Ti
 }
 
 // PruneReceipts serves app.MaintenanceTx: old receipts that belong to no
-// message (foreign, unknown, expired), or to one already gone. A receipt of
+// message (foreign ones), or to one already gone. A receipt of
 // a message still kept stays with it and goes with it.
 func (t *Tx) PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
 	return t.prune(ctx, `
@@ -129,13 +133,13 @@ func (t *Tx) PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.
 }
 
 // PrunePendingReceipts serves app.MaintenanceTx: it deletes up to limit
-// receipts still pending (or unknown, as they were kept before) that were
-// received before the time, and returns their providers.
+// receipts parked in the inbox (their message unknown) that were received
+// before the time, and returns their providers.
 func (t *Tx) PrunePendingReceipts(ctx context.Context, receivedBefore time.Time, limit int) ([]string, error) {
 	providers := []string{}
 	err := t.tx.SelectContext(ctx, &providers, `
-		DELETE FROM webhook_receipts WHERE id IN (
-			SELECT id FROM webhook_receipts WHERE outcome IN ('pending', 'unknown') AND received_at < $1 LIMIT $2)
+		DELETE FROM receipt_inbox WHERE id IN (
+			SELECT id FROM receipt_inbox WHERE available_at = 'infinity' AND received_at < $1 LIMIT $2 FOR UPDATE SKIP LOCKED)
 		RETURNING provider`, receivedBefore, limit)
 	return providers, mapErr(err)
 }

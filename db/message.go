@@ -32,20 +32,14 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 	}
 	arg := struct {
 		*app.Message
-		EntryFrom   *string    `db:"entry_from_status"`
-		EntryTo     *string    `db:"entry_to_status"`
-		EntrySource string     `db:"entry_source"`
-		EntryDetail string     `db:"entry_detail"`
-		EntryAt     time.Time  `db:"entry_at"`
-		ClaimAt     *time.Time `db:"claim_at"`
-		ClaimBy     *uuid.UUID `db:"claim_by"`
-		ClaimTry    *int       `db:"claim_attempt"`
-		ConvID      uuid.UUID  `db:"conv_id"`
-		ConvEntity  string     `db:"conv_entity_id"`
+		EntryFrom   *string   `db:"entry_from_status"`
+		EntryTo     *string   `db:"entry_to_status"`
+		EntrySource string    `db:"entry_source"`
+		EntryDetail string    `db:"entry_detail"`
+		EntryAt     time.Time `db:"entry_at"`
+		ConvID      uuid.UUID `db:"conv_id"`
+		ConvEntity  string    `db:"conv_entity_id"`
 	}{Message: m, EntryFrom: first.FromStatus, EntryTo: first.ToStatus, EntrySource: first.Source, EntryDetail: string(detail), EntryAt: first.At}
-	if c := m.Claim; c != nil {
-		arg.ClaimAt, arg.ClaimBy, arg.ClaimTry = &c.At, &c.By, &c.Attempt
-	}
 	// With OpenConversation, the recipient's conversation is found or
 	// opened by this statement too, and its id goes into the message.
 	conversation, conversationID := "", "CAST(:conversation_id AS uuid)"
@@ -59,12 +53,12 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 	}
 	q, args, err := t.tx.BindNamed(`
 		WITH `+conversation+`inserted AS (
-			INSERT INTO messages (`+messageColumns+`, send_started_at, send_started_by, send_attempt)
+			INSERT INTO messages (`+messageColumns+`)
 			VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
 				:template_id, :template_version, :locale, :contact_id, `+conversationID+`, :recipient_index, :to_address, :subject, :body, :status, :failed_reason,
 				:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
 				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at, :test,
-				:expires_at, :deferred_until, :deferred_zone, :claim_at, :claim_by, :claim_attempt)
+				:expires_at, :deferred_until, :deferred_zone)
 			ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 			RETURNING tenant_id, id
 		), entry AS (
@@ -171,7 +165,7 @@ func (t *Tx) RequeueSent(ctx context.Context, tenantID, id uuid.UUID, detail map
 	if err != nil {
 		return false, fmt.Errorf("encode timeline detail: %w", err)
 	}
-	// The status guard (migration message_status_guard) refuses this step
+	// The status guard (herald_message_status_guard) refuses this step
 	// back unless the transaction says it is this one.
 	if _, err := t.tx.ExecContext(ctx, `SELECT set_config('herald.requeue_sent', 'on', true)`); err != nil {
 		return false, mapErr(err)
@@ -250,68 +244,31 @@ func (t *Tx) Timeline(ctx context.Context, tenantID, messageID uuid.UUID) ([]*ap
 	return out, rows.Err()
 }
 
-// MessageByExternalID serves app.ReceiptTx. It runs in platform scope, so
-// that a receipt naming another tenant's message is recognised as foreign,
-// and locks the message: receipts of one message apply one after the other,
-// each from the status the previous one left.
-func (t *Tx) MessageByExternalID(ctx context.Context, providerName, externalID string) (*app.Message, error) {
-	var m app.Message
-	err := t.tx.GetContext(ctx, &m, `SELECT `+messageColumns+` FROM messages WHERE provider = $1 AND external_message_id = $2 FOR UPDATE`, providerName, externalID)
-	if err != nil {
-		return nil, notFound(err, "No message from %s with id %s.", providerName, externalID)
-	}
-	return &m, nil
-}
-
-// StoreReceipt records a receipt that is not applied (unknown, foreign)
-// once; false means it was seen before. It serves app.ReceiptTx. A receipt
-// stored while its message was unknown may be stored again once the
-// message is known.
-func (t *Tx) StoreReceipt(ctx context.Context, tenantID, messageID *uuid.UUID, r provider.Receipt, outcome string) (bool, error) {
-	body := receiptBody(r)
-	var id int64
-	err := t.tx.GetContext(ctx, &id, `
-		INSERT INTO webhook_receipts (tenant_id, provider, receipt_id, message_id, status, body, outcome, received_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, now())
-		ON CONFLICT (provider, receipt_id) DO UPDATE
-			SET tenant_id = excluded.tenant_id, message_id = excluded.message_id, outcome = excluded.outcome, received_at = excluded.received_at
-			WHERE webhook_receipts.outcome = 'unknown'
-		RETURNING id`, tenantID, r.Provider, r.ReceiptID, messageID, r.Status, body, outcome)
-	if err != nil {
-		if isNoRows(err) {
-			return false, nil
-		}
-		return false, mapErr(err)
-	}
-	return true, nil
-}
-
 // RecordReceipt stores a receipt of a known message once and, the first time
 // only, moves the message from r.From to r.To (when r.To is set and the
 // message is still in r.From) and writes the timeline entry, in one
-// statement. fresh is false for a receipt seen before; moved says whether
-// the status changed. It serves app.ReceiptTx. The receipt row decides
-// freshness as StoreReceipt does; the status change and the timeline entry
-// run only when it was stored, and the entry names the new status only when
-// the change happened.
-func (t *Tx) RecordReceipt(ctx context.Context, rec app.ReceiptRecord) (fresh, moved bool, err error) {
+// statement. Fresh is false for a receipt seen before; Moved says whether
+// the status changed, and then the endpoints subscribed to
+// rec.CallbackEvent come back with it. It serves app.ReceiptApplyTx. The receipt row
+// decides freshness (unique provider and receipt id); the status change and
+// the timeline entry run only when it was stored, and the entry names the
+// new status only when the change happened.
+func (t *Tx) RecordReceipt(ctx context.Context, rec app.ReceiptRecord) (app.RecordedReceipt, error) {
 	r := rec.Receipt
 	body := receiptBody(r)
 	detail, err := json.Marshal(rec.Detail)
 	if err != nil {
-		return false, false, fmt.Errorf("encode timeline detail: %w", err)
+		return app.RecordedReceipt{}, fmt.Errorf("encode timeline detail: %w", err)
 	}
 	var to *string
 	if rec.To != "" {
 		to = &rec.To
 	}
-	err = t.tx.QueryRowxContext(ctx, `
+	res := t.tx.QueryRowxContext(ctx, `
 		WITH receipt AS (
 			INSERT INTO webhook_receipts (tenant_id, provider, receipt_id, message_id, status, body, outcome, received_at)
 			VALUES ($1, $3, $4, $2, $5, $6, 'matched', now())
-			ON CONFLICT (provider, receipt_id) DO UPDATE
-				SET tenant_id = excluded.tenant_id, message_id = excluded.message_id, outcome = excluded.outcome, received_at = excluded.received_at
-				WHERE webhook_receipts.outcome IN ('unknown', 'pending')
+			ON CONFLICT (provider, receipt_id) DO NOTHING
 			RETURNING id
 		), moved AS (
 			UPDATE messages SET status = $8::text,
@@ -334,115 +291,38 @@ func (t *Tx) RecordReceipt(ctx context.Context, rec app.ReceiptRecord) (fresh, m
 			SELECT $1, $2, $7, (SELECT $8::text FROM moved), $12, $13, $11
 			WHERE EXISTS (SELECT FROM receipt)
 		)
-		SELECT EXISTS (SELECT FROM receipt), EXISTS (SELECT FROM moved)`,
+		SELECT EXISTS (SELECT FROM receipt) AS fresh, EXISTS (SELECT FROM moved) AS moved,
+			CASE WHEN EXISTS (SELECT FROM moved) AND $14 <> '' THEN ARRAY(
+				SELECT id::text FROM callback_endpoints
+				WHERE tenant_id = $1 AND enabled AND $14 = ANY (event_types) ORDER BY id)
+			END AS subscribers`,
 		rec.TenantID, rec.MessageID, r.Provider, r.ReceiptID, r.Status, body,
-		rec.From, to, r.Code, rec.FailedReason, r.At, app.SourceWebhook, string(detail),
-	).Scan(&fresh, &moved)
-	if err != nil {
-		return false, false, mapErr(err)
+		rec.From, to, r.Code, rec.FailedReason, r.At, app.SourceWebhook, string(detail), rec.CallbackEvent,
+	)
+	var row struct {
+		Fresh       bool           `db:"fresh"`
+		Moved       bool           `db:"moved"`
+		Subscribers app.StringList `db:"subscribers"`
 	}
-	return fresh, moved, nil
+	if err := res.StructScan(&row); err != nil {
+		return app.RecordedReceipt{}, mapErr(err)
+	}
+	out := app.RecordedReceipt{Fresh: row.Fresh, Moved: row.Moved}
+	for _, id := range row.Subscribers {
+		u, err := uuid.Parse(id)
+		if err != nil {
+			return app.RecordedReceipt{}, err
+		}
+		out.Subscribers = append(out.Subscribers, u)
+	}
+	return out, nil
 }
 
-// receiptBody is what webhook_receipts keeps of a receipt: enough to apply
-// it later when it is pending.
+// receiptBody is what webhook_receipts keeps of a receipt.
 func receiptBody(r provider.Receipt) string {
 	body, _ := json.Marshal(map[string]any{"status": r.Status, "code": r.Code, "reason": r.Reason, "external_id": r.ExternalID,
 		"raw": r.Raw, "complaint": r.Complaint, "account_ref": r.AccountRef})
 	return string(body)
-}
-
-// LockReceipts serves app.ReceiptApplyTx with a transaction-scoped
-// advisory lock on the provider message id.
-func (t *Tx) LockReceipts(ctx context.Context, providerName, externalID string) error {
-	_, err := t.tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2, 11))`, providerName, externalID)
-	return mapErr(err)
-}
-
-// StorePendingReceipt serves app.ReceiptTx: a receipt for a message id not
-// recorded yet, kept once with what it came through (a receipt stored as
-// unknown before pending receipts existed becomes pending).
-func (t *Tx) StorePendingReceipt(ctx context.Context, p *app.PendingReceipt, receivedAt time.Time) (bool, error) {
-	r := p.Receipt
-	var tenantID *uuid.UUID
-	if p.Via.TenantID != uuid.Nil {
-		tenantID = &p.Via.TenantID
-	}
-	var id int64
-	err := t.tx.GetContext(ctx, &id, `
-		INSERT INTO webhook_receipts (tenant_id, provider, receipt_id, status, body, outcome, received_at,
-			external_id, at, via_accounts, via_trusted, via_route)
-		VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9::uuid[], $10, $11)
-		ON CONFLICT (provider, receipt_id) DO UPDATE
-			SET tenant_id = excluded.tenant_id, outcome = excluded.outcome, received_at = excluded.received_at,
-				external_id = excluded.external_id, at = excluded.at, via_accounts = excluded.via_accounts,
-				via_trusted = excluded.via_trusted, via_route = excluded.via_route
-			WHERE webhook_receipts.outcome = 'unknown'
-		RETURNING id`,
-		tenantID, r.Provider, r.ReceiptID, r.Status, receiptBody(r), receivedAt,
-		r.ExternalID, r.At, uuidArray(p.Via.Accounts), p.Via.Trusted, p.Via.Route)
-	if isNoRows(err) {
-		return false, nil
-	}
-	return err == nil, mapErr(err)
-}
-
-// PendingReceipts serves app.ReceiptApplyTx: the receipts kept for a
-// provider message id, in the order of their own timestamps.
-func (t *Tx) PendingReceipts(ctx context.Context, providerName, externalID string) ([]*app.PendingReceipt, error) {
-	rows, err := t.tx.QueryxContext(ctx, `
-		SELECT receipt_id, status, body, at, coalesce(tenant_id, '00000000-0000-0000-0000-000000000000'),
-			via_accounts::text[], via_trusted, via_route
-		FROM webhook_receipts
-		WHERE provider = $1 AND external_id = $2 AND outcome = 'pending'
-		ORDER BY at, id`, providerName, externalID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []*app.PendingReceipt
-	for rows.Next() {
-		p := &app.PendingReceipt{Receipt: provider.Receipt{Provider: providerName, ExternalID: externalID}}
-		var body []byte
-		var accounts app.StringList
-		if err := rows.Scan(&p.Receipt.ReceiptID, &p.Receipt.Status, &body, &p.Receipt.At, &p.Via.TenantID,
-			&accounts, &p.Via.Trusted, &p.Via.Route); err != nil {
-			return nil, err
-		}
-		var b struct {
-			Code       string `json:"code"`
-			Reason     string `json:"reason"`
-			Raw        string `json:"raw"`
-			Complaint  bool   `json:"complaint"`
-			AccountRef string `json:"account_ref"`
-		}
-		if err := json.Unmarshal(body, &b); err != nil {
-			return nil, fmt.Errorf("pending receipt %s: %w", p.Receipt.ReceiptID, err)
-		}
-		r := &p.Receipt
-		r.Code, r.Reason, r.Raw, r.Complaint, r.AccountRef = b.Code, b.Reason, b.Raw, b.Complaint, b.AccountRef
-		for _, a := range accounts {
-			id, err := uuid.Parse(a)
-			if err != nil {
-				return nil, err
-			}
-			p.Via.Accounts = append(p.Via.Accounts, id)
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
-}
-
-// MarkReceiptForeign serves app.ReceiptApplyTx: a pending receipt that
-// turned out to name a message outside what it came through is kept as
-// foreign, under its own key. One of a shared route (no tenant) becomes the
-// tenant's whose account it came through and whose send found it: no longer
-// pending, it must stay visible to that tenant's scope.
-func (t *Tx) MarkReceiptForeign(ctx context.Context, tenantID uuid.UUID, providerName, receiptID, foreignID string) error {
-	_, err := t.tx.ExecContext(ctx, `
-		UPDATE webhook_receipts SET outcome = 'foreign', receipt_id = $4, tenant_id = coalesce(tenant_id, $1)
-		WHERE provider = $2 AND receipt_id = $3 AND outcome = 'pending'`, tenantID, providerName, receiptID, foreignID)
-	return mapErr(err)
 }
 
 func uuidArray(ids []uuid.UUID) app.StringList {
@@ -457,7 +337,7 @@ func uuidArray(ids []uuid.UUID) app.StringList {
 // first: a page after a cursor holds the rows below it in (created_at, id),
 // a page before one the rows above it, read oldest first (the caller turns
 // them round). Every filter has an index that starts with the tenant and
-// the filtered column and ends in that order (migration message_pages), so
+// the filtered column and ends in that order (see db/migrations), so
 // a page reads about as many index entries as it shows, however deep it
 // is; the plan is made for the values at hand (plan_cache_mode), so that
 // Postgres weighs how rare a status or channel is.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -24,6 +25,21 @@ func Migrations() fs.FS {
 	return sub
 }
 
+// versionTable is where goose records the Herald migrations a database has
+// applied. It is not goose's default, goose_db_version: that table holds the
+// history from before the baseline (00001_baseline.sql folded 39 earlier
+// migrations into one), whose version numbers the migrations after the
+// baseline use again. A database migrated before the baseline is told apart
+// by the table's name, never mistaken for one at the same version.
+const versionTable = "herald_migrations"
+
+// ErrMigratedBeforeBaseline says that a database holds the migration history
+// from before the baseline. Its schema was built by files that changed after
+// they were applied (some were edited, others renumbered), so its version
+// numbers do not prove it equals the baseline's: it is recreated, never
+// upgraded in place.
+var ErrMigratedBeforeBaseline = errors.New("the database was migrated before Herald's migrations were folded into 00001_baseline.sql")
+
 // MigrateResult says what a migration run applied.
 type MigrateResult struct {
 	Applied      []string
@@ -32,16 +48,20 @@ type MigrateResult struct {
 
 // Migrate brings the schema up to date: Herald's migrations, then River's.
 // It is idempotent (a second run applies nothing) and safe to run from two
-// processes at once: a Postgres session lock serialises runs.
+// processes at once: a Postgres session lock serialises runs. A database
+// migrated before the baseline is refused with ErrMigratedBeforeBaseline,
+// before anything is applied.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, sqlDB *sql.DB, log *slog.Logger) (*MigrateResult, error) {
+	if err := checkHistory(ctx, sqlDB); err != nil {
+		return nil, err
+	}
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return nil, err
 	}
-	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, Migrations(),
-		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	provider, err := newProvider(sqlDB, goose.WithSessionLocker(locker))
 	if err != nil {
-		return nil, fmt.Errorf("load migrations: %w", err)
+		return nil, err
 	}
 	results, err := provider.Up(ctx)
 	if err != nil {
@@ -69,9 +89,13 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, sqlDB *sql.DB, log *slog.L
 
 // Pending reports whether migrations are waiting to be applied, so that a
 // server started on an older schema stops with a clear message instead of
-// failing on its first query.
+// failing on its first query. A database migrated before the baseline is an
+// error (ErrMigratedBeforeBaseline), not a pending migration.
 func Pending(ctx context.Context, sqlDB *sql.DB) (bool, error) {
-	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, Migrations(), goose.WithDisableGlobalRegistry(true))
+	if err := checkHistory(ctx, sqlDB); err != nil {
+		return false, err
+	}
+	provider, err := newProvider(sqlDB)
 	if err != nil {
 		return false, err
 	}
@@ -85,4 +109,32 @@ func Pending(ctx context.Context, sqlDB *sql.DB) (bool, error) {
 	var riverReady bool
 	err = sqlDB.QueryRowContext(ctx, `SELECT to_regclass('river_queue') IS NOT NULL`).Scan(&riverReady)
 	return !riverReady, err
+}
+
+func newProvider(sqlDB *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
+	opts = append(opts, goose.WithTableName(versionTable), goose.WithDisableGlobalRegistry(true))
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, Migrations(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load migrations: %w", err)
+	}
+	return provider, nil
+}
+
+// checkHistory refuses a database that holds the history from before the
+// baseline, telling the developer how to recreate it.
+func checkHistory(ctx context.Context, sqlDB *sql.DB) error {
+	var name string
+	var old bool
+	err := sqlDB.QueryRowContext(ctx, `SELECT current_database(), to_regclass('goose_db_version') IS NOT NULL`).Scan(&name, &old)
+	if err != nil || !old {
+		return err
+	}
+	var version int64
+	err = sqlDB.QueryRowContext(ctx, `SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&version)
+	if err != nil {
+		return fmt.Errorf("read the migration history of database %s: %w", name, err)
+	}
+	return fmt.Errorf("%w: database %s has the earlier history (goose_db_version, at version %d), and those migrations can no longer be applied or checked. "+
+		"Recreate the database, then migrate it: `go tool task db:reset` for the project's own cluster (it recreates database herald and drops the test databases), "+
+		"or drop and create %s yourself and run `herald migrate`", ErrMigratedBeforeBaseline, name, version, name)
 }

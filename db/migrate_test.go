@@ -2,10 +2,9 @@ package db_test
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
-	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
@@ -14,11 +13,47 @@ import (
 	"github.com/heraldhq/herald/db/dbtest"
 )
 
-// TestMigrate_SuspendedTenantBeforeConsole upgrades a database whose
-// tenants were suspended before the console recorded why (00001 allowed
-// that): the tenant administration migration gives them a suspension time
-// and reason instead of failing on its check.
-func TestMigrate_SuspendedTenantBeforeConsole(t *testing.T) {
+// TestMigrate_RefusesHistoryBeforeBaseline runs migrate on a database as the
+// 39 migrations before the baseline left it (a developer's herald, an old
+// benchmark database): the same schema, recorded in goose's default table at
+// version 39. Migrate refuses it with a message that says what to do, and
+// applies nothing.
+func TestMigrate_RefusesHistoryBeforeBaseline(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := dbtest.CreateEmptyDatabase(t)
+	pool, err := pgxpool.New(ctx, dbtest.URL(name))
+	require.NoError(t, err)
+	d := db.New(pool)
+	t.Cleanup(d.Close)
+
+	old, err := goose.NewProvider(goose.DialectPostgres, d.SQL.DB, db.Migrations(), goose.WithDisableGlobalRegistry(true))
+	require.NoError(t, err)
+	_, err = old.Up(ctx)
+	require.NoError(t, err)
+	_, err = d.SQL.ExecContext(ctx, `INSERT INTO goose_db_version (version_id, is_applied) SELECT v, true FROM generate_series(2, 39) v`)
+	require.NoError(t, err)
+
+	_, err = db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog())
+	require.ErrorIs(t, err, db.ErrMigratedBeforeBaseline)
+	require.ErrorContains(t, err, "database "+name+" has the earlier history (goose_db_version, at version 39)")
+	require.ErrorContains(t, err, "`go tool task db:reset`")
+	require.ErrorContains(t, err, "run `herald migrate`")
+
+	var untouched bool
+	require.NoError(t, d.SQL.GetContext(ctx, &untouched, `SELECT to_regclass($1) IS NULL AND to_regclass('river_job') IS NULL`, db.VersionTable))
+	require.True(t, untouched, "neither Herald's nor River's migrations ran")
+
+	_, err = db.Pending(ctx, d.SQL.DB)
+	require.ErrorIs(t, err, db.ErrMigratedBeforeBaseline, "a server refuses to start on it with the same message")
+}
+
+// TestMigrate_DownLeavesNothing migrates an empty database, checks that the
+// migrations are recorded where Migrate looks for them (not in goose's
+// default table, which marks the earlier history), and that migrating all
+// the way down leaves none of Herald's tables and functions behind, so that
+// the migrations apply again.
+func TestMigrate_DownLeavesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, dbtest.URL(dbtest.CreateEmptyDatabase(t)))
@@ -26,56 +61,28 @@ func TestMigrate_SuspendedTenantBeforeConsole(t *testing.T) {
 	d := db.New(pool)
 	t.Cleanup(d.Close)
 
-	provider, err := goose.NewProvider(goose.DialectPostgres, d.SQL.DB, db.Migrations(), goose.WithDisableGlobalRegistry(true))
-	require.NoError(t, err)
-	_, err = provider.UpTo(ctx, 8)
-	require.NoError(t, err)
-	version, err := provider.GetDBVersion(ctx)
-	require.NoError(t, err)
-	require.Equal(t, int64(8), version, "the schema before tenant administration")
-
-	suspended, active := uuid.New(), uuid.New()
-	since := time.Date(2025, 3, 1, 9, 30, 0, 0, time.UTC)
-	tx, err := d.SQL.BeginTxx(ctx, nil)
-	require.NoError(t, err)
-	_, err = tx.ExecContext(ctx, `SELECT set_config('herald.scope', 'platform', true)`)
-	require.NoError(t, err)
-	_, err = tx.ExecContext(ctx, `
-		INSERT INTO tenants (id, slug, name, status, created_at, updated_at)
-		VALUES ($1, 'paused', 'Paused Travel', 'SUSPENDED', $3, $3), ($2, 'running', 'Running Travel', 'ACTIVE', $3, $3)`,
-		suspended, active, since)
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit())
-
 	_, err = db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog())
-	require.NoError(t, err, "the migrations apply over a tenant suspended before the console")
-	version, err = provider.GetDBVersion(ctx)
 	require.NoError(t, err)
-	sources := provider.ListSources()
-	require.Equal(t, sources[len(sources)-1].Version, version, "migrated to the latest")
+	var recorded bool
+	require.NoError(t, d.SQL.GetContext(ctx, &recorded, `SELECT to_regclass($1) IS NOT NULL AND to_regclass('goose_db_version') IS NULL`, db.VersionTable))
+	require.True(t, recorded, "the baseline is recorded in %s only", db.VersionTable)
 
-	type row struct {
-		ID              uuid.UUID  `db:"id"`
-		Status          string     `db:"status"`
-		SuspendedAt     *time.Time `db:"suspended_at"`
-		SuspendedReason string     `db:"suspended_reason"`
-	}
-	tx, err = d.SQL.BeginTxx(ctx, nil)
+	provider, err := db.NewMigrationProvider(d.SQL.DB)
 	require.NoError(t, err)
-	defer tx.Rollback() //nolint:errcheck
-	_, err = tx.ExecContext(ctx, `SELECT set_config('herald.scope', 'platform', true)`)
+	_, err = provider.DownTo(ctx, 0)
 	require.NoError(t, err)
-	var rows []row
-	require.NoError(t, tx.SelectContext(ctx, &rows, `SELECT id, status, suspended_at, suspended_reason FROM tenants ORDER BY slug`))
-	require.Len(t, rows, 2)
-	paused, running := rows[0], rows[1]
-	require.Equal(t, suspended, paused.ID)
-	require.Equal(t, "SUSPENDED", paused.Status)
-	require.NotNil(t, paused.SuspendedAt)
-	require.True(t, since.Equal(*paused.SuspendedAt), "suspended since its last change: %v", paused.SuspendedAt)
-	require.Equal(t, "Suspended before the console", paused.SuspendedReason)
-	require.Equal(t, active, running.ID)
-	require.Equal(t, "ACTIVE", running.Status)
-	require.Nil(t, running.SuspendedAt, "an active tenant stays without a suspension")
-	require.Empty(t, running.SuspendedReason)
+	var left []string
+	require.NoError(t, d.SQL.SelectContext(ctx, &left, `
+		SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'v', 'm', 'S') AND c.relname NOT LIKE 'river\_%' AND c.relname NOT LIKE $1 || '%'
+		UNION ALL
+		SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = 'public' AND p.proname NOT LIKE 'river\_%'
+		ORDER BY 1`, db.VersionTable))
+	require.Empty(t, left, "what the Down sections leave behind")
+
+	res, err := db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog())
+	require.NoError(t, err)
+	require.Len(t, res.Applied, len(provider.ListSources()), "every migration applies again")
+	require.Equal(t, "00001_baseline.sql", filepath.Base(res.Applied[0]))
 }

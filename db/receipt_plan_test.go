@@ -45,20 +45,20 @@ func explainGeneric(t *testing.T, b *testBundle, tenantID uuid.UUID, query, type
 	return strings.Join(lines, "\n")
 }
 
-// TestMessagesByExternalIDs_PlanUsesTheProviderKey checks the plan of the
-// lookup that applies a batch of receipts, under row-level security and
-// made generic on a table never analyzed: each receipt's key must be an
-// index condition on the unique (provider, external_message_id) index, and
-// messages must never be scanned whole. Read from a JSON document, the keys
-// could not be (a JSON field access is not leakproof), and every batch of
-// receipts scanned the table.
-func TestMessagesByExternalIDs_PlanUsesTheProviderKey(t *testing.T) {
+// TestMatchInboxReceipts_PlanUsesTheProviderKey checks the plan of the
+// read that finds the message each inbox receipt names, under row-level
+// security and made generic on a table never analyzed: each receipt's key
+// must be an index condition on the unique (provider, external_message_id)
+// index, and messages must never be scanned whole. Read from the receipt's
+// JSON, the key could not be (a JSON field access is not leakproof), and
+// every round of receipts would scan the table.
+func TestMatchInboxReceipts_PlanUsesTheProviderKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	check := func(t *testing.T) {
-		p := explainGeneric(t, b, uuid.Nil, db.MessagesByExternalIDsQuery, "text[], text[]", `'{meta,ses}', '{wamid.1,0100-1}'`)
+		p := explainGeneric(t, b, uuid.Nil, db.MatchInboxQuery, "bigint, timestamptz", `500, now()`)
 		require.NotContains(t, p, "Seq Scan on messages", p)
-		require.Contains(t, p, "Index Cond: ((provider = k.p) AND (external_message_id = k.e)", p)
+		require.Contains(t, p, "Index Cond: ((provider = receipt_inbox.provider) AND (external_message_id = receipt_inbox.external_id))", p)
 	}
 	t.Run("EmptyTable", check)
 	t.Run("GrownWithoutAnalyze", func(t *testing.T) {
@@ -70,6 +70,12 @@ func TestMessagesByExternalIDs_PlanUsesTheProviderKey(t *testing.T) {
 				SELECT gen_random_uuid(), $1, 'c' || g, 'k' || g, 'BOOKING_CONFIRMED', 'EMAIL', 'anna@example.com', 'SENT',
 					'ses', 'ext-' || g, now(), now(), now()
 				FROM generate_series(1, 5000) g`, tn.ID)
+			if err != nil {
+				return err
+			}
+			_, err = tx.SQL().ExecContext(b.ctx, `
+				INSERT INTO receipt_inbox (provider, receipt)
+				SELECT 'ses', jsonb_build_object('ExternalID', 'ext-' || g) FROM generate_series(1, 500) g`)
 			return err
 		}))
 		check(t)
@@ -91,11 +97,11 @@ func TestReceiptInbox_PlannedForTheInboxAsItIs(t *testing.T) {
 	var ids []int64
 	var first, kept int
 	require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
-		claimed, err := tx.ClaimInboxReceipts(b.ctx, 10, time.Now())
+		matched, err := tx.MatchInboxReceipts(b.ctx, 10, time.Now())
 		if err != nil {
 			return err
 		}
-		first = len(claimed)
+		first = len(matched)
 		if err := tx.DeleteInboxReceipts(b.ctx, []int64{1, 2}); err != nil {
 			return err
 		}
@@ -104,7 +110,11 @@ func TestReceiptInbox_PlannedForTheInboxAsItIs(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		claimed, err = tx.ClaimInboxReceipts(b.ctx, 3, time.Now().Add(time.Minute))
+		matched, err = tx.MatchInboxReceipts(b.ctx, 3, time.Now().Add(time.Minute))
+		if err != nil {
+			return err
+		}
+		claimed, err := tx.ClaimInboxReceipts(b.ctx, []int64{matched[0].ID, matched[1].ID, matched[2].ID}, time.Now().Add(time.Minute))
 		if err != nil {
 			return err
 		}
@@ -126,7 +136,7 @@ func TestReceiptInbox_PlannedForTheInboxAsItIs(t *testing.T) {
 	require.NoError(t, b.db.SQL.GetContext(b.ctx, &left, `SELECT count(*) FROM receipt_inbox`))
 	require.Equal(t, 5000-3, left)
 
-	p := explainGeneric(t, b, uuid.Nil, db.DeleteInboxReceiptsQuery, "jsonb", `'[1, 2, 3]'`)
+	p := explainGeneric(t, b, uuid.Nil, db.DeleteInboxReceiptsQuery, "bigint[]", `'{1,2,3}'`)
 	require.Contains(t, p, "Index Cond: (id = ANY (", p)
 	require.NotContains(t, p, "Seq Scan on receipt_inbox", p)
 }

@@ -139,7 +139,7 @@ func TestWorkerClient_WorksJobInsertedInTransaction(t *testing.T) {
 	select {
 	case got := <-w.done:
 		require.Equal(t, want, got)
-	case <-time.After(time.Minute):
+	case <-time.After(dbtest.HangGuard):
 		t.Fatal("the worker client did not work the job inserted through the database/sql transaction")
 	}
 }

@@ -100,18 +100,3 @@ func (q *Queue) EnqueueTemplateSync(ctx context.Context, tx app.Tx, tenantID, ac
 	return q.Insert(ctx, tx, MetaTemplateSyncArgs{TenantID: tenantID, AccountID: accountID},
 		&river.InsertOpts{Queue: app.QueueMaintenance, MaxAttempts: 3})
 }
-
-var _ app.RouteBatchQueue = (*Queue)(nil)
-
-// EnqueueRoutes implements app.RouteBatchQueue: one statement for all the
-// jobs.
-func (q *Queue) EnqueueRoutes(ctx context.Context, tx app.Tx, jobs ...app.RouteJob) error {
-	params := make([]river.InsertManyParams, len(jobs))
-	for i, j := range jobs {
-		params[i] = river.InsertManyParams{
-			Args:       RouteArgs{TenantID: j.TenantID, EventID: j.EventID, Version: j.Version},
-			InsertOpts: &river.InsertOpts{Queue: app.QueueRoute, ScheduledAt: j.At},
-		}
-	}
-	return q.InsertMany(ctx, tx, params)
-}

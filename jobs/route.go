@@ -25,17 +25,12 @@ func (RouteArgs) Kind() string { return "route" }
 func (RouteArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: app.QueueRoute} }
 
 // RouteWorker runs app.Router.
-// With Inline.Lease set it also sends each new message's first attempt
-// itself (app.Router.RouteAndSend) through Dispatcher.
 type RouteWorker struct {
 	river.WorkerDefaults[RouteArgs]
-	Router     *app.Router
-	Dispatcher *app.Dispatcher
-	Inline     app.InlineOptions
+	Router *app.Router
 }
 
 // Work implements river.Worker.
 func (w *RouteWorker) Work(ctx context.Context, job *river.Job[RouteArgs]) error {
-	return w.Router.RouteAndSend(ctx, app.RouteJob{TenantID: job.Args.TenantID, EventID: job.Args.EventID, Version: job.Args.Version},
-		w.Dispatcher, w.Inline)
+	return w.Router.Route(ctx, app.RouteJob{TenantID: job.Args.TenantID, EventID: job.Args.EventID, Version: job.Args.Version})
 }

@@ -11,9 +11,6 @@ import (
 
 // Deps are the app services the workers call.
 type Deps struct {
-	// Inline, with a lease, has route jobs send each new message's first
-	// attempt themselves (see app.InlineOptions); zero routes only.
-	Inline      app.InlineOptions
 	Audit       *app.Audit
 	Router      *app.Router
 	Dispatcher  *app.Dispatcher
@@ -33,7 +30,7 @@ type Deps struct {
 func Workers(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &AuditVerifyWorker{Audit: d.Audit})
-	river.AddWorker(w, &RouteWorker{Router: d.Router, Dispatcher: d.Dispatcher, Inline: d.Inline})
+	river.AddWorker(w, &RouteWorker{Router: d.Router})
 	river.AddWorker(w, &DispatchWorker{Dispatcher: d.Dispatcher, Driver: riverpgxv5.New(nil)})
 	river.AddWorker(w, &RequeueStuckWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &DeadlineWorker{Maintenance: d.Maintenance})

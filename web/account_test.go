@@ -20,6 +20,7 @@ import (
 	"github.com/heraldhq/herald/app/provider/sns"
 	"github.com/heraldhq/herald/app/provider/webhook"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -742,7 +743,7 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 				}
 			}
 			return false
-		}, 15*time.Second, 50*time.Millisecond, "message %s never reached %v", id, want)
+		}, dbtest.HangGuard, 50*time.Millisecond, "message %s never reached %v", id, want)
 		return m
 	}
 	messageOf := func(resp *http.Response) uuid.UUID {

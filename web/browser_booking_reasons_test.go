@@ -7,6 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -17,13 +18,14 @@ import (
 // booking's cancellation. The panel says why for each.
 func TestBrowser_BookingPanelReasons(t *testing.T) {
 	t.Parallel()
-	c := serveConsoleWith(t, webtest.Options{NoWorkers: true, Config: defaultQuietHours})
-	h := c.Herald
 	// 23:30 in Berlin: inside the default quiet hours (21:00-08:00).
 	night := time.Date(2026, time.November, 24, 22, 30, 0, 0, time.UTC)
 	clock := &timeClock{now: night}
+	c := serveConsoleWith(t, webtest.Options{NoWorkers: true, Config: defaultQuietHours,
+		Dispatcher: func(o *app.DispatcherOptions) { o.Now = clock.Now }})
+	h := c.Herald
 	s := h.Services
-	s.Intake.Now, s.Router.Now, s.Dispatcher.Now, s.Maintenance.Now, s.Messages.Now = clock.Now, clock.Now, clock.Now, clock.Now, clock.Now
+	s.Intake.Now, s.Router.Now, s.Maintenance.Now, s.Messages.Now = clock.Now, clock.Now, clock.Now, clock.Now
 	const booking = "BK-NIGHT"
 	anna := []map[string]any{{"name": "Anna Schmidt", "email": "anna.night@example.com", "timezone": "Europe/Berlin", "locale": "en"}}
 	ben := []map[string]any{{"name": "Ben Ode", "email": "ben.night@example.com", "timezone": "Europe/Berlin", "locale": "en"}}

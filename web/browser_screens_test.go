@@ -62,7 +62,9 @@ var consolePages = []consolePage{
 	{"platform-audit", "/audit", app.PermPlatform},
 }
 
-// screenPagesPerBrowser keeps each browser's work inside browserTimeout.
+// screenPagesPerBrowser is how many pages one subtest visits in its tab, so
+// that a failure names a short run of pages and each tab's work stays well
+// inside tabTimeout.
 const screenPagesPerBrowser = 6
 
 func TestBrowser_Screens(t *testing.T) {

@@ -22,8 +22,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -31,16 +33,40 @@ import (
 	"github.com/heraldhq/herald/web/webtest"
 )
 
-// browserTimeout bounds a browser's whole life: a test whose Chromium hangs
-// fails with a deadline error after this instead of holding up the suite
-// until go test's own timeout.
-const browserTimeout = 60 * time.Second
+// The browser tests share one headless Chromium per package run: starting
+// one takes seconds on an idle machine and close to a minute on a busy one,
+// and that time is no test's work. Each test gets a tab of its own in a
+// browser context of its own (its own cookies, storage and cache), so the
+// tests stay as independent as with a browser each.
+//
+// tabTimeout bounds one test's own work in its tab, counted from the moment
+// its tab opens. It is a hang guard, not a speed check: a test whose page
+// never answers fails with a deadline error naming its step well before go
+// test's own timeout, on however busy a machine.
+const tabTimeout = 10 * time.Minute
+
+// browserStartTimeout is the hang guard for starting the shared Chromium,
+// which is no test's work, so no test's limit counts it: a browser that has
+// not answered by then is stuck, not slow.
+const browserStartTimeout = 5 * time.Minute
+
+// closeTimeout is the hang guard for closing what a browser test opened (its
+// tab, the console it browsed) and for shutting the shared Chromium down.
+const closeTimeout = 2 * time.Minute
 
 // The window the tests browse in, and the two sizes screenshots are taken at.
 const (
 	desktopWidth, desktopHeight = 1366, 900
 	phoneWidth, phoneHeight     = 390, 844
 )
+
+// TestMain runs the package's tests, then shuts down the Chromium the
+// browser tests shared, if one started.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	shared.close()
+	os.Exit(code)
+}
 
 // chromiumPath returns the browser to drive: HERALD_CHROMIUM when set, else
 // Debian's chromium (or Ubuntu's chromium-browser) from PATH, else "".
@@ -63,17 +89,116 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// newBrowser starts a headless Chromium of its own for t and returns the
-// context of its one tab, for chromedp.Run and chromedp.Do. The browser is
-// closed, and its profile removed, when t ends; page errors still unread
-// then fail t (see requireNoPageErrors).
+// shared is the package's one Chromium.
+var shared sharedBrowser
+
+// sharedBrowser is a headless Chromium started by the first browser test
+// that needs it and closed by TestMain.
+type sharedBrowser struct {
+	once sync.Once
+	// ctx is the browser's own chromedp context; tests open their tabs
+	// from it. It has no deadline: the browser lives as long as the run.
+	ctx context.Context
+	// err is why the browser did not start; every browser test fails with
+	// it.
+	err error
+	// took is how long the start took, for the log.
+	took time.Duration
+	// out is the browser's output, shown when a test fails.
+	out *lockedBuffer
+	// stop closes the browser, waits for it to exit and removes its
+	// profile.
+	stop func()
+}
+
+// get returns the shared browser's context, starting Chromium (exe) on the
+// first call. It waits for the start however long it takes, up to
+// browserStartTimeout; started says whether this call started it.
+func (b *sharedBrowser) get(exe string) (ctx context.Context, started bool, err error) {
+	b.once.Do(func() {
+		started = true
+		b.start(exe)
+	})
+	return b.ctx, started, b.err
+}
+
+// start launches Chromium with a profile of its own and waits until it
+// answers.
+func (b *sharedBrowser) start(exe string) {
+	profile, err := os.MkdirTemp("", "herald-chromium-")
+	if err != nil {
+		b.err = err
+		return
+	}
+	b.out = &lockedBuffer{}
+	// chromedp's defaults already have --headless, --no-first-run,
+	// --disable-background-networking and --disable-sync.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe),
+		chromedp.UserDataDir(profile),
+		// Root in a container has no usable sandbox, and there is no GPU.
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		// Nothing but the servers under test is reachable, so fetches of
+		// Chromium's own only cost time and log errors.
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.WindowSize(desktopWidth, desktopHeight),
+		chromedp.CombinedOutput(b.out),
+	)
+	// The browser's life is bound to the context of its first run, so that
+	// context must outlive every test: the hang guard cancels it only if
+	// the start itself does not finish.
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
+	b.stop = func() {
+		cancelBrowser()
+		// Waits for the browser process to exit, so the profile can go.
+		cancelAlloc()
+		_ = os.RemoveAll(profile)
+	}
+	guard := time.AfterFunc(browserStartTimeout, cancelBrowser)
+	began := time.Now()
+	err = chromedp.Do(browserCtx)
+	if !guard.Stop() {
+		err = fmt.Errorf("chromium did not answer within %s: %w", browserStartTimeout, err)
+	}
+	b.took = time.Since(began)
+	if err != nil {
+		b.err = fmt.Errorf("start %s: %w", exe, err)
+		return
+	}
+	b.ctx = browserCtx
+}
+
+// close shuts the browser down, if it started, within closeTimeout.
+func (b *sharedBrowser) close() {
+	if b.stop == nil {
+		return
+	}
+	stopped := make(chan struct{})
+	go func() {
+		b.stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(closeTimeout):
+		fmt.Fprintf(os.Stderr, "chromium did not exit within %s\n", closeTimeout)
+	}
+}
+
+// newBrowser opens a tab for t in the package's shared headless Chromium,
+// in a browser context of its own, and returns the tab's context, for
+// chromedp.Run and chromedp.Do. The tab and its browser context are closed
+// when t ends; page errors still unread then fail t (see
+// requireNoPageErrors). The tab's context ends tabTimeout after it opened.
 //
 // Without Chromium the test is skipped with a loud message, or fails when
 // HERALD_REQUIRE_BROWSER=1.
 //
-// Call it after serveConsole: the deadline then measures the browser's work
-// alone, not the database set-up, and at cleanup the browser is gone before
-// the server shuts down, so no keep-alive connection holds that up.
+// Call it after serveConsole: at cleanup the tab is then gone before the
+// server shuts down, so no keep-alive connection holds that up.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	exe := chromiumPath(t)
@@ -86,52 +211,37 @@ func newBrowser(t *testing.T) context.Context {
 		}
 		t.Skip("NO CHROMIUM: SKIPPING THIS BROWSER TEST: " + why)
 	}
-
-	// Made first so that it is removed last, after the browser has exited.
-	profile := t.TempDir()
 	clearScreenshots(t)
 
-	out := &lockedBuffer{}
-	// chromedp's defaults already have --headless, --no-first-run,
-	// --disable-background-networking and --disable-sync.
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.UserDataDir(profile),
-		// Root in a container has no usable sandbox, and there is no GPU.
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		// Nothing but the server under test is reachable, so fetches of
-		// Chromium's own only cost time and log errors.
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.WindowSize(desktopWidth, desktopHeight),
-		chromedp.CombinedOutput(out),
-	)
-	timeoutCtx, cancelTimeout := context.WithTimeout(context.Background(), browserTimeout)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(timeoutCtx, opts...)
+	browserCtx, started, err := shared.get(exe)
+	require.NoError(t, err)
+	if started {
+		t.Logf("chromium (%s) started in %s, shared by the package's browser tests", exe, shared.took.Round(time.Millisecond))
+	}
+
 	errs := &pageErrors{}
-	tabCtx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithListener(errs.record))
-	ctx := context.WithValue(tabCtx, pageErrorsKey{}, errs)
-	started := false
+	tabCtx, cancelTab := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext(), chromedp.WithListener(errs.record))
+	limitCtx, cancelLimit := context.WithTimeout(tabCtx, tabTimeout)
+	ctx := context.WithValue(limitCtx, pageErrorsKey{}, errs)
+	opened := false
 	t.Cleanup(func() {
 		defer func() {
+			closeTab(t, ctx)
+			cancelLimit()
 			cancelTab()
-			// Waits for the browser process to exit, so the profile can go.
-			cancelAlloc()
-			cancelTimeout()
 			if t.Failed() {
-				if tail := out.tail(40); tail != "" {
+				if tail := shared.out.tail(40); tail != "" {
 					t.Logf("chromium's output, last lines:\n%s", tail)
 				}
 			}
 		}()
-		if !started || ctx.Err() != nil {
+		if !opened || ctx.Err() != nil {
 			return
 		}
 		// Whatever the pages reported that the test did not check for fails
-		// the test now, while the browser can still be asked. A page stuck
-		// in an alert would not answer, hence the short wait.
-		checkCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		// the test now, while the tab can still be asked. A page stuck in an
+		// alert would not answer, hence the bound.
+		checkCtx, cancel := context.WithTimeout(ctx, closeTimeout)
 		defer cancel()
 		left, err := errs.take(checkCtx)
 		if err != nil {
@@ -142,11 +252,29 @@ func newBrowser(t *testing.T) context.Context {
 		}
 	})
 
-	start := time.Now()
-	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(desktopWidth, desktopHeight)), "start %s", exe)
-	started = true
-	t.Logf("chromium (%s) started in %s", exe, time.Since(start).Round(time.Millisecond))
+	// The first action opens the tab (and its browser context).
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(desktopWidth, desktopHeight)), "open a tab in %s", exe)
+	opened = true
 	return ctx
+}
+
+// closeTab disposes of the tab's browser context, which closes the tab and
+// its connections to the server under test. chromedp would do it when the
+// tab's context is cancelled, but within a few seconds only, which a busy
+// machine can exceed; a browser context left behind would keep its page
+// running in the shared browser.
+func closeTab(t *testing.T, ctx context.Context) {
+	t.Helper()
+	c := chromedp.FromContext(ctx)
+	if c == nil || c.Browser == nil || c.BrowserContextID == "" {
+		return
+	}
+	closeCtx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	if _, err := cdp.Call(closeCtx, c.Browser, target.DisposeBrowserContext,
+		target.DisposeBrowserContextParams{BrowserContextID: c.BrowserContextID}); err != nil {
+		t.Errorf("close the test's browser context: %v", err)
+	}
 }
 
 // pageErrorsKey keys the test's pageErrors in the browser context.
@@ -291,7 +419,7 @@ func serveConsoleWith(t *testing.T, opts webtest.Options) *liveConsole {
 	served := make(chan error, 1)
 	go func() { served <- c.App.Listener(ln) }()
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 		defer cancel()
 		if err := c.App.ShutdownWithContext(ctx); err != nil {
 			t.Logf("console shutdown: %v", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -89,7 +90,7 @@ func TestConsoleMessages_BookingPanel(t *testing.T) {
 	c.submitOther(globexBody)
 	require.Eventually(t, func() bool {
 		return c.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND status IN ('DELIVERED', 'READ')`, c.other.ID) == 2
-	}, time.Minute, 50*time.Millisecond)
+	}, dbtest.HangGuard, 50*time.Millisecond)
 
 	t.Run("SearchForm", func(t *testing.T) {
 		s := c.signIn(asSupport)
@@ -239,7 +240,7 @@ func TestConsoleMessages_BookingPanel(t *testing.T) {
 		// The resend goes out like any message.
 		require.Eventually(t, func() bool {
 			return c.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status IN ('DELIVERED', 'READ')`, resent.ID) == 1
-		}, time.Minute, 50*time.Millisecond)
+		}, dbtest.HangGuard, 50*time.Millisecond)
 		detail := s.page("/t/acme/messages/" + resent.ID.String())
 		require.Contains(t, text(detail.Find("dl.facts")), "support@acme.test (manual)")
 	})
@@ -570,7 +571,7 @@ func TestConsoleMessages_Retry(t *testing.T) {
 	// The retry is dispatched like any message (and this address fails again).
 	require.Eventually(t, func() bool {
 		return c.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'FAILED'`, retryID) == 1
-	}, time.Minute, 50*time.Millisecond)
+	}, dbtest.HangGuard, 50*time.Millisecond)
 
 	t.Run("LinkedBothWays", func(t *testing.T) {
 		doc := support.page("/t/acme/messages/" + failed.ID.String())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/jobs"
 	"github.com/heraldhq/herald/web/webtest"
 )
@@ -252,7 +253,7 @@ func TestConsole_MetaTemplates(t *testing.T) {
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
 			return c.Count(`SELECT count(*) FROM meta_templates WHERE channel_account_id = $1`, acct.ID) == 1
-		}, time.Minute, 20*time.Millisecond, "the sync job lists Meta's templates again")
+		}, dbtest.HangGuard, 20*time.Millisecond, "the sync job lists Meta's templates again")
 		require.Equal(t, "PAUSED", statusCell(confirmedDE))
 	})
 
@@ -333,7 +334,7 @@ func TestConsole_MetaTemplatesSyncOnSave(t *testing.T) {
 		id := createdID(t, resp)
 		require.Equal(t, 1, c.Count(`SELECT count(*) FROM river_job WHERE kind = 'meta_template_sync' AND args->>'account_id' = $1`, id.String()),
 			"the save queued one sync of this account")
-		require.Eventually(t, synced(id), 30*time.Second, 20*time.Millisecond, "the account's templates are listed")
+		require.Eventually(t, synced(id), dbtest.HangGuard, 20*time.Millisecond, "the account's templates are listed")
 		require.Equal(t, 1, c.Count(`SELECT count(*) FROM meta_templates WHERE channel_account_id = $1 AND tenant_id = $2 AND status = 'APPROVED'`, id, c.Tenant.ID))
 
 		// Meta approves the English one; saving the account lists it again.
@@ -343,7 +344,7 @@ func TestConsole_MetaTemplatesSyncOnSave(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 		require.Eventually(t, func() bool {
 			return c.Count(`SELECT count(*) FROM meta_templates WHERE channel_account_id = $1 AND status = 'APPROVED'`, id) == 2
-		}, 30*time.Second, 20*time.Millisecond, "the update synced the account again")
+		}, dbtest.HangGuard, 20*time.Millisecond, "the update synced the account again")
 	})
 
 	t.Run("BadSaveQueuesNothing", func(t *testing.T) {

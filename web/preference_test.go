@@ -22,6 +22,7 @@ import (
 	"github.com/heraldhq/herald/app/provider/ses"
 	"github.com/heraldhq/herald/app/provider/sns"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -540,7 +541,8 @@ func TestPreferences_Routing(t *testing.T) {
 	// opt-out and moves on to e-mail.
 	t.Run("OptOutCommittedDuringClaim", func(t *testing.T) {
 		c, rc := anna(t, 3)
-		ctx, cancel := context.WithTimeout(p.Ctx, 30*time.Second)
+		// Outlives the waits below, each up to a hang guard long.
+		ctx, cancel := context.WithTimeout(p.Ctx, 3*dbtest.HangGuard)
 		defer cancel()
 		conn, err := p.Services.DB.Pool.Begin(ctx)
 		require.NoError(t, err)

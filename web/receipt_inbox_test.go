@@ -49,6 +49,6 @@ func TestWebhook_ReceiptInboxSurvivesStop(t *testing.T) {
 
 	p.StartWorkers()
 	p.WaitReceipts()
-	require.Equal(t, 2, p.Count(`SELECT count(*) FROM webhook_receipts WHERE provider = 'sns' AND outcome = 'pending' AND external_id LIKE 'not-sent-yet-%'`),
-		"the worker that starts applies what waited: kept pending for sends not recorded yet")
+	require.Equal(t, 2, p.Count(`SELECT count(*) FROM receipt_inbox WHERE provider = 'sns' AND available_at = 'infinity' AND external_id LIKE 'not-sent-yet-%'`),
+		"the worker that starts takes what waited: parked for sends not recorded yet")
 }

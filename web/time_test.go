@@ -45,10 +45,10 @@ func defaultQuietHours(c *app.Config) {
 
 func timeHerald(t *testing.T, start time.Time) (*webtest.Herald, *timeClock) {
 	t.Helper()
-	h := webtest.New(t, webtest.Options{Config: defaultQuietHours})
 	clock := &timeClock{now: start}
+	h := webtest.New(t, webtest.Options{Config: defaultQuietHours, Dispatcher: func(o *app.DispatcherOptions) { o.Now = clock.Now }})
 	s := h.Services
-	s.Intake.Now, s.Router.Now, s.Dispatcher.Now, s.Maintenance.Now, s.Messages.Now = clock.Now, clock.Now, clock.Now, clock.Now, clock.Now
+	s.Intake.Now, s.Router.Now, s.Maintenance.Now, s.Messages.Now = clock.Now, clock.Now, clock.Now, clock.Now
 	return h, clock
 }
 

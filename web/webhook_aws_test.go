@@ -197,8 +197,9 @@ func TestWebhook_SES(t *testing.T) {
 		status, out := postWebhook(p, "/webhooks/ses", envelopeJSON(t, sns.Notification(sesTopic, `{"eventType":"Delivery","mail":{"messageId":"never-sent"}}`)), snsHeaders)
 		require.Equal(t, http.StatusOK, status)
 		require.Equal(t, app.ReceiptAccepted, out["outcome"])
-		require.Equal(t, 1, p.Count(`SELECT count(*) FROM webhook_receipts WHERE provider = 'ses' AND external_id = 'never-sent' AND outcome = 'pending'`),
-			"kept pending for its send")
+		p.WaitUntil("the receipt parked for its send", func() bool {
+			return p.Count(`SELECT count(*) FROM receipt_inbox WHERE provider = 'ses' AND external_id = 'never-sent' AND available_at = 'infinity'`) == 1
+		})
 	})
 
 	t.Run("NotJSON", func(t *testing.T) {

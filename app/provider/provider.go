@@ -100,13 +100,6 @@ type Provider interface {
 	Send(ctx context.Context, m Outbound) (externalID string, err error)
 }
 
-// Committer is implemented by providers that want to know when a send
-// they accepted has been recorded: the sandbox reports its receipts only
-// then, so that no receipt can overtake the send it is about.
-type Committer interface {
-	Committed(externalID string)
-}
-
 // Set maps provider names (meta, ses, sns, webhook, sandbox) to providers.
 type Set map[string]Provider
 
@@ -146,9 +139,6 @@ type Receipt struct {
 	// for e-mail again.
 	Complaint bool
 }
-
-// ReportFunc delivers a receipt to Herald.
-type ReportFunc func(ctx context.Context, r Receipt) error
 
 // Idempotent is implemented by providers whose far end recognises a message
 // sent twice (by Outbound.MessageID), so that a send whose outcome is

@@ -41,14 +41,19 @@ type Services struct {
 	Registry *prometheus.Registry
 
 	// The pipeline.
-	Tenants     *app.Tenants
-	Users       *app.Users
-	APIKeys     *app.APIKeys
-	Accounts    *app.Accounts
-	Templates   *app.Templates
-	Intake      *app.Intake
-	Router      *app.Router
-	Dispatcher  *app.Dispatcher
+	Tenants    *app.Tenants
+	Users      *app.Users
+	APIKeys    *app.APIKeys
+	Accounts   *app.Accounts
+	Templates  *app.Templates
+	Intake     *app.Intake
+	Router     *app.Router
+	Dispatcher *app.Dispatcher
+	// Providers are the dispatcher's providers by name (tests replace one
+	// with a fake).
+	Providers provider.Set
+	// Limiter is the dispatcher's rate limiter.
+	Limiter     *app.RateLimiter
 	Receipts    *app.Receipts
 	Messages    *app.Messages
 	Contacts    *app.Contacts
@@ -75,6 +80,9 @@ type Services struct {
 	Console Console
 	// OpenAPI is the API's merged OpenAPI document.
 	OpenAPI *web.OpenAPI
+
+	// backoff is the dispatch jobs' retry schedule (Options.Backoff).
+	backoff func(attempt int) time.Duration
 }
 
 // Console is the console's services.
@@ -100,9 +108,27 @@ type Console struct {
 	Rejections     *console.Rejections
 }
 
+// Options adjust what Connect builds, for tests; the zero value is what
+// production runs.
+type Options struct {
+	// Now is every service's clock; nil: time.Now.
+	Now app.Clock
+	// Backoff is the dispatch jobs' retry schedule, which the dispatcher
+	// also reads to expire a message whose next retry comes too late; nil:
+	// jobs.Backoff.
+	Backoff func(attempt int) time.Duration
+	// Dispatcher adjusts the dispatcher's options before it is built.
+	Dispatcher func(*app.DispatcherOptions)
+}
+
 // Connect opens the database pool (named role in pg_stat_activity) and
 // builds every service on it. Close releases the pool.
 func Connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string) (*Services, error) {
+	return ConnectWith(ctx, cfg, log, role, Options{})
+}
+
+// ConnectWith is Connect with opts.
+func ConnectWith(ctx context.Context, cfg app.Config, log *slog.Logger, role string, opts Options) (*Services, error) {
 	d, err := db.Open(ctx, cfg.DatabaseURL, db.Options{ApplicationName: role, MaxConns: cfg.DBMaxConns})
 	if err != nil {
 		if cfg.DatabaseURL == app.DefaultDatabaseURL {
@@ -110,7 +136,7 @@ func Connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 		}
 		return nil, err
 	}
-	s, err := build(cfg, log, d)
+	s, err := build(cfg, log, d, opts)
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -135,7 +161,7 @@ func Connect(ctx context.Context, cfg app.Config, log *slog.Logger, role string)
 // Close closes the database pool.
 func (s *Services) Close() { s.DB.Close() }
 
-func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
+func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services, error) {
 	inserter, err := jobs.NewInserter(d.Pool)
 	if err != nil {
 		return nil, err
@@ -144,12 +170,18 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	if err != nil {
 		return nil, fmt.Errorf("HERALD_SECRET_KEY: %w", err)
 	}
-	store, queue, now := d.Store(), jobs.NewQueue(inserter), time.Now
+	store, queue, now := d.Store(), jobs.NewQueue(inserter), opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = jobs.Backoff
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), db.NewPoolCollector(d))
 	metrics := jobs.NewMetrics(reg)
 
-	s := &Services{Config: cfg, Log: log, DB: d, Store: store, Queue: queue, Registry: reg}
+	s := &Services{Config: cfg, Log: log, DB: d, Store: store, Queue: queue, Registry: reg, backoff: opts.Backoff}
 	if s.OpenAPI, err = web.LoadOpenAPI(web.OpenAPIFiles, baseURL(cfg)); err != nil {
 		return nil, err
 	}
@@ -160,19 +192,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	s.Users = &app.Users{Store: db.Scope[app.UserTx](store), Now: now}
 	s.APIKeys = &app.APIKeys{Store: db.Scope[app.APIKeyTx](store), Lookup: store, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
 	s.Templates = &app.Templates{Store: db.Scope[app.TemplateTx](store), Now: now}
-	batchBuckets := []float64{1, 2, 4, 8, 16, 32, 64, 128}
-	intakeBatch := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "herald_intake_batch_size", Help: "Events stored per intake transaction (requests arriving together share one).",
-		Buckets: batchBuckets,
-	})
-	sendBatch := prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name: "herald_send_batch_size", Help: "Accepted sends recorded per transaction (sends of a tenant accepted together share one).",
-		Buckets: batchBuckets,
-	})
-	reg.MustRegister(intakeBatch, sendBatch)
 	s.Intake = &app.Intake{Store: db.Scope[app.IntakeTx](store), Queue: queue, Now: now}
-	s.Intake.Batch = &app.IntakeBatcher{Store: s.Intake.Store, Queue: queue, Log: log,
-		Observe: func(n int) { intakeBatch.Observe(float64(n)) }}
 	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log}
 	s.Callbacks = &app.Callbacks{
 		Store: db.Scope[app.CallbackTx](store), Queue: queue, Sealer: sealer, Now: now, Log: log,
@@ -181,10 +201,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 		Client:       webhook.NewClient(webhook.Options{Timeout: app.CallbackTimeout}),
 		CheckURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
 	}
-	s.Receipts = &app.Receipts{Callbacks: s.Callbacks, Store: db.Scope[app.ReceiptTx](store), Inbox: store, Router: s.Router, Queue: queue, Metrics: metrics, Now: now, Log: log}
-	// The sandbox reports from one goroutine per message: its receipts
-	// share inbox inserts, as a provider's webhook posts carry several.
-	sandboxReceipts := &app.ReceiptBatcher{AcceptFunc: s.Receipts.Accept, MaxWait: 5 * time.Millisecond}
+	s.Receipts = &app.Receipts{Callbacks: s.Callbacks, Store: db.Scope[app.ReceiptTx](store), InboxStore: db.Scope[app.ReceiptInboxTx](store),
+		Inbox: store, Router: s.Router, Queue: queue, Metrics: metrics, Now: now, Log: log}
 	s.Breakers = &app.Breakers{
 		Threshold: cfg.BreakerThreshold, Window: cfg.BreakerWindow, OpenFor: cfg.BreakerOpenFor,
 		Store: db.Scope[app.BreakerTx](store), Metrics: metrics, Log: log, Now: now,
@@ -194,21 +212,34 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB) (*Services, error) {
 	// Private receivers only where the configuration allows them (dev;
 	// refused in prod at start), for the console's checks and the sends.
 	webhookProvider := &webhook.Provider{AllowHTTP: cfg.Dev(), AllowPrivate: cfg.Dev() && cfg.WebhookAllowPrivate}
-	s.Dispatcher = &app.Dispatcher{
-		Store: db.Scope[app.DispatchTx](store), Queue: queue, Router: s.Router, Accounts: s.Accounts, Now: now, Log: log,
-		Callbacks: s.Callbacks, Quotas: cfg.Quotas, Limiter: &app.RateLimiter{Store: store}, Breakers: s.Breakers, Metrics: metrics, Receipts: s.Receipts,
-		Unsubscribe: unsubscribe,
-		SendBatch:   &app.SendBatcher{Observe: func(n int) { sendBatch.Observe(float64(n)) }},
-		Providers: provider.Set{
-			"meta":    metaProvider,
-			"webhook": webhookProvider,
-			"ses":     &ses.Provider{Log: log, AnyEndpoint: cfg.Dev()},
-			"sns":     &sns.Provider{Log: log, AnyEndpoint: cfg.Dev()},
-			sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Log: log, Report: func(ctx context.Context, r provider.Receipt) error {
-				return sandboxReceipts.Add(ctx, app.InboxReceipt{Via: app.Internal, Receipt: r})
-			}},
-		},
+	s.Providers = provider.Set{
+		"meta":    metaProvider,
+		"webhook": webhookProvider,
+		"ses":     &ses.Provider{Log: log, AnyEndpoint: cfg.Dev()},
+		"sns":     &sns.Provider{Log: log, AnyEndpoint: cfg.Dev()},
+		// The sandbox's receipts go to the inbox as a provider's webhook
+		// posts would, each due when the sandbox says.
+		sandbox.Name: &sandbox.Provider{Delay: cfg.SandboxDelay, Report: func(ctx context.Context, rs []sandbox.Receipt) error {
+			in := make([]app.InboxReceipt, len(rs))
+			for i, r := range rs {
+				due := now().Add(r.After)
+				r.Receipt.At = due
+				in[i] = app.InboxReceipt{Via: app.Internal, Receipt: r.Receipt, AvailableAt: due}
+			}
+			return s.Receipts.Accept(ctx, in...)
+		}},
 	}
+	s.Limiter = &app.RateLimiter{Store: store}
+	dispatchOpts := app.DispatcherOptions{
+		Quotas: cfg.Quotas, Limiter: s.Limiter, Breakers: s.Breakers, Callbacks: s.Callbacks, Unsubscribe: unsubscribe,
+		Backoff: opts.Backoff, Metrics: metrics, Now: now, Log: log,
+	}
+	if opts.Dispatcher != nil {
+		opts.Dispatcher(&dispatchOpts)
+	}
+	s.Dispatcher = app.NewDispatcher(app.DispatchStores{
+		Send: db.Scope[app.SendTx](store), Settle: db.Scope[app.SettleTx](store),
+	}, queue, s.Router, s.Accounts, s.Providers, dispatchOpts)
 	s.Messages = &app.Messages{Store: db.Scope[app.MessagesTx](store), Queue: queue, Router: s.Router, Now: now}
 	s.Contacts = &app.Contacts{Store: db.Scope[app.ContactsTx](store), Now: now}
 	s.Maintenance = &app.Maintenance{Store: db.Scope[app.MaintenanceTx](store), Queue: queue, Now: now, Log: log,
@@ -298,21 +329,11 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	if jc.SoftStopTimeout == 0 {
 		jc.SoftStopTimeout = s.Config.ShutdownTimeout
 	}
-	backoff := jc.BackoffFunc
-	if backoff == nil {
-		backoff = jobs.Backoff
-	}
-	// A retry that would come after a message's expiry expires it instead.
-	s.Dispatcher.Backoff = backoff
-	var inline app.InlineOptions
-	if !s.Config.QueueFirstAttempt {
-		// The lease outlasts a send's longest run, River's rescue of a
-		// stuck job and the retries recording a provider's acceptance.
-		inline = app.InlineOptions{Lease: jc.RescueStuckAfter + app.RecordSentRetryFor, MaxAttempts: jobs.MaxAttempts, Backoff: backoff}
+	if jc.BackoffFunc == nil {
+		jc.BackoffFunc = s.backoff
 	}
 	workers := jobs.Workers(jobs.Deps{
-		Inline: inline,
-		Audit:  s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance,
+		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance,
 		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks, Rollups: s.Rollups,
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)

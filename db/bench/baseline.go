@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"bytes"
@@ -20,7 +20,6 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/heraldhq/herald/app"
-	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/jobs"
 )
 
@@ -33,7 +32,7 @@ const insertClients = 8
 // installed it runs the same script too and its own figure is printed
 // beside the benchmark's.
 func (b *bench) phaseInsertBaseline(ctx context.Context) error {
-	if err := db.BenchCreateRowsTable(ctx, b.mon); err != nil {
+	if err := createRowsTable(ctx, b.mon); err != nil {
 		return err
 	}
 	conns := make([]*pgx.Conn, insertClients)
@@ -50,7 +49,7 @@ func (b *bench) phaseInsertBaseline(ctx context.Context) error {
 			return err
 		}
 		conns[i] = c
-		if _, err := c.Prepare(ctx, "bench_insert", db.BenchInsertRowSQL); err != nil {
+		if _, err := c.Prepare(ctx, "bench_insert", insertRowSQL); err != nil {
 			return err
 		}
 	}
@@ -97,7 +96,7 @@ func (b *bench) pgbench(ctx context.Context) {
 		return
 	}
 	script := filepath.Join(b.dataDir, "insert.sql")
-	if err := os.WriteFile(script, []byte(db.BenchInsertRowSQL+";\n"), 0o600); err != nil {
+	if err := os.WriteFile(script, []byte(insertRowSQL+";\n"), 0o600); err != nil {
 		b.res.PgbenchNote = err.Error()
 		return
 	}
@@ -205,7 +204,7 @@ func (b *bench) phaseRiverBaseline(ctx context.Context) error {
 	var first, last time.Time
 	ok, err := waitFor(ctx, 250*time.Millisecond, 10*time.Minute, func() (bool, error) {
 		var err error
-		done, first, last, err = db.BenchRiverWindow(ctx, b.mon, noopKind)
+		done, first, last, err = riverWindow(ctx, b.mon, noopKind)
 		return done >= n, err
 	})
 	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -226,5 +225,5 @@ func (b *bench) phaseRiverBaseline(ctx context.Context) error {
 	b.res.RiverJobs = n
 	b.logf("   %d no-op jobs on %v (pool %d), first to last completion %s: %.0f jobs/s",
 		n, b.cfg.Workers, b.cfg.PoolSize, elapsed.Round(time.Millisecond), b.res.RiverNoopJPS)
-	return db.BenchDeleteJobs(ctx, b.mon, noopKind)
+	return deleteJobs(ctx, b.mon, noopKind)
 }

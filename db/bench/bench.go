@@ -1,18 +1,4 @@
-// Package bench is Herald's load generator: `herald bench` (run by
-// `go tool task bench`) starts Herald's web and worker processes on a fresh
-// database, measures the ceilings Herald works under (single-row insert
-// transactions, as pgbench counts them; River working no-op jobs with the
-// worker's own pool and queues), then Herald itself: intake closed and open
-// loop, end-to-end throughput with the SQL statements and commits each
-// delivered message costs, accepted-to-provider latency at a sustained rate,
-// and the worker's memory. It ends with a table of the performance goals,
-// each with its figure, target and PASS or FAIL. The statements it runs live
-// in package db (db/bench.go), with the rest of Herald's SQL.
-//
-// A phase is a method `func (b *bench) phaseX(ctx context.Context) error` in
-// a file of its own that fills fields of Result; it runs once listed in
-// Run's steps, and the goals it serves read those fields in goals.go.
-package bench
+package main
 
 import (
 	"bytes"
@@ -37,10 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/heraldhq/herald/db"
 )
 
 // Config says how hard to push.
@@ -48,7 +31,7 @@ type Config struct {
 	// DatabaseURL names the server; the benchmark creates its own database
 	// (Database) there and drops it at the end unless Keep is set.
 	DatabaseURL string
-	// Database is the benchmark database's name (db.BenchDatabase).
+	// Database is the benchmark database's name (databaseName).
 	Database string
 	// Binary is the herald executable to start as web and worker.
 	Binary  string
@@ -125,7 +108,7 @@ type step struct {
 // Run runs the whole benchmark and prints a report.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Database == "" {
-		cfg.Database = db.BenchDatabase()
+		return nil, errors.New("no benchmark database named")
 	}
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
@@ -216,7 +199,7 @@ func (b *bench) prepare(ctx context.Context) error {
 	}
 	u.Path = "/" + b.cfg.Database
 	b.dbURL = u.String()
-	if err := db.BenchCreateDatabase(ctx, b.cfg.DatabaseURL, b.cfg.Database); err != nil {
+	if err := createDatabase(ctx, b.cfg.DatabaseURL, b.cfg.Database); err != nil {
 		return err
 	}
 	if b.dataDir, err = os.MkdirTemp("", "herald-bench-"); err != nil {
@@ -551,21 +534,21 @@ func (b *bench) cleanup() {
 		b.pool.Close()
 	}
 	if !b.cfg.Keep && b.cfg.DatabaseURL != "" {
-		b.dropDatabase()
+		b.drop()
 	}
 	if b.dataDir != "" && !b.cfg.Keep {
 		_ = os.RemoveAll(b.dataDir)
 	}
 }
 
-// dropDatabase drops the benchmark database. The server may refuse for a
+// drop drops the benchmark database. The server may refuse for a
 // moment (busy, or a session of a cancelled query still ending): it tries a
 // few times, and says so when the database stays behind.
-func (b *bench) dropDatabase() {
+func (b *bench) drop() {
 	var err error
 	for range 5 {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = db.BenchDropDatabase(ctx, b.cfg.DatabaseURL, b.cfg.Database)
+		err = dropDatabase(ctx, b.cfg.DatabaseURL, b.cfg.Database)
 		cancel()
 		if err == nil {
 			return

@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/db/dbtest"
+	"github.com/heraldhq/herald/db/internal/tool"
 )
 
 // TestBench_Quick runs the quick benchmark against a freshly built herald
@@ -23,8 +24,8 @@ import (
 // average is printed for each phase. It asserts no speed: the machine's
 // load decides the figures.
 func TestBench_Quick(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the benchmark builds herald and runs it for a few minutes")
+	if testing.Short() || os.Getenv("HERALD_TEST_TOOLS") == "" {
+		t.Skip("the benchmark builds herald and runs it for a few minutes: HERALD_TEST_TOOLS=1 runs it (go tool task test sets it), -short skips it")
 	}
 	bin := filepath.Join(t.TempDir(), "herald")
 	build := exec.Command("go", "build", "-o", bin, "github.com/heraldhq/herald")
@@ -41,11 +42,21 @@ func TestBench_Quick(t *testing.T) {
 	// A small pages phase, so that the 10M comparison's windows run on
 	// both sides.
 	cfg.Messages = 2000
-	cfg.DatabaseURL, cfg.Binary = dbtest.BaseURL(), bin
+	// Herald's settings as the command reads them, in an environment that
+	// sets none: the defaults `herald help env` lists.
+	h, err := tool.FindHerald(context.Background(), bin, func(string) string { return "" })
+	require.NoError(t, err)
+	require.NoError(t, heraldSettings(h, &cfg))
+	require.Equal(t, app.DefaultDatabaseURL, cfg.DatabaseURL)
+	require.Equal(t, app.DefaultWorkers, cfg.Workers)
+	require.Positive(t, cfg.PoolSize)
+	cfg.DatabaseURL, cfg.Binary = dbtest.BaseURL(), h.Path
 	// Named like the test databases, so db/devdb.sh reset drops one a
 	// crashed run leaves behind.
 	cfg.Database = fmt.Sprintf("herald_test_bench_%d", os.Getpid())
-	cfg.PoolSize, cfg.Workers = 10, app.DefaultWorkers
+	// A smaller River baseline pool than the worker's: other tests share
+	// the server's connections.
+	cfg.PoolSize = 10
 	var report bytes.Buffer
 	cfg.Out = &report
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

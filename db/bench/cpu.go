@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/heraldhq/herald/db"
 )
 
 // clockTick is the unit of utime and stime in /proc/<pid>/stat (USER_HZ,
@@ -51,7 +49,7 @@ func (b *bench) sampleCPU(ctx context.Context, cmd *exec.Cmd, role string) cpuSa
 	if cmd != nil && cmd.Process != nil {
 		s.process = procCPU(cmd.Process.Pid)
 	}
-	pids, err := db.BenchSessionPIDs(ctx, b.mon, "herald-"+role, b.cfg.Database)
+	pids, err := sessionPIDs(ctx, b.mon, "herald-"+role, b.cfg.Database)
 	if err != nil {
 		return s
 	}

@@ -1,12 +1,10 @@
-package bench
+package main
 
 import (
 	"context"
 	"errors"
 	"path/filepath"
 	"time"
-
-	"github.com/heraldhq/herald/db"
 )
 
 // statsFlush is how long to wait before reading pg_stat_database: a
@@ -18,7 +16,7 @@ const statsFlush = 11 * time.Second
 // fast messages reach the provider, and what each delivered message costs
 // in SQL statements and commits, receipts included.
 func (b *bench) phaseEndToEnd(ctx context.Context) error {
-	total, err := db.BenchCountEvents(ctx, b.mon)
+	total, err := countEvents(ctx, b.mon)
 	if err != nil {
 		return err
 	}
@@ -49,7 +47,7 @@ func (b *bench) phaseEndToEnd(ctx context.Context) error {
 	// messages' own send times, so the poll's period does not change it.
 	ok, err := waitFor(ctx, 2*time.Second, 10*time.Minute, func() (bool, error) {
 		var err error
-		sent, first, last, err = db.BenchSent(ctx, b.mon)
+		sent, first, last, err = sentSpan(ctx, b.mon)
 		if sent > 0 && wait == nil {
 			wait = b.profile("worker", 5*time.Second)
 		}
@@ -72,7 +70,7 @@ func (b *bench) phaseEndToEnd(ctx context.Context) error {
 	if err := b.settle(ctx); err != nil {
 		return err
 	}
-	if b.res.Delivered, err = db.BenchDelivered(ctx, b.mon); err != nil {
+	if b.res.Delivered, err = countDelivered(ctx, b.mon); err != nil {
 		return err
 	}
 	// The worker and its sessions started with this phase, so their whole
@@ -105,7 +103,7 @@ func (b *bench) phaseEndToEnd(ctx context.Context) error {
 func (b *bench) settle(ctx context.Context) error {
 	start := time.Now()
 	ok, err := waitFor(ctx, 250*time.Millisecond, 5*time.Minute, func() (bool, error) {
-		pending, err := db.BenchBacklog(ctx, b.mon)
+		pending, err := countBacklog(ctx, b.mon)
 		return pending == 0, err
 	})
 	if err != nil {

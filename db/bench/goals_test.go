@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/heraldhq/herald/db"
 )
 
 // fullRun is a made-up result of a full-length run that meets every goal
@@ -249,11 +247,11 @@ func TestBacklogGrowing(t *testing.T) {
 
 func TestStatementsDelta(t *testing.T) {
 	t.Parallel()
-	before := byKey([]db.BenchStatement{
+	before := byKey([]pgStatement{
 		{QueryID: 1, TopLevel: true, Query: "INSERT INTO messages ...", Calls: 100},
 		{QueryID: 2, TopLevel: true, Query: "BEGIN", Calls: 50},
 	})
-	after := []db.BenchStatement{
+	after := []pgStatement{
 		{QueryID: 1, TopLevel: true, Query: "INSERT INTO messages ...", Calls: 300, TotalMS: 50},
 		{QueryID: 2, TopLevel: true, Query: "BEGIN", Calls: 250, TotalMS: 900},
 		{QueryID: 3, TopLevel: true, Query: "commit", Calls: 200},

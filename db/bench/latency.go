@@ -1,11 +1,9 @@
-package bench
+package main
 
 import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/heraldhq/herald/db"
 )
 
 // backlogEvery is how often the latency phase samples its backlog.
@@ -18,7 +16,7 @@ const backlogEvery = 2 * time.Second
 // sending it waits at most Drain for the backlog to clear; events still
 // unsent then count with their age, a lower bound.
 func (b *bench) phaseLatency(ctx context.Context) error {
-	since, err := db.BenchNow(ctx, b.mon)
+	since, err := dbNow(ctx, b.mon)
 	if err != nil {
 		return err
 	}
@@ -36,7 +34,7 @@ func (b *bench) phaseLatency(ctx context.Context) error {
 		t := time.NewTicker(backlogEvery)
 		defer t.Stop()
 		for {
-			if n, err := db.BenchUnsent(ctx, b.mon, since); err == nil {
+			if n, err := countUnsent(ctx, b.mon, since); err == nil {
 				samples = append(samples, BacklogSample{At: time.Since(start), Pending: n})
 			}
 			select {
@@ -55,7 +53,7 @@ func (b *bench) phaseLatency(ctx context.Context) error {
 	var waiting int
 	drained, err := waitFor(ctx, 500*time.Millisecond, b.cfg.Drain, func() (bool, error) {
 		var err error
-		waiting, err = db.BenchUnsent(ctx, b.mon, since)
+		waiting, err = countUnsent(ctx, b.mon, since)
 		return waiting == 0, err
 	})
 	close(stopSampling)
@@ -68,7 +66,7 @@ func (b *bench) phaseLatency(ctx context.Context) error {
 	if !drained {
 		b.logf("   %d events still unsent %s after the sending ended", waiting, b.cfg.Drain)
 	}
-	b.res.LatencyP50, b.res.LatencyP95, b.res.LatencyP99, b.res.LatencyEvents, b.res.LatencyUnsent, err = db.BenchLatency(ctx, b.mon, since)
+	b.res.LatencyP50, b.res.LatencyP95, b.res.LatencyP99, b.res.LatencyEvents, b.res.LatencyUnsent, err = readLatency(ctx, b.mon, since)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"context"
@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -81,12 +80,17 @@ func (b *bench) pages(ctx context.Context) error {
 	}
 	// The dashboard's counts as the periodic job keeps them: the first
 	// full recount, timed, as a fresh deployment's first run would be
-	// (app.Rollups.RollUpTenant's window and bounds).
+	// (app.Rollups.RollUpTenant's window and bounds, its statements in the
+	// tenant's transaction).
 	t := time.Now()
 	from, through := app.RollupSpan(t, app.RollupFullWindow)
+	tenant, err := uuid.Parse(tenantID)
+	if err != nil {
+		return err
+	}
 	var rows int
-	err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) (err error) {
-		rows, err = db.BenchRollUp(ctx, tx, tenantID, from, through, t)
+	err = db.New(b.pool).Store().InTenant(ctx, tenant, func(tx *db.Tx) (err error) {
+		rows, err = tx.RollUpMessageCounts(ctx, tenant, from, through, true, t)
 		return err
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"context"
@@ -12,8 +12,6 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
-	"github.com/heraldhq/herald/app"
-	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/jobs"
 )
 
@@ -55,7 +53,7 @@ func (b *bench) retention(ctx context.Context) error {
 	}
 	start := time.Now()
 	lastLog := start
-	err := db.BenchSeedOldMessages(ctx, b.pool, n, 100000, pruneAge, func(done int) {
+	err := seedOldMessages(ctx, b.pool, n, 100000, pruneAge, func(done int) {
 		if time.Since(lastLog) > 10*time.Second || done == n {
 			b.logf("   seeded %d old messages (%s)", done, time.Since(start).Round(time.Second))
 			lastLog = time.Now()
@@ -70,16 +68,11 @@ func (b *bench) retention(ctx context.Context) error {
 		return err
 	}
 	// The seed is older than cutoff; everything intake writes is newer.
-	now, err := db.BenchNow(ctx, b.pool)
+	now, err := dbNow(ctx, b.pool)
 	if err != nil {
 		return err
 	}
 	cutoff := now.Add(-pruneAge / 2)
-	plan, err := db.BenchExplainPrune(ctx, b.pool, now.AddDate(0, 0, -90), app.PruneBatch)
-	if err != nil {
-		return err
-	}
-	b.logf("   plans of a retention batch (as the pruner gets them):\n%s", plan)
 	client, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{})
 	if err != nil {
 		return err
@@ -130,7 +123,7 @@ func (b *bench) retention(ctx context.Context) error {
 		if _, err := client.JobCancel(ctx, res.Job.ID); err != nil {
 			return err
 		}
-		after, err := db.BenchCountOlderThan(ctx, b.pool, cutoff)
+		after, err := countOlderThan(ctx, b.pool, cutoff)
 		if err != nil {
 			return err
 		}
@@ -190,7 +183,7 @@ func (b *bench) waitBacklog(ctx context.Context) error {
 	var waiting int
 	drained, err := waitFor(ctx, time.Second, pruneDrain, func() (bool, error) {
 		var err error
-		waiting, err = db.BenchUnsent(ctx, b.mon, time.Time{})
+		waiting, err = countUnsent(ctx, b.mon, time.Time{})
 		return waiting == 0, err
 	})
 	if err != nil {
@@ -216,7 +209,7 @@ const autovacuumWait = 5 * time.Minute
 func (b *bench) waitAutovacuum(ctx context.Context) error {
 	start := time.Now()
 	idle, err := waitFor(ctx, 500*time.Millisecond, autovacuumWait, func() (bool, error) {
-		n, _, err := db.BenchNeighbours(ctx, b.mon, b.cfg.Database)
+		n, _, err := countNeighbours(ctx, b.mon, b.cfg.Database)
 		return n == 0, err
 	})
 	if err != nil {
@@ -262,14 +255,14 @@ func (b *bench) pruneRate() int {
 // waitPruning waits until the number of old messages starts to fall and
 // returns how many are left at that moment.
 func (b *bench) waitPruning(ctx context.Context, cutoff time.Time) (int, error) {
-	first, err := db.BenchCountOlderThan(ctx, b.pool, cutoff)
+	first, err := countOlderThan(ctx, b.pool, cutoff)
 	if err != nil {
 		return 0, err
 	}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
-		left, err := db.BenchCountOlderThan(ctx, b.pool, cutoff)
+		left, err := countOlderThan(ctx, b.pool, cutoff)
 		if err != nil {
 			return 0, err
 		}

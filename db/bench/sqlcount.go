@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/heraldhq/herald/db"
 )
 
 // sqlCounter counts what Herald sends to Postgres over the end-to-end
@@ -19,7 +17,7 @@ import (
 // theirs, and no privilege beyond reading is needed).
 //
 // The benchmark's own statements are left out this way: every statement it
-// runs on its database opens with db.BenchTag, which pg_stat_statements
+// runs on its database opens with benchTag, which pg_stat_statements
 // keeps in the statement's text, so they are filtered out by text; and they
 // all run on one monitor connection, one statement per autocommit
 // transaction, which counts them, so their commits are subtracted from
@@ -29,10 +27,10 @@ type sqlCounter struct {
 	b *bench
 	// stats reads pg_stat_statements, nil when it cannot be read; admin is
 	// its connection when that is not the monitor's.
-	stats db.BenchQuerier
+	stats querier
 	admin *pgx.Conn
 
-	before           map[stmtKey]db.BenchStatement
+	before           map[stmtKey]pgStatement
 	dealloc          int64
 	commits, ownFrom int64
 }
@@ -49,14 +47,14 @@ type stmtKey struct {
 // why; the commits are counted anyway.
 func (b *bench) newSQLCounter(ctx context.Context) *sqlCounter {
 	c := &sqlCounter{b: b}
-	errBench := db.BenchEnsureStatements(ctx, b.mon)
+	errBench := ensureStatements(ctx, b.mon)
 	if errBench == nil {
 		c.stats = b.mon
 		return c
 	}
 	admin, err := pgx.Connect(ctx, b.cfg.DatabaseURL)
 	if err == nil {
-		if err = db.BenchEnsureStatements(ctx, admin); err == nil {
+		if err = ensureStatements(ctx, admin); err == nil {
 			c.stats, c.admin = admin, admin
 			return c
 		}
@@ -74,7 +72,7 @@ func unwrapNote(err error) string {
 	if err == nil {
 		return "no error"
 	}
-	return strings.TrimPrefix(err.Error(), db.ErrBenchNoStatements.Error()+": ")
+	return strings.TrimPrefix(err.Error(), errNoStatements.Error()+": ")
 }
 
 func (c *sqlCounter) close() {
@@ -88,14 +86,14 @@ func (c *sqlCounter) close() {
 func (c *sqlCounter) begin(ctx context.Context) error {
 	c.ownFrom = c.b.mon.statements()
 	if c.stats != nil {
-		stmts, dealloc, err := db.BenchStatements(ctx, c.stats, c.b.cfg.Database)
+		stmts, dealloc, err := readStatements(ctx, c.stats, c.b.cfg.Database)
 		if err != nil {
 			return fmt.Errorf("read pg_stat_statements: %w", err)
 		}
 		c.before, c.dealloc = byKey(stmts), dealloc
 	}
 	var err error
-	c.commits, err = db.BenchCommits(ctx, c.b.mon, c.b.cfg.Database)
+	c.commits, err = readCommits(ctx, c.b.mon, c.b.cfg.Database)
 	return err
 }
 
@@ -119,7 +117,7 @@ type SQLFigures struct {
 func (c *sqlCounter) end(ctx context.Context, units int, what string) (SQLFigures, error) {
 	var f SQLFigures
 	own := c.b.mon.statements() - c.ownFrom
-	commits, err := db.BenchCommits(ctx, c.b.mon, c.b.cfg.Database)
+	commits, err := readCommits(ctx, c.b.mon, c.b.cfg.Database)
 	if err != nil {
 		return f, err
 	}
@@ -133,7 +131,7 @@ func (c *sqlCounter) end(ctx context.Context, units int, what string) (SQLFigure
 	if c.stats == nil {
 		return f, nil
 	}
-	stmts, dealloc, err := db.BenchStatements(ctx, c.stats, c.b.cfg.Database)
+	stmts, dealloc, err := readStatements(ctx, c.stats, c.b.cfg.Database)
 	if err != nil {
 		return f, fmt.Errorf("read pg_stat_statements: %w", err)
 	}
@@ -147,8 +145,8 @@ func (c *sqlCounter) end(ctx context.Context, units int, what string) (SQLFigure
 	return f, nil
 }
 
-func byKey(stmts []db.BenchStatement) map[stmtKey]db.BenchStatement {
-	m := make(map[stmtKey]db.BenchStatement, len(stmts))
+func byKey(stmts []pgStatement) map[stmtKey]pgStatement {
+	m := make(map[stmtKey]pgStatement, len(stmts))
 	for _, s := range stmts {
 		k := stmtKey{s.QueryID, s.TopLevel}
 		prev := m[k]
@@ -168,7 +166,7 @@ const topStatements = 10
 // control included, so engineers see it too) and the ten Postgres spent
 // most time executing (nested ones left out: their time is in the
 // statement that ran them).
-func statementsDelta(before map[stmtKey]db.BenchStatement, after []db.BenchStatement, units int) (top, nested float64, most, slowest []StatementShare) {
+func statementsDelta(before map[stmtKey]pgStatement, after []pgStatement, units int) (top, nested float64, most, slowest []StatementShare) {
 	var topCalls, nestedCalls int64
 	for k, s := range byKey(after) {
 		calls := s.Calls - before[k].Calls

@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/heraldhq/herald/db"
 )
 
 // WindowCost is what a window of intake at a fixed rate cost the machine:
@@ -174,7 +172,7 @@ func (b *bench) startCost(ctx context.Context, cmd *exec.Cmd, role string) *cost
 		start: time.Now(), waits: map[string]int{}, stopWaits: make(chan struct{}), done: make(chan struct{})}
 	m.io, m.ioOK = ioStallTotal()
 	var err error
-	m.walBytes, m.walFPI, err = db.BenchWAL(ctx, b.mon)
+	m.walBytes, m.walFPI, err = readWAL(ctx, b.mon)
 	m.walOK = err == nil
 	go m.sampleWaits(ctx)
 	return m
@@ -195,7 +193,7 @@ func (m *costMeter) sampleWaits(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		waits, err := db.BenchWaits(ctx, m.b.mon, "herald-"+m.role, m.b.cfg.Database)
+		waits, err := readWaits(ctx, m.b.mon, "herald-"+m.role, m.b.cfg.Database)
 		if err != nil {
 			continue
 		}
@@ -203,7 +201,7 @@ func (m *costMeter) sampleWaits(ctx context.Context) {
 		for k, n := range waits {
 			m.waits[k] += n
 		}
-		if autovacuum, others, err := db.BenchNeighbours(ctx, m.b.mon, m.b.cfg.Database); err == nil {
+		if autovacuum, others, err := countNeighbours(ctx, m.b.mon, m.b.cfg.Database); err == nil {
 			m.autovacuum += autovacuum
 			m.others += others
 		}
@@ -223,7 +221,7 @@ func (m *costMeter) stop(ctx context.Context, requests int) WindowCost {
 	}
 	if requests > 0 {
 		w.CPU, w.PGCPU = process/time.Duration(requests), sessions/time.Duration(requests)
-		if bytes, fpi, err := db.BenchWAL(ctx, m.b.mon); err == nil && m.walOK {
+		if bytes, fpi, err := readWAL(ctx, m.b.mon); err == nil && m.walOK {
 			w.WALBytes, w.WALFPI = float64(bytes-m.walBytes)/float64(requests), float64(fpi-m.walFPI)/float64(requests)
 		}
 	}
@@ -325,7 +323,7 @@ func (w Windows) spread() string { return durations(w.P99) }
 // measured after it started: what earlier phases wrote is on disk, and no
 // checkpoint of their writes is due.
 func (b *bench) levelStart(ctx context.Context, what string) {
-	if _, err := b.mon.Exec(ctx, db.BenchTag+`CHECKPOINT`); err != nil {
+	if _, err := b.mon.Exec(ctx, benchTag+`CHECKPOINT`); err != nil {
 		b.logf("   no checkpoint before %s (%v): they may meet earlier phases' writes", what, err)
 	}
 	syscall.Sync()

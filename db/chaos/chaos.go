@@ -1,16 +1,4 @@
-// Package chaos is Herald's fault-injection suite: `herald chaos` (run by
-// `go tool task chaos`) starts Herald's web and worker processes on a fresh
-// database per experiment, sends notifications over the API to a fake
-// provider that counts every call by message, and meanwhile kills workers,
-// kills the web process, restarts Postgres, or has the provider fail. Then
-// it checks that nothing was lost and nothing done twice: every accepted
-// event is stored once and its message reached a final state once, and the
-// provider took each message once, give or take the sends a SIGKILL or a
-// restart caught between the provider's answer and the commit.
-//
-// Every wait is on a condition (the provider's counters, the database),
-// bounded by a generous timeout; nothing depends on the machine's speed.
-package chaos
+package main
 
 import (
 	"bytes"
@@ -35,6 +23,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/heraldhq/herald/db/internal/tool"
 )
 
 // Config says what to run and how hard.
@@ -118,7 +108,7 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 		cfg.Timeout = 30 * time.Minute
 	}
 	s := &suite{cfg: cfg}
-	s.logf("herald chaos: %d messages per experiment, %d kills, seed %d, load average %s", cfg.Messages, cfg.Kills, cfg.Seed, loadAverage())
+	s.logf("Herald chaos: %d messages per experiment, %d kills, seed %d, load average %s", cfg.Messages, cfg.Kills, cfg.Seed, loadAverage())
 	var rows []Row
 	for _, x := range experiments {
 		if !strings.Contains(cfg.Experiments, x.name) {
@@ -272,7 +262,7 @@ func (e *experiment) setup(ctx context.Context, admin string, rate float64, work
 	}
 	u.Path = "/" + e.dbName
 	e.dbURL = u.String()
-	if err := adminExec(ctx, admin, `DROP DATABASE IF EXISTS `+e.dbName+` WITH (FORCE)`, `CREATE DATABASE `+e.dbName); err != nil {
+	if err := tool.AdminExec(ctx, admin, `DROP DATABASE IF EXISTS `+e.dbName+` WITH (FORCE)`, `CREATE DATABASE `+e.dbName); err != nil {
 		return fmt.Errorf("create database %s (the role needs CREATEDB): %w", e.dbName, err)
 	}
 	e.cleanupDB = func() {
@@ -281,7 +271,7 @@ func (e *experiment) setup(ctx context.Context, admin string, rate float64, work
 		var err error
 		for range 5 {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			err = adminExec(ctx, admin, `DROP DATABASE IF EXISTS `+e.dbName+` WITH (FORCE)`)
+			err = tool.AdminExec(ctx, admin, `DROP DATABASE IF EXISTS `+e.dbName+` WITH (FORCE)`)
 			cancel()
 			if err == nil {
 				return

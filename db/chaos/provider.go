@@ -1,4 +1,4 @@
-package chaos
+package main
 
 import (
 	"encoding/json"

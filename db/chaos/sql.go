@@ -1,4 +1,4 @@
-package chaos
+package main
 
 import (
 	"context"
@@ -104,20 +104,4 @@ func setRate(ctx context.Context, pool *pgxpool.Pool, accountID, perSecond strin
 		err = fmt.Errorf("account %s not found", accountID)
 	}
 	return err
-}
-
-// adminExec runs statements on one connection outside a transaction, as
-// CREATE DATABASE and DROP DATABASE require.
-func adminExec(ctx context.Context, dsn string, stmts ...string) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	for _, s := range stmts {
-		if _, err := conn.Exec(ctx, s); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -29,6 +29,15 @@ import (
 	"github.com/heraldhq/herald/db"
 )
 
+// HangGuard bounds a test's wait for work that real Postgres, River and
+// HTTP servers do: a database created, a job worked, a message delivered, a
+// lock granted. It tells a hang from slowness, not fast from slow: a machine
+// busy with other work takes many times as long as an idle one, and the
+// tests must pass on both. So it is minutes, and used only where the
+// alternative is waiting for ever; a test waits on a condition or a signal,
+// never for a fixed time.
+const HangGuard = 5 * time.Minute
+
 // BaseURL is the server the harness creates databases on: HERALD_TEST_DATABASE_URL,
 // else DATABASE_URL, else the project's local cluster. Its role needs CREATEDB.
 func BaseURL() string {
@@ -85,7 +94,12 @@ func CreateDatabase(t testing.TB) string {
 		if err != nil {
 			t.Fatalf("dbtest: %v\n(is Postgres running? `go tool task db` starts the project's own cluster)", err)
 		}
-		name, err := tryCreateDatabase(t, "TEMPLATE "+tpl)
+		name, err := tryCreateDatabase(t, "TEMPLATE "+tpl,
+			// Database settings are not copied from a template: each
+			// clone puts the guard in its path (see guard.go).
+			func(name string) string {
+				return fmt.Sprintf(`ALTER DATABASE %s SET search_path = %s`, name, guardSearchPath)
+			})
 		if err == nil {
 			return name
 		}
@@ -112,22 +126,41 @@ func createDatabase(t testing.TB, options string) string {
 	return name
 }
 
-func tryCreateDatabase(t testing.TB, options string) (string, error) {
+// tryCreateDatabase creates a database with the options, then runs the
+// statements then returns for it; it is dropped when t ends.
+func tryCreateDatabase(t testing.TB, options string, then ...func(name string) string) (string, error) {
 	t.Helper()
 	name := "herald_test_" + strings.ToLower(rand.Text()[:16])
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 	defer cancel()
-	if err := adminExec(ctx, fmt.Sprintf(`CREATE DATABASE %s %s`, name, options)); err != nil {
+	statements := []string{fmt.Sprintf(`CREATE DATABASE %s %s`, name, options)}
+	for _, f := range then {
+		statements = append(statements, f(name))
+	}
+	err := adminExec(ctx, statements...)
+	if err != nil && !created(ctx, name) {
 		return "", err
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), HangGuard)
 		defer cancel()
 		if err := adminExec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name)); err != nil {
 			t.Logf("dbtest: drop database %s: %v", name, err)
 		}
 	})
-	return name, nil
+	return name, err
+}
+
+// created reports whether the database exists (a statement after its
+// CREATE DATABASE failed), so that it is dropped with the test.
+func created(ctx context.Context, name string) bool {
+	conn, err := pgx.Connect(ctx, BaseURL())
+	if err != nil {
+		return false
+	}
+	defer conn.Close(context.Background())
+	var ok bool
+	return conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&ok) == nil && ok
 }
 
 // URL returns the connection URL of the named database on the test server.
@@ -143,14 +176,21 @@ func WithDatabase(rawURL, name string) string {
 	return u.String()
 }
 
-func adminExec(ctx context.Context, sql string) error {
+// adminExec runs the statements one after the other on one connection to
+// the test server, each on its own (CREATE DATABASE cannot share a
+// transaction).
+func adminExec(ctx context.Context, statements ...string) error {
 	conn, err := pgx.Connect(ctx, BaseURL())
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, sql)
-	return err
+	for _, sql := range statements {
+		if _, err = conn.Exec(ctx, sql); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keptTemplates is how many templates of different migration sets may live
@@ -161,7 +201,9 @@ const keptTemplates = 8
 // unless it exists. Test binaries run in parallel, so the build happens under
 // an advisory lock and the name carries a fingerprint of every migration.
 func ensureTemplate(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	// Waiting for another binary's build and then building: two hang
+	// guards' worth.
+	ctx, cancel := context.WithTimeout(ctx, 2*HangGuard)
 	defer cancel()
 	fp, err := fingerprint()
 	if err != nil {
@@ -214,6 +256,12 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	}
 	d := db.New(pool)
 	_, err = db.Migrate(ctx, pool, d.SQL.DB, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil {
+		// After the migrations, which run unguarded (see guard.go).
+		if _, gerr := pool.Exec(ctx, guardSchema); gerr != nil {
+			err = fmt.Errorf("create the tenant scope guard: %w", gerr)
+		}
+	}
 	d.Close()
 	if err != nil {
 		return "", fmt.Errorf("migrate template database: %w", err)
@@ -226,9 +274,11 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	return name, nil
 }
 
-// fingerprint hashes Herald's and River's migrations.
+// fingerprint hashes Herald's and River's migrations, and the guard the
+// template holds beside them.
 func fingerprint() (string, error) {
 	h := sha256.New()
+	fmt.Fprintf(h, "guard\x00%s\x00", guardSchema)
 	err := fs.WalkDir(db.Migrations(), ".", func(path string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
 )
 
 // APIError is the JSON API's error answer.
@@ -250,11 +251,12 @@ func (h *Herald) Event(id uuid.UUID) EventView {
 }
 
 // WaitMessages waits until the event's messages satisfy ok, what says what
-// that means for the failure message, and returns them.
+// that means for the failure message, and returns them. It gives up after
+// dbtest.HangGuard.
 func (h *Herald) WaitMessages(id uuid.UUID, what string, ok func([]*app.Message) bool) []*app.Message {
 	h.T.Helper()
 	var last []*app.Message
-	deadline := time.Now().Add(time.Minute)
+	deadline := time.Now().Add(dbtest.HangGuard)
 	for time.Now().Before(deadline) {
 		last = h.Event(id).Messages
 		if ok(last) {

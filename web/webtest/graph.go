@@ -15,6 +15,7 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/wire"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
 )
 
 // Meta account settings of the accounts CreateMetaAccount makes.
@@ -113,10 +114,11 @@ func (g *Graph) Calls() int {
 	return g.calls
 }
 
-// WaitArrived waits until n more sends have arrived (held ones included).
+// WaitArrived waits until n more sends have arrived (held ones included),
+// for up to dbtest.HangGuard.
 func (g *Graph) WaitArrived(t testing.TB, n int) {
 	t.Helper()
-	timeout := time.After(60 * time.Second)
+	timeout := time.After(dbtest.HangGuard)
 	for range n {
 		select {
 		case <-g.arrived:

@@ -50,6 +50,9 @@ type Options struct {
 	// SNS, when set, stands in for Amazon SNS: the web server trusts its
 	// certificate.
 	SNS *awsnotifytest.SNS
+	// Dispatcher adjusts the dispatcher's options before it is built (a
+	// test's clock, say).
+	Dispatcher func(*app.DispatcherOptions)
 }
 
 // Herald is Herald wired as the herald binary wires it, on its own
@@ -138,7 +141,7 @@ func New(t *testing.T, opts Options) *Herald {
 	}
 	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx := context.Background()
-	svc, err := wire.Connect(ctx, cfg, log, "test")
+	svc, err := wire.ConnectWith(ctx, cfg, log, "test", wire.Options{Backoff: retryQuickly, Dispatcher: opts.Dispatcher})
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
 
@@ -156,13 +159,16 @@ func New(t *testing.T, opts Options) *Herald {
 	require.NoError(t, err)
 
 	for name, prov := range opts.Providers {
-		svc.Dispatcher.Providers[name] = prov
+		svc.Providers[name] = prov
 	}
 	if !opts.NoWorkers {
 		h.Worker = h.StartWorkers()
 	}
 	return h
 }
+
+// retryQuickly is the tests' retry schedule: a retry comes at once.
+func retryQuickly(int) time.Duration { return 20 * time.Millisecond }
 
 // StartWorkers starts one more River client working every queue and stops
 // it when the test ends; tests of state shared between processes run two.
@@ -172,7 +178,7 @@ func (h *Herald) StartWorkers() *river.Client[pgx.Tx] {
 	h.T.Helper()
 	worker, err := h.Services.StartWorkers(h.Ctx, jobs.Config{
 		Workers: h.Config.Workers, Logger: h.Log, FetchPollInterval: 100 * time.Millisecond,
-		BackoffFunc: func(int) time.Duration { return 20 * time.Millisecond },
+		BackoffFunc: retryQuickly,
 	})
 	require.NoError(h.T, err)
 	h.T.Cleanup(func() {

@@ -1,12 +1,12 @@
 // Package sandbox is a provider that sends nothing: it accepts messages,
 // reports them delivered and read a moment later through the same receipt
-// path as real providers, and fails on documented addresses, so that a new
-// tenant can see the whole lifecycle without credentials.
+// path as real providers (the inbox, where its receipts wait until they
+// are due), and fails on documented addresses, so that a new tenant can
+// see the whole lifecycle without credentials.
 package sandbox
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -81,17 +81,27 @@ func BehaviourOf(to string) Behaviour {
 	return Deliver
 }
 
+// Receipt is a receipt the sandbox reports, due After its send.
+type Receipt struct {
+	provider.Receipt
+	After time.Duration
+}
+
+// ReportFunc stores the receipts of one send durably, to be applied when
+// they are due, as a provider's webhook would post them.
+type ReportFunc func(ctx context.Context, rs []Receipt) error
+
 // Provider is the sandbox.
 type Provider struct {
-	// Report receives the sandbox's receipts.
-	Report provider.ReportFunc
+	// Report receives the sandbox's receipts of a send before the send
+	// returns, so that no stop of the process loses them; nil reports
+	// none.
+	Report ReportFunc
 	// Delay is how long after sending it reports delivered (and again until
 	// read); 0 reports at once.
 	Delay time.Duration
-	Log   *slog.Logger
 
 	throttled sync.Map // message id -> struct{}
-	pending   sync.Map // external id -> Behaviour, until the send is committed
 }
 
 // firstTry reports whether the message is seen for the first time.
@@ -100,7 +110,9 @@ func (p *Provider) firstTry(id uuid.UUID) bool {
 	return !seen
 }
 
-// Send implements provider.Provider.
+// Send implements provider.Provider. The message's receipts are reported
+// before it returns; a report that fails fails the send (transiently),
+// so that a message the sandbox "accepted" always reports.
 func (p *Provider) Send(ctx context.Context, m provider.Outbound) (string, error) {
 	b := BehaviourOf(m.To)
 	switch {
@@ -116,47 +128,33 @@ func (p *Provider) Send(ctx context.Context, m provider.Outbound) (string, error
 		return "", &provider.Error{Code: "sandbox_throttled", Class: provider.RateLimited, Reason: "The sandbox asks to slow down.", RetryAfter: 200 * time.Millisecond}
 	}
 	id := "sbx_" + uuid.NewString()
-	if b != Silent && p.Report != nil {
-		p.pending.Store(id, b)
+	if b == Silent || p.Report == nil {
+		return id, nil
+	}
+	if err := p.Report(ctx, receipts(id, b, p.Delay)); err != nil {
+		return "", &provider.Error{Code: "sandbox_unavailable", Class: provider.Transient, Reason: "The sandbox could not report: " + err.Error()}
 	}
 	return id, nil
 }
 
-// Committed implements provider.Committer: the send is recorded, so its
-// receipts may follow.
-func (p *Provider) Committed(externalID string) {
-	if b, ok := p.pending.LoadAndDelete(externalID); ok {
-		go p.report(externalID, b.(Behaviour))
-	}
-}
-
-// report sends the receipts of one message, retrying briefly when the
-// receipt path fails.
-func (p *Provider) report(id string, b Behaviour) {
+// receipts are the receipts of a message the sandbox accepted: delivered
+// after delay and read after twice that, or a bounce after delay.
+func receipts(id string, b Behaviour, delay time.Duration) []Receipt {
 	steps := []string{provider.StatusDelivered, provider.StatusRead}
 	if b == Bounce {
 		steps = []string{provider.StatusFailed}
 	}
-	for _, status := range steps {
-		time.Sleep(p.Delay)
-		r := provider.Receipt{Provider: Name, ExternalID: id, ReceiptID: id + ":" + status, Status: status, At: time.Now()}
+	rs := make([]Receipt, len(steps))
+	now := time.Now()
+	for i, status := range steps {
+		after := delay * time.Duration(i+1)
+		r := provider.Receipt{Provider: Name, ExternalID: id, ReceiptID: id + ":" + status, Status: status, At: now.Add(after)}
 		if status == provider.StatusFailed {
 			r.Code, r.Reason = "sandbox_bounce", "The sandbox mailbox bounced the message."
 		}
-		var err error
-		for try := 0; try < 10; try++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err = p.Report(ctx, r)
-			cancel()
-			if err == nil {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		if err != nil && p.Log != nil {
-			p.Log.Warn("sandbox receipt not applied", "external_id", id, "status", status, "err", err)
-		}
+		rs[i] = Receipt{Receipt: r, After: after}
 	}
+	return rs
 }
 
 // Idempotent implements provider.Idempotent: the sandbox delivers nowhere,
