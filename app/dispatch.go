@@ -28,7 +28,10 @@ var DefaultQuotas = map[string]map[Channel]int{
 // Gate decides whether a send may start now; a positive wait snoozes the job
 // without using an attempt. RateLimiter implements it.
 type Gate interface {
-	Wait(ctx context.Context, account *ChannelAccount) (time.Duration, error)
+	// Wait takes a token of the account's rate through tokens (the claim's
+	// transaction, so that a claim holds no second connection and a claim
+	// rolled back gives its token back), or returns how long to wait.
+	Wait(ctx context.Context, tokens TokenTaker, account *ChannelAccount) (time.Duration, error)
 	// Throttled tells the gate that the provider refused a send of the
 	// account for its rate, asking to wait retryAfter: the account's sends
 	// slow down, in every worker process.
@@ -75,6 +78,7 @@ type DispatchStores struct {
 type DispatchPlanTx interface {
 	Tx
 	WhatsAppTx
+	TokenTaker
 	MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*DispatchState, error)
 	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
@@ -213,7 +217,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, max
 // gate tells why a loaded message may not be sent now, if anything does:
 // an account that is not ACTIVE, or a WhatsApp text Meta would refuse (a
 // failure: reason, code and detail), or an account over its rate (wait).
-func (d *Dispatcher) gate(ctx context.Context, s *send) (refusal *sendRefusal, wait time.Duration, err error) {
+func (d *Dispatcher) gate(ctx context.Context, tx DispatchPlanTx, s *send) (refusal *sendRefusal, wait time.Duration, err error) {
 	m, acct := s.message, s.account
 	// A test may try a PENDING account: nothing else is routed to it.
 	if acct.Status != AccountActive && !(m.Test && acct.Status == AccountPending) {
@@ -231,7 +235,7 @@ func (d *Dispatcher) gate(ctx context.Context, s *send) (refusal *sendRefusal, w
 	if _, ok := d.providers[acct.Provider]; !ok {
 		return &sendRefusal{ReasonProviderRejected, "provider_unavailable", "Provider " + acct.Provider + " is not configured on this server."}, 0, nil
 	}
-	wait, err = d.opts.Limiter.Wait(ctx, acct)
+	wait, err = d.opts.Limiter.Wait(ctx, tx, acct)
 	return nil, wait, err
 }
 
@@ -334,7 +338,9 @@ func (d *Dispatcher) jitter(spread time.Duration) time.Duration {
 // noLimit is the Gate of a dispatcher without a rate limit.
 type noLimit struct{}
 
-func (noLimit) Wait(context.Context, *ChannelAccount) (time.Duration, error)    { return 0, nil }
+func (noLimit) Wait(context.Context, TokenTaker, *ChannelAccount) (time.Duration, error) {
+	return 0, nil
+}
 func (noLimit) Throttled(context.Context, *ChannelAccount, time.Duration) error { return nil }
 func (noBreaker) Send(_ context.Context, _ *ChannelAccount, send func() (string, error)) (string, time.Duration, error) {
 	id, err := send()

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
 	"github.com/heraldhq/herald/db"
+	"github.com/heraldhq/herald/db/dbtest"
 )
 
 // anna is the test passenger's number; the sandbox delivers to it.
@@ -407,7 +409,7 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.Equal(t, app.DispatchOutcome{Snooze: 5*time.Second + 1250*time.Millisecond}, out, "Meta's throughput limit clears within seconds")
 		// The account's other sends wait too: its bucket gives no token
 		// until the provider's wait is over.
-		wait, err := b.svc.Limiter.Wait(b.ctx, acct)
+		wait, err := b.svc.Limiter.Wait(b.ctx, nil, acct)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, wait, 5*time.Second)
 		b.clock.Advance(out.Snooze)
@@ -451,6 +453,31 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.Equal(t, before, b.timeline(t, tn.ID, second.ID))
 	})
 
+	t.Run("AClaimTakesItsTokenOnItsOwnConnection", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, map[string]string{"rate_per_second": "1000", "burst": "10"})
+		first := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		second := b.routeOne(t, tn, booking("evt-2", "BK-2", anna, "WHATSAPP"))
+		// A worker whose pool has one connection: a claim that took its
+		// token on a second connection would wait for itself. Workers
+		// whose claims all held a connection each stalled that way until
+		// their jobs timed out.
+		b.cfg.DBMaxConns = 1
+		svc := b.connect(t)
+		ctx, cancel := context.WithTimeout(b.ctx, dbtest.HangGuard)
+		defer cancel()
+		for _, m := range []*app.Message{first, second} {
+			c := &completion{}
+			out, err := svc.Dispatcher.Dispatch(ctx, app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}, 1, 5, c.complete)
+			require.NoError(t, err)
+			require.True(t, out.Done, "sent: %+v", out)
+			require.Equal(t, app.MessageSent, b.message(t, tn.ID, m.ID).Status)
+		}
+		require.Len(t, b.meta.received(), 2)
+	})
+
 	t.Run("ABucketARoundingErrorShortOfATokenSnoozes", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)
@@ -460,7 +487,7 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		// nanosecond, and it is still no token.
 		acct := b.useMeta(t, tn, map[string]string{"rate_per_second": "20", "burst": "20"})
 		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
-		wait, err := b.svc.Limiter.Wait(b.ctx, acct)
+		wait, err := b.svc.Limiter.Wait(b.ctx, nil, acct)
 		require.NoError(t, err)
 		require.Zero(t, wait, "a new bucket is full")
 		require.NoError(t, b.svc.Store.InPlatform(b.ctx, func(tx *db.Tx) error {

@@ -23,12 +23,18 @@ var DefaultRates = map[string]float64{
 	"webhook": 50,
 }
 
-// RateStore takes tokens from buckets that every worker process shares.
-type RateStore interface {
+// TokenTaker takes tokens from buckets that every worker process shares:
+// the store on its own, or the transaction that claims a send.
+type TokenTaker interface {
 	// TakeToken takes one token at time at (zero: the store's own clock)
 	// and returns 0, or returns how long until a token will be there. A throttled bucket (see Throttle)
 	// gives no token before its block ends and refills at its slowed rate.
 	TakeToken(ctx context.Context, key string, capacity, perSecond float64, at time.Time, slow SlowDown) (time.Duration, error)
+}
+
+// RateStore takes tokens from buckets that every worker process shares.
+type RateStore interface {
+	TokenTaker
 	// Throttle records a provider's rate limit on the bucket at time at:
 	// no token for retryAfter, then the rate slowed down.
 	Throttle(ctx context.Context, key string, capacity float64, at time.Time, retryAfter time.Duration, slow SlowDown) error
@@ -106,14 +112,18 @@ func AccountRate(a *ChannelAccount) (perSecond, burst float64, limited bool, err
 	return perSecond, burst, true, nil
 }
 
-// Wait implements Gate. A job without a token is snoozed until about when
+// Wait implements Gate: it takes the token through tokens (nil: the
+// limiter's own store). A job without a token is snoozed until about when
 // one will be there, with jitter so that a backlog does not wake at once.
-func (l *RateLimiter) Wait(ctx context.Context, a *ChannelAccount) (time.Duration, error) {
+func (l *RateLimiter) Wait(ctx context.Context, tokens TokenTaker, a *ChannelAccount) (time.Duration, error) {
 	perSecond, burst, limited, err := AccountRate(a)
 	if err != nil || !limited {
 		return 0, err
 	}
-	wait, err := l.Store.TakeToken(ctx, bucketKey(a), burst, perSecond, l.now(), l.slowDown())
+	if tokens == nil {
+		tokens = l.Store
+	}
+	wait, err := tokens.TakeToken(ctx, bucketKey(a), burst, perSecond, l.now(), l.slowDown())
 	if err != nil || wait <= 0 {
 		return 0, err
 	}

@@ -149,7 +149,7 @@ func (d *Dispatcher) claim(ctx context.Context, tx SendTx, job DispatchJob, s *s
 			return sendPlan{}, err
 		}
 	}
-	refusal, wait, err := d.gate(ctx, s)
+	refusal, wait, err := d.gate(ctx, tx, s)
 	switch {
 	case err != nil:
 		return sendPlan{}, err

@@ -5,6 +5,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/heraldhq/herald/app"
 )
 
@@ -12,8 +14,20 @@ import (
 // transaction, so that the bucket row is locked only for that statement. A
 // zero at reads the database's clock.
 func (s *Store) TakeToken(ctx context.Context, key string, capacity, perSecond float64, at time.Time, slow app.SlowDown) (time.Duration, error) {
+	return takeToken(ctx, s.db, key, capacity, perSecond, at, slow)
+}
+
+// TakeToken serves app.DispatchPlanTx: the claim of a send takes its token
+// in its own transaction, holding the bucket row until it commits (a few
+// statements), so that it needs no second connection and a claim rolled
+// back gives its token back.
+func (t *Tx) TakeToken(ctx context.Context, key string, capacity, perSecond float64, at time.Time, slow app.SlowDown) (time.Duration, error) {
+	return takeToken(ctx, t.tx, key, capacity, perSecond, at, slow)
+}
+
+func takeToken(ctx context.Context, q sqlx.QueryerContext, key string, capacity, perSecond float64, at time.Time, slow app.SlowDown) (time.Duration, error) {
 	var wait float64
-	if err := s.db.GetContext(ctx, &wait, `SELECT herald_take_token_at($1, $2, $3, $4, $5, $6)`,
+	if err := sqlx.GetContext(ctx, q, &wait, `SELECT herald_take_token_at($1, $2, $3, $4, $5, $6)`,
 		key, capacity, perSecond, clockParam(at), slow.Cooldown.Seconds(), slow.Recover.Seconds()); err != nil {
 		return 0, unavailable(mapErr(err))
 	}

@@ -3,6 +3,14 @@
 // server and the workers. Every command of the herald binary and every test
 // harness builds Herald through Connect, so tests run the wiring production
 // runs.
+//
+// wire is the composition root: it imports every layer (db, jobs, web, the
+// providers) so that they need not know one another. It sits under app's
+// folder, not beside main, because package main and the test harnesses
+// (web/webtest, app's own tests, the bench and chaos commands) all build
+// Herald through it, and Go lets them import it only from a package
+// directory. Nothing in app imports wire: the arrows point from wire into
+// app, never back.
 package wire
 
 import (
