@@ -31,9 +31,8 @@ const (
 )
 
 // DefaultWorkers is the number of concurrent workers per queue when
-// HERALD_WORKERS_<QUEUE> is not set. Dispatch queues wait on provider I/O,
-// and so does the routing queue, which makes each message's first attempt
-// itself (see InlineOptions).
+// HERALD_WORKERS_<QUEUE> is not set. Dispatch queues wait on provider I/O;
+// the routing queue waits on the database only (its jobs send nothing).
 var DefaultWorkers = map[string]int{
 	QueueRoute:            100,
 	QueueDispatchWhatsApp: 100,
