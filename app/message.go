@@ -114,6 +114,10 @@ type Message struct {
 	// account or a template: it may go through a PENDING account, and it
 	// is never retried, never falls back and makes no status callback.
 	Test bool `db:"test" json:"test,omitempty"`
+	// WhatsAppTemplateOnly marks a WhatsApp message that Meta reported
+	// outside the customer-service window (131047) after accepting its
+	// text: it goes again as its approved Meta template, once.
+	WhatsAppTemplateOnly bool `db:"whatsapp_template_only" json:"-"`
 	// OpenConversation, set on a message without ConversationID, has
 	// InsertMessage find the contact's open conversation about this
 	// entity, or open one, and set ConversationID: routing's find-or-open

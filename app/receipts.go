@@ -93,7 +93,7 @@ type ReceiptApplyTx interface {
 	MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error
 	SetFailedReason(ctx context.Context, tenantID, id uuid.UUID, reason string) error
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
-	RequeueSent(ctx context.Context, tenantID, id uuid.UUID, detail map[string]any, at time.Time) (bool, error)
+	RequeueSent(ctx context.Context, tenantID, id uuid.UUID, templateOnly bool, detail map[string]any, at time.Time) (bool, error)
 	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 }
@@ -158,6 +158,9 @@ func (s *Receipts) apply(ctx context.Context, tx ReceiptApplyTx, r provider.Rece
 		FailedReason: ReceiptFailedReason(r)}
 	if to == MessageFailed && s.resendable(r, m) {
 		return s.requeue(ctx, tx, rec, m)
+	}
+	if to == MessageFailed && s.outsideWindow(r, m) {
+		return s.requeueAsTemplate(ctx, tx, rec, m)
 	}
 	switch {
 	case to == "":
@@ -225,18 +228,47 @@ func (s *Receipts) requeue(ctx context.Context, tx ReceiptApplyTx, rec ReceiptRe
 	}
 	wait *= time.Duration(1 << max(m.Attempts-1, 0))
 	rec.Detail["note"] = "rate limited after it was accepted: sent again in " + wait.String()
+	return s.sendAgain(ctx, tx, rec, m, false, wait, map[string]any{"rate_limited": r.Error.Code, "resend_in_seconds": wait.Seconds()})
+}
+
+// outsideWindow reports whether a failure receipt is Meta's 131047 (the
+// customer-service window is closed) for free-form text it had accepted:
+// Meta's view of the window is the one that counts, so the message goes
+// again as its approved Meta template, as when Meta answers the send with
+// 131047 (retryAsTemplate). Only once: a message already resent as a
+// template fails, and a test message is never sent again.
+func (s *Receipts) outsideWindow(r provider.Receipt, m *Message) bool {
+	return !m.Test && !m.WhatsAppTemplateOnly && m.Channel == WhatsApp && m.Status == MessageSent && s.Queue != nil &&
+		r.Error != nil && r.Error.Code == "131047"
+}
+
+// requeueAsTemplate records the 131047 receipt (once) and puts the message
+// back to QUEUED with a dispatch job now; that dispatch plans its Meta
+// template (or fails it, as at send time, when it has no approved one).
+func (s *Receipts) requeueAsTemplate(ctx context.Context, tx ReceiptApplyTx, rec ReceiptRecord, m *Message) (string, error) {
+	rec.Detail["note"] = "Meta says the 24-hour window is closed: sent again as its approved Meta template"
+	return s.sendAgain(ctx, tx, rec, m, true, 0, map[string]any{"error_code": "131047", "retry": "as Meta template"})
+}
+
+// sendAgain records a failure receipt of a message the provider had
+// accepted (once) and puts the message back to QUEUED with a dispatch job
+// after wait, detail on its timeline.
+func (s *Receipts) sendAgain(ctx context.Context, tx ReceiptApplyTx, rec ReceiptRecord, m *Message, templateOnly bool, wait time.Duration,
+	detail map[string]any) (string, error) {
+	r := rec.Receipt
 	recorded, err := tx.RecordReceipt(ctx, rec)
 	if err != nil || !recorded.Fresh {
 		return ReceiptDuplicate, err
 	}
-	requeued, err := tx.RequeueSent(ctx, m.TenantID, m.ID, map[string]any{"rate_limited": r.Error.Code, "resend_in_seconds": wait.Seconds(),
-		"previous_external_id": r.ExternalID, "receipt_id": r.ReceiptID}, s.Now())
+	detail["previous_external_id"], detail["receipt_id"] = r.ExternalID, r.ReceiptID
+	requeued, err := tx.RequeueSent(ctx, m.TenantID, m.ID, templateOnly, detail, s.Now())
 	if err != nil || !requeued {
 		return ReceiptRecorded, err
 	}
 	// The message is sent again under a new id: later receipts of the old
 	// one name no message.
 	m.Status, m.Provider, m.ExternalMessageID = MessageQueued, nil, nil
+	m.WhatsAppTemplateOnly = m.WhatsAppTemplateOnly || templateOnly
 	job := DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel, NotBefore: s.Now().Add(wait)}
 	return ReceiptRequeued, s.Queue.EnqueueDispatch(ctx, tx, job)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
 	"github.com/heraldhq/herald/app/provider/meta"
+	"github.com/heraldhq/herald/db"
 )
 
 // metaFailed is Meta's failed status for a message, with an error code, as
@@ -24,6 +25,17 @@ func metaFailed(t *testing.T, m *app.Message, code int, at time.Time) provider.R
 	require.NoError(t, err)
 	require.Len(t, hook.Receipts, 1)
 	return hook.Receipts[0]
+}
+
+// withStatus keeps the timeline entries that moved the message to status.
+func withStatus(es []*app.MessageEvent, status string) []*app.MessageEvent {
+	var out []*app.MessageEvent
+	for _, e := range es {
+		if e.ToStatus != nil && *e.ToStatus == status {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func TestReceipts_ErrorCodes(t *testing.T) {
@@ -62,6 +74,100 @@ func TestReceipts_ErrorCodes(t *testing.T) {
 		require.NotEqual(t, firstID, *again.ExternalMessageID)
 		require.Equal(t, 2, again.Attempts)
 		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageQueued, app.MessageSent}, statuses(b.timeline(t, tn.ID, m.ID)))
+	})
+
+	t.Run("WindowClosedAfterAcceptanceIsSentAgainAsTemplateOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		acct := b.useMeta(t, tn, nil)
+		// Herald saw a reply within 24 hours and sends text; Meta accepts
+		// it, then reports the window closed in a failed status.
+		b.inbound(t, tn, acct, anna, b.clock.Now().Add(-time.Hour))
+		m := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS")))
+		r := metaFailed(t, m, 131047, testStart.Add(time.Second))
+
+		outcome, err := b.apply(b.ctx, b.via(t, tn), r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptRequeued, outcome)
+		got := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageQueued, got.Status)
+		require.True(t, got.WhatsAppTemplateOnly)
+		require.Nil(t, got.ExternalMessageID)
+		require.Len(t, b.messagesOf(t, tn.ID, *m.EventID), 1, "no fallback")
+		require.Equal(t, 2, b.dispatchJobs(t, m.ID), "a new dispatch job")
+		outcome, err = b.apply(b.ctx, b.via(t, tn), r)
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptDuplicate, outcome, "a replay requeues nothing")
+		require.Equal(t, 2, b.dispatchJobs(t, m.ID))
+
+		// The window is still open in Herald's view: the send goes as the
+		// approved template all the same.
+		again := b.sendOK(t, got)
+		sends := b.meta.received()
+		require.Len(t, sends, 2)
+		require.Equal(t, "text", sends[0].Body["type"])
+		require.Equal(t, "template", sends[1].Body["type"])
+		require.Equal(t, []string{app.MessageQueued, app.MessageSent, app.MessageQueued, app.MessageSent}, statuses(b.timeline(t, tn.ID, m.ID)))
+		requeued := withStatus(b.timeline(t, tn.ID, m.ID), app.MessageQueued)[1]
+		require.Equal(t, "131047", requeued.Detail["error_code"])
+		require.Equal(t, "as Meta template", requeued.Detail["retry"])
+		require.Equal(t, *m.ExternalMessageID, requeued.Detail["previous_external_id"])
+
+		// Meta refusing the template too fails the message: no third send.
+		outcome, err = b.apply(b.ctx, b.via(t, tn), metaFailed(t, again, 131047, testStart.Add(2*time.Second)))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		failed := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageFailed, failed.Status)
+		require.Equal(t, "131047", *failed.ErrorCode)
+		require.Equal(t, app.ReasonFallbackTriggered+"SMS", *failed.FailedReason)
+		require.Equal(t, 2, b.dispatchJobs(t, m.ID))
+		fallbackOf(t, b, tn, failed)
+	})
+
+	t.Run("WindowClosedAfterAcceptanceWithoutTemplateFallsBack", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		acct := b.useMeta(t, tn, nil)
+		b.metaStatus(t, tn, acct, "herald_booking_confirmed", "de", app.MetaTemplatePending)
+		b.inbound(t, tn, acct, anna, b.clock.Now().Add(-time.Hour))
+		m := b.sendOK(t, b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS")))
+
+		outcome, err := b.apply(b.ctx, b.via(t, tn), metaFailed(t, m, 131047, testStart.Add(time.Second)))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptRequeued, outcome)
+		out, err := b.dispatch(b.message(t, tn.ID, m.ID), 1, 5, &completion{})
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Done: true}, out)
+		require.Len(t, b.meta.received(), 1, "no approved template to send again with")
+		failed := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageFailed, failed.Status)
+		require.Equal(t, app.ReasonFallbackTriggered+"SMS", *failed.FailedReason)
+		refused := withStatus(b.timeline(t, tn.ID, m.ID), app.MessageFailed)[0]
+		require.Contains(t, refused.Detail["error"], "(131047) after accepting the text", "the timeline says why no template went")
+		b.sendOK(t, fallbackOf(t, b, tn, m))
+	})
+
+	t.Run("WindowClosedOnATestMessageFails", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		acct := b.useMeta(t, tn, nil)
+		b.inbound(t, tn, acct, anna, b.clock.Now().Add(-time.Hour))
+		m := b.sendOK(t, b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP")))
+		// As a manager's test from the console is.
+		require.NoError(t, b.svc.Store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error {
+			_, err := tx.SQL().ExecContext(b.ctx, `UPDATE messages SET test = true WHERE tenant_id = $1 AND id = $2`, tn.ID, m.ID)
+			return err
+		}))
+
+		outcome, err := b.apply(b.ctx, b.via(t, tn), metaFailed(t, m, 131047, testStart.Add(time.Second)))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome, "a test message is never sent again")
+		require.Equal(t, app.MessageFailed, b.message(t, tn.ID, m.ID).Status)
+		require.Equal(t, 1, b.dispatchJobs(t, m.ID))
 	})
 
 	t.Run("ConcurrentRateLimitsRequeueOnce", func(t *testing.T) {

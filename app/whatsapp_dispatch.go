@@ -30,6 +30,10 @@ type WhatsAppTx interface {
 // template's Meta template, if Meta approved it for this account; if not,
 // refusal explains why, and the message fails without calling Meta.
 func (d *Dispatcher) whatsAppPlan(ctx context.Context, tx DispatchPlanTx, m *Message, acct *ChannelAccount) (*provider.WhatsAppTemplate, string, error) {
+	if m.WhatsAppTemplateOnly {
+		return d.templatePlan(ctx, tx, m, acct,
+			"Meta reported the recipient's 24-hour window closed (131047) after accepting the text, so WhatsApp only delivers an approved template. ")
+	}
 	now := d.Now()
 	last, err := tx.LastWhatsAppInbound(ctx, m.TenantID, acct.ID, m.ContactID, m.ToAddress)
 	if err != nil {

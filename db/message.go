@@ -17,7 +17,8 @@ import (
 const messageColumns = `id, tenant_id, event_id, correlation_id, idempotency_key, trigger_event, channel, channel_account_id,
 	template_id, template_version, locale, contact_id, conversation_id, recipient_index, to_address, subject, body, status, failed_reason,
 	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
-	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at, test, expires_at, deferred_until, deferred_zone`
+	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at, test, expires_at, deferred_until, deferred_zone,
+	whatsapp_template_only`
 
 // InsertMessage serves app.InsertTx and console.AccountTx: the message and
 // its first timeline entry in one statement, the entry only when the message
@@ -58,7 +59,7 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 				:template_id, :template_version, :locale, :contact_id, `+conversationID+`, :recipient_index, :to_address, :subject, :body, :status, :failed_reason,
 				:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
 				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at, :test,
-				:expires_at, :deferred_until, :deferred_zone)
+				:expires_at, :deferred_until, :deferred_zone, :whatsapp_template_only)
 			ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 			RETURNING tenant_id, id
 		), entry AS (
@@ -158,9 +159,10 @@ func (t *Tx) MarkExpired(ctx context.Context, tenantID, id uuid.UUID, at time.Ti
 }
 
 // RequeueSent serves app.ReceiptApplyTx: a SENT message the provider
-// reported rate-limited goes back to QUEUED, without its provider id, to be
-// sent again, with a timeline entry; false when it was no longer SENT.
-func (t *Tx) RequeueSent(ctx context.Context, tenantID, id uuid.UUID, detail map[string]any, at time.Time) (bool, error) {
+// reported rate-limited, or outside WhatsApp's window (templateOnly), goes
+// back to QUEUED, without its provider id, to be sent again, with a
+// timeline entry; false when it was no longer SENT.
+func (t *Tx) RequeueSent(ctx context.Context, tenantID, id uuid.UUID, templateOnly bool, detail map[string]any, at time.Time) (bool, error) {
 	d, err := json.Marshal(detail)
 	if err != nil {
 		return false, fmt.Errorf("encode timeline detail: %w", err)
@@ -173,14 +175,15 @@ func (t *Tx) RequeueSent(ctx context.Context, tenantID, id uuid.UUID, detail map
 	var n int
 	err = t.tx.GetContext(ctx, &n, `
 		WITH requeued AS (
-			UPDATE messages SET status = 'QUEUED', external_message_id = NULL, sent_at = NULL, stale_at = NULL, queued_at = $4, updated_at = $4
+			UPDATE messages SET status = 'QUEUED', external_message_id = NULL, sent_at = NULL, stale_at = NULL, queued_at = $4, updated_at = $4,
+				whatsapp_template_only = whatsapp_template_only OR $6
 			WHERE tenant_id = $1 AND id = $2 AND status = 'SENT'
 			RETURNING tenant_id, id
 		), timeline AS (
 			INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
 			SELECT tenant_id, id, 'SENT', 'QUEUED', $5, $3, $4 FROM requeued
 		)
-		SELECT count(*) FROM requeued`, tenantID, id, string(d), at, app.SourceWebhook)
+		SELECT count(*) FROM requeued`, tenantID, id, string(d), at, app.SourceWebhook, templateOnly)
 	if err != nil {
 		return false, mapErr(err)
 	}
