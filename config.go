@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -78,7 +79,9 @@ func envVars() []envVar {
 		envVar{"HERALD_SHUTDOWN_TIMEOUT", "25s", "how long running requests and jobs may finish after SIGTERM; no new job starts meanwhile, and jobs still running then are cancelled", parseShutdownTimeout},
 		envVar{"HERALD_JOB_TIMEOUT", app.DefaultJobTimeout.String(), "how long one run of a job (a send included) may take before it is cancelled and retried (1s to 10m)",
 			jobDuration("HERALD_JOB_TIMEOUT", 10*time.Minute, func(c *app.Config) *time.Duration { return &c.JobTimeout })},
-		envVar{"HERALD_RESCUE_STUCK_AFTER", app.DefaultRescueStuckAfter.String(), "how long a job may stay running before it is taken for a crashed worker's and run again; at least HERALD_JOB_TIMEOUT + " + app.RecordSentRetryFor.String() + " (the time a send may spend recording its result); at most 24h",
+		envVar{"HERALD_SEND_TIMEOUT", app.DefaultSendTimeout.String(), "how long one provider call may take, whatever its job spent before it; a call cut then has an unknown outcome and is not repeated at once (1s to 5m)",
+			jobDuration("HERALD_SEND_TIMEOUT", 5*time.Minute, func(c *app.Config) *time.Duration { return &c.SendTimeout })},
+		envVar{"HERALD_RESCUE_STUCK_AFTER", app.DefaultRescueStuckAfter.String(), "how long a job may stay running before it is taken for a crashed worker's and run again; at least HERALD_JOB_TIMEOUT + 2 x HERALD_SEND_TIMEOUT + " + app.RecordSentRetryFor.String() + " (a send's claim, two provider calls and the recording of its result); at most 24h",
 			jobDuration("HERALD_RESCUE_STUCK_AFTER", 24*time.Hour, func(c *app.Config) *time.Duration { return &c.RescueStuckAfter })},
 		envVar{"HERALD_WEBHOOK_ALLOW_PRIVATE", "false", "true lets webhook channel accounts call loopback receivers (127.0.0.0/8, ::1, internal host names) on any port, to try one on this machine; dev only (refused with HERALD_ENV=prod)", parseWebhookAllowPrivate},
 		// The data directory is main's own business, not app.Config's: dataDir
@@ -208,11 +211,11 @@ func checkConfig(c *app.Config, given map[string]string) error {
 	if (c.AdminEmail == "") != (c.AdminPassword == "") {
 		return fmt.Errorf("HERALD_ADMIN_EMAIL and HERALD_ADMIN_PASSWORD must be set together")
 	}
-	if c.RescueStuckAfter < c.JobTimeout+app.RecordSentRetryFor {
+	if c.RescueStuckAfter < app.DispatchTimeout(c.JobTimeout, c.SendTimeout)+app.RecordSentRetryFor {
 		// A job still running (or still recording an accepted send) would be
 		// rescued and run a second time beside itself.
-		return fmt.Errorf("HERALD_RESCUE_STUCK_AFTER (%s) must be at least HERALD_JOB_TIMEOUT (%s) + %s, so that a running send is never rescued",
-			c.RescueStuckAfter, c.JobTimeout, app.RecordSentRetryFor)
+		return fmt.Errorf("HERALD_RESCUE_STUCK_AFTER (%s) must be at least HERALD_JOB_TIMEOUT (%s) + 2 x HERALD_SEND_TIMEOUT (%s) + %s, so that a running send is never rescued",
+			c.RescueStuckAfter, c.JobTimeout, cmp.Or(c.SendTimeout, app.DefaultSendTimeout), app.RecordSentRetryFor)
 	}
 	if prod && c.WebhookAllowPrivate {
 		return fmt.Errorf("HERALD_WEBHOOK_ALLOW_PRIVATE must not be set when HERALD_ENV=prod: tenants could make Herald call its own network")

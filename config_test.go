@@ -34,7 +34,9 @@ func TestConfigFromEnv(t *testing.T) {
 		require.Equal(t, 5*time.Second, c.APIKeyCacheTTL)
 		require.Equal(t, app.DefaultJobTimeout, c.JobTimeout)
 		require.Equal(t, app.DefaultRescueStuckAfter, c.RescueStuckAfter)
-		require.GreaterOrEqual(t, c.RescueStuckAfter, c.JobTimeout+app.RecordSentRetryFor, "a running send is never rescued")
+		require.Equal(t, app.DefaultSendTimeout, c.SendTimeout)
+		require.GreaterOrEqual(t, c.RescueStuckAfter, app.DispatchTimeout(c.JobTimeout, c.SendTimeout)+app.RecordSentRetryFor,
+			"a running send is never rescued")
 		require.False(t, c.WebhookAllowPrivate)
 		require.Equal(t, app.QuietHours{Start: 21 * 60, End: 8 * 60}, c.QuietHours, "new tenants' quiet hours: 21:00-08:00")
 	})
@@ -146,6 +148,8 @@ func TestConfigFromEnv(t *testing.T) {
 		// A send still running (or recording its result) would be rescued
 		// and sent a second time beside itself.
 		"RescueBeforeTimeout":  {map[string]string{"HERALD_JOB_TIMEOUT": "30s", "HERALD_RESCUE_STUCK_AFTER": "40s"}, "HERALD_RESCUE_STUCK_AFTER"},
+		"RescueBeforeTwoSends": {map[string]string{"HERALD_SEND_TIMEOUT": "30s", "HERALD_RESCUE_STUCK_AFTER": "80s"}, "2 x HERALD_SEND_TIMEOUT (30s)"},
+		"SendTimeoutTooLong":   {map[string]string{"HERALD_SEND_TIMEOUT": "6m"}, "HERALD_SEND_TIMEOUT"},
 		"BadAllowPrivate":      {map[string]string{"HERALD_WEBHOOK_ALLOW_PRIVATE": "sure"}, "HERALD_WEBHOOK_ALLOW_PRIVATE"},
 		"ProdWithAllowPrivate": {with("HERALD_WEBHOOK_ALLOW_PRIVATE", "true"), "HERALD_WEBHOOK_ALLOW_PRIVATE"},
 		"BadMetricsAddr":       {map[string]string{"HERALD_METRICS_ADDR": "9091"}, "HERALD_METRICS_ADDR"},

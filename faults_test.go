@@ -40,8 +40,9 @@ func TestQuota_HoldsAcrossWorkers(t *testing.T) {
 			// A held send waits for every other message to reach the fake
 			// or be refused, which on a busy machine takes longer than a
 			// job's usual time: cancelled and retried, it would call again.
-			c.JobTimeout = dbtest.HangGuard
-			c.RescueStuckAfter = c.JobTimeout + app.RecordSentRetryFor
+			// Its provider call has time of its own, as long.
+			c.JobTimeout, c.SendTimeout = dbtest.HangGuard, dbtest.HangGuard
+			c.RescueStuckAfter = app.DispatchTimeout(c.JobTimeout, c.SendTimeout) + app.RecordSentRetryFor
 		},
 		// And longer than Meta's client waits by default.
 		Providers: provider.Set{meta.Name: &meta.Provider{BaseURL: graph.URL, HTTPClient: &http.Client{Timeout: dbtest.HangGuard}}},
@@ -87,7 +88,7 @@ func TestRescue_ConfigReachesRiver(t *testing.T) {
 		// Long enough that no send of a busy machine is cancelled and sent
 		// again, which would add a call to the fake's count.
 		c.JobTimeout = dbtest.HangGuard
-		c.RescueStuckAfter = 2 * time.Hour // the default is 35 s, River's own 1 h
+		c.RescueStuckAfter = 2 * time.Hour // the default is 65 s, River's own 1 h
 	}})
 	webtest.CreateMetaAccount(t, h.Ctx, h.Services, h.Tenant, nil)
 	// River finishes a job in the background after the work returned; the

@@ -86,6 +86,7 @@ func setupShutdown(t *testing.T) *shutdownBundle {
 	// The held sends wait for the stop, which on a busy machine comes later
 	// than a job's usual time: cancelled, they would fail or be sent again.
 	s.env["HERALD_JOB_TIMEOUT"] = "5m"
+	s.env["HERALD_SEND_TIMEOUT"] = "2m"
 	s.env["HERALD_RESCUE_STUCK_AFTER"] = "10m"
 	s.env["HERALD_LOG_LEVEL"] = "info"
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"log/slog"
 	"net/url"
 	"time"
@@ -112,13 +113,18 @@ type Config struct {
 	// ShutdownTimeout bounds how long running jobs and requests may take to
 	// finish after SIGTERM.
 	ShutdownTimeout time.Duration
-	// JobTimeout bounds one run of any job (a send's provider call
-	// included); its context is cancelled after that long.
+	// JobTimeout bounds one run of any job; its context is cancelled
+	// after that long. A send's provider calls are not part of it: each
+	// has SendTimeout of its own.
 	JobTimeout time.Duration
+	// SendTimeout bounds one provider call, whatever the job spent before
+	// it (claim, locks, database waits); zero: DefaultSendTimeout.
+	SendTimeout time.Duration
 	// RescueStuckAfter is how long a job may stay running before River
-	// takes it for a crashed worker's and runs it again. It must exceed
-	// JobTimeout plus RecordSentRetryFor, so that a send still running
-	// (or still recording its result) is never rescued.
+	// takes it for a crashed worker's and runs it again. It must exceed a
+	// send's whole run (DispatchTimeout) plus RecordSentRetryFor, so that
+	// a send still running (or still recording its result) is never
+	// rescued.
 	RescueStuckAfter time.Duration
 	// WebhookAllowPrivate lets the webhook channel call loopback
 	// receivers on any port; dev only, so that a receiver on the
@@ -126,13 +132,23 @@ type Config struct {
 	WebhookAllowPrivate bool
 }
 
-// Default job run bounds (HERALD_JOB_TIMEOUT, HERALD_RESCUE_STUCK_AFTER):
-// a send that takes longer than 15 s is cut, and a crashed worker's job
-// is running again about 35 s later plus River's rescue interval (30 s).
+// Default job run bounds (HERALD_JOB_TIMEOUT, HERALD_SEND_TIMEOUT,
+// HERALD_RESCUE_STUCK_AFTER): a job's own work is cut after 15 s, a
+// provider call after 15 s of its own, and a crashed worker's job is
+// running again about 65 s later plus River's rescue interval (30 s).
 const (
 	DefaultJobTimeout       = 15 * time.Second
-	DefaultRescueStuckAfter = 35 * time.Second
+	DefaultSendTimeout      = 15 * time.Second
+	DefaultRescueStuckAfter = 65 * time.Second
 )
+
+// DispatchTimeout bounds one run of a dispatch job: its own work (the
+// claim and the recording, job) and up to two provider calls (send) of
+// their own time each, the second when Meta asks for the message's
+// template instead of its text (131047).
+func DispatchTimeout(job, send time.Duration) time.Duration {
+	return cmp.Or(job, DefaultJobTimeout) + 2*cmp.Or(send, DefaultSendTimeout)
+}
 
 // Dev reports whether Herald runs in development mode.
 func (c Config) Dev() bool { return c.Env == EnvDev }

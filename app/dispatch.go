@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -117,12 +118,18 @@ type DispatcherOptions struct {
 	// RecordTimer paces the retries of recording an accepted send; nil:
 	// real timers. Tests move an injected clock instead.
 	RecordTimer backoff.Timer
+	// SendTimeout bounds each provider call on its own (callContext);
+	// zero: DefaultSendTimeout.
+	SendTimeout time.Duration
 }
 
 // withDefaults fills every unset option with its default.
 func (o DispatcherOptions) withDefaults() DispatcherOptions {
 	if o.Quotas == nil {
 		o.Quotas = DefaultQuotas
+	}
+	if o.SendTimeout <= 0 {
+		o.SendTimeout = DefaultSendTimeout
 	}
 	if o.Limiter == nil {
 		o.Limiter = noLimit{}
@@ -292,13 +299,57 @@ func (d *Dispatcher) call(ctx context.Context, s *send, p provider.Provider, sec
 	if m.Channel == Email && m.ContactID != nil && d.opts.Unsubscribe != nil && OptionalEvent(m.TriggerEvent) {
 		out.UnsubscribeURL = d.opts.Unsubscribe.URL(UnsubscribeTarget{TenantID: m.TenantID, ContactID: *m.ContactID, MessageID: m.ID})
 	}
-	externalID, wait, err := d.opts.Breakers.Send(ctx, acct, func() (string, error) { return p.Send(ctx, out) })
+	externalID, wait, err := d.opts.Breakers.Send(ctx, acct, func() (string, error) { return d.send(ctx, p, out) })
 	if wait > 0 {
 		return "", wait, nil
 	}
 	externalID, err = d.retryAsTemplate(ctx, p, out, m, acct, externalID, err)
 	return externalID, 0, err
 }
+
+// send makes one provider call in a context of its own (callContext). A
+// call that Herald cut (its time ran out, or the worker stopped hard) has
+// an unknown outcome: the provider may have the message.
+func (d *Dispatcher) send(job context.Context, p provider.Provider, out provider.Outbound) (string, error) {
+	ctx, cancel := d.callContext(job)
+	defer cancel()
+	start := d.Now()
+	id, err := p.Send(ctx, out)
+	if err != nil && ctx.Err() != nil {
+		return id, &OutcomeUnknown{Provider: out.Account.Provider, After: d.Now().Sub(start).Round(time.Millisecond), Err: err}
+	}
+	return id, err
+}
+
+// callContext is the context of one provider call: SendTimeout of its own,
+// whatever the job spent before it (the claim, locks, database waits), so
+// that no call starts with only a sliver of time left. The job's deadline
+// does not shorten it (the job's run time covers its calls, see
+// DispatchTimeout); a hard stop of the worker (the job's context cancelled
+// for another cause) still ends it.
+func (d *Dispatcher) callContext(job context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(job), d.opts.SendTimeout)
+	stop := context.AfterFunc(job, func() {
+		if !errors.Is(context.Cause(job), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return ctx, func() { stop(); cancel() }
+}
+
+// OutcomeUnknown is a provider call that Herald cut before it read the
+// answer: the request may have reached the provider.
+type OutcomeUnknown struct {
+	Provider string
+	After    time.Duration
+	Err      error
+}
+
+func (u *OutcomeUnknown) Error() string {
+	return fmt.Sprintf("no answer from %s after %s: %v", u.Provider, u.After, u.Err)
+}
+
+func (u *OutcomeUnknown) Unwrap() error { return u.Err }
 
 // snooze puts the job back for wait without using an attempt.
 func (d *Dispatcher) snooze(m *Message, reason string, wait time.Duration) DispatchOutcome {

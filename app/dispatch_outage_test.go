@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -141,5 +142,121 @@ func TestDispatcher_DatabaseOutage(t *testing.T) {
 		require.Equal(t, app.DispatchOutcome{Done: true}, out)
 		require.Len(t, b.meta.received(), 2)
 		require.Equal(t, 1, b.usage(t, m.TenantID, app.WhatsApp), "counted once")
+	})
+}
+
+// TestDispatcher_SlowProvider: a provider call has its own time, whatever
+// the job spent before it, and a call Herald cuts has an unknown outcome:
+// the message is not sent again at once.
+func TestDispatcher_SlowProvider(t *testing.T) {
+	t.Parallel()
+
+	// blockMeta has the fake Graph API keep each send's request open until
+	// the returned release is called (at the latest when the test ends).
+	blockMeta := func(t *testing.T, b *pipelineBundle, entered func()) (release func()) {
+		gate := make(chan struct{})
+		var once sync.Once
+		release = func() { once.Do(func() { close(gate) }) }
+		t.Cleanup(release)
+		b.meta.mu.Lock()
+		b.meta.before = func() {
+			if entered != nil {
+				entered()
+			}
+			<-gate
+		}
+		b.meta.mu.Unlock()
+		return release
+	}
+	jobOf := func(m *app.Message) app.DispatchJob {
+		return app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}
+	}
+
+	t.Run("TheJobsTimeRunningOutDoesNotCutTheCall", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		// River ends a job's context when its timeout passes; here that
+		// happens while Meta is working on the request.
+		job, endJob := context.WithCancelCause(b.ctx)
+		defer endJob(nil)
+		b.meta.before = func() { endJob(context.DeadlineExceeded) }
+
+		c := &completion{}
+		out, err := b.svc.Dispatcher.Dispatch(job, jobOf(m), 1, 5, c.complete)
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Done: true}, out, "the call had its own time")
+		require.Len(t, b.meta.received(), 1)
+		sent := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageSent, sent.Status)
+		require.Equal(t, fakeWamid(1), *sent.ExternalMessageID)
+	})
+
+	t.Run("ACallCutByItsTimeIsNotRepeatedAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		b.cfg.SendTimeout = 50 * time.Millisecond
+		worker := b.connect(t).Dispatcher
+		release := blockMeta(t, b, nil)
+
+		out, err := worker.Dispatch(b.ctx, jobOf(m), 1, 5, (&completion{}).complete)
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Snooze: app.SendOutcomeHold}, out, "Meta may have the message: no retry now")
+		release()
+		queued := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageQueued, queued.Status)
+		require.Equal(t, 1, queued.Attempts)
+		notes := fromSource(b.timeline(t, tn.ID, m.ID), app.SourceDispatch)
+		require.Equal(t, "unknown", notes[len(notes)-1].Detail["outcome"])
+		require.Contains(t, notes[len(notes)-1].Detail["note"], "no answer from meta after")
+
+		// The job runs again early (a rescue, another worker): the call's
+		// outcome is still unknown, so the message waits.
+		for _, d := range []*app.Dispatcher{worker, b.svc.Dispatcher} {
+			out, err = d.Dispatch(b.ctx, jobOf(m), 2, 5, (&completion{}).complete)
+			require.NoError(t, err)
+			require.Positive(t, out.Snooze)
+			require.LessOrEqual(t, out.Snooze, app.SendOutcomeHold)
+		}
+		require.Len(t, b.meta.received(), 1, "not sent twice")
+
+		// Nothing settled it within the hold: sent again, at least once.
+		b.clock.Advance(app.SendOutcomeHold)
+		b.meta.mu.Lock()
+		b.meta.before = nil
+		b.meta.mu.Unlock()
+		out, err = b.svc.Dispatcher.Dispatch(b.ctx, jobOf(m), 2, 5, (&completion{}).complete)
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Done: true}, out)
+		require.Len(t, b.meta.received(), 2)
+		require.Equal(t, app.MessageSent, b.message(t, tn.ID, m.ID).Status)
+	})
+
+	t.Run("AHardStopCutsTheCallWithAnUnknownOutcome", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		// The worker stops hard (shutdown timeout passed) while Meta works
+		// on the request.
+		job, stop := context.WithCancelCause(b.ctx)
+		defer stop(nil)
+		release := blockMeta(t, b, func() { stop(context.Canceled) })
+
+		out, err := b.svc.Dispatcher.Dispatch(job, jobOf(m), 1, 5, (&completion{}).complete)
+		release()
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Snooze: app.SendOutcomeHold}, out)
+		require.Equal(t, app.MessageQueued, b.message(t, tn.ID, m.ID).Status)
+		out, err = b.svc.Dispatcher.Dispatch(b.ctx, jobOf(m), 2, 5, (&completion{}).complete)
+		require.NoError(t, err)
+		require.Positive(t, out.Snooze, "held, not sent again at once")
+		require.Len(t, b.meta.received(), 1)
 	})
 }

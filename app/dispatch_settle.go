@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,11 +36,14 @@ func (d *Dispatcher) refusal(ctx context.Context, s *send, sendErr error) (Dispa
 	m, acct := s.message, s.account
 	pe := provider.Classify(sendErr)
 	d.opts.Metrics.ProviderError(acct.Provider, pe.Code)
+	var unknown *OutcomeUnknown
 	switch {
 	case m.Test:
 		// A test reports what the provider said, once: it is not retried,
 		// and an account error does not suspend an account being tried.
 		return d.fail(ctx, s, ReasonProviderRejected, pe.Code, pe.Reason)
+	case errors.As(sendErr, &unknown) && !idempotent(d.providers[acct.Provider]):
+		return d.unknownOutcome(ctx, s, unknown)
 	case pe.Account:
 		// The account itself is broken (expired token, suspended by the
 		// provider): flag it for the tenant, then fail like a suspension.
@@ -59,6 +63,28 @@ func (d *Dispatcher) refusal(ctx context.Context, s *send, sendErr error) (Dispa
 		d.opts.Metrics.MessageOutcome(m.Channel, "retry")
 		return DispatchOutcome{Retry: pe}, nil
 	}
+}
+
+// unknownOutcome settles a call Herald cut before it read the answer: the
+// provider may have the message, so it is not sent again at once. The
+// attempt counts, the call's marker stays, and the message waits
+// SendOutcomeHold with its timeline saying what it waits for; the claim
+// holds it for as long (reserve), then sends again.
+func (d *Dispatcher) unknownOutcome(ctx context.Context, s *send, u *OutcomeUnknown) (DispatchOutcome, error) {
+	m := s.message
+	ctx = context.WithoutCancel(ctx)
+	err := d.stores.Send.InTenant(ctx, m.TenantID, func(tx SendTx) error {
+		if err := tx.CountAttempt(ctx, m.TenantID, m.ID); err != nil {
+			return err
+		}
+		return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, At: d.Now(),
+			Detail: map[string]any{"attempt": s.attempt, "outcome": "unknown", "error": u.Error(),
+				"note": fmt.Sprintf("no answer from %s after %s; waiting %s for its confirmation before sending again", u.Provider, u.After, SendOutcomeHold)}})
+	})
+	if err != nil {
+		d.opts.Log.WarnContext(ctx, "provider call with an unknown outcome not recorded", "message_id", m.ID, "err", err)
+	}
+	return d.snooze(m, "send_outcome_unknown", SendOutcomeHold), nil
 }
 
 // rateLimited follows a provider's rate limit: its hint is followed, and

@@ -618,11 +618,18 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.ErrorIs(t, err, c.err)
 		require.Equal(t, 1, c.count())
 		// The status and the job's completion commit together or not at
-		// all; the job then runs again and sends again (at-least-once).
+		// all; the job then runs again. The call's outcome was never
+		// recorded, so the message is held, then sent again
+		// (at-least-once).
 		require.Equal(t, app.MessageQueued, b.message(t, tn.ID, m.ID).Status)
 		require.Equal(t, []string{app.MessageQueued}, statuses(b.timeline(t, tn.ID, m.ID)))
 		require.Zero(t, b.usage(t, tn.ID, app.WhatsApp))
+		out, err := b.dispatch(m, 2, 5, &completion{})
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Snooze: app.SendOutcomeHold}, out)
+		require.Len(t, b.meta.received(), 1)
 
+		b.clock.Advance(app.SendOutcomeHold)
 		sent := b.sendOK(t, m)
 		require.Equal(t, fakeWamid(2), *sent.ExternalMessageID)
 		require.Len(t, b.meta.received(), 2)

@@ -13,10 +13,11 @@ import (
 )
 
 // SendOutcomeHold is how long a provider call whose outcome was never
-// recorded keeps other worker processes from sending the message again:
-// the process that made it may still hold the provider's answer and record
-// it once the database is back. After that the call is taken for a
-// crashed worker's, and the message is sent again (at least once).
+// recorded keeps every worker from sending the message again: the process
+// that made it may still hold the provider's answer and record it once the
+// database is back, or the call was cut before its answer was read (the
+// provider may have the message). After that the message is sent again (at
+// least once).
 const SendOutcomeHold = 2 * time.Minute
 
 // SendMarker is a provider call of a message whose outcome is not recorded
@@ -187,9 +188,10 @@ func (d *Dispatcher) reserve(ctx context.Context, tx SendTx, s *send, plan *send
 		plan.optedOut, plan.quotaOK = true, true
 		return nil
 	}
-	if prev != nil && prev.By != d.guard.self() && !idempotent(plan.provider) {
-		// Another process called the provider and recorded nothing: it may
-		// hold the answer and record it once it can.
+	if prev != nil && !idempotent(plan.provider) {
+		// A call of the message recorded no outcome: the process that made
+		// it may hold the answer and record it once it can, or the call was
+		// cut before its answer was read (unknownOutcome).
 		if until := prev.At.Add(SendOutcomeHold); now.Before(until) {
 			plan.wait = until.Sub(now)
 			plan.quotaOK = true

@@ -114,7 +114,7 @@ func (d *Dispatcher) retryAsTemplate(ctx context.Context, p provider.Provider, o
 	d.note(ctx, m, map[string]any{"error_code": "131047", "error": "Meta says the 24-hour window is closed",
 		"retry": "as Meta template " + wt.Name + " (" + wt.Language + ")"})
 	out.Template = wt
-	return p.Send(ctx, out)
+	return d.send(ctx, p, out)
 }
 
 // messageVars are the variables the message's text was rendered with: its

@@ -34,7 +34,14 @@ type DispatchWorker struct {
 	Dispatcher *app.Dispatcher
 	// Driver completes jobs inside the app's transaction.
 	Driver *riverpgxv5.Driver
+	// RunTimeout bounds one run (app.DispatchTimeout: the job's own work
+	// and its provider calls, each with its own time); zero: the client's
+	// JobTimeout.
+	RunTimeout time.Duration
 }
+
+// Timeout implements river.Worker.
+func (w *DispatchWorker) Timeout(*river.Job[DispatchArgs]) time.Duration { return w.RunTimeout }
 
 // Work implements river.Worker.
 func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {

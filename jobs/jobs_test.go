@@ -158,7 +158,10 @@ func TestBackoff(t *testing.T) {
 // (HERALD_JOB_TIMEOUT), the sweeps over every tenant by MaintenanceTimeout.
 func TestWorkers_Timeouts(t *testing.T) {
 	t.Parallel()
-	require.Zero(t, (&jobs.DispatchWorker{}).Timeout(nil), "dispatch: the client's JobTimeout")
+	require.Zero(t, (&jobs.DispatchWorker{}).Timeout(nil), "dispatch without its own bound: the client's JobTimeout")
+	require.Equal(t, app.DispatchTimeout(0, 0), (&jobs.DispatchWorker{RunTimeout: app.DispatchTimeout(0, 0)}).Timeout(nil))
+	require.Equal(t, app.DefaultJobTimeout+2*app.DefaultSendTimeout, app.DispatchTimeout(0, 0),
+		"dispatch: its own work and two provider calls of their own time")
 	require.Zero(t, (&jobs.RouteWorker{}).Timeout(nil), "route: the client's JobTimeout")
 	require.Equal(t, jobs.MaintenanceTimeout, (&jobs.RetentionWorker{}).Timeout(nil))
 	require.Equal(t, jobs.MaintenanceTimeout, (&jobs.RequeueStuckWorker{}).Timeout(nil))

@@ -24,6 +24,9 @@ type Deps struct {
 	// Rollups keeps the dashboard's message counts; nil skips the recount
 	// (the dashboard then counts live).
 	Rollups *app.Rollups
+	// DispatchTimeout bounds one run of a dispatch job
+	// (app.DispatchTimeout); zero: the client's JobTimeout.
+	DispatchTimeout time.Duration
 }
 
 // Workers registers every worker Herald runs.
@@ -31,7 +34,7 @@ func Workers(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &AuditVerifyWorker{Audit: d.Audit})
 	river.AddWorker(w, &RouteWorker{Router: d.Router})
-	river.AddWorker(w, &DispatchWorker{Dispatcher: d.Dispatcher, Driver: riverpgxv5.New(nil)})
+	river.AddWorker(w, &DispatchWorker{Dispatcher: d.Dispatcher, Driver: riverpgxv5.New(nil), RunTimeout: d.DispatchTimeout})
 	river.AddWorker(w, &RequeueStuckWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &DeadlineWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &RetentionWorker{Maintenance: d.Maintenance})

@@ -240,7 +240,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Limiter = &app.RateLimiter{Store: store}
 	dispatchOpts := app.DispatcherOptions{
 		Quotas: cfg.Quotas, Limiter: s.Limiter, Breakers: s.Breakers, Callbacks: s.Callbacks, Unsubscribe: unsubscribe,
-		Backoff: opts.Backoff, Metrics: metrics, Now: now, Log: log,
+		Backoff: opts.Backoff, Metrics: metrics, Now: now, Log: log, SendTimeout: cfg.SendTimeout,
 	}
 	if opts.Dispatcher != nil {
 		opts.Dispatcher(&dispatchOpts)
@@ -343,6 +343,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	workers := jobs.Workers(jobs.Deps{
 		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance,
 		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks, Rollups: s.Rollups,
+		DispatchTimeout: app.DispatchTimeout(jc.JobTimeout, s.Config.SendTimeout),
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)
 	if err != nil {

@@ -114,6 +114,7 @@ func Config(databaseURL string) app.Config {
 		BreakerOpenFor:   time.Minute,
 		ShutdownTimeout:  25 * time.Second,
 		JobTimeout:       app.DefaultJobTimeout,
+		SendTimeout:      app.DefaultSendTimeout,
 		RescueStuckAfter: app.DefaultRescueStuckAfter,
 
 		PendingReceiptHorizon: 24 * time.Hour,
