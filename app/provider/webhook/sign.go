@@ -3,6 +3,7 @@ package webhook
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"strconv"
 	"strings"
@@ -25,6 +26,23 @@ const signatureVersion = "v1"
 // checks its age also knows it was not altered.
 func Sign(secret string, ts int64, body []byte) string {
 	return signatureVersion + "=" + hex.EncodeToString(mac(secret, ts, body))
+}
+
+// SignStandard returns the Standard Webhooks signature header value for a
+// body sent as webhookID at ts: "v1," and the base64 HMAC-SHA256 of
+// "<webhookID>.<ts>.<body>". The key is what Standard Webhooks libraries
+// take from a "whsec_" secret: the base64 decoding of what follows the
+// prefix. A secret that is not base64 there (one typed in by hand) is
+// used as it is, and its receivers pass its base64 to such a library.
+func SignStandard(secret, webhookID string, ts int64, body []byte) string {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil || !strings.HasPrefix(secret, "whsec_") {
+		key = []byte(secret)
+	}
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(webhookID + "." + strconv.FormatInt(ts, 10) + "."))
+	h.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(h.Sum(nil))
 }
 
 func mac(secret string, ts int64, body []byte) []byte {

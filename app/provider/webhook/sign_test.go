@@ -24,6 +24,29 @@ func TestSign(t *testing.T) {
 	require.Equal(t, strings.TrimSpace(string(want)), webhook.Sign(testSecret, testNow.Unix(), body))
 }
 
+// The Standard Webhooks vectors were computed outside Go too. For a
+// console-made secret (whsec_ and 64 hex digits, valid base64 as Standard
+// Webhooks libraries read it) the key is its base64 decoding:
+//
+//	KEY=$(printf 0123...cdef | base64 -d | xxd -p | tr -d '\n')
+//	(printf 'msg_<id>.1767225600.'; cat payload.json) | openssl dgst -sha256 -mac HMAC -macopt hexkey:$KEY -binary | base64
+//
+// and for a secret that is not base64 after whsec_ it is the secret as it is:
+//
+//	(printf 'msg_<id>.1767225600.'; cat payload.json) | openssl dgst -sha256 -hmac whsec_test_secret -binary | base64
+func TestSignStandard(t *testing.T) {
+	t.Parallel()
+	body, err := os.ReadFile("testdata/payload.json")
+	require.NoError(t, err)
+	want, err := os.ReadFile("testdata/standard_signature.txt")
+	require.NoError(t, err)
+	id := webhook.WebhookID(testMessageID)
+	require.Equal(t, "msg_0195f3a4-7b1c-7c3e-9a51-2f6d8e4b1c01", id)
+	require.Equal(t, strings.TrimSpace(string(want)), webhook.SignStandard(testSecret, id, testNow.Unix(), body))
+	console := "whsec_" + strings.Repeat("0123456789abcdef", 4)
+	require.Equal(t, "v1,ANlWJo23EBdXHl0hG/ZIQL6TZA/re8xdIdQCPrXk878=", webhook.SignStandard(console, id, testNow.Unix(), body))
+}
+
 func TestVerify(t *testing.T) {
 	t.Parallel()
 	body := []byte(`{"id":"0195f3a4-7b1c-7c3e-9a51-2f6d8e4b1c01","body":"hello"}`)

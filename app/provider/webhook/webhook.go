@@ -38,13 +38,26 @@ const Channel = "WEBHOOK"
 
 // Request headers. Receivers verify HeaderSignature with Verify and should
 // deduplicate on HeaderMessageID: a retry carries the same message id.
+// Every request also carries the Standard Webhooks headers
+// (HeaderWebhookID, the same for every send of a message, and its
+// timestamp and signature, SignStandard), so that receivers built on a
+// Standard Webhooks library verify and deduplicate with it.
 const (
 	HeaderMessageID  = "Herald-Message-Id"
 	HeaderDeliveryID = "Herald-Delivery-Id"
 	HeaderTimestamp  = "Herald-Timestamp"
 	HeaderSignature  = "Herald-Signature"
 	UserAgent        = "Herald-Webhooks/1"
+
+	HeaderWebhookID        = "webhook-id"
+	HeaderWebhookTimestamp = "webhook-timestamp"
+	HeaderWebhookSignature = "webhook-signature"
 )
+
+// WebhookID is the Standard Webhooks id of a message's sends: the same for
+// every attempt, so that a receiver recognises a send again (after a call
+// whose answer Herald never read) as the one it has.
+func WebhookID(messageID uuid.UUID) string { return "msg_" + messageID.String() }
 
 // Account settings read from provider.Account.
 const (
@@ -153,6 +166,10 @@ func (p *Provider) Send(ctx context.Context, m provider.Outbound) (string, error
 	req.Header.Set(HeaderDeliveryID, deliveryID)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 	req.Header.Set(HeaderSignature, Sign(secret, ts, body))
+	webhookID := WebhookID(m.MessageID)
+	req.Header.Set(HeaderWebhookID, webhookID)
+	req.Header.Set(HeaderWebhookTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(HeaderWebhookSignature, SignStandard(secret, webhookID, ts, body))
 
 	resp, err := p.client.Do(req)
 	if err != nil {

@@ -113,6 +113,12 @@ func TestProvider_Send(t *testing.T) {
 		sig, err := os.ReadFile("testdata/signature.txt")
 		require.NoError(t, err)
 		require.Equal(t, strings.TrimSpace(string(sig)), got.header.Get("Herald-Signature"))
+		// The Standard Webhooks headers beside Herald's own.
+		require.Equal(t, "msg_"+testMessageID.String(), got.header.Get("webhook-id"))
+		require.Equal(t, "1767225600", got.header.Get("webhook-timestamp"))
+		std, err := os.ReadFile("testdata/standard_signature.txt")
+		require.NoError(t, err)
+		require.Equal(t, strings.TrimSpace(string(std)), got.header.Get("webhook-signature"))
 		require.True(t, webhook.Verify(testSecret, got.header.Get("Herald-Signature"), got.header.Get("Herald-Timestamp"), got.body, testNow.Add(time.Minute), 0))
 
 		var p webhook.Payload
@@ -121,6 +127,24 @@ func TestProvider_Send(t *testing.T) {
 			ID: testMessageID, TenantID: testTenantID, Channel: "WEBHOOK", To: "ops-team", Subject: "Booking confirmed",
 			Body: "Ada <ada@example.com> booked car 7 & paid.\nSee you at 09:00.", Attempt: 1, SentAt: "2026-01-01T00:00:00Z",
 		}, p)
+	})
+
+	t.Run("ASendAgainCarriesTheSameWebhookID", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+		// The second attempt, as after a first call whose answer Herald
+		// never read: the receiver recognises it by either id.
+		first, again := outbound(b.srv.URL), outbound(b.srv.URL)
+		again.Attempt = 2
+		_, err := b.provider.Send(context.Background(), first)
+		require.NoError(t, err)
+		_, err = b.provider.Send(context.Background(), again)
+		require.NoError(t, err)
+		one, two := <-b.received, <-b.received
+		require.Equal(t, one.header.Get("webhook-id"), two.header.Get("webhook-id"))
+		require.Equal(t, one.header.Get("Herald-Message-Id"), two.header.Get("Herald-Message-Id"))
+		require.NotEqual(t, one.header.Get("Herald-Delivery-Id"), two.header.Get("Herald-Delivery-Id"), "each delivery has its own id")
+		require.NotEqual(t, one.header.Get("webhook-signature"), two.header.Get("webhook-signature"), "the body says which attempt it is")
 	})
 
 	t.Run("ReceiverRequestID", func(t *testing.T) {
