@@ -121,6 +121,10 @@ type DispatcherOptions struct {
 	// SendTimeout bounds each provider call on its own (callContext);
 	// zero: DefaultSendTimeout.
 	SendTimeout time.Duration
+	// CallTimer runs f once d has passed, unless the returned stop is
+	// called first: it ends a provider call at SendTimeout. Nil:
+	// time.AfterFunc. Tests end a call when the fake provider has it.
+	CallTimer func(d time.Duration, f func()) (stop func() bool)
 }
 
 // withDefaults fills every unset option with its default.
@@ -130,6 +134,9 @@ func (o DispatcherOptions) withDefaults() DispatcherOptions {
 	}
 	if o.SendTimeout <= 0 {
 		o.SendTimeout = DefaultSendTimeout
+	}
+	if o.CallTimer == nil {
+		o.CallTimer = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 	}
 	if o.Limiter == nil {
 		o.Limiter = noLimit{}
@@ -328,13 +335,14 @@ func (d *Dispatcher) send(job context.Context, p provider.Provider, out provider
 // DispatchTimeout); a hard stop of the worker (the job's context cancelled
 // for another cause) still ends it.
 func (d *Dispatcher) callContext(job context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(job), d.opts.SendTimeout)
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(job))
+	stopTimer := d.opts.CallTimer(d.opts.SendTimeout, func() { cancel(context.DeadlineExceeded) })
 	stop := context.AfterFunc(job, func() {
-		if !errors.Is(context.Cause(job), context.DeadlineExceeded) {
-			cancel()
+		if cause := context.Cause(job); !errors.Is(cause, context.DeadlineExceeded) {
+			cancel(cause)
 		}
 	})
-	return ctx, func() { stop(); cancel() }
+	return ctx, func() { stop(); stopTimer(); cancel(nil) }
 }
 
 // OutcomeUnknown is a provider call that Herald cut before it read the

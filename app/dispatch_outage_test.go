@@ -200,9 +200,22 @@ func TestDispatcher_SlowProvider(t *testing.T) {
 		tn := b.tenant(t, "acme")
 		b.useMeta(t, tn, nil)
 		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
-		b.cfg.SendTimeout = 50 * time.Millisecond
+		// The call's time runs out once Meta has the request, however
+		// fast or slow the machine is.
+		var mu sync.Mutex
+		var timeUp func()
+		b.callTimer = func(_ time.Duration, f func()) func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			timeUp = f
+			return func() bool { return true }
+		}
 		worker := b.connect(t).Dispatcher
-		release := blockMeta(t, b, nil)
+		release := blockMeta(t, b, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			timeUp()
+		})
 
 		out, err := worker.Dispatch(b.ctx, jobOf(m), 1, 5, (&completion{}).complete)
 		require.NoError(t, err)

@@ -71,20 +71,9 @@ func (d *Dispatcher) refusal(ctx context.Context, s *send, sendErr error) (Dispa
 // SendOutcomeHold with its timeline saying what it waits for; the claim
 // holds it for as long (reserve), then sends again.
 func (d *Dispatcher) unknownOutcome(ctx context.Context, s *send, u *OutcomeUnknown) (DispatchOutcome, error) {
-	m := s.message
-	ctx = context.WithoutCancel(ctx)
-	err := d.stores.Send.InTenant(ctx, m.TenantID, func(tx SendTx) error {
-		if err := tx.CountAttempt(ctx, m.TenantID, m.ID); err != nil {
-			return err
-		}
-		return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, At: d.Now(),
-			Detail: map[string]any{"attempt": s.attempt, "outcome": "unknown", "error": u.Error(),
-				"note": fmt.Sprintf("no answer from %s after %s; waiting %s for its confirmation before sending again", u.Provider, u.After, SendOutcomeHold)}})
-	})
-	if err != nil {
-		d.opts.Log.WarnContext(ctx, "provider call with an unknown outcome not recorded", "message_id", m.ID, "err", err)
-	}
-	return d.snooze(m, "send_outcome_unknown", SendOutcomeHold), nil
+	d.endCall(ctx, s.message, true, false, map[string]any{"attempt": s.attempt, "outcome": "unknown", "error": u.Error(),
+		"note": fmt.Sprintf("no answer from %s after %s; waiting %s for its confirmation before sending again", u.Provider, u.After, SendOutcomeHold)})
+	return d.snooze(s.message, "send_outcome_unknown", SendOutcomeHold), nil
 }
 
 // rateLimited follows a provider's rate limit: its hint is followed, and
@@ -186,6 +175,13 @@ func (d *Dispatcher) note(ctx context.Context, m *Message, detail map[string]any
 // be retried (countAttempt), the attempt, so that messages.attempts shows
 // every call. A snooze for a rate limit uses no attempt.
 func (d *Dispatcher) refused(ctx context.Context, m *Message, countAttempt bool, detail map[string]any) {
+	d.endCall(ctx, m, countAttempt, true, detail)
+}
+
+// endCall records the end of a provider call with no final outcome: its
+// timeline entry, its attempt (countAttempt) and, unless the provider may
+// still have the message (clearMarker false), the end of its send marker.
+func (d *Dispatcher) endCall(ctx context.Context, m *Message, countAttempt, clearMarker bool, detail map[string]any) {
 	ctx = context.WithoutCancel(ctx)
 	err := d.stores.Send.InTenant(ctx, m.TenantID, func(tx SendTx) error {
 		if countAttempt {
@@ -193,13 +189,15 @@ func (d *Dispatcher) refused(ctx context.Context, m *Message, countAttempt bool,
 				return err
 			}
 		}
-		if err := tx.ClearSendStarted(ctx, m.TenantID, m.ID); err != nil {
-			return err
+		if clearMarker {
+			if err := tx.ClearSendStarted(ctx, m.TenantID, m.ID); err != nil {
+				return err
+			}
 		}
 		return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, Detail: detail, At: d.Now()})
 	})
 	if err != nil {
-		d.opts.Log.WarnContext(ctx, "failed provider call not recorded", "message_id", m.ID, "err", err)
+		d.opts.Log.WarnContext(ctx, "provider call's end not recorded", "message_id", m.ID, "err", err)
 	}
 }
 

@@ -77,6 +77,9 @@ type pipelineBundle struct {
 	mu          sync.Mutex
 	jitter      func(time.Duration) time.Duration
 	recordTimer backoff.Timer
+	// callTimer, when set before connect, ends the provider calls of the
+	// dispatcher connect builds (app.DispatcherOptions.CallTimer).
+	callTimer func(time.Duration, func()) func() bool
 }
 
 // setupPipeline builds Herald with the test harness's configuration
@@ -123,6 +126,7 @@ func (b *pipelineBundle) connect(t *testing.T) *wire.Services {
 			return f(n)
 		}
 		o.RecordTimer = &hookTimer{b: b}
+		o.CallTimer = b.callTimer
 	}})
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"path/filepath"
@@ -13,14 +11,6 @@ import (
 
 	"github.com/heraldhq/herald/db/internal/tool"
 )
-
-// runBench runs the command as `go tool task bench -- args` does, in an empty
-// environment.
-func runBench(args ...string) (stdout, stderr string, err error) {
-	var out, errOut bytes.Buffer
-	err = run(context.Background(), args, func(string) string { return "" }, &out, &errOut)
-	return out.String(), errOut.String(), err
-}
 
 // TestRun_BadFlags checks that the benchmark refuses a bad call before it
 // looks for herald or touches any database: each mistake is a usage error
@@ -42,7 +32,7 @@ func TestRun_BadFlags(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, _, err := runBench(tc.args...)
+			_, _, err := tool.Run(run, tc.args...)
 			var ue tool.UsageError
 			require.True(t, errors.As(err, &ue), "a usage error, got %v", err)
 			require.Contains(t, err.Error(), tc.want)
@@ -54,7 +44,7 @@ func TestRun_BadFlags(t *testing.T) {
 // stdout and succeeds.
 func TestRun_Help(t *testing.T) {
 	t.Parallel()
-	out, _, err := runBench("--help")
+	out, _, err := tool.Run(run, "--help")
 	require.ErrorIs(t, err, flag.ErrHelp)
 	require.Contains(t, out, "go tool task bench -- [--quick]")
 	for _, f := range []string{"-herald", "-quick", "-requests", "-prune-messages", "-profile"} {
@@ -68,7 +58,7 @@ func TestRun_NoHerald(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "herald")
 	for _, args := range [][]string{{"--quick"}, {"--quick", "--herald", missing}} {
-		_, _, err := runBench(args...)
+		_, _, err := tool.Run(run, args...)
 		require.Error(t, err)
 		var ue tool.UsageError
 		require.False(t, errors.As(err, &ue), "no usage error: %v", err)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"flag"
 	"path/filepath"
@@ -13,14 +11,6 @@ import (
 
 	"github.com/heraldhq/herald/db/internal/tool"
 )
-
-// runChaos runs the command as `go tool task chaos -- args` does, in an
-// empty environment.
-func runChaos(args ...string) (stdout, stderr string, err error) {
-	var out, errOut bytes.Buffer
-	err = run(context.Background(), args, func(string) string { return "" }, &out, &errOut)
-	return out.String(), errOut.String(), err
-}
 
 // TestRun_BadFlags checks that the suite refuses a bad call before it
 // looks for herald or touches any database: each mistake is a usage error
@@ -45,7 +35,7 @@ func TestRun_BadFlags(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, _, err := runChaos(tc.args...)
+			_, _, err := tool.Run(run, tc.args...)
 			var ue tool.UsageError
 			require.True(t, errors.As(err, &ue), "a usage error, got %v", err)
 			require.Contains(t, err.Error(), tc.want)
@@ -57,7 +47,7 @@ func TestRun_BadFlags(t *testing.T) {
 // stdout and succeeds.
 func TestRun_Help(t *testing.T) {
 	t.Parallel()
-	out, _, err := runChaos("--help")
+	out, _, err := tool.Run(run, "--help")
 	require.ErrorIs(t, err, flag.ErrHelp)
 	require.Contains(t, out, "go tool task chaos -- [--messages N]")
 	for _, f := range []string{"-herald", "-messages", "-kills", "-pg-restart", "-experiments"} {
@@ -71,7 +61,7 @@ func TestRun_NoHerald(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	for _, path := range []string{filepath.Join(dir, "herald"), dir} {
-		_, _, err := runChaos("--herald", path)
+		_, _, err := tool.Run(run, "--herald", path)
 		require.Error(t, err)
 		var ue tool.UsageError
 		require.False(t, errors.As(err, &ue), "no usage error: %v", err)

@@ -52,6 +52,14 @@ func Main(name string, run RunFunc) {
 	os.Exit(1)
 }
 
+// Run runs a tool's command as its task does, in an empty environment,
+// and returns what it printed; the tools' tests call it.
+func Run(run RunFunc, args ...string) (stdout, stderr string, err error) {
+	var out, errOut bytes.Buffer
+	err = run(context.Background(), args, func(string) string { return "" }, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
 // UsageError marks a mistake in how a tool was called; it exits with 2.
 type UsageError struct{ Msg string }
 

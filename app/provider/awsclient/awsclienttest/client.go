@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // DialTo returns an HTTP client that connects every request to the fake's
@@ -65,4 +66,23 @@ func (a *addresses) list() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]string(nil), a.asked...)
+}
+
+// SendPastDeadline runs send with a context whose deadline passes in 100
+// ms, for an adapter whose own bound is far off, and returns its error.
+// How soon the send ends is the machine's business: the test fails only
+// when it outlives a hang guard of five minutes.
+func SendPastDeadline(t *testing.T, send func(ctx context.Context) error) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	sent := make(chan error, 1)
+	go func() { sent <- send(ctx) }()
+	select {
+	case err := <-sent:
+		return err
+	case <-time.After(5 * time.Minute):
+		t.Fatal("the send outlived the caller's deadline")
+		return nil
+	}
 }
