@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -284,6 +286,8 @@ func (d *Dispatcher) followPlan(ctx context.Context, s *send, plan sendPlan) (Di
 	case !plan.quotaOK:
 		out, err = d.fail(ctx, s, ReasonQuotaExceeded, "quota_exceeded",
 			fmt.Sprintf("The %s plan allows %d %s messages a month; %d were sent.", s.tenant.Plan, plan.limit, m.Channel, plan.used))
+	case plan.unconfirmed != nil:
+		out, err = d.unconfirmed(ctx, s, plan.unconfirmed)
 	case !plan.proceed:
 		out = d.snooze(m, "send_outcome_unknown", plan.wait)
 	default:
@@ -315,17 +319,45 @@ func (d *Dispatcher) call(ctx context.Context, s *send, p provider.Provider, sec
 }
 
 // send makes one provider call in a context of its own (callContext). A
-// call that Herald cut (its time ran out, or the worker stopped hard) has
-// an unknown outcome: the provider may have the message.
+// call that failed after its request was written and before an answer was
+// read (Herald cut it, or the connection broke) has an unknown outcome:
+// the provider may have the message. So has a call Herald cut that made
+// no HTTP request it could see. A failure before the request was written
+// is an ordinary one: the provider has nothing.
 func (d *Dispatcher) send(job context.Context, p provider.Provider, out provider.Outbound) (string, error) {
 	ctx, cancel := d.callContext(job)
 	defer cancel()
+	var w wire
 	start := d.Now()
-	id, err := p.Send(ctx, out)
-	if err != nil && ctx.Err() != nil {
+	id, err := p.Send(httptrace.WithClientTrace(ctx, w.trace()), out)
+	if err != nil && w.unknown(ctx.Err() != nil) {
 		return id, &OutcomeUnknown{Provider: out.Account.Provider, After: d.Now().Sub(start).Round(time.Millisecond), Err: err}
 	}
 	return id, err
+}
+
+// wire is what a provider call's HTTP requests got to, as net/http traced
+// them.
+type wire struct {
+	traced, wrote, answered atomic.Bool
+}
+
+func (w *wire) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GetConn:              func(string) { w.traced.Store(true) },
+		WroteRequest:         func(httptrace.WroteRequestInfo) { w.wrote.Store(true) },
+		GotFirstResponseByte: func() { w.answered.Store(true) },
+	}
+}
+
+// unknown reports whether a call that failed may have reached the
+// provider: a request was written and no answer was read (or its reading
+// was cut), or Herald cut a call it saw no request of.
+func (w *wire) unknown(cut bool) bool {
+	if !w.traced.Load() {
+		return cut
+	}
+	return w.wrote.Load() && (!w.answered.Load() || cut)
 }
 
 // callContext is the context of one provider call: SendTimeout of its own,

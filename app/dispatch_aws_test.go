@@ -31,6 +31,8 @@ type awsAPI struct {
 	mu       sync.Mutex
 	requests int
 	answer   []byte
+	// before, when set, runs once a request is read, before the answer.
+	before func()
 }
 
 func newAWSAPI(t *testing.T) *awsAPI {
@@ -40,8 +42,11 @@ func newAWSAPI(t *testing.T) *awsAPI {
 		_, _ = io.Copy(io.Discard, r.Body)
 		a.mu.Lock()
 		a.requests++
-		raw := a.answer
+		raw, before := a.answer, a.before
 		a.mu.Unlock()
+		if before != nil {
+			before()
+		}
 		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(raw)), nil)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusTeapot)
@@ -77,6 +82,12 @@ func (a *awsAPI) count() int {
 // the wired adapter at a fake of the service.
 func (b *pipelineBundle) useAWS(t *testing.T, tn *app.Tenant, ch app.Channel) (*app.ChannelAccount, *awsAPI) {
 	t.Helper()
+	return b.useAWSWith(t, tn, ch, nil)
+}
+
+// useAWSWith is useAWS with settings added to the account's.
+func (b *pipelineBundle) useAWSWith(t *testing.T, tn *app.Tenant, ch app.Channel, config app.Attrs) (*app.ChannelAccount, *awsAPI) {
+	t.Helper()
 	api := newAWSAPI(t)
 	name, cfg := "sns", app.Attrs{"region": "eu-central-1"}
 	if ch == app.Email {
@@ -85,6 +96,7 @@ func (b *pipelineBundle) useAWS(t *testing.T, tn *app.Tenant, ch app.Channel) (*
 	} else {
 		b.svc.Providers[name].(*sns.Provider).Endpoint = api.srv.URL
 	}
+	maps.Copy(cfg, config)
 	sb := b.activeAccount(t, tn.ID, ch)
 	require.NoError(t, b.svc.Accounts.SetStatus(b.ctx, app.CLIActor, tn.ID, sb.ID, app.AccountDisabled, ""))
 	a, err := b.svc.Accounts.Create(b.ctx, app.CLIActor, tn.ID, app.AccountInput{

@@ -109,7 +109,7 @@ func TestDispatcher_DatabaseOutage(t *testing.T) {
 		out, err := other.Dispatch(b.ctx, app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}, 2, 5, c.complete)
 		require.NoError(t, err)
 		require.Positive(t, out.Snooze)
-		require.LessOrEqual(t, out.Snooze, app.SendOutcomeHold)
+		require.LessOrEqual(t, out.Snooze, app.DefaultConfirmWindow)
 		require.Len(t, b.meta.received(), 1, "no blind send from another process")
 		require.Equal(t, app.MessageQueued, b.message(t, m.TenantID, m.ID).Status)
 
@@ -124,7 +124,7 @@ func TestDispatcher_DatabaseOutage(t *testing.T) {
 		require.Equal(t, 1, b.usage(t, m.TenantID, app.WhatsApp))
 	})
 
-	t.Run("CrashedCallerIsSentAgainAfterTheHold", func(t *testing.T) {
+	t.Run("CrashedCallerIsSettledByMetasStatus", func(t *testing.T) {
 		t.Parallel()
 		b, proxy, m := setupOutage(t)
 		b.setRecordTimer(newStepTimer(b.clock, nil))
@@ -133,14 +133,28 @@ func TestDispatcher_DatabaseOutage(t *testing.T) {
 		proxy.Restore()
 
 		// The process that made the call is gone (its memory with it):
-		// after the hold, the message goes out again, at least once.
-		b.clock.Advance(app.SendOutcomeHold)
+		// another one waits for Meta's confirmation, and says so.
 		other := b.connect(t).Dispatcher
-		c := &completion{}
-		out, err := other.Dispatch(b.ctx, app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}, 2, 5, c.complete)
+		job := app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}
+		out, err := other.Dispatch(b.ctx, job, 2, 5, (&completion{}).complete)
+		require.NoError(t, err)
+		require.Positive(t, out.Snooze)
+		waiting := b.message(t, m.TenantID, m.ID)
+		require.NotNil(t, waiting.SendUnknownUntil)
+		notes := fromSource(b.timeline(t, m.TenantID, m.ID), app.SourceDispatch)
+		require.Contains(t, notes[len(notes)-1].Detail["note"], "left no outcome")
+
+		// Meta's status names the message: the send is recorded from it.
+		outcome, err := b.apply(b.ctx, b.viaTenant(t, m.TenantID), metaEcho(t, b, 0, "sent", b.clock.Now()))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		out, err = other.Dispatch(b.ctx, job, 3, 5, (&completion{}).complete)
 		require.NoError(t, err)
 		require.Equal(t, app.DispatchOutcome{Done: true}, out)
-		require.Len(t, b.meta.received(), 2)
+		require.Len(t, b.meta.received(), 1, "never sent twice")
+		sent := b.message(t, m.TenantID, m.ID)
+		require.Equal(t, app.MessageSent, sent.Status)
+		require.Equal(t, fakeWamid(1), *sent.ExternalMessageID)
 		require.Equal(t, 1, b.usage(t, m.TenantID, app.WhatsApp), "counted once")
 	})
 }
@@ -167,9 +181,6 @@ func TestDispatcher_SlowProvider(t *testing.T) {
 		}
 		b.meta.mu.Unlock()
 		return release
-	}
-	jobOf := func(m *app.Message) app.DispatchJob {
-		return app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}
 	}
 
 	t.Run("TheJobsTimeRunningOutDoesNotCutTheCall", func(t *testing.T) {
@@ -202,52 +213,40 @@ func TestDispatcher_SlowProvider(t *testing.T) {
 		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
 		// The call's time runs out once Meta has the request, however
 		// fast or slow the machine is.
-		var mu sync.Mutex
-		var timeUp func()
-		b.callTimer = func(_ time.Duration, f func()) func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			timeUp = f
-			return func() bool { return true }
-		}
-		worker := b.connect(t).Dispatcher
-		release := blockMeta(t, b, func() {
-			mu.Lock()
-			defer mu.Unlock()
-			timeUp()
-		})
+		worker, release := cutCalls(t, b)
 
 		out, err := worker.Dispatch(b.ctx, jobOf(m), 1, 5, (&completion{}).complete)
 		require.NoError(t, err)
-		require.Equal(t, app.DispatchOutcome{Snooze: app.SendOutcomeHold}, out, "Meta may have the message: no retry now")
+		require.Equal(t, app.DispatchOutcome{Snooze: app.DefaultConfirmWindow}, out, "Meta may have the message: no retry now")
 		release()
 		queued := b.message(t, tn.ID, m.ID)
 		require.Equal(t, app.MessageQueued, queued.Status)
-		require.Equal(t, 1, queued.Attempts)
+		require.Zero(t, queued.Attempts, "counted once it is settled")
+		require.Equal(t, b.clock.Now().Add(app.DefaultConfirmWindow), queued.SendUnknownUntil.UTC())
 		notes := fromSource(b.timeline(t, tn.ID, m.ID), app.SourceDispatch)
 		require.Equal(t, "unknown", notes[len(notes)-1].Detail["outcome"])
 		require.Contains(t, notes[len(notes)-1].Detail["note"], "no answer from meta after")
+		require.Contains(t, notes[len(notes)-1].Detail["note"], "for its confirmation")
 
 		// The job runs again early (a rescue, another worker): the call's
 		// outcome is still unknown, so the message waits.
 		for _, d := range []*app.Dispatcher{worker, b.svc.Dispatcher} {
 			out, err = d.Dispatch(b.ctx, jobOf(m), 2, 5, (&completion{}).complete)
 			require.NoError(t, err)
-			require.Positive(t, out.Snooze)
-			require.LessOrEqual(t, out.Snooze, app.SendOutcomeHold)
+			require.Equal(t, app.DispatchOutcome{Snooze: app.DefaultConfirmWindow}, out)
 		}
 		require.Len(t, b.meta.received(), 1, "not sent twice")
 
-		// Nothing settled it within the hold: sent again, at least once.
-		b.clock.Advance(app.SendOutcomeHold)
-		b.meta.mu.Lock()
-		b.meta.before = nil
-		b.meta.mu.Unlock()
+		// Nothing confirmed it within the window, and a booking
+		// confirmation is not urgent: it fails, and is not sent again.
+		b.clock.Advance(app.DefaultConfirmWindow)
 		out, err = b.svc.Dispatcher.Dispatch(b.ctx, jobOf(m), 2, 5, (&completion{}).complete)
 		require.NoError(t, err)
 		require.Equal(t, app.DispatchOutcome{Done: true}, out)
-		require.Len(t, b.meta.received(), 2)
-		require.Equal(t, app.MessageSent, b.message(t, tn.ID, m.ID).Status)
+		require.Len(t, b.meta.received(), 1)
+		failed := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageFailed, failed.Status)
+		require.Equal(t, app.ReasonOutcomeUnknown, *failed.FailedReason)
 	})
 
 	t.Run("AHardStopCutsTheCallWithAnUnknownOutcome", func(t *testing.T) {
@@ -265,7 +264,7 @@ func TestDispatcher_SlowProvider(t *testing.T) {
 		out, err := b.svc.Dispatcher.Dispatch(job, jobOf(m), 1, 5, (&completion{}).complete)
 		release()
 		require.NoError(t, err)
-		require.Equal(t, app.DispatchOutcome{Snooze: app.SendOutcomeHold}, out)
+		require.Equal(t, app.DispatchOutcome{Snooze: app.DefaultConfirmWindow}, out)
 		require.Equal(t, app.MessageQueued, b.message(t, tn.ID, m.ID).Status)
 		out, err = b.svc.Dispatcher.Dispatch(b.ctx, jobOf(m), 2, 5, (&completion{}).complete)
 		require.NoError(t, err)

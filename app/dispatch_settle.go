@@ -65,15 +65,78 @@ func (d *Dispatcher) refusal(ctx context.Context, s *send, sendErr error) (Dispa
 	}
 }
 
-// unknownOutcome settles a call Herald cut before it read the answer: the
+// unknownOutcome settles a call whose answer Herald never read: the
 // provider may have the message, so it is not sent again at once. The
-// attempt counts, the call's marker stays, and the message waits
-// SendOutcomeHold with its timeline saying what it waits for; the claim
-// holds it for as long (reserve), then sends again.
+// call's marker stays, and the message waits for the provider's
+// confirmation until the end of its window (none, for a provider that
+// echoes nothing), its timeline saying so; its job then comes back, and
+// the claim decides (reconcile) unless the confirmation settled the send
+// first (Receipts.adopt). The attempt is counted when it is settled.
 func (d *Dispatcher) unknownOutcome(ctx context.Context, s *send, u *OutcomeUnknown) (DispatchOutcome, error) {
-	d.endCall(ctx, s.message, true, false, map[string]any{"attempt": s.attempt, "outcome": "unknown", "error": u.Error(),
-		"note": fmt.Sprintf("no answer from %s after %s; waiting %s for its confirmation before sending again", u.Provider, u.After, SendOutcomeHold)})
-	return d.snooze(s.message, "send_outcome_unknown", SendOutcomeHold), nil
+	m := s.message
+	ctx = context.WithoutCancel(ctx)
+	now := d.Now()
+	var until time.Time
+	err := d.stores.Send.InTenant(ctx, m.TenantID, func(tx SendTx) error {
+		window, err := d.confirmWindow(ctx, tx, s)
+		if err != nil {
+			return err
+		}
+		until = now.Add(window)
+		if err := tx.MarkSendUnknown(ctx, m.TenantID, m.ID, until); err != nil {
+			return err
+		}
+		note := fmt.Sprintf("no answer from %s after %s; waiting until %s for its confirmation before deciding",
+			u.Provider, u.After, until.UTC().Format(time.RFC3339))
+		if window == 0 {
+			note = fmt.Sprintf("no answer from %s after %s, which confirms nothing: decided at once", u.Provider, u.After)
+		}
+		return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, At: now,
+			Detail: map[string]any{"attempt": s.attempt, "outcome": "unknown", "error": u.Error(), "awaiting_confirmation_until": until, "note": note}})
+	})
+	if err != nil {
+		// The marker stays: the claim finds the call unsettled and gives
+		// it its wait (reconcile).
+		d.opts.Log.WarnContext(ctx, "unknown outcome of a provider call not recorded", "message_id", m.ID, "err", err)
+		until = now.Add(SendRecordGrace)
+	}
+	return d.snooze(m, "send_outcome_unknown", max(until.Sub(now), time.Second)), nil
+}
+
+// unconfirmed fails a message that is not urgent whose earlier send had no
+// answer and no confirmation within its window: it may have reached the
+// passenger, so it is neither sent again nor continued on its fallback
+// chain, and it keeps its quota. The timeline and the failure callback
+// say why; support can resend it from the booking panel.
+func (d *Dispatcher) unconfirmed(ctx context.Context, s *send, prev *SendMarker) (DispatchOutcome, error) {
+	m := s.message
+	d.opts.Metrics.MessageOutcome(m.Channel, "failed")
+	now := d.Now()
+	detail := fmt.Sprintf("No answer from %s to the attempt at %s and no confirmation since: it may have reached the recipient, so it is not sent again by itself. Resend it from the booking panel if the recipient did not get it.",
+		s.account.Provider, prev.At.UTC().Format(time.RFC3339))
+	err := d.stores.Settle.InTenant(ctx, m.TenantID, func(tx SettleTx) error {
+		if err := tx.ClearSendStarted(ctx, m.TenantID, m.ID); err != nil {
+			return err
+		}
+		ok, err := tx.MarkFailed(ctx, m.TenantID, m.ID, []string{MessageQueued}, ReasonOutcomeUnknown, ReasonOutcomeUnknown, now)
+		if err != nil || !ok {
+			return err
+		}
+		from, to := MessageQueued, MessageFailed
+		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, FromStatus: &from, ToStatus: &to,
+			Source: SourceDispatch, At: now, Detail: map[string]any{"reason": ReasonOutcomeUnknown, "previous_attempt": prev.Attempt, "error": detail},
+		}); err != nil {
+			return err
+		}
+		if err := d.opts.Callbacks.Notify(ctx, tx, m.TenantID, m.ID, CallbackMessageFailed, CallbackNote{ErrorMessage: detail}); err != nil {
+			return err
+		}
+		return s.complete(ctx, tx)
+	})
+	if err != nil {
+		return DispatchOutcome{}, err
+	}
+	return DispatchOutcome{Done: true}, nil
 }
 
 // rateLimited follows a provider's rate limit: its hint is followed, and

@@ -619,20 +619,22 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.Equal(t, 1, c.count())
 		// The status and the job's completion commit together or not at
 		// all; the job then runs again. The call's outcome was never
-		// recorded, so the message is held, then sent again
-		// (at-least-once).
+		// recorded, so the message waits for Meta's confirmation, which
+		// records the send.
 		require.Equal(t, app.MessageQueued, b.message(t, tn.ID, m.ID).Status)
 		require.Equal(t, []string{app.MessageQueued}, statuses(b.timeline(t, tn.ID, m.ID)))
 		require.Zero(t, b.usage(t, tn.ID, app.WhatsApp))
 		out, err := b.dispatch(m, 2, 5, &completion{})
 		require.NoError(t, err)
-		require.Equal(t, app.DispatchOutcome{Snooze: app.SendOutcomeHold}, out)
+		require.Equal(t, app.DispatchOutcome{Snooze: app.DefaultConfirmWindow}, out)
 		require.Len(t, b.meta.received(), 1)
 
-		b.clock.Advance(app.SendOutcomeHold)
+		outcome, err := b.apply(b.ctx, b.via(t, tn), metaEcho(t, b, 0, "sent", b.clock.Now()))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
 		sent := b.sendOK(t, m)
-		require.Equal(t, fakeWamid(2), *sent.ExternalMessageID)
-		require.Len(t, b.meta.received(), 2)
+		require.Equal(t, fakeWamid(1), *sent.ExternalMessageID)
+		require.Len(t, b.meta.received(), 1)
 		require.Equal(t, 1, b.usage(t, tn.ID, app.WhatsApp))
 	})
 

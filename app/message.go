@@ -118,6 +118,18 @@ type Message struct {
 	// outside the customer-service window (131047) after accepting its
 	// text: it goes again as its approved Meta template, once.
 	WhatsAppTemplateOnly bool `db:"whatsapp_template_only" json:"-"`
+	// SendStartedAt is when a provider call of the message began whose
+	// outcome is not recorded (see SendMarker); nil when there is none.
+	SendStartedAt *time.Time `db:"send_started_at" json:"-"`
+	// SendUnknownUntil: the outcome of the message's last provider call
+	// is unknown (Herald never read the answer), and Herald waits until
+	// then for the provider's confirmation before it decides (see
+	// Dispatcher.reconcile).
+	SendUnknownUntil *time.Time `db:"send_unknown_until" json:"awaiting_confirmation_until,omitempty"`
+	// PreviousExternalIDs are the provider ids of earlier attempts the
+	// provider refused after accepting them (the message was sent again):
+	// a late receipt of one of them is about that attempt.
+	PreviousExternalIDs StringList `db:"previous_external_ids" json:"-"`
 	// OpenConversation, set on a message without ConversationID, has
 	// InsertMessage find the contact's open conversation about this
 	// entity, or open one, and set ConversationID: routing's find-or-open

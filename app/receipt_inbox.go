@@ -77,6 +77,9 @@ type ReceiptTarget struct {
 	TenantID  uuid.UUID
 	MessageID uuid.UUID
 	AccountID *uuid.UUID
+	// ByRef: the message was found by the id the receipt echoes
+	// (provider.Receipt.MessageRef), no message having its provider id.
+	ByRef bool
 }
 
 // setAside is when a receipt that cannot be applied is tried again: never
@@ -89,19 +92,30 @@ type ReceiptInbox interface {
 	AddInboxReceipts(ctx context.Context, rs []InboxReceipt) error
 }
 
-// ReceiptInboxTx lists the statements on the inbox itself. Each reads
-// receipts with their Target, the message that has their provider id as
-// the transaction's scope sees it.
-type ReceiptInboxTx interface {
+// ReceiptClaimTx lists the inbox statements of a batch of receipts being
+// settled: claiming them, keeping the foreign ones, deleting the settled.
+// Each reads receipts with their Target, the message that has their
+// provider id (or the id they echo) as the transaction's scope sees it.
+type ReceiptClaimTx interface {
 	Tx
-	// MatchInboxReceipts reads up to limit receipts available at now,
-	// oldest first, without locking them.
-	MatchInboxReceipts(ctx context.Context, limit int, now time.Time) ([]*InboxReceipt, error)
 	// ClaimInboxReceipts locks those of the receipts with these ids that
 	// are still available at now, skipping those another applier holds.
 	ClaimInboxReceipts(ctx context.Context, ids []int64, now time.Time) ([]*InboxReceipt, error)
 	// DeleteInboxReceipts removes settled receipts from the inbox.
 	DeleteInboxReceipts(ctx context.Context, ids []int64) error
+	// StoreForeignReceipts keeps foreign receipts, each once under its
+	// ReceiptID, as tenantID's (uuid.Nil: no tenant's), and returns the
+	// ids of those stored now: the others were seen before.
+	StoreForeignReceipts(ctx context.Context, tenantID uuid.UUID, rs []provider.Receipt) (map[string]bool, error)
+}
+
+// ReceiptInboxTx lists the statements on the inbox itself, across
+// tenants: the applier's rounds.
+type ReceiptInboxTx interface {
+	ReceiptClaimTx
+	// MatchInboxReceipts reads up to limit receipts available at now,
+	// oldest first, without locking them.
+	MatchInboxReceipts(ctx context.Context, limit int, now time.Time) ([]*InboxReceipt, error)
 	// DelayInboxReceipt counts a failed try of a receipt and makes it wait.
 	DelayInboxReceipt(ctx context.Context, id int64, availableAt time.Time, lastError string) error
 	// ParkInboxReceipts keeps receipts of unknown messages until the
@@ -109,10 +123,6 @@ type ReceiptInboxTx interface {
 	// it parked: a receipt whose message it finds (recorded since the
 	// claim) stays due.
 	ParkInboxReceipts(ctx context.Context, ids []int64) ([]int64, error)
-	// StoreForeignReceipts keeps foreign receipts, each once under its
-	// ReceiptID, as tenantID's (uuid.Nil: no tenant's), and returns the
-	// ids of those stored now: the others were seen before.
-	StoreForeignReceipts(ctx context.Context, tenantID uuid.UUID, rs []provider.Receipt) (map[string]bool, error)
 }
 
 // Accept checks receipts a webhook verified and stores them in the inbox
@@ -305,7 +315,8 @@ func (s *Receipts) applyBatch(ctx context.Context, tenantID uuid.UUID, rs []*Inb
 			i := slices.IndexFunc(messages, func(m *Message) bool { return m.ID == in.Target.MessageID })
 			// A receipt applied before it in this batch may have given the
 			// message a new id (a rate limit after acceptance).
-			if i < 0 || !names(messages[i], in.Receipt) || !in.Via.allows(messages[i].TenantID, messages[i].ChannelAccountID) {
+			if i < 0 || !(names(messages[i], in.Receipt) || echoes(messages[i], in.Receipt)) ||
+				!in.Via.allows(messages[i].TenantID, messages[i].ChannelAccountID) {
 				continue
 			}
 			outcome, err := s.apply(ctx, tx, in.Receipt, messages[i])
@@ -325,7 +336,7 @@ func (s *Receipts) applyBatch(ctx context.Context, tenantID uuid.UUID, rs []*Inb
 // tenant (none on shared routes) and a key of their own (foreignID).
 func (s *Receipts) storeForeign(ctx context.Context, tenantID uuid.UUID, rs []*InboxReceipt, round *InboxRound) error {
 	var results []ReceiptResult
-	run := func(tx ReceiptInboxTx) error {
+	run := func(tx ReceiptClaimTx) error {
 		results = nil
 		claimed, err := tx.ClaimInboxReceipts(ctx, inboxIDs(rs), s.Now())
 		if err != nil || len(claimed) == 0 {
@@ -351,7 +362,7 @@ func (s *Receipts) storeForeign(ctx context.Context, tenantID uuid.UUID, rs []*I
 	}
 	var err error
 	if tenantID == uuid.Nil {
-		err = s.InboxStore.InPlatform(ctx, run)
+		err = s.InboxStore.InPlatform(ctx, func(tx ReceiptInboxTx) error { return run(tx) })
 	} else {
 		err = s.Store.InTenant(ctx, tenantID, func(tx ReceiptTx) error { return run(tx) })
 	}

@@ -39,6 +39,11 @@ const (
 	// ReceiptAccepted: stored in the inbox, to be applied (the webhook's
 	// answer; the applier's outcome is one of the above).
 	ReceiptAccepted = "accepted"
+	// ReceiptDuplicateSend: the receipt echoes the message's id but
+	// another provider id than the message's: a second attempt of the
+	// message reached the provider as well (the recipient may have it
+	// twice). On the timeline, flagged duplicate_send_detected.
+	ReceiptDuplicateSend = "duplicate_send_detected"
 )
 
 // receiptStatus maps provider receipt statuses to message statuses.
@@ -94,6 +99,12 @@ type ReceiptApplyTx interface {
 	SetFailedReason(ctx context.Context, tenantID, id uuid.UUID, reason string) error
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
 	RequeueSent(ctx context.Context, tenantID, id uuid.UUID, templateOnly bool, detail map[string]any, at time.Time) (bool, error)
+	// RecordSent records a send the provider confirmed (see SentResult),
+	// as the dispatcher records one it answered.
+	RecordSent(ctx context.Context, s SentRecord) (SentResult, error)
+	// SetExternalID gives a message without a provider id the provider's
+	// id of a send confirmed after it had failed.
+	SetExternalID(ctx context.Context, tenantID, id uuid.UUID, provider, externalID string) error
 	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 }
@@ -102,7 +113,7 @@ type ReceiptApplyTx interface {
 // rulebook's and the inbox's.
 type ReceiptTx interface {
 	ReceiptApplyTx
-	ReceiptInboxTx
+	ReceiptClaimTx
 }
 
 // Receipts applies providers' delivery reports to messages.
@@ -151,6 +162,9 @@ func names(m *Message, r provider.Receipt) bool {
 // suspends the account, a complaint retires the e-mail address. m's status
 // follows the move.
 func (s *Receipts) apply(ctx context.Context, tx ReceiptApplyTx, r provider.Receipt, m *Message) (string, error) {
+	if !names(m, r) {
+		return s.echo(ctx, tx, r, m)
+	}
 	to := receiptStatus[r.Status]
 	detail := receiptDetail(r, m)
 	complaint := r.Complaint && m.ContactID != nil
@@ -200,6 +214,97 @@ func (s *Receipts) apply(ctx context.Context, tx ReceiptApplyTx, r provider.Rece
 		return outcome, tx.MarkEmailComplained(ctx, m.TenantID, *m.ContactID, r.At)
 	}
 	return outcome, nil
+}
+
+// echoes reports whether r names m by the id Herald gave its sends
+// (provider.Receipt.MessageRef), which the provider echoed.
+func echoes(m *Message, r provider.Receipt) bool {
+	return r.MessageRef != uuid.Nil && r.MessageRef == m.ID
+}
+
+// echo applies a receipt that names its message by the message's own id
+// (echoes) and not by the provider id the message has: it is about a send
+// whose answer Herald never read, or about another attempt.
+//   - An id of an earlier attempt the provider refused after accepting it
+//     (the message was sent again since): on the timeline only.
+//   - A QUEUED message: the provider confirms a send Herald has no answer
+//     to (cut, broken, or still in flight). The send is recorded as the
+//     dispatcher records an answered one (adopt), and the receipt applied
+//     to it: nothing is sent again.
+//   - A message that failed outcome_unknown: the send did reach the
+//     provider after all. It keeps its status (FAILED is final), takes
+//     the provider's id, so its later receipts land on its timeline, and
+//     says so.
+//   - Otherwise another attempt reached the provider too: the recipient
+//     may have the message twice (duplicate_send_detected).
+func (s *Receipts) echo(ctx context.Context, tx ReceiptApplyTx, r provider.Receipt, m *Message) (string, error) {
+	detail := receiptDetail(r, m)
+	rec := ReceiptRecord{Receipt: r, TenantID: m.TenantID, MessageID: m.ID, From: m.Status, Detail: detail}
+	outcome := ReceiptRecorded
+	switch {
+	case slices.Contains(m.PreviousExternalIDs, r.ExternalID):
+		detail["note"] = "about an earlier attempt (" + r.ExternalID + "), which the provider refused after accepting it; the message was sent again since"
+	case m.Status == MessageQueued:
+		if adopted, err := s.adopt(ctx, tx, r, m); err != nil || adopted {
+			if err != nil {
+				return "", err
+			}
+			// The message moved (to SENT), whatever the status adds.
+			outcome, err := s.apply(ctx, tx, r, m)
+			if outcome == ReceiptRecorded {
+				outcome = ReceiptApplied
+			}
+			return outcome, err
+		}
+		detail["note"] = "the message was not adopted"
+	case m.Status == MessageFailed && m.ExternalMessageID == nil && m.FailedReason != nil && *m.FailedReason == ReasonOutcomeUnknown:
+		if err := tx.SetExternalID(ctx, m.TenantID, m.ID, r.Provider, r.ExternalID); err != nil {
+			return "", err
+		}
+		m.Provider, m.ExternalMessageID = &r.Provider, &r.ExternalID
+		detail["confirmed_late"] = true
+		detail["note"] = "confirmed late: the attempt whose answer Herald never read reached " + r.Provider +
+			"; the message stays failed (outcome_unknown) and is not sent again"
+	default:
+		outcome = ReceiptDuplicateSend
+		detail["duplicate_send_detected"] = true
+		detail["note"] = "another attempt of this message reached " + r.Provider + " too (" + r.ExternalID +
+			"): the recipient may have it twice"
+		if r.Status == provider.StatusFailed {
+			outcome = ReceiptRecorded
+			delete(detail, "duplicate_send_detected")
+			detail["note"] = "another attempt of this message (" + r.ExternalID + ") failed; this one stands"
+		}
+	}
+	recorded, err := tx.RecordReceipt(ctx, rec)
+	if err != nil || !recorded.Fresh {
+		return ReceiptDuplicate, err
+	}
+	if outcome == ReceiptDuplicateSend {
+		s.Log.WarnContext(ctx, "a message reached the provider twice", "message_id", m.ID, "provider", r.Provider,
+			"external_id", r.ExternalID, "message_external_id", m.ExternalMessageID)
+	}
+	return outcome, nil
+}
+
+// adopt records the send of a QUEUED message that its provider confirmed
+// by a receipt (echo), in the receipt's transaction, as the dispatcher
+// records a send it has the answer to: SENT with the provider's id, its
+// timeline entry, its usage count and its callbacks. The dispatch job of
+// the message finds it sent and does nothing more.
+func (s *Receipts) adopt(ctx context.Context, tx ReceiptApplyTx, r provider.Receipt, m *Message) (bool, error) {
+	now := s.Now()
+	res, err := tx.RecordSent(ctx, SentRecord{
+		TenantID: m.TenantID, MessageID: m.ID, Provider: r.Provider, ExternalID: r.ExternalID, At: now,
+		Channel: m.Channel, UsageMonth: MonthOf(now), CallbackEvent: CallbackMessageSent,
+		Detail: map[string]any{"provider": r.Provider, "external_id": r.ExternalID, "confirmed_by": r.ReceiptID,
+			"note": r.Provider + " confirmed the send by its " + r.Status + " receipt: Herald never read its answer, and does not send it again"},
+	})
+	if err != nil || !res.Moved {
+		return false, err
+	}
+	m.Status, m.Provider, m.ExternalMessageID, m.SendStartedAt, m.SendUnknownUntil = MessageSent, &r.Provider, &r.ExternalID, nil, nil
+	return true, s.Callbacks.NotifyEndpoints(ctx, tx, m.TenantID, m.ID, CallbackMessageSent, CallbackNote{}, res.Subscribers)
 }
 
 // MaxResends bounds how often a message the provider reported rate-limited

@@ -778,9 +778,15 @@ func signMeta(secret string, body []byte) string {
 // any of its channel accounts.
 func (b *pipelineBundle) via(t *testing.T, tn *app.Tenant) app.Via {
 	t.Helper()
-	via := app.Via{TenantID: tn.ID, Route: "test:" + tn.Slug}
-	require.NoError(t, b.svc.Store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error {
-		rows, err := tx.SQL().QueryContext(b.ctx, `SELECT id FROM channel_accounts WHERE tenant_id = $1`, tn.ID)
+	return b.viaTenant(t, tn.ID)
+}
+
+// viaTenant is via by the tenant's id.
+func (b *pipelineBundle) viaTenant(t *testing.T, tenantID uuid.UUID) app.Via {
+	t.Helper()
+	via := app.Via{TenantID: tenantID, Route: "test:" + tenantID.String()}
+	require.NoError(t, b.svc.Store.InTenant(b.ctx, tenantID, func(tx *db.Tx) error {
+		rows, err := tx.SQL().QueryContext(b.ctx, `SELECT id FROM channel_accounts WHERE tenant_id = $1`, tenantID)
 		if err != nil {
 			return err
 		}

@@ -12,20 +12,50 @@ import (
 	"github.com/heraldhq/herald/app/provider"
 )
 
-// SendOutcomeHold is how long a provider call whose outcome was never
-// recorded keeps every worker from sending the message again: the process
-// that made it may still hold the provider's answer and record it once the
-// database is back, or the call was cut before its answer was read (the
-// provider may have the message). After that the message is sent again (at
-// least once).
-const SendOutcomeHold = 2 * time.Minute
+// A provider call whose answer Herald never read (it cut the call at
+// SendTimeout, the connection broke after the request was written, or the
+// process stopped mid-call) may have reached the provider: its outcome is
+// unknown. Such a send is reconciled before anything is sent again. Herald
+// waits for the provider's own confirmation (a receipt that echoes the
+// message's id, see provider.Echoing), which settles the send as the
+// provider's answer would have: Receipts.adopt. When none comes within the
+// confirmation window (at once, for a provider that echoes nothing), the
+// registry decides: an urgent event is sent again, the timeline saying
+// "resent: no confirmation of the first attempt", and any other message
+// fails with ReasonOutcomeUnknown, keeping its quota, for support to resend
+// from the booking panel if the passenger did not get it. Never silently
+// twice.
+
+// Confirmation windows: how long Herald waits for a provider's
+// confirmation of a send whose answer it never read. Meta posts a sent
+// status within seconds of accepting a message; the window allows for a
+// provider having a bad day. Urgent events (incidents, departure changes)
+// wait less: a late notice is worth less than a second one.
+const (
+	DefaultConfirmWindow       = 5 * time.Minute
+	DefaultUrgentConfirmWindow = time.Minute
+)
+
+// SendRecordGrace is the least a call found without an outcome by the
+// claim (not one this process cut, which it settles itself) is left to
+// its maker: that process may hold the provider's answer and still be
+// recording it through a database outage (RecordSentRetryFor).
+const SendRecordGrace = time.Minute
+
+// ReasonOutcomeUnknown is the failed_reason of a message whose send may or
+// may not have reached the provider, with no confirmation either way
+// within the window: it is not sent again by itself.
+const ReasonOutcomeUnknown = "outcome_unknown"
 
 // SendMarker is a provider call of a message whose outcome is not recorded
-// yet: made at At by worker process By, as attempt Attempt.
+// yet: made at At by worker process By, as attempt Attempt. UnknownUntil,
+// once the call is known to have had no answer, is the end of the wait
+// for the provider's confirmation.
 type SendMarker struct {
-	At      time.Time
-	By      uuid.UUID
-	Attempt int
+	At           time.Time
+	By           uuid.UUID
+	Attempt      int
+	UnknownUntil *time.Time
 }
 
 // SendTx lists the statements of a send: its claim before the provider
@@ -44,6 +74,13 @@ type SendTx interface {
 	ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch Channel, month time.Time, limit int, held *time.Time) (ok bool, used int, err error)
 	MarkSendStarted(ctx context.Context, tenantID, id uuid.UUID, m SendMarker) error
 	ClearSendStarted(ctx context.Context, tenantID, id uuid.UUID) error
+	// MarkSendUnknown records that the message's current call had no
+	// answer: Herald waits until then for the provider's confirmation.
+	MarkSendUnknown(ctx context.Context, tenantID, id uuid.UUID, until time.Time) error
+	// ConfirmWindow is the tenant's confirmation window for the event
+	// (its own, else the tenant's for every event); ok false when the
+	// tenant set none (the defaults apply).
+	ConfirmWindow(ctx context.Context, tenantID uuid.UUID, triggerEvent string) (window time.Duration, ok bool, err error)
 	// RecordSent records the send (see SentResult).
 	RecordSent(ctx context.Context, s SentRecord) (SentResult, error)
 	CountAttempt(ctx context.Context, tenantID, id uuid.UUID) error
@@ -52,7 +89,7 @@ type SendTx interface {
 
 // RecordSentRetryFor bounds how long a send the provider accepted keeps
 // trying to record that through a database outage before the job gives up
-// (and leaves the message marked as possibly sent, see SendOutcomeHold).
+// (and leaves the message marked as possibly sent, see SendRecordGrace).
 const RecordSentRetryFor = 15 * time.Second
 
 // acceptedSend is a provider's acceptance of a message, to be recorded;
@@ -102,9 +139,12 @@ type sendPlan struct {
 	// month's use.
 	quotaOK bool
 	used    int
-	// wait, without proceed: another process's call of the message may
-	// still be recorded; hold off this long.
+	// wait, without proceed: the outcome of an earlier call of the
+	// message is unknown; hold off this long for its confirmation.
 	wait time.Duration
+	// unconfirmed: the earlier call's confirmation did not come in time,
+	// and the message is not urgent: it fails ReasonOutcomeUnknown.
+	unconfirmed *SendMarker
 	// unrecorded: this process holds the provider's acceptance of the
 	// message already; record it instead of calling again.
 	unrecorded *acceptedSend
@@ -189,16 +229,9 @@ func (d *Dispatcher) reserve(ctx context.Context, tx SendTx, s *send, plan *send
 		return nil
 	}
 	if prev != nil && !idempotent(plan.provider) {
-		// A call of the message recorded no outcome: the process that made
-		// it may hold the answer and record it once it can, or the call was
-		// cut before its answer was read (unknownOutcome).
-		if until := prev.At.Add(SendOutcomeHold); now.Before(until) {
-			plan.wait = until.Sub(now)
-			plan.quotaOK = true
-			return nil
+		if held, err := d.reconcile(ctx, tx, s, plan, prev, now); err != nil || held {
+			return err
 		}
-		d.opts.Log.WarnContext(ctx, "a provider call of this message left no outcome; sending again",
-			"message_id", m.ID, "previous_attempt", prev.Attempt, "previous_at", prev.At)
 	}
 	plan.quotaOK = true
 	if plan.limit != Unlimited {
@@ -208,6 +241,88 @@ func (d *Dispatcher) reserve(ctx context.Context, tx SendTx, s *send, plan *send
 	}
 	plan.proceed = true
 	return tx.MarkSendStarted(ctx, m.TenantID, m.ID, SendMarker{At: now, By: d.guard.self(), Attempt: s.attempt})
+}
+
+// reconcile decides about an earlier call of the message whose outcome is
+// unknown (prev), in the claim's transaction. A call that nobody settled
+// (its process stopped mid-call, or could not record the answer) gets its
+// wait first: the confirmation window from when it was made, at least
+// SendRecordGrace, said on the timeline. Until the wait ends the message
+// is held (held true, plan.wait). Then the registry decides: a message
+// that is not urgent fails (plan.unconfirmed); an urgent one is sent again
+// now (held false), its timeline saying so and the unconfirmed attempt
+// counted.
+func (d *Dispatcher) reconcile(ctx context.Context, tx SendTx, s *send, plan *sendPlan, prev *SendMarker, now time.Time) (bool, error) {
+	m := s.message
+	plan.quotaOK = true
+	until := prev.UnknownUntil
+	if until == nil {
+		window, err := d.confirmWindow(ctx, tx, s)
+		if err != nil {
+			return false, err
+		}
+		u := prev.At.Add(max(window, SendRecordGrace))
+		until = &u
+		if err := tx.MarkSendUnknown(ctx, m.TenantID, m.ID, u); err != nil {
+			return false, err
+		}
+		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, At: now,
+			Detail: map[string]any{"outcome": "unknown", "previous_attempt": prev.Attempt, "awaiting_confirmation_until": u,
+				"note": fmt.Sprintf("the call to %s at %s left no outcome (the process that made it stopped, or could not record the answer); %s",
+					s.account.Provider, prev.At.UTC().Format(time.RFC3339), waitingFor(s, window, u))}}); err != nil {
+			return false, err
+		}
+	}
+	if now.Before(*until) {
+		plan.wait = until.Sub(now)
+		return true, nil
+	}
+	if !urgent(m) {
+		plan.unconfirmed = prev
+		return true, nil
+	}
+	if err := tx.CountAttempt(ctx, m.TenantID, m.ID); err != nil {
+		return false, err
+	}
+	return false, tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, At: now,
+		Detail: map[string]any{"outcome": "unknown", "previous_attempt": prev.Attempt, "resent": true,
+			"note": fmt.Sprintf("resent: no confirmation of the first attempt (%s confirmed nothing by %s); %s is urgent",
+				s.account.Provider, until.UTC().Format(time.RFC3339), m.TriggerEvent)}})
+}
+
+// waitingFor says what a message with an unknown send waits for until u.
+func waitingFor(s *send, window time.Duration, u time.Time) string {
+	if window == 0 {
+		return fmt.Sprintf("%s confirms nothing, so the decision waits until %s only for the process that made it", s.account.Provider,
+			u.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("waiting until %s for %s's confirmation before deciding", u.UTC().Format(time.RFC3339), s.account.Provider)
+}
+
+// confirmWindow is how long the message waits for its provider's
+// confirmation of a send whose answer was never read: zero when the
+// provider echoes nothing for the account, else the tenant's window for
+// the event, else the default (shorter for urgent events).
+func (d *Dispatcher) confirmWindow(ctx context.Context, tx SendTx, s *send) (time.Duration, error) {
+	e, ok := d.providers[s.account.Provider].(provider.Echoing)
+	if !ok || !e.Echoes(provider.Account{ID: s.account.ID, TenantID: s.account.TenantID, Provider: s.account.Provider, Config: s.account.Config}) {
+		return 0, nil
+	}
+	window, set, err := tx.ConfirmWindow(ctx, s.message.TenantID, s.message.TriggerEvent)
+	switch {
+	case err != nil || set:
+		return window, err
+	case urgent(s.message):
+		return DefaultUrgentConfirmWindow, nil
+	}
+	return DefaultConfirmWindow, nil
+}
+
+// urgent reports whether the message's event is urgent in the registry: an
+// urgent message whose send is unconfirmed is sent again.
+func urgent(m *Message) bool {
+	e, ok := LookupEvent(m.TriggerEvent)
+	return ok && e.Urgent
 }
 
 // idempotent reports whether the provider's far end recognises a message
@@ -263,8 +378,11 @@ func (d *Dispatcher) recordSent(ctx context.Context, s *send, rec acceptedSend) 
 			},
 			CallbackEvent: CallbackMessageSent,
 		})
-		if err != nil || !res.Moved {
+		if err != nil {
 			return err
+		}
+		if !res.Moved {
+			return d.sentTwice(ctx, tx, s, rec, res.Current)
 		}
 		return d.opts.Callbacks.NotifyEndpoints(ctx, tx, m.TenantID, m.ID, CallbackMessageSent, CallbackNote{}, res.Subscribers)
 	}
@@ -290,6 +408,23 @@ func (d *Dispatcher) recordSent(ctx context.Context, s *send, rec acceptedSend) 
 			"message_id", m.ID, "external_id", rec.externalID, "tries", tries, "err", err)
 	}
 	return DispatchOutcome{}, fmt.Errorf("record send of message %s: %w", m.ID, err)
+}
+
+// sentTwice notes an accepted send of a message that another attempt's
+// record (a receipt confirming a send whose answer was never read) had
+// moved on already: the recipient may have the message twice
+// (duplicate_send_detected). A message cancelled meanwhile, or recorded
+// with this very id, needs no note.
+func (d *Dispatcher) sentTwice(ctx context.Context, tx SendTx, s *send, rec acceptedSend, current string) error {
+	if current == "" || current == rec.externalID {
+		return nil
+	}
+	m := s.message
+	d.opts.Log.WarnContext(ctx, "a message reached the provider twice", "message_id", m.ID, "external_id", rec.externalID, "message_external_id", current)
+	return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, At: d.Now(),
+		Detail: map[string]any{"provider": s.account.Provider, "external_id": rec.externalID, "attempt": rec.attempt, "duplicate_send_detected": true,
+			"note": fmt.Sprintf("%s accepted this attempt (%s) after an earlier one (%s) was confirmed: the recipient may have the message twice",
+				s.account.Provider, rec.externalID, current)}})
 }
 
 // clockFunc is a Clock as backoff's clock.

@@ -517,6 +517,9 @@ type metaAPI struct {
 	replies []metaReply
 	// before, when set, runs in the handler before it answers.
 	before func()
+	// hangUp breaks the connection instead of answering, once the
+	// request is read (and recorded).
+	hangUp bool
 	// catalog serves the WABA's message_templates endpoints.
 	catalog *metaCatalog
 }
@@ -559,10 +562,17 @@ func newMetaAPI(t *testing.T) *metaAPI {
 		}
 		n++
 		id := fakeWamid(n)
-		before := m.before
+		before, hangUp := m.before, m.hangUp
 		m.mu.Unlock()
 		if before != nil {
 			before()
+		}
+		if hangUp {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				_ = conn.Close()
+			}
+			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		if reply.body != nil {

@@ -55,6 +55,7 @@ var txInterfaces = map[string]reflect.Type{
 	"app.ProvisionTx":        reflect.TypeFor[app.ProvisionTx](),
 	"app.ReceiptApplyTx":     reflect.TypeFor[app.ReceiptApplyTx](),
 	"app.ReceiptInboxTx":     reflect.TypeFor[app.ReceiptInboxTx](),
+	"app.ReceiptClaimTx":     reflect.TypeFor[app.ReceiptClaimTx](),
 	"app.ReceiptTx":          reflect.TypeFor[app.ReceiptTx](),
 	"app.RejectionTx":        reflect.TypeFor[app.RejectionTx](),
 	"app.RollupTx":           reflect.TypeFor[app.RollupTx](),

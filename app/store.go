@@ -77,6 +77,9 @@ const UsageShards = 256
 type SentResult struct {
 	Moved       bool
 	Subscribers []uuid.UUID
+	// Current is, when the message did not move, the provider id it has
+	// (another attempt's, recorded first), or empty.
+	Current string
 }
 
 // ReceiptRecord is a provider's receipt for a known message and what it

@@ -65,6 +65,7 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (app.SentResult, 
 		N           int            `db:"n"`
 		Subscribers app.StringList `db:"subscribers"`
 		Woken       int            `db:"woken"`
+		Current     *string        `db:"current"`
 	}
 	err = t.tx.GetContext(ctx, &row, `
 		WITH before AS (
@@ -72,7 +73,7 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (app.SentResult, 
 		), sent AS (
 			UPDATE messages SET status = 'SENT', provider = $3, external_message_id = $4, attempts = greatest(attempts + 1, $5), sent_at = $6,
 				failed_reason = NULL, error_code = NULL, updated_at = $6, counted_month = $10,
-				send_started_at = NULL, send_started_by = NULL, send_attempt = NULL
+				send_started_at = NULL, send_started_by = NULL, send_attempt = NULL, send_unknown_until = NULL
 			WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'
 			RETURNING tenant_id, id
 		), timeline AS (
@@ -93,13 +94,19 @@ func (t *Tx) RecordSent(ctx context.Context, s app.SentRecord) (app.SentResult, 
 				SELECT id::text FROM callback_endpoints
 				WHERE tenant_id = $1 AND enabled AND $12 = ANY (event_types) ORDER BY id)
 			END AS subscribers,
-			(SELECT coalesce(sum(n), 0) FROM woke) AS woken`,
+			(SELECT coalesce(sum(n), 0) FROM woke) AS woken,
+			-- A message that did not move: the id it has (another attempt's).
+			CASE WHEN NOT EXISTS (SELECT FROM sent) THEN
+				(SELECT external_message_id FROM messages WHERE tenant_id = $1 AND id = $2) END AS current`,
 		s.TenantID, s.MessageID, s.Provider, s.ExternalID, s.Attempt, s.At,
 		app.SourceDispatch, string(detail), s.Channel, s.UsageMonth, shard, s.CallbackEvent)
 	if err != nil {
 		return app.SentResult{}, mapErr(err)
 	}
 	res := app.SentResult{Moved: row.N == 1, Subscribers: make([]uuid.UUID, 0, len(row.Subscribers))}
+	if row.Current != nil {
+		res.Current = *row.Current
+	}
 	for _, id := range row.Subscribers {
 		u, err := uuid.Parse(id)
 		if err != nil {
@@ -120,12 +127,13 @@ func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) 
 		At       *time.Time `db:"send_started_at"`
 		By       *uuid.UUID `db:"send_started_by"`
 		Attempt  *int       `db:"send_attempt"`
+		Unknown  *time.Time `db:"send_unknown_until"`
 		Quota    *time.Time `db:"quota_month"`
 		Queued   bool       `db:"queued"`
 		OptedOut bool       `db:"opted_out"`
 	}
 	query := `
-		SELECT send_started_at, send_started_by, send_attempt, quota_month, status = 'QUEUED' AS queued,
+		SELECT send_started_at, send_started_by, send_attempt, send_unknown_until, quota_month, status = 'QUEUED' AS queued,
 			false AS opted_out FROM messages
 		WHERE tenant_id = $1 AND id = $2 FOR UPDATE`
 	if optOut {
@@ -133,7 +141,7 @@ func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) 
 		// committed before (and is seen, the lock reading the newest
 		// version) or waits for this transaction.
 		query = `
-		SELECT m.send_started_at, m.send_started_by, m.send_attempt, m.quota_month, m.status = 'QUEUED' AS queued,
+		SELECT m.send_started_at, m.send_started_by, m.send_attempt, m.send_unknown_until, m.quota_month, m.status = 'QUEUED' AS queued,
 			COALESCE((SELECT m.channel = ANY (c.opted_out) FROM contacts c
 				WHERE c.tenant_id = m.tenant_id AND c.id = m.contact_id FOR SHARE), false) AS opted_out
 		FROM messages m
@@ -145,7 +153,7 @@ func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) 
 	if row.At == nil || row.By == nil {
 		return nil, row.Quota, row.Queued, row.OptedOut, nil
 	}
-	m := &app.SendMarker{At: *row.At, By: *row.By}
+	m := &app.SendMarker{At: *row.At, By: *row.By, UnknownUntil: row.Unknown}
 	if row.Attempt != nil {
 		m.Attempt = *row.Attempt
 	}
@@ -227,16 +235,41 @@ func (t *Tx) releaseQuota(ctx context.Context, tenantID, id uuid.UUID, ch app.Ch
 // is about to start; until its outcome is recorded, the marker stays.
 func (t *Tx) MarkSendStarted(ctx context.Context, tenantID, id uuid.UUID, m app.SendMarker) error {
 	_, err := t.tx.ExecContext(ctx, `
-		UPDATE messages SET send_started_at = $3, send_started_by = $4, send_attempt = $5
+		UPDATE messages SET send_started_at = $3, send_started_by = $4, send_attempt = $5, send_unknown_until = NULL
 		WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'`, tenantID, id, m.At, m.By, m.Attempt)
 	return mapErr(err)
+}
+
+// MarkSendUnknown serves app.SendTx: the message's current call had no
+// answer, and Herald waits until then for the provider's confirmation.
+func (t *Tx) MarkSendUnknown(ctx context.Context, tenantID, id uuid.UUID, until time.Time) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET send_unknown_until = $3
+		WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED' AND send_started_at IS NOT NULL`, tenantID, id, until)
+	return mapErr(err)
+}
+
+// ConfirmWindow serves app.SendTx: the tenant's window for the event, or
+// for every event ('*').
+func (t *Tx) ConfirmWindow(ctx context.Context, tenantID uuid.UUID, triggerEvent string) (time.Duration, bool, error) {
+	var seconds int
+	err := t.tx.GetContext(ctx, &seconds, `
+		SELECT seconds FROM confirmation_windows WHERE tenant_id = $1 AND trigger_event IN ($2, '`+app.AnyEvent+`')
+		ORDER BY trigger_event = '`+app.AnyEvent+`' LIMIT 1`, tenantID, triggerEvent)
+	if isNoRows(err) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, mapErr(err)
+	}
+	return time.Duration(seconds) * time.Second, true, nil
 }
 
 // ClearSendStarted serves app.DispatchTx: the outcome of the message's
 // provider call is known (it was refused, or never made).
 func (t *Tx) ClearSendStarted(ctx context.Context, tenantID, id uuid.UUID) error {
 	_, err := t.tx.ExecContext(ctx, `
-		UPDATE messages SET send_started_at = NULL, send_started_by = NULL, send_attempt = NULL
+		UPDATE messages SET send_started_at = NULL, send_started_by = NULL, send_attempt = NULL, send_unknown_until = NULL
 		WHERE tenant_id = $1 AND id = $2 AND send_started_at IS NOT NULL`, tenantID, id)
 	return mapErr(err)
 }

@@ -14,7 +14,12 @@ import (
 	"github.com/heraldhq/herald/app/provider"
 )
 
-const messageColumns = `id, tenant_id, event_id, correlation_id, idempotency_key, trigger_event, channel, channel_account_id,
+// messageColumns are the columns a message is read with: insertColumns,
+// and those only the send path writes.
+const messageColumns = insertColumns + `, send_started_at, send_unknown_until, previous_external_ids`
+
+// insertColumns are the columns InsertMessage writes.
+const insertColumns = `id, tenant_id, event_id, correlation_id, idempotency_key, trigger_event, channel, channel_account_id,
 	template_id, template_version, locale, contact_id, conversation_id, recipient_index, to_address, subject, body, status, failed_reason,
 	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
 	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at, test, expires_at, deferred_until, deferred_zone,
@@ -54,7 +59,7 @@ func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.Messa
 	}
 	q, args, err := t.tx.BindNamed(`
 		WITH `+conversation+`inserted AS (
-			INSERT INTO messages (`+messageColumns+`)
+			INSERT INTO messages (`+insertColumns+`)
 			VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
 				:template_id, :template_version, :locale, :contact_id, `+conversationID+`, :recipient_index, :to_address, :subject, :body, :status, :failed_reason,
 				:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
@@ -176,6 +181,7 @@ func (t *Tx) RequeueSent(ctx context.Context, tenantID, id uuid.UUID, templateOn
 	err = t.tx.GetContext(ctx, &n, `
 		WITH requeued AS (
 			UPDATE messages SET status = 'QUEUED', external_message_id = NULL, sent_at = NULL, stale_at = NULL, queued_at = $4, updated_at = $4,
+				previous_external_ids = previous_external_ids || external_message_id,
 				whatsapp_template_only = whatsapp_template_only OR $6
 			WHERE tenant_id = $1 AND id = $2 AND status = 'SENT'
 			RETURNING tenant_id, id
@@ -188,6 +194,14 @@ func (t *Tx) RequeueSent(ctx context.Context, tenantID, id uuid.UUID, templateOn
 		return false, mapErr(err)
 	}
 	return n == 1, nil
+}
+
+// SetExternalID serves app.ReceiptApplyTx.
+func (t *Tx) SetExternalID(ctx context.Context, tenantID, id uuid.UUID, provider, externalID string) error {
+	_, err := t.tx.ExecContext(ctx, `
+		UPDATE messages SET provider = $3, external_message_id = $4, updated_at = now()
+		WHERE tenant_id = $1 AND id = $2 AND external_message_id IS NULL`, tenantID, id, provider, externalID)
+	return mapErr(err)
 }
 
 // CountAttempt serves app.DispatchTx: a provider call that will be retried

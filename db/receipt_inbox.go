@@ -36,9 +36,13 @@ type inboxRow struct {
 func (s *Store) AddInboxReceipts(ctx context.Context, rs []app.InboxReceipt) error {
 	rows := make([]inboxRow, len(rs))
 	for i, r := range rs {
+		// Postgres rounds the text of a time to the microsecond, which may
+		// be later than the instant, while a time passed as a parameter is
+		// truncated: truncated here, a receipt available "now" is due at
+		// the same now.
 		rows[i] = inboxRow{Provider: r.Receipt.Provider, RouteTenantID: nilUUID(r.Via.TenantID), ViaAccounts: r.Via.Accounts,
-			ViaTrusted: r.Via.Trusted, ViaRoute: r.Via.Route, Receipt: r.Receipt, ReceivedAt: r.ReceivedAt,
-			AvailableAt: r.AvailableAt}
+			ViaTrusted: r.Via.Trusted, ViaRoute: r.Via.Route, Receipt: r.Receipt, ReceivedAt: r.ReceivedAt.Truncate(time.Microsecond),
+			AvailableAt: r.AvailableAt.Truncate(time.Microsecond)}
 		if r.AvailableAt.Before(r.ReceivedAt) {
 			rows[i].AvailableAt = r.ReceivedAt
 		}
@@ -64,21 +68,25 @@ const inboxColumns = `id, provider, route_tenant_id, via_accounts::text[], via_t
 
 // inboxQuery reads inbox receipts (the rows of the sub-select named i,
 // which takes $1 as its first parameter) with the message that has each
-// one's provider id, as the transaction's scope sees it. The lookup is a
-// LATERAL on the unique (provider, external_message_id) index: the key
-// columns are plain text columns, so that Postgres may use the index under
-// row-level security (a JSON field access is not leakproof), and OFFSET 0
-// keeps the lookup from being flattened into a join planned for an empty
-// table.
+// one's provider id, as the transaction's scope sees it, or else the
+// message whose id it echoes (message_ref, by_ref). The lookup is a
+// LATERAL on the unique (provider, external_message_id) index and the
+// primary key: the key columns are plain columns, so that Postgres may use
+// the indexes under row-level security (a JSON field access is not
+// leakproof), and the LIMIT keeps the lookup from being flattened into a
+// join planned for an empty table.
 func inboxQuery(rows, lock string) string {
 	return `
 	SELECT i.id, i.provider, i.route_tenant_id, i.via_accounts::text[], i.via_trusted, i.via_route, i.receipt,
-		i.received_at, i.attempts, m.tenant_id, m.id, m.channel_account_id,
+		i.received_at, i.attempts, m.tenant_id, m.id, m.channel_account_id, m.by_ref,
 		EXISTS (SELECT FROM webhook_receipts w WHERE w.provider = i.provider AND w.receipt_id = i.receipt->>'ReceiptID') AS seen
 	FROM (` + rows + `) i
 	LEFT JOIN LATERAL (
-		SELECT tenant_id, id, channel_account_id FROM messages
-		WHERE provider = i.provider AND external_message_id = i.external_id OFFSET 0) m ON true
+		SELECT tenant_id, id, channel_account_id, false AS by_ref FROM messages
+		WHERE provider = i.provider AND external_message_id = i.external_id
+		UNION ALL
+		SELECT tenant_id, id, channel_account_id, true FROM messages WHERE id = i.message_ref
+		ORDER BY by_ref LIMIT 1) m ON true
 	ORDER BY i.id` + lock
 }
 
@@ -149,10 +157,11 @@ func (t *Tx) readInbox(ctx context.Context, q string, args ...any) ([]*app.Inbox
 	for rows.Next() {
 		in := &app.InboxReceipt{}
 		var routeTenant, tenantID, messageID *uuid.UUID
+		var byRef *bool
 		var accounts app.StringList
 		var receipt []byte
 		if err := rows.Scan(&in.ID, &in.Receipt.Provider, &routeTenant, &accounts, &in.Via.Trusted, &in.Via.Route,
-			&receipt, &in.ReceivedAt, &in.Attempts, &tenantID, &messageID, &in.Target.AccountID, &in.Seen); err != nil {
+			&receipt, &in.ReceivedAt, &in.Attempts, &tenantID, &messageID, &in.Target.AccountID, &byRef, &in.Seen); err != nil {
 			return nil, err
 		}
 		if err := json.Unmarshal(receipt, &in.Receipt); err != nil {
@@ -163,7 +172,7 @@ func (t *Tx) readInbox(ctx context.Context, q string, args ...any) ([]*app.Inbox
 			in.Via.TenantID = *routeTenant
 		}
 		if tenantID != nil && messageID != nil {
-			in.Target.TenantID, in.Target.MessageID = *tenantID, *messageID
+			in.Target.TenantID, in.Target.MessageID, in.Target.ByRef = *tenantID, *messageID, byRef != nil && *byRef
 		}
 		for _, a := range accounts {
 			id, err := uuid.Parse(a)

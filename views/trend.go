@@ -244,6 +244,8 @@ func failureLabel(reason string) string {
 		return "The provider refused the message"
 	case app.ReasonRetriesExhausted:
 		return "The provider kept failing; every retry was used"
+	case app.ReasonOutcomeUnknown:
+		return "No answer from the provider and no confirmation since: it may have arrived; check with the passenger before resending"
 	case app.ReasonWhatsAppTemplateRequired:
 		return "WhatsApp needs an approved Meta template here"
 	case app.ReasonExpired:

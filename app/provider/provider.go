@@ -138,6 +138,19 @@ type Receipt struct {
 	// Complaint marks a spam complaint: the contact's address is not used
 	// for e-mail again.
 	Complaint bool
+	// MessageRef is the Herald message id the provider echoed from the
+	// send (Meta's biz_opaque_callback_data, SES's message_id tag), or
+	// uuid.Nil when the receipt carries none. It finds the message of a
+	// send whose answer Herald never read, and so never learned ExternalID.
+	MessageRef uuid.UUID `json:",omitzero"`
+}
+
+// Echoing is implemented by providers whose receipts of an account's sends
+// name the Herald message they are about (Receipt.MessageRef): a send whose
+// answer Herald never read is settled by the provider's own receipt, and not
+// made again while Herald waits for it.
+type Echoing interface {
+	Echoes(a Account) bool
 }
 
 // Idempotent is implemented by providers whose far end recognises a message

@@ -153,7 +153,22 @@ func (c *Cache[C]) Client(ctx context.Context, a provider.Account, service strin
 }
 
 // awsConfig returns the configuration a client of the account starts from.
+// Its clients never retry a call themselves (noRetries).
 func awsConfig(ctx context.Context, s settings) (aws.Config, error) {
+	cfg, err := baseConfig(ctx, s)
+	cfg.Retryer = noRetries
+	return cfg, err
+}
+
+// noRetries is the retryer of every client: one request per call. The
+// SDK's standard retryer would send SendEmail or Publish again after a
+// connection broke once the request was written, and the provider may
+// have taken the first (a message twice). Herald's dispatcher retries
+// itself, knowing what it does not know (see app.OutcomeUnknown).
+func noRetries() aws.Retryer { return aws.NopRetryer{} }
+
+// baseConfig is the account's configuration before Herald's own settings.
+func baseConfig(ctx context.Context, s settings) (aws.Config, error) {
 	if s.static {
 		// Static keys need nothing else from the environment than where
 		// the service is: not loading the shared config keeps the

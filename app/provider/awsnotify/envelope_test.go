@@ -3,8 +3,10 @@ package awsnotify_test
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app/provider"
@@ -129,6 +131,21 @@ func TestSESReceipt(t *testing.T) {
 	r, err := awsnotify.SESReceipt(`{"eventType":"Delivery","mail":{"messageId":"m1","tags":{"ses:configuration-set":["acme-events"],"tenant_id":["t"]}}}`, "sns-2")
 	require.NoError(t, err)
 	require.Equal(t, "acme-events", r.AccountRef, "the configuration set names the account")
+	require.Equal(t, uuid.Nil, r.MessageRef, "no message_id tag, no message named")
+	// Herald's message_id tag names the message, strictly: one canonical id.
+	const id = "6f1c2ad4-1c5e-4c7b-9d0e-3a5b8e2f9a10"
+	for tags, want := range map[string]uuid.UUID{
+		`{"message_id":["` + id + `"]}`:                       uuid.MustParse(id),
+		`{"message_id":["` + strings.ToUpper(id) + `"]}`:      uuid.Nil,
+		`{"message_id":["` + id + `","` + id + `"]}`:          uuid.Nil,
+		`{"message_id":["urn:uuid:` + id + `"]}`:              uuid.Nil,
+		`{"message_id":["6f1c2ad41c5e4c7b9d0e3a5b8e2f9a10"]}`: uuid.Nil,
+		`{"message_id":[]}`:                                   uuid.Nil,
+	} {
+		r, err := awsnotify.SESReceipt(`{"eventType":"Send","mail":{"messageId":"m1","tags":`+tags+`}}`, "sns-3")
+		require.NoError(t, err)
+		require.Equal(t, want, r.MessageRef, tags)
+	}
 	_, err = awsnotify.SESReceipt(`{"eventType":"Delivery"}`, "x")
 	require.Error(t, err, "an event without mail.messageId is refused")
 }

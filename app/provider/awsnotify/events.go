@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/heraldhq/herald/app/provider"
 )
 
@@ -47,6 +49,25 @@ type SESEvent struct {
 // mail was sent with; events bind to the account with that set.
 const ConfigurationSetTag = "ses:configuration-set"
 
+// MessageIDTag is the message tag in which Herald's sends name their
+// message (see package ses). SES copies a mail's tags into the events it
+// publishes through the mail's configuration set, so an event names the
+// message of a send whose answer Herald never read.
+const MessageIDTag = "message_id"
+
+// messageRef reads a message_id tag, strictly: one value, a message id in
+// its canonical form; anything else names no message.
+func messageRef(values []string) uuid.UUID {
+	if len(values) != 1 || len(values[0]) != 36 {
+		return uuid.Nil
+	}
+	id, err := uuid.Parse(values[0])
+	if err != nil || id.String() != values[0] {
+		return uuid.Nil
+	}
+	return id
+}
+
 // SESReceipt turns an SES event (the Message of an SNS notification) into a
 // receipt: Delivery is delivered; a Permanent bounce, a complaint and a
 // reject are failures; everything else (sends, opens, clicks, delays,
@@ -71,6 +92,7 @@ func SESReceipt(message, notificationID string) (provider.Receipt, error) {
 	if set := ev.Mail.Tags[ConfigurationSetTag]; len(set) > 0 {
 		r.AccountRef = set[0]
 	}
+	r.MessageRef = messageRef(ev.Mail.Tags[MessageIDTag])
 	at := ev.Mail.Timestamp
 	switch kind {
 	case "Delivery":

@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/heraldhq/herald/app/provider"
 )
 
@@ -74,6 +76,40 @@ type Provider struct {
 
 var _ provider.Provider = (*Provider)(nil)
 
+// Echoes implements provider.Echoing: Meta echoes a send's
+// biz_opaque_callback_data in each of its status webhooks, for every
+// account.
+func (p *Provider) Echoes(provider.Account) bool { return true }
+
+// callbackPrefix starts the biz_opaque_callback_data of Herald's sends.
+const callbackPrefix = "herald:"
+
+// CallbackData is the biz_opaque_callback_data of a message's sends:
+// "herald:" and the message id (43 characters; Meta allows 512). Meta does
+// not read it; it echoes it in the message's status webhooks, which is how
+// a status names the message of a send whose answer Herald never read.
+func CallbackData(messageID uuid.UUID) string {
+	if messageID == uuid.Nil {
+		return ""
+	}
+	return callbackPrefix + messageID.String()
+}
+
+// ParseCallbackData reads CallbackData back, strictly: "herald:" and a
+// message id in its canonical form. Anything else (another application's
+// data on a shared number, a forged value) names no message.
+func ParseCallbackData(s string) (uuid.UUID, bool) {
+	rest, ok := strings.CutPrefix(s, callbackPrefix)
+	if !ok || len(rest) != 36 {
+		return uuid.Nil, false
+	}
+	id, err := uuid.Parse(rest)
+	if err != nil || id == uuid.Nil || id.String() != rest {
+		return uuid.Nil, false
+	}
+	return id, true
+}
+
 // sendRequest is the body of POST /{version}/{phone_number_id}/messages.
 type sendRequest struct {
 	MessagingProduct string        `json:"messaging_product"`
@@ -82,6 +118,9 @@ type sendRequest struct {
 	Type             string        `json:"type"`
 	Text             *textBody     `json:"text,omitempty"`
 	Template         *templateBody `json:"template,omitempty"`
+	// BizOpaqueCallbackData is echoed by Meta in every status webhook of
+	// the message (CallbackData).
+	BizOpaqueCallbackData string `json:"biz_opaque_callback_data,omitempty"`
 }
 
 type textBody struct {
@@ -188,7 +227,7 @@ func buildRequest(m provider.Outbound) (*sendRequest, error) {
 	}
 	// The number goes out as stored (E.164 with "+"), as in Meta's own
 	// examples; the Cloud API accepts it with or without the plus.
-	req := &sendRequest{MessagingProduct: "whatsapp", RecipientType: "individual", To: to}
+	req := &sendRequest{MessagingProduct: "whatsapp", RecipientType: "individual", To: to, BizOpaqueCallbackData: CallbackData(m.MessageID)}
 	if t := m.Template; t != nil {
 		if t.Name == "" || t.Language == "" {
 			return nil, &provider.Error{Code: "invalid_template", Class: provider.Permanent,

@@ -129,7 +129,8 @@ func TestProvider_Send(t *testing.T) {
 		t.Parallel()
 		b := setup(t, respond(t, http.StatusOK, "send_success.json", nil))
 
-		id, err := b.prov.Send(context.Background(), outbound())
+		m := outbound()
+		id, err := b.prov.Send(context.Background(), m)
 		require.NoError(t, err)
 		require.Equal(t, wamid, id)
 
@@ -138,12 +139,14 @@ func TestProvider_Send(t *testing.T) {
 		require.Equal(t, "/v21.0/"+phoneNumberID+"/messages", req.Path)
 		require.Equal(t, "Bearer "+accessToken, req.Auth)
 		require.Equal(t, "application/json", req.ContentType)
+		// Meta echoes biz_opaque_callback_data in the message's statuses.
 		require.JSONEq(t, `{
 			"messaging_product": "whatsapp",
 			"recipient_type": "individual",
 			"to": "+4915112345678",
 			"type": "text",
-			"text": {"preview_url": false, "body": "Ihre Buchung ist bestätigt."}
+			"text": {"preview_url": false, "body": "Ihre Buchung ist bestätigt."},
+			"biz_opaque_callback_data": "herald:`+m.MessageID.String()+`"
 		}`, string(req.Body))
 	})
 
@@ -173,7 +176,8 @@ func TestProvider_Send(t *testing.T) {
 					{"type": "text", "text": "Ada"},
 					{"type": "text", "text": "Freitag, 14:00"}
 				]}]
-			}
+			},
+			"biz_opaque_callback_data": "herald:`+m.MessageID.String()+`"
 		}`, string(req.Body))
 	})
 

@@ -157,7 +157,9 @@ type status struct {
 	Status      string `json:"status"`
 	Timestamp   string `json:"timestamp"`
 	RecipientID string `json:"recipient_id"`
-	Errors      []struct {
+	// BizOpaqueCallbackData echoes the send's field (CallbackData).
+	BizOpaqueCallbackData string `json:"biz_opaque_callback_data"`
+	Errors                []struct {
 		Code      int    `json:"code"`
 		Title     string `json:"title"`
 		Message   string `json:"message"`
@@ -231,6 +233,9 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 					Status:    st,
 					At:        unixTime(s.Timestamp),
 					Raw:       statusExcerpt(raw),
+				}
+				if id, ok := ParseCallbackData(s.BizOpaqueCallbackData); ok {
+					r.MessageRef = id
 				}
 				if len(s.Errors) > 0 {
 					e := s.Errors[0]

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app/provider"
@@ -108,6 +109,11 @@ func TestParseWebhook(t *testing.T) {
 			// Each status names the business number it is about.
 			want[i].AccountRef = "106540352242922"
 		}
+		// The sent and delivered statuses echo the send's
+		// biz_opaque_callback_data; another application's value on the
+		// read status names no message.
+		ref := uuid.MustParse("6f1c2ad4-1c5e-4c7b-9d0e-3a5b8e2f9a10")
+		want[0].MessageRef, want[1].MessageRef = ref, ref
 		for i, r := range w.Receipts {
 			require.NotEmpty(t, r.Raw)
 			require.LessOrEqual(t, len(r.Raw), 310, "Raw is an excerpt")

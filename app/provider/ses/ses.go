@@ -63,6 +63,13 @@ type Provider struct {
 
 var _ provider.Provider = (*Provider)(nil)
 
+// Echoes implements provider.Echoing: the events SES publishes through a
+// configuration set carry the mail's tags, message_id among them; an
+// account without a configuration set gets no such events.
+func (p *Provider) Echoes(a provider.Account) bool {
+	return strings.TrimSpace(a.Config[ConfigConfigurationSet]) != ""
+}
+
 // Send implements provider.Provider: one SendEmail call, whose MessageId
 // is the external id that SES's delivery events refer to.
 func (p *Provider) Send(ctx context.Context, m provider.Outbound) (string, error) {
