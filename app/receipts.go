@@ -231,10 +231,11 @@ func echoes(m *Message, r provider.Receipt) bool {
 //     to (cut, broken, or still in flight). The send is recorded as the
 //     dispatcher records an answered one (adopt), and the receipt applied
 //     to it: nothing is sent again.
-//   - A message that failed outcome_unknown: the send did reach the
-//     provider after all. It keeps its status (FAILED is final), takes
-//     the provider's id, so its later receipts land on its timeline, and
-//     says so.
+//   - A message that ended without a recorded send (failed
+//     outcome_unknown, expired or cancelled meanwhile): the send did reach
+//     the provider after all. It keeps its status (it is final), takes the
+//     provider's id, so its later receipts land on its timeline, and says
+//     so.
 //   - Otherwise another attempt reached the provider too: the recipient
 //     may have the message twice (duplicate_send_detected).
 func (s *Receipts) echo(ctx context.Context, tx ReceiptApplyTx, r provider.Receipt, m *Message) (string, error) {
@@ -257,14 +258,17 @@ func (s *Receipts) echo(ctx context.Context, tx ReceiptApplyTx, r provider.Recei
 			return outcome, err
 		}
 		detail["note"] = "the message was not adopted"
-	case m.Status == MessageFailed && m.ExternalMessageID == nil && m.FailedReason != nil && *m.FailedReason == ReasonOutcomeUnknown:
+	case m.ExternalMessageID == nil:
+		// No attempt of the message was recorded as sent: this one was,
+		// after the message had ended (failed outcome_unknown, expired or
+		// cancelled while Herald waited).
 		if err := tx.SetExternalID(ctx, m.TenantID, m.ID, r.Provider, r.ExternalID); err != nil {
 			return "", err
 		}
 		m.Provider, m.ExternalMessageID = &r.Provider, &r.ExternalID
 		detail["confirmed_late"] = true
 		detail["note"] = "confirmed late: the attempt whose answer Herald never read reached " + r.Provider +
-			"; the message stays failed (outcome_unknown) and is not sent again"
+			"; the message stays " + strings.ToLower(m.Status) + " and is not sent again"
 	default:
 		outcome = ReceiptDuplicateSend
 		detail["duplicate_send_detected"] = true

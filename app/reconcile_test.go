@@ -158,6 +158,34 @@ func TestReconcile_WhatsApp(t *testing.T) {
 		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status)
 	})
 
+	t.Run("ConcurrentStatusesAdoptOnce", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		m := b.routeOne(t, tn, booking("evt-1", "BK-1", anna, "WHATSAPP"))
+		worker, release := cutCalls(t, b)
+		_, err := worker.Dispatch(b.ctx, jobOf(m), 1, 5, (&completion{}).complete)
+		require.NoError(t, err)
+		release()
+
+		// Meta posts sent, delivered and read at once, twice each, and
+		// three appliers take them together.
+		var rs []provider.Receipt
+		for range 2 {
+			for _, st := range []string{"sent", "delivered", "read"} {
+				rs = append(rs, metaEcho(t, b, 0, st, b.clock.Now()))
+			}
+		}
+		counts := b.applyConcurrently(t, b.via(t, tn), rs...)
+		require.Equal(t, 3, counts[app.ReceiptDuplicate], "each replay once: %v", counts)
+		got := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageRead, got.Status)
+		require.Equal(t, fakeWamid(1), *got.ExternalMessageID)
+		require.Len(t, withStatus(b.timeline(t, tn.ID, m.ID), app.MessageSent), 1, "adopted once")
+		require.Equal(t, 1, b.usage(t, tn.ID, app.WhatsApp), "counted once")
+	})
+
 	t.Run("StatusWhileTheCallIsInFlight", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)
