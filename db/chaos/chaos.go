@@ -61,7 +61,7 @@ type Config struct {
 	// PGData overrides the local cluster's data directory.
 	PGData string
 	// Latency is how long the Meta fake takes to accept a WhatsApp send
-	// (default 1s-3s), so that kills and SIGTERMs meet sends in flight.
+	// (zero: 1s-3s), so that kills and SIGTERMs meet sends in flight.
 	Latency latency
 	// SlowLatency is how long it takes in experiment g, for SlowFor; g
 	// runs its processes with HERALD_SEND_TIMEOUT=SendTimeout (0: Herald's
@@ -830,6 +830,14 @@ func (e *experiment) fault(ctx context.Context) error {
 		return e.recovered(ctx, time.Now(), e.sends(), e.sends)
 	case "g":
 		if err := sleepCtx(ctx, e.cfg.SlowFor); err != nil {
+			return err
+		}
+		// However slowly a busy machine routes the first messages, the
+		// spell lasts until Herald has hung up on at least one send Meta
+		// then accepted: that is what g is about.
+		if err := e.waitFor(ctx, "Herald to hang up on a slow send", func() (bool, error) {
+			return e.meta.cut.Load() > 0, nil
+		}); err != nil {
 			return err
 		}
 		e.meta.setLatency(e.cfg.Latency)

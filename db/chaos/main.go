@@ -1,13 +1,18 @@
 // Command herald-chaos is Herald's fault-injection suite, run by
 // `go tool task chaos`, which builds it and the herald binary it starts. It
 // starts Herald's web and worker processes on a fresh database per
-// experiment, sends notifications over the API to a fake provider that
-// counts every call by message, and meanwhile kills workers, kills the web
-// process, restarts Postgres, or has the provider fail. Then it checks that
+// experiment, sends notifications over the API to two fakes that count
+// every call by message, a webhook receiver and Meta's WhatsApp Cloud API,
+// and meanwhile kills workers, kills the web process, restarts Postgres,
+// ends the worker's sessions, holds locks the sends need, has the receiver
+// fail or Meta answer after Herald's send timeout. Then it checks that
 // nothing was lost and nothing done twice: every accepted event is stored
-// once and its message reached a final state once, and the provider took
-// each message once, give or take the sends a SIGKILL or a restart caught
-// between the provider's answer and the commit.
+// once and its message reached a final state once, Meta accepted each
+// WhatsApp message once, and the receiver took each webhook message once,
+// give or take the sends a SIGKILL or a restart caught between the
+// provider's answer and the commit (the webhook channel is at least once,
+// with one webhook-id per message; WhatsApp has no idempotency key, so a
+// second send is a second message on the passenger's phone).
 //
 // Every wait is on a condition (the provider's counters, the database),
 // bounded by a generous timeout; nothing depends on the machine's speed.
