@@ -109,7 +109,6 @@ type metaFake struct {
 	outbox   atomic.Int64 // statuses not yet answered 2xx by Herald
 	posts    atomic.Int64 // status posts made, redeliveries and retries included
 	retries  atomic.Int64 // status posts Herald did not answer 2xx
-	failures atomic.Int64 // messages given a failed status
 	asTpl    atomic.Int64 // sends accepted as templates rather than text
 
 	mu     sync.Mutex
@@ -287,7 +286,6 @@ func (f *metaFake) send(w http.ResponseWriter, r *http.Request) {
 	f.calls[key] = append(f.calls[key], metaCall{At: at, Wamid: wamid, Cut: cut})
 	if first && f.failShare > 0 && f.rng.Float64() < f.failShare {
 		f.failed[key] = true
-		f.failures.Add(1)
 	}
 	failed := f.failed[key]
 	f.mu.Unlock()
