@@ -260,7 +260,7 @@ func (f *metaFake) send(w http.ResponseWriter, r *http.Request) {
 		graphError(w, http.StatusBadRequest, 100, "Invalid parameter: text.body is required")
 		return
 	case b.Type == "template" && (b.Template == nil || !f.approved[b.Template.Name+"/"+b.Template.Language.Code]):
-		graphError(w, http.StatusNotFound, 132001, "Template name does not exist in the translation")
+		graphError(w, http.StatusBadRequest, 132001, "Template name does not exist in the translation")
 		return
 	case b.Type != "text" && b.Type != "template":
 		graphError(w, http.StatusBadRequest, 100, "Unsupported message type "+b.Type)
