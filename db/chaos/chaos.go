@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,6 +60,19 @@ type Config struct {
 	PGRestart string
 	// PGData overrides the local cluster's data directory.
 	PGData string
+	// Latency is how long the Meta fake takes to accept a WhatsApp send
+	// (zero: 1s-3s), so that kills and SIGTERMs meet sends in flight.
+	Latency latency
+	// SlowLatency is how long it takes in experiment g, for SlowFor; g
+	// runs its processes with HERALD_SEND_TIMEOUT=SendTimeout (0: Herald's
+	// default), so that Herald hangs up on sends Meta then accepts.
+	SlowLatency, SlowFor, SendTimeout time.Duration
+	// MetaFail is the share of WhatsApp messages the Meta fake gives a
+	// failed status (131026, undeliverable): FAILED messages the suite
+	// expects.
+	MetaFail float64
+	// LockHold is how long experiment i holds each lock.
+	LockHold time.Duration
 	// Timeout bounds each experiment.
 	Timeout time.Duration
 	// Keep keeps the databases and the processes' logs.
@@ -76,10 +90,21 @@ type Row struct {
 	Lost, Missing    int
 	DupEvents        int // event rows beyond one per event_id
 	DupMessages      int // message rows beyond one per idempotency key
-	DupCalls         int // provider calls taken beyond one per message
-	InFlight         []int
-	Recover          []time.Duration
-	Failures         []string
+	DupCalls         int // webhook calls taken beyond one per message
+	// HookSameID and HookNewID split DupCalls: repeats that carried the
+	// webhook-id the message had been taken with, and ones with another.
+	HookSameID, HookNewID int
+	// WhatsApp is the messages Meta accepted, WADup its sends beyond one
+	// per message (0 allowed), WAInFlight the calls Meta was working on at
+	// each fault.
+	WhatsApp, WADup, WACut int
+	WAInFlight             []int
+	// Injected is the FAILED messages a fault explains (the Meta fake's
+	// failed statuses), Unexplained the FAILED ones nothing explains.
+	Injected, Unexplained int
+	InFlight              []int
+	Recover               []time.Duration
+	Failures              []string
 }
 
 // Broke reports whether the experiment broke an invariant.
@@ -93,6 +118,9 @@ var experiments = []struct{ name, title string }{
 	{"d", "provider 503 storm, then 429 Retry-After"},
 	{"e", "two workers share a rate limit and a quota"},
 	{"f", "worker SIGTERMed (drains), restarted"},
+	{"g", "Meta slower than Herald's send timeout"},
+	{"h", "pg_terminate_backend of the worker's sessions"},
+	{"i", "database slowed by lock waits on the send path"},
 }
 
 // Run runs the experiments and prints the timelines and the table. The
@@ -107,6 +135,12 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Minute
 	}
+	if cfg.Latency == (latency{}) {
+		cfg.Latency = latency{time.Second, 3 * time.Second}
+	}
+	cfg.SlowLatency = cmp.Or(cfg.SlowLatency, 30*time.Second)
+	cfg.SlowFor = cmp.Or(cfg.SlowFor, time.Minute)
+	cfg.LockHold = cmp.Or(cfg.LockHold, 3*time.Second)
 	s := &suite{cfg: cfg}
 	s.logf("Herald chaos: %d messages per experiment, %d kills, seed %d, load average %s", cfg.Messages, cfg.Kills, cfg.Seed, loadAverage())
 	var rows []Row
@@ -193,12 +227,21 @@ func (s *suite) run(ctx context.Context, name, title string) Row {
 		rate, workers = s.cfg.Rate, 2
 		extra = append(extra, "HERALD_QUOTA_PRO_WEBHOOK="+strconv.Itoa(s.cfg.Quota))
 	}
+	if name == "g" && s.cfg.SendTimeout > 0 {
+		extra = append(extra, "HERALD_SEND_TIMEOUT="+s.cfg.SendTimeout.String())
+	}
 	if err := e.setup(ctx, admin, rate, workers, extra); err != nil {
 		row.Failures = append(row.Failures, "setup: "+err.Error())
 		s.logf("   setup failed: %v", err)
 		return row
 	}
 	e.start = time.Now()
+	if name == "g" {
+		// Slow from the first send on: every send of the spell outlasts
+		// Herald's send timeout.
+		e.meta.setLatency(latency{s.cfg.SlowLatency, s.cfg.SlowLatency})
+		e.logf("Meta takes %s a send for %s; Herald's send timeout is %s", s.cfg.SlowLatency, s.cfg.SlowFor, cmp.Or(s.cfg.SendTimeout, 15*time.Second))
+	}
 
 	faultDone := make(chan error, 1)
 	go func() { faultDone <- e.fault(ctx) }()
@@ -212,6 +255,12 @@ func (s *suite) run(ctx context.Context, name, title string) Row {
 		row.Failures = append(row.Failures, err.Error())
 	} else {
 		e.logf("all messages final")
+		// Receipts are applied by the worker after the web process took
+		// them, within seconds (it polls the inbox every 5 s at the least);
+		// checkWhatsApp names the messages still behind after two minutes.
+		if err := e.waitWithin(ctx, "Herald to apply every status Meta posted", 2*time.Minute, e.statusesApplied); err == nil {
+			e.logf("every status Meta posted is applied")
+		}
 	}
 	e.check(context.WithoutCancel(ctx))
 	return row
@@ -227,6 +276,8 @@ type experiment struct {
 	dbName, dbURL, dataDir, addr string
 	pool                         *pgxpool.Pool
 	prov                         *provider
+	meta                         *metaFake
+	metaAccount                  string
 	web                          *proc
 	workers                      []*proc
 	key                          string
@@ -255,6 +306,10 @@ func (e *experiment) logf(format string, args ...any) {
 func (e *experiment) setup(ctx context.Context, admin string, rate float64, workers int, extra []string) error {
 	e.extraEnv = extra
 	e.prov = newProvider()
+	var err error
+	if e.meta, err = newMetaFake(e.cfg.Latency, e.cfg.MetaFail, e.cfg.Seed^uint64(e.name[0])); err != nil {
+		return err
+	}
 	e.dbName = fmt.Sprintf("herald_chaos_%d_%s", os.Getpid(), e.name)
 	u, err := url.Parse(admin)
 	if err != nil {
@@ -326,6 +381,9 @@ func (e *experiment) setup(ctx context.Context, admin string, rate float64, work
 	if err := e.createAccount(ctx, rate); err != nil {
 		return err
 	}
+	if err := e.createMetaAccount(ctx); err != nil {
+		return err
+	}
 	for range workers {
 		w, err := e.startProc("worker")
 		if err != nil {
@@ -333,7 +391,7 @@ func (e *experiment) setup(ctx context.Context, admin string, rate float64, work
 		}
 		e.workers = append(e.workers, w)
 	}
-	return nil
+	return e.waitFor(ctx, "the worker to sync the approved Meta templates", e.templatesSynced)
 }
 
 // createAccount makes the tenant's webhook account point at the fake
@@ -396,6 +454,9 @@ func (e *experiment) env() []string {
 		// The experiments send at whatever time of day they run.
 		"HERALD_QUIET_HOURS=off",
 		"HERALD_WEBHOOK_ALLOW_PRIVATE=true",
+		"HERALD_META_BASE_URL=" + e.meta.URL(),
+		// The plan's 500 WhatsApp messages a month would fail the rest.
+		"HERALD_QUOTA_PRO_WHATSAPP=unlimited",
 		// The shared cluster allows 100 connections in all.
 		"HERALD_DB_MAX_CONNS=10",
 		"HERALD_PPROF_ADDR=",
@@ -472,7 +533,13 @@ func (e *experiment) webReady() (bool, error) {
 // waitFor polls cond until it holds, ctx ends, or ten minutes pass without
 // it; a cond error (the database restarting) counts as "not yet".
 func (e *experiment) waitFor(ctx context.Context, what string, cond func() (bool, error)) error {
-	deadline := time.Now().Add(10 * time.Minute)
+	return e.waitWithin(ctx, what, 10*time.Minute, cond)
+}
+
+// waitWithin is waitFor with another bound, which tells a hang from
+// slowness.
+func (e *experiment) waitWithin(ctx context.Context, what string, bound time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(bound)
 	var last error
 	for {
 		ok, err := cond()
@@ -504,7 +571,7 @@ func (e *experiment) drained() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return events >= int(e.acceptedN.Load()) && unrouted == 0 && open == 0, nil
+	return events >= int(e.acceptedN.Load()) && unrouted == 0 && open == 0 && e.meta.idle(), nil
 }
 
 // intake posts the events from cfg.Concurrency clients. A client retries an
@@ -531,14 +598,22 @@ func (e *experiment) intake(ctx context.Context) {
 }
 
 func (e *experiment) post(ctx context.Context, eventID string, n int) {
-	body := map[string]any{
+	if isWhatsApp(e.name, n) {
+		e.postBody(ctx, eventID, whatsAppEvent(eventID, n))
+		return
+	}
+	e.postBody(ctx, eventID, map[string]any{
 		"event_id":             eventID,
 		"trigger_event":        "BOOKING_REFUNDED",
 		"recipients":           []map[string]any{{"name": "Chaos Passenger", "email": fmt.Sprintf("p%d@chaos.example", n)}},
 		"context":              map[string]any{"passenger_name": "Chaos Passenger", "booking_reference": fmt.Sprintf("BK-%d", n), "refund_amount": "12.00 EUR"},
 		"conversation_context": map[string]any{"type": "booking", "id": fmt.Sprintf("BK-%d", n)},
 		"channels":             []string{"WEBHOOK"},
-	}
+	})
+}
+
+// postBody posts one event until the API answers 2xx or refuses it.
+func (e *experiment) postBody(ctx context.Context, eventID string, body map[string]any) {
 	backoff := 20 * time.Millisecond
 	for ctx.Err() == nil {
 		status, raw, err := e.call(ctx, http.MethodPost, "/api/v1/notifications", body, nil)
@@ -575,18 +650,22 @@ func (e *experiment) targets(n, total int) []int64 {
 	return out
 }
 
-// progress waits until the provider took at least n messages.
+// sends is how many sends the providers took, webhook and WhatsApp.
+func (e *experiment) sends() int64 { return e.prov.accepted.Load() + e.meta.accepted.Load() }
+
+// progress waits until the providers took at least n sends.
 func (e *experiment) progress(ctx context.Context, n int64) error {
-	return e.waitFor(ctx, fmt.Sprintf("the provider to take %d messages", n), func() (bool, error) {
-		return e.prov.accepted.Load() >= n, nil
+	return e.waitFor(ctx, fmt.Sprintf("the providers to take %d sends", n), func() (bool, error) {
+		return e.sends() >= n, nil
 	})
 }
 
-// recovered waits until the provider takes another message after base
-// (or nothing is left to send) and records how long that took from since.
-func (e *experiment) recovered(ctx context.Context, since time.Time, base int64, counter *atomic.Int64) error {
+// recovered waits until counter passes base (a provider took another
+// send), or nothing is left to send, and records how long that took from
+// since.
+func (e *experiment) recovered(ctx context.Context, since time.Time, base int64, counter func() int64) error {
 	err := e.waitFor(ctx, "progress after the fault", func() (bool, error) {
-		if counter.Load() > base {
+		if counter() > base {
 			return true, nil
 		}
 		return e.drained()
@@ -612,6 +691,12 @@ func (e *experiment) inFlightAfterDeath(ctx context.Context) int {
 		open, err = uncommitted(ctx, e.pool, ids)
 		return err == nil, err
 	})
+	return e.countInFlight(open)
+}
+
+// countInFlight counts the webhook sends among open (taken by the provider,
+// not committed) that the provider took again since they were last counted.
+func (e *experiment) countInFlight(open []string) int {
 	if e.counted == nil {
 		e.counted = map[string]int{}
 	}
@@ -634,18 +719,19 @@ func (e *experiment) fault(ctx context.Context) error {
 			if err := e.progress(ctx, t); err != nil {
 				return err
 			}
-			sent := e.prov.accepted.Load()
+			sent, calls := e.sends(), e.meta.active.Load()
 			e.workers[0].stop(syscall.SIGKILL)
 			inflight := e.inFlightAfterDeath(ctx)
 			e.row.InFlight = append(e.row.InFlight, inflight)
+			e.row.WAInFlight = append(e.row.WAInFlight, int(calls))
 			e.dupBound += inflight
-			e.logf("worker SIGKILLed after %d provider sends; %d sends in flight", sent, inflight)
+			e.logf("worker SIGKILLed after %d provider sends; %d webhook sends in flight, %d WhatsApp calls at Meta", sent, inflight, calls)
 			w, err := e.startProc("worker")
 			if err != nil {
 				return err
 			}
 			e.workers[0] = w
-			if err := e.recovered(ctx, time.Now(), e.prov.accepted.Load(), &e.prov.accepted); err != nil {
+			if err := e.recovered(ctx, time.Now(), e.sends(), e.sends); err != nil {
 				return err
 			}
 		}
@@ -692,8 +778,8 @@ func (e *experiment) fault(ctx context.Context) error {
 		inflight := before + int(e.prov.accepted.Load()-base)
 		e.row.InFlight = append(e.row.InFlight, inflight)
 		e.dupBound += inflight
-		e.logf("Postgres is back; %d sends in flight", inflight)
-		return e.recovered(ctx, time.Now(), e.prov.accepted.Load(), &e.prov.accepted)
+		e.logf("Postgres is back; %d webhook sends in flight", inflight)
+		return e.recovered(ctx, time.Now(), e.sends(), e.sends)
 	case "d":
 		if err := e.progress(ctx, int64(n)/10); err != nil {
 			return err
@@ -711,28 +797,56 @@ func (e *experiment) fault(ctx context.Context) error {
 		e.prov.mode.Store(healthy)
 		e.logf("provider healthy (%d calls so far)", e.prov.total.Load())
 		e.row.InFlight = append(e.row.InFlight, 0)
-		return e.recovered(ctx, time.Now(), e.prov.accepted.Load(), &e.prov.accepted)
+		return e.recovered(ctx, time.Now(), e.prov.accepted.Load(), e.prov.accepted.Load)
 	case "f":
 		if err := e.progress(ctx, int64(n)*4/10); err != nil {
 			return err
 		}
-		at := time.Now()
+		at, calls := time.Now(), e.meta.active.Load()
 		code := e.workers[0].stop(syscall.SIGTERM)
 		inflight := e.inFlightAfterDeath(ctx)
 		e.row.InFlight = append(e.row.InFlight, inflight)
-		e.logf("worker SIGTERMed: exited with %d after %s; %d sends left uncommitted", code, time.Since(at).Round(10*time.Millisecond), inflight)
+		e.row.WAInFlight = append(e.row.WAInFlight, int(calls))
+		unrecorded, err := e.whatsAppUnrecorded(ctx)
+		if err != nil {
+			return err
+		}
+		e.logf("worker SIGTERMed with %d WhatsApp calls at Meta: exited with %d after %s; %d webhook and %d WhatsApp sends left unrecorded",
+			calls, code, time.Since(at).Round(10*time.Millisecond), inflight, unrecorded)
 		if code != 0 {
 			e.row.Failures = append(e.row.Failures, fmt.Sprintf("the worker exited with %d after SIGTERM", code))
 		}
 		if inflight > 0 {
 			e.row.Failures = append(e.row.Failures, fmt.Sprintf("the worker did not drain: %d sends taken by the provider were not committed", inflight))
 		}
+		if unrecorded > 0 {
+			e.row.Failures = append(e.row.Failures, fmt.Sprintf("the worker did not drain: %d sends Meta accepted are still QUEUED", unrecorded))
+		}
 		w, err := e.startProc("worker")
 		if err != nil {
 			return err
 		}
 		e.workers[0] = w
-		return e.recovered(ctx, time.Now(), e.prov.accepted.Load(), &e.prov.accepted)
+		return e.recovered(ctx, time.Now(), e.sends(), e.sends)
+	case "g":
+		if err := sleepCtx(ctx, e.cfg.SlowFor); err != nil {
+			return err
+		}
+		// However slowly a busy machine routes the first messages, the
+		// spell lasts until Herald has hung up on at least one send Meta
+		// then accepted: that is what g is about.
+		if err := e.waitFor(ctx, "Herald to hang up on a slow send", func() (bool, error) {
+			return e.meta.cut.Load() > 0, nil
+		}); err != nil {
+			return err
+		}
+		e.meta.setLatency(e.cfg.Latency)
+		e.row.InFlight = append(e.row.InFlight, 0)
+		e.logf("Meta takes %s again; %d sends so far accepted after Herald hung up", &e.cfg.Latency, e.meta.cut.Load())
+	case "h":
+		return e.terminations(ctx)
+	case "i":
+		return e.lockWaits(ctx)
 	}
 	return nil
 }
@@ -776,6 +890,7 @@ func (e *experiment) check(ctx context.Context) {
 	r.DupEvents, r.DupMessages = t.Events-t.DistinctEvents, t.Messages-t.DistinctMessages
 	var examples []string
 	r.DupCalls, examples = e.prov.duplicates()
+	r.HookSameID, r.HookNewID = e.prov.repeats()
 	if r.Missing > 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("%d events answered 2xx are missing", r.Missing))
 	}
@@ -785,11 +900,20 @@ func (e *experiment) check(ctx context.Context) {
 	if r.DupEvents > 0 || r.DupMessages > 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("duplicate rows: %d events, %d messages", r.DupEvents, r.DupMessages))
 	}
+	// The webhook channel is at least once: a send repeated after a fault
+	// is allowed, one per send in flight at the faults, and must carry the
+	// webhook-id the receiver deduplicates by.
 	if r.DupCalls > e.dupBound {
-		r.Failures = append(r.Failures, fmt.Sprintf("%d duplicate provider calls, more than the %d sends in flight at the faults; messages: %s", r.DupCalls, e.dupBound, strings.Join(examples, ", ")))
+		r.Failures = append(r.Failures, fmt.Sprintf("%d duplicate webhook calls, more than the %d sends in flight at the faults; messages: %s", r.DupCalls, e.dupBound, strings.Join(examples, ", ")))
 	} else if r.DupCalls > 0 {
-		e.logf("%d duplicate provider calls, within the %d sends in flight at the faults; messages: %s", r.DupCalls, e.dupBound, strings.Join(examples, ", "))
+		e.logf("%d duplicate webhook calls (%d with the same webhook-id), within the %d sends in flight at the faults; messages: %s",
+			r.DupCalls, r.HookSameID, e.dupBound, strings.Join(examples, ", "))
 	}
+	if r.HookNewID > 0 {
+		r.Failures = append(r.Failures, fmt.Sprintf("%d webhook repeats carried a new webhook-id, which no receiver can tell from another message", r.HookNewID))
+	}
+	injected := e.checkWhatsApp(ctx)
+	e.checkFailed(ctx, injected)
 	taken := map[string]bool{}
 	for _, id := range e.prov.acceptedIDs() {
 		taken[id] = true
@@ -801,10 +925,10 @@ func (e *experiment) check(ctx context.Context) {
 		}
 	}
 	if len(phantom) > 0 {
-		r.Failures = append(r.Failures, fmt.Sprintf("%d messages are sent in the database but the provider never took them, e.g. %s", len(phantom), phantom[0]))
+		r.Failures = append(r.Failures, fmt.Sprintf("%d webhook messages are sent in the database but the receiver never took them, e.g. %s", len(phantom), phantom[0]))
 	}
-	if len(taken) != t.Sent {
-		r.Failures = append(r.Failures, fmt.Sprintf("the provider took %d messages, the database has %d sent", len(taken), t.Sent))
+	if len(taken) != len(t.SentIDs) {
+		r.Failures = append(r.Failures, fmt.Sprintf("the webhook receiver took %d messages, the database has %d sent", len(taken), len(t.SentIDs)))
 	}
 	if e.name == "e" {
 		e.checkLimits(t, len(taken))
@@ -846,6 +970,9 @@ func (e *experiment) cleanup() {
 	if e.prov != nil {
 		e.prov.Close()
 	}
+	if e.meta != nil {
+		e.meta.Close()
+	}
 	if !e.cfg.Keep {
 		if e.cleanupDB != nil {
 			e.cleanupDB()
@@ -859,11 +986,17 @@ func (e *experiment) cleanup() {
 	}
 }
 
-// table prints one row per experiment.
+// table prints one row per experiment: failed as explained/unexplained;
+// hook reps, the webhook channel's repeated sends, as those with the
+// message's webhook-id / those with another; in flight, the webhook sends
+// a fault may legitimately repeat; whatsapp, the messages Meta accepted
+// and how many of its calls Herald had hung up on; wa dup, Meta's sends
+// beyond one per message (0 allowed); wa fail, the failed statuses it
+// injected; at Meta, the WhatsApp calls it was working on at each fault.
 func (s *suite) table(rows []Row) {
 	s.logf("\nHerald chaos (%d messages, seed %d, load average %s)", s.cfg.Messages, s.cfg.Seed, loadAverage())
-	s.logf("%-3s %8s %8s %8s %8s %7s %5s %9s %9s %-16s %-28s %s",
-		"exp", "accepted", "events", "messages", "sent", "failed", "lost", "dup rows", "dup calls", "in flight", "recovered after", "result")
+	s.logf("%-3s %8s %8s %8s %8s %6s %5s %9s %9s %-12s %-12s %6s %6s %-12s %-24s %s",
+		"exp", "accepted", "events", "messages", "sent", "failed", "lost", "dup rows", "hook reps", "in flight", "whatsapp", "wa dup", "wa fail", "at Meta", "recovered after", "result")
 	for _, r := range rows {
 		if r.Skipped != "" {
 			s.logf("%-3s %s", r.Name, "skipped: "+r.Skipped)
@@ -881,9 +1014,14 @@ func (s *suite) table(rows []Row) {
 		if r.Broke() {
 			result = "FAILED"
 		}
-		s.logf("%-3s %8d %8d %8d %8d %7d %5d %4d/%-4d %9d %-16s %-28s %s",
-			r.Name, r.Accepted, r.Events, r.Messages, r.Sent, r.Failed, r.Lost, r.DupEvents, r.DupMessages, r.DupCalls,
-			dash(strings.Join(inflight, ",")), dash(strings.Join(rec, ","))+seconds(len(rec)), result)
+		atMeta := make([]string, len(r.WAInFlight))
+		for i, n := range r.WAInFlight {
+			atMeta[i] = strconv.Itoa(n)
+		}
+		s.logf("%-3s %8d %8d %8d %8d %6s %5d %4d/%-4d %4d/%-4d %-12s %-12s %6d %6s %-12s %-24s %s",
+			r.Name, r.Accepted, r.Events, r.Messages, r.Sent, fmt.Sprintf("%d/%d", r.Failed-r.Unexplained, r.Unexplained), r.Lost, r.DupEvents, r.DupMessages,
+			r.HookSameID, r.HookNewID, dash(strings.Join(inflight, ",")), fmt.Sprintf("%d (%d cut)", r.WhatsApp, r.WACut), r.WADup,
+			fmt.Sprintf("%d", r.Injected), dash(strings.Join(atMeta, ",")), dash(strings.Join(rec, ","))+seconds(len(rec)), result)
 	}
 	for _, r := range rows {
 		for _, f := range r.Failures {

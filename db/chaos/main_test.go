@@ -25,8 +25,14 @@ func TestRun_BadFlags(t *testing.T) {
 		"NegativeKills":   {[]string{"--kills", "-1"}, "must be positive"},
 		"ZeroRate":        {[]string{"--rate", "0"}, "must be positive"},
 		"NegativeStorm":   {[]string{"--storm", "-1s"}, "--storm and --throttle"},
-		"UnknownLetter":   {[]string{"--experiments", "abz"}, "letters from abcdef"},
-		"NoExperiments":   {[]string{"--experiments", ""}, "letters from abcdef"},
+		"UnknownLetter":   {[]string{"--experiments", "abz"}, "letters from abcdefghi"},
+		"NoExperiments":   {[]string{"--experiments", ""}, "letters from abcdefghi"},
+		"LatencyBackward": {[]string{"--latency", "3s-1s"}, "invalid value"},
+		"LatencyNoUnit":   {[]string{"--latency", "1-3"}, "invalid value"},
+		"ZeroSlowFor":     {[]string{"--slow-for", "0s"}, "must be positive"},
+		"ZeroLockHold":    {[]string{"--lock-hold", "0s"}, "must be positive"},
+		"ShortSendTime":   {[]string{"--send-timeout", "500ms"}, "--send-timeout is 0 or from 1s to 5m"},
+		"MetaFailTooHigh": {[]string{"--meta-fail", "0.9"}, "--meta-fail is a share"},
 		"UnknownRestart":  {[]string{"--pg-restart", "somewhere"}, "local, throwaway or off"},
 		"StrayArgument":   {[]string{"now"}, "unexpected argument"},
 		"UnknownFlag":     {[]string{"--fast"}, "flag provided but not defined"},
@@ -50,7 +56,7 @@ func TestRun_Help(t *testing.T) {
 	out, _, err := tool.Run(run, "--help")
 	require.ErrorIs(t, err, flag.ErrHelp)
 	require.Contains(t, out, "go tool task chaos -- [--messages N]")
-	for _, f := range []string{"-herald", "-messages", "-kills", "-pg-restart", "-experiments"} {
+	for _, f := range []string{"-herald", "-messages", "-kills", "-pg-restart", "-experiments", "-latency", "-slow-latency", "-slow-for", "-send-timeout", "-meta-fail", "-lock-hold"} {
 		require.Contains(t, out, f)
 	}
 }

@@ -38,13 +38,14 @@ type provider struct {
 	accepted atomic.Int64 // calls answered 2xx
 
 	mu       sync.Mutex
-	calls    map[string]int // message id -> calls, whatever the answer
-	accepts  map[string]int // message id -> 2xx answers
-	callTime []time.Time    // every call's arrival, for the rate check
+	calls    map[string]int            // message id -> calls, whatever the answer
+	accepts  map[string]int            // message id -> 2xx answers
+	hookIDs  map[string]map[string]int // message id -> webhook-id header -> 2xx answers
+	callTime []time.Time               // every call's arrival, for the rate check
 }
 
 func newProvider() *provider {
-	p := &provider{calls: map[string]int{}, accepts: map[string]int{}}
+	p := &provider{calls: map[string]int{}, accepts: map[string]int{}, hookIDs: map[string]map[string]int{}}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	return p
 }
@@ -70,6 +71,10 @@ func (p *provider) serve(w http.ResponseWriter, r *http.Request) {
 	p.callTime = append(p.callTime, time.Now())
 	if mode == healthy {
 		p.accepts[body.ID]++
+		if p.hookIDs[body.ID] == nil {
+			p.hookIDs[body.ID] = map[string]int{}
+		}
+		p.hookIDs[body.ID][r.Header.Get("webhook-id")]++
 	}
 	p.mu.Unlock()
 	p.total.Add(1)
@@ -123,6 +128,22 @@ func (p *provider) duplicates() (n int, examples []string) {
 		examples = examples[:10]
 	}
 	return n, examples
+}
+
+// repeats splits the accepted calls beyond one per message by their
+// webhook-id: sameID repeated one the message had already been taken with
+// (which a receiver deduplicates, as Standard Webhooks intends), newID
+// carried another (which no receiver can tell from a second message).
+func (p *provider) repeats() (sameID, newID int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ids := range p.hookIDs {
+		newID += len(ids) - 1
+		for _, n := range ids {
+			sameID += n - 1
+		}
+	}
+	return sameID, newID
 }
 
 // maxInWindow is the most calls that arrived within any window of length w.

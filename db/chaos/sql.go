@@ -36,7 +36,7 @@ type tally struct {
 	Sent, Failed               int
 	Missing, Lost              int // accepted event ids without an event / without a final message
 	LostExamples               []string
-	SentIDs                    []string
+	SentIDs                    []string // the webhook messages sent
 }
 
 func count(ctx context.Context, pool *pgxpool.Pool, accepted []string) (*tally, error) {
@@ -72,7 +72,7 @@ func count(ctx context.Context, pool *pgxpool.Pool, accepted []string) (*tally, 
 	}
 	t.Lost = len(lost)
 	t.LostExamples = lost[:min(len(lost), 10)]
-	rows, err = pool.Query(ctx, `SELECT id::text FROM messages WHERE status IN `+sentStatuses)
+	rows, err = pool.Query(ctx, `SELECT id::text FROM messages WHERE channel = 'WEBHOOK' AND status IN `+sentStatuses)
 	if err != nil {
 		return nil, err
 	}
@@ -104,4 +104,72 @@ func setRate(ctx context.Context, pool *pgxpool.Pool, accountID, perSecond strin
 		err = fmt.Errorf("account %s not found", accountID)
 	}
 	return err
+}
+
+// whatsAppIDs maps recipients' numbers to the WhatsApp messages sent to
+// them: the suite gives every WhatsApp message a number of its own, so a
+// send the Meta fake counted by recipient names one message.
+func whatsAppIDs(ctx context.Context, pool *pgxpool.Pool, tos []string) (map[string]string, error) {
+	rows, err := pool.Query(ctx, `
+		SELECT to_address, id::text FROM messages WHERE channel = 'WHATSAPP' AND to_address = ANY($1::text[])`, tos)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for rows.Next() {
+		var to, id string
+		if err := rows.Scan(&to, &id); err != nil {
+			return nil, err
+		}
+		out[to] = id
+	}
+	return out, rows.Err()
+}
+
+// messageState is a message's channel, status, why it failed and the
+// provider's id for it.
+type messageState struct {
+	ID, Channel, Status string
+	Reason, Code        string
+	ExternalID          string
+}
+
+// messageStates reads the state of the messages among ids, or of every
+// FAILED message when ids is nil.
+func messageStates(ctx context.Context, pool *pgxpool.Pool, ids []string) ([]messageState, error) {
+	where, args := `WHERE status = 'FAILED'`, []any{}
+	if ids != nil {
+		where, args = `WHERE id = ANY($1::uuid[])`, []any{ids}
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT id::text, channel, status, coalesce(failed_reason, ''), coalesce(error_code, ''), coalesce(external_message_id, '')
+		FROM messages `+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (messageState, error) {
+		var m messageState
+		err := r.Scan(&m.ID, &m.Channel, &m.Status, &m.Reason, &m.Code, &m.ExternalID)
+		return m, err
+	})
+}
+
+// sentOn lists the messages of a channel the database records as sent.
+func sentOn(ctx context.Context, pool *pgxpool.Pool, channel string) ([]string, error) {
+	rows, err := pool.Query(ctx, `SELECT id::text FROM messages WHERE channel = $1 AND status IN `+sentStatuses, channel)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// terminateWorkers ends every session herald worker processes hold on the
+// experiment's database (herald names its sessions herald-<role>), as an
+// operator's pg_terminate_backend or a connection pooler's restart would.
+func terminateWorkers(ctx context.Context, pool *pgxpool.Pool, database string) (int, error) {
+	var n int
+	err := pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = $1 AND application_name = 'herald-worker' AND pid <> pg_backend_pid()`, database).Scan(&n)
+	return n, err
 }
