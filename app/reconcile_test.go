@@ -186,6 +186,34 @@ func TestReconcile_WhatsApp(t *testing.T) {
 		require.Equal(t, 1, b.usage(t, tn.ID, app.WhatsApp), "counted once")
 	})
 
+	t.Run("NothingElseIsDecidedWhileWaiting", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		acct := b.useMeta(t, tn, nil)
+		m := b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS"))
+		worker, release := cutCalls(t, b)
+		_, err := worker.Dispatch(b.ctx, jobOf(m), 1, 5, (&completion{}).complete)
+		require.NoError(t, err)
+		release()
+
+		// The tenant disables the account while Herald waits: the message
+		// neither fails nor falls back to SMS, which would reach the
+		// passenger a second time if Meta has it.
+		require.NoError(t, b.svc.Accounts.SetStatus(b.ctx, app.CLIActor, tn.ID, acct.ID, app.AccountDisabled, ""))
+		b.clock.Advance(time.Minute)
+		out, err := worker.Dispatch(b.ctx, jobOf(m), 2, 5, (&completion{}).complete)
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Snooze: app.DefaultConfirmWindow - time.Minute}, out)
+		require.Equal(t, app.MessageQueued, b.message(t, tn.ID, m.ID).Status)
+		require.Len(t, b.messagesOf(t, tn.ID, *m.EventID), 1, "no fallback while waiting")
+
+		outcome, err := b.apply(b.ctx, b.via(t, tn), metaEcho(t, b, 0, "delivered", b.clock.Now()))
+		require.NoError(t, err)
+		require.Equal(t, app.ReceiptApplied, outcome)
+		require.Equal(t, app.MessageDelivered, b.message(t, tn.ID, m.ID).Status)
+	})
+
 	t.Run("StatusWhileTheCallIsInFlight", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)

@@ -109,6 +109,13 @@ type sendGuard struct {
 	unrecorded sync.Map // message id -> acceptedSend
 }
 
+// holds reports whether this process has the provider's acceptance of the
+// message still to record.
+func (g *sendGuard) holds(id uuid.UUID) bool {
+	_, ok := g.unrecorded.Load(id)
+	return ok
+}
+
 func (g *sendGuard) self() uuid.UUID {
 	g.once.Do(func() { g.id = uuid.New() })
 	return g.id
@@ -180,6 +187,11 @@ func (d *Dispatcher) claim(ctx context.Context, tx SendTx, job DispatchJob, s *s
 	switch {
 	case m.Status != MessageQueued || s.account == nil:
 		return sendPlan{gone: true}, nil
+	case m.SendUnknownUntil != nil && now.Before(*m.SendUnknownUntil) && !d.guard.holds(m.ID):
+		// Waiting for the provider's confirmation of a send: nothing else
+		// is decided meanwhile (no rate token, no expiry, no failure),
+		// unless this process holds the answer to record.
+		return sendPlan{wait: m.SendUnknownUntil.Sub(now), quotaOK: true}, nil
 	case m.Expired(now):
 		return sendPlan{expired: true}, nil
 	case m.Deferred(now):
