@@ -52,8 +52,9 @@ const (
 	// ScopeRead reads everything the API shows (GET).
 	ScopeRead = "read"
 	// ScopeManage changes what a manager changes in the console: templates,
-	// channel accounts, delivery deadlines, contacts, callback endpoints,
-	// and reschedules and cancels scheduled notifications.
+	// channel accounts, delivery deadlines, confirmation windows, contacts,
+	// callback endpoints, and reschedules and cancels scheduled
+	// notifications.
 	ScopeManage = "manage"
 	// ScopeApprove approves and rejects notifications awaiting approval.
 	ScopeApprove = "approve"
@@ -81,7 +82,7 @@ var scopePermissions = map[string][]Permission{
 var ScopeDescriptions = map[string]string{
 	ScopeSend:    "submit notifications and resend messages",
 	ScopeRead:    "read notifications, messages, templates, channel accounts, schedules and approvals",
-	ScopeManage:  "change templates, channel accounts, delivery deadlines, contacts and callback endpoints; reschedule and cancel notifications",
+	ScopeManage:  "change templates, channel accounts, delivery deadlines, confirmation windows, contacts and callback endpoints; reschedule and cancel notifications",
 	ScopeApprove: "approve or reject notifications awaiting approval (never ones the same key submitted)",
 }
 

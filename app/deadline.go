@@ -7,7 +7,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// AnyEvent stands for every trigger event in a delivery deadline.
+// AnyEvent stands for every trigger event in a delivery deadline or a
+// confirmation window.
 const AnyEvent = "*"
 
 // MaxDeadlineMinutes bounds a delivery deadline: a day, after which a SENT

@@ -35,6 +35,7 @@ var txInterfaces = map[string]reflect.Type{
 	"app.BreakerTx":          reflect.TypeFor[app.BreakerTx](),
 	"app.CallbackEnqueueTx":  reflect.TypeFor[app.CallbackEnqueueTx](),
 	"app.CallbackTx":         reflect.TypeFor[app.CallbackTx](),
+	"app.ConfirmWindowTx":    reflect.TypeFor[app.ConfirmWindowTx](),
 	"app.ContactResolveTx":   reflect.TypeFor[app.ContactResolveTx](),
 	"app.ContactSearchTx":    reflect.TypeFor[app.ContactSearchTx](),
 	"app.ContactsTx":         reflect.TypeFor[app.ContactsTx](),

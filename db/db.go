@@ -132,6 +132,7 @@ var (
 	_ app.AuditTx         = (*Tx)(nil)
 	_ app.BreakerTx       = (*Tx)(nil)
 	_ app.CallbackTx      = (*Tx)(nil)
+	_ app.ConfirmWindowTx = (*Tx)(nil)
 	_ app.ContactsTx      = (*Tx)(nil)
 	_ app.ContactSearchTx = (*Tx)(nil)
 	_ app.DeadlineTx      = (*Tx)(nil)

@@ -404,6 +404,7 @@ func TestAPINotification_MethodsAndSendAt(t *testing.T) {
 			{http.MethodPost, "/api/v1/notifications/" + uuid.NewString(), "GET, HEAD, PATCH, DELETE"},
 			{http.MethodGet, "/api/v1/notifications/" + uuid.NewString() + "/approve", "POST"},
 			{http.MethodDelete, "/api/v1/delivery-deadlines", "GET, HEAD, PUT"},
+			{http.MethodPost, "/api/v1/confirmation-windows", "GET, HEAD, PUT"},
 			{http.MethodPost, "/api/v1/events", "GET, HEAD"},
 		} {
 			var res apiErrorBody

@@ -98,6 +98,8 @@ var apiRouteScopes = map[string]string{
 	"POST /api/v1/bookings/:id/resend":                                app.ScopeSend,
 	"GET /api/v1/delivery-deadlines":                                  app.ScopeRead,
 	"PUT /api/v1/delivery-deadlines":                                  app.ScopeManage,
+	"GET /api/v1/confirmation-windows":                                app.ScopeRead,
+	"PUT /api/v1/confirmation-windows":                                app.ScopeManage,
 	"GET /api/v1/scheduled-notifications":                             app.ScopeRead,
 	"GET /api/v1/approvals":                                           app.ScopeRead,
 	"GET /api/v1/approvals/:id":                                       app.ScopeRead,
@@ -184,7 +186,7 @@ func TestAPIScopes_EachScopeAllowsItsRoutes(t *testing.T) {
 		keys[sc] = keyWith(t, h, h.Tenant.ID, sc)
 	}
 	before := h.Count(`SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM templates) + (SELECT count(*) FROM channel_accounts) +
-		(SELECT count(*) FROM messages) + (SELECT count(*) FROM delivery_deadlines)`)
+		(SELECT count(*) FROM messages) + (SELECT count(*) FROM delivery_deadlines) + (SELECT count(*) FROM confirmation_windows)`)
 
 	for _, r := range h.Server.APIRoutes() {
 		t.Run(r.Method+" "+r.Path, func(t *testing.T) {
@@ -218,7 +220,7 @@ func TestAPIScopes_EachScopeAllowsItsRoutes(t *testing.T) {
 
 	t.Run("RefusedStoresNothing", func(t *testing.T) {
 		after := h.Count(`SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM templates) + (SELECT count(*) FROM channel_accounts) +
-			(SELECT count(*) FROM messages) + (SELECT count(*) FROM delivery_deadlines)`)
+			(SELECT count(*) FROM messages) + (SELECT count(*) FROM delivery_deadlines) + (SELECT count(*) FROM confirmation_windows)`)
 		require.Equal(t, before, after)
 	})
 }

@@ -87,6 +87,10 @@ func TestBrowser_Screens(t *testing.T) {
 	later := webtest.Notification(uuid.NewString(), booking)
 	later["send_at"] = "2099-01-01T10:00:00Z"
 	c.Submit(later)
+	// Confirmation windows of its own, so that the settings card shows
+	// its table.
+	require.NoError(t, c.Services.ConfirmWindows.Set(c.Ctx, app.CLIActor, c.Tenant.ID, app.AnyEvent, 90))
+	require.NoError(t, c.Services.ConfirmWindows.Set(c.Ctx, app.CLIActor, c.Tenant.ID, "DEPARTURE_CHANGED", 0))
 	require.NotNil(t, msgs[0].TemplateID)
 	ids := strings.NewReplacer(
 		"{booking}", booking,

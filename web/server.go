@@ -37,6 +37,9 @@ type Server struct {
 	// Deadlines serves the tenant's delivery deadlines, to the API and on
 	// the console's settings page.
 	Deadlines *console.Deadlines
+	// ConfirmWindows serves the tenant's confirmation windows, to the API
+	// and on the console's settings page.
+	ConfirmWindows *console.ConfirmWindows
 	// Callbacks serves the tenant's status callback endpoints to the API;
 	// CallbackConsole to the console.
 	Callbacks       *app.Callbacks

@@ -10,21 +10,27 @@ import (
 	"github.com/heraldhq/herald/views"
 )
 
-// handleSettings shows the tenant's settings and delivery deadlines.
+// handleSettings shows the tenant's settings, delivery deadlines and
+// confirmation windows.
 func (s *Server) handleSettings(c *fiber.Ctx) error {
 	t := tenantOf(c)
-	return s.renderSettings(c, settingsForm(t), nil, views.DeadlineSettings{}, nil)
+	return s.renderSettings(c, settingsForm(t), nil, views.DeadlineSettings{}, views.ConfirmWindowSettings{})
 }
 
 // renderSettings renders the settings page with the tenant's delivery
-// deadlines as stored.
-func (s *Server) renderSettings(c *fiber.Ctx, f views.SettingsForm, errs views.FormErrors, d views.DeadlineSettings, derrs views.FormErrors) error {
-	rules, err := s.Deadlines.Rules(c.UserContext(), userOf(c), tenantOf(c).ID)
+// deadlines and confirmation windows as stored.
+func (s *Server) renderSettings(c *fiber.Ctx, f views.SettingsForm, errs views.FormErrors, d views.DeadlineSettings, w views.ConfirmWindowSettings) error {
+	u, tenantID := userOf(c), tenantOf(c).ID
+	rules, err := s.Deadlines.Rules(c.UserContext(), u, tenantID)
 	if err != nil {
 		return err
 	}
-	d.Rules = rules
-	return s.render(c, views.SettingsPage(s.page(c, "Settings"), f, errs, d, derrs))
+	windows, err := s.ConfirmWindows.Windows(c.UserContext(), u, tenantID)
+	if err != nil {
+		return err
+	}
+	d.Rules, w.Windows = rules, windows
+	return s.render(c, views.SettingsPage(s.page(c, "Settings"), f, errs, d, w))
 }
 
 // handleSettingsUpdate saves the tenant's settings; bad input shows the
@@ -38,7 +44,7 @@ func (s *Server) handleSettingsUpdate(c *fiber.Ctx) error {
 		return s.formFailure(c, err, func(errs views.FormErrors) error {
 			f := views.SettingsForm{Tenant: t, Locale: in.DefaultLocale, Timezone: in.Timezone, Retention: in.Retention,
 				QuietStart: in.QuietStart, QuietEnd: in.QuietEnd}
-			return s.renderSettings(c, f, errs, views.DeadlineSettings{}, nil)
+			return s.renderSettings(c, f, errs, views.DeadlineSettings{}, views.ConfirmWindowSettings{})
 		})
 	}
 	if len(changes) == 0 {
@@ -56,13 +62,31 @@ func (s *Server) handleDeadlineChange(c *fiber.Ctx) error {
 	in := console.DeadlineForm{TriggerEvent: c.FormValue("trigger_event"), Channel: c.FormValue("channel"), Minutes: c.FormValue("minutes")}
 	if err := s.Deadlines.Change(c.UserContext(), userOf(c), t.ID, in); err != nil {
 		return s.formFailure(c, err, func(errs views.FormErrors) error {
-			return s.renderSettings(c, settingsForm(t), nil, views.DeadlineSettings{Form: in}, errs)
+			return s.renderSettings(c, settingsForm(t), nil, views.DeadlineSettings{Form: in, Errs: errs}, views.ConfirmWindowSettings{})
 		})
 	}
 	if m, _ := strconv.Atoi(in.Minutes); m == 0 {
 		s.flash(c, "success", "Delivery deadline removed.")
 	} else {
 		s.flash(c, "success", "Delivery deadline saved.")
+	}
+	return c.Redirect(tenantPath(c, "/settings"), fiber.StatusSeeOther)
+}
+
+// handleConfirmWindowChange sets or removes one confirmation window; bad
+// input shows the page again with the form as typed and stores nothing.
+func (s *Server) handleConfirmWindowChange(c *fiber.Ctx) error {
+	t := tenantOf(c)
+	in := console.ConfirmWindowForm{TriggerEvent: c.FormValue("trigger_event"), Seconds: c.FormValue("seconds"), Remove: c.FormValue("remove") != ""}
+	if err := s.ConfirmWindows.Change(c.UserContext(), userOf(c), t.ID, in); err != nil {
+		return s.formFailure(c, err, func(errs views.FormErrors) error {
+			return s.renderSettings(c, settingsForm(t), nil, views.DeadlineSettings{}, views.ConfirmWindowSettings{Form: in, Errs: errs})
+		})
+	}
+	if in.Remove {
+		s.flash(c, "success", "Confirmation window removed.")
+	} else {
+		s.flash(c, "success", "Confirmation window saved.")
 	}
 	return c.Redirect(tenantPath(c, "/settings"), fiber.StatusSeeOther)
 }

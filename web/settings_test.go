@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -174,6 +175,112 @@ func TestConsoleSettings_Deadlines(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, other.post(path, form()).StatusCode)
 		for _, r := range rules(c.Tenant.ID) {
 			require.NotEqual(t, app.SMS, r.Channel, "neither stored a deadline")
+		}
+	})
+}
+
+func TestConsoleSettings_ConfirmationWindows(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	manager := c.signIn(asManager)
+	const path = "/t/acme/settings/confirmation-windows"
+	windows := func(tenantID uuid.UUID) []*app.ConfirmationWindow {
+		t.Helper()
+		ws, err := c.Services.ConfirmWindows.List(c.Ctx, tenantID)
+		require.NoError(t, err)
+		return ws
+	}
+
+	t.Run("SetShowAndRemove", func(t *testing.T) {
+		doc := manager.page("/t/acme/settings")
+		card := doc.Find("#confirmation-windows")
+		require.Contains(t, text(card), "No windows of your own")
+		require.Contains(t, text(card), "waits 5 min (1 min when the event is urgent)", "the defaults are named")
+		require.Equal(t, 1, card.Find(`select[name=trigger_event] option[value="*"]`).Length(), "every event can be chosen")
+		require.Equal(t, "DEPARTURE_CHANGED (urgent)", text(card.Find(`option[value=DEPARTURE_CHANGED]`)))
+
+		resp := manager.post(path, url.Values{"trigger_event": {"BOOKING_CONFIRMED"}, "seconds": {"90"}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Contains(t, text(manager.follow(resp).Find(".flash-success")), "Confirmation window saved")
+		require.Equal(t, http.StatusSeeOther, manager.post(path, url.Values{"trigger_event": {"*"}, "seconds": {"0"}}).StatusCode)
+		require.Equal(t, http.StatusSeeOther, manager.post(path, url.Values{"trigger_event": {"DEPARTURE_CHANGED"}, "seconds": {"5400"}}).StatusCode)
+		require.Len(t, windows(c.Tenant.ID), 3)
+		require.Empty(t, windows(c.other.ID), "the other tenant has none")
+
+		var rows [][]string
+		manager.page("/t/acme/settings").Find("#confirmation-windows tbody tr").Each(func(_ int, tr *goquery.Selection) {
+			rows = append(rows, rowTexts(tr.Find("td")))
+		})
+		require.Equal(t, [][]string{
+			{"Every event", "at once", "Remove"},
+			{"BOOKING_CONFIRMED", "1 min 30 s", "Remove"},
+			{"DEPARTURE_CHANGED (urgent)", "1 h 30 min", "Remove"},
+		}, rows, "every event's first, the waits in words")
+		require.Equal(t, 3, c.Count(`SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'confirmation_window.set' AND actor_id = $2`,
+			c.Tenant.ID, c.users[asManager].ID))
+
+		// Each row's remove button posts its event and remove.
+		doc = manager.page("/t/acme/settings")
+		form := doc.Find("#confirmation-windows tbody tr").Eq(1).Find("form")
+		require.Equal(t, path, form.AttrOr("action", ""))
+		require.Equal(t, "BOOKING_CONFIRMED", form.Find(`input[name=trigger_event]`).AttrOr("value", ""))
+		resp = manager.post(path, url.Values{"trigger_event": {"BOOKING_CONFIRMED"}, "remove": {form.Find(`input[name=remove]`).AttrOr("value", "")}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Contains(t, text(manager.follow(resp).Find(".flash-success")), "Confirmation window removed")
+		ws := windows(c.Tenant.ID)
+		require.Len(t, ws, 2)
+		require.Equal(t, app.AnyEvent, ws[0].TriggerEvent)
+		require.Equal(t, 0, ws[0].Seconds, "0 stays a window")
+	})
+
+	t.Run("BadInputStoresNothing", func(t *testing.T) {
+		before := windows(c.Tenant.ID)
+		for _, tc := range []struct {
+			name          string
+			event, secs   string
+			control, want string
+		}{
+			{"NoEvent", "", "10", "select[name=trigger_event]", "Choose the event"},
+			{"UnknownEvent", "BOOKING_EXPLODED", "10", "select[name=trigger_event]", "not a trigger event"},
+			{"Empty", "*", "", "input[name=seconds]", "whole seconds"},
+			{"NotANumber", "*", "soon", "input[name=seconds]", "whole seconds"},
+			{"Minutes", "*", "5m", "input[name=seconds]", "whole seconds"},
+			{"TooLong", "*", "86401", "input[name=seconds]", "0 to 86400 seconds"},
+			{"Negative", "*", "-5", "input[name=seconds]", "0 to 86400 seconds"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				manager.page("/t/acme/settings")
+				doc, resp := manager.postPage(path, url.Values{"trigger_event": {tc.event}, "seconds": {tc.secs}})
+				require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+				require.Contains(t, fieldError(doc, ".confirm-window-form "+tc.control), tc.want)
+				require.Equal(t, tc.secs, doc.Find(`.confirm-window-form input[name=seconds]`).AttrOr("value", "x"), "the form keeps what was typed")
+				require.Equal(t, 0, doc.Find(".deadline-form .field-error").Length(), "the deadline form shows no error")
+			})
+		}
+		require.Equal(t, before, windows(c.Tenant.ID), "nothing stored")
+	})
+
+	t.Run("WithoutCSRFRefused", func(t *testing.T) {
+		manager.page("/t/acme/settings")
+		resp := manager.post(path, url.Values{"csrf": {"forged"}, "trigger_event": {"FINAL_PAYMENT_DUE"}, "seconds": {"30"}})
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		resp = manager.post(path, url.Values{"csrf": {"forged"}, "trigger_event": {"*"}, "remove": {"1"}})
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		require.Len(t, windows(c.Tenant.ID), 2, "nothing set, nothing removed")
+	})
+
+	t.Run("OthersCannot", func(t *testing.T) {
+		form := func() url.Values { return url.Values{"trigger_event": {"*"}, "seconds": {"45"}} }
+		// Each loads a page of its own first, so its CSRF token is valid and
+		// the refusal is the permission's.
+		support := c.signIn(asSupport)
+		support.page("/account/password")
+		require.Equal(t, http.StatusForbidden, support.post(path, form()).StatusCode)
+		other := c.signIn(asOtherManager)
+		other.page("/t/globex/settings")
+		require.Equal(t, http.StatusNotFound, other.post(path, form()).StatusCode)
+		for _, w := range windows(c.Tenant.ID) {
+			require.NotEqual(t, 45, w.Seconds, "neither stored a window")
 		}
 	})
 }

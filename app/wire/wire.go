@@ -83,6 +83,9 @@ type Services struct {
 	MetaTemplates *app.MetaTemplates
 	// Rejections keeps the tenants' rejected API requests.
 	Rejections *app.Rejections
+	// ConfirmWindows manages tenants' confirmation windows; the
+	// dispatcher reads them in its own transaction.
+	ConfirmWindows *app.ConfirmWindows
 
 	// The console.
 	Console Console
@@ -114,6 +117,7 @@ type Console struct {
 	MetaTemplates  *console.MetaTemplates
 	Callbacks      *console.Callbacks
 	Rejections     *console.Rejections
+	ConfirmWindows *console.ConfirmWindows
 }
 
 // Options adjust what Connect builds, for tests; the zero value is what
@@ -254,6 +258,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		PendingHorizon: cfg.PendingReceiptHorizon, Metrics: metrics, Router: s.Router, Callbacks: s.Callbacks}
 	s.Rollups = &app.Rollups{Store: db.Scope[app.RollupTx](store), Now: now}
 	s.Deadlines = &app.Deadlines{Store: db.Scope[app.DeadlineTx](store), Now: now}
+	s.ConfirmWindows = &app.ConfirmWindows{Store: db.Scope[app.ConfirmWindowTx](store), Now: now}
 	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log, Now: now}
 	s.Health = &app.Health{Probe: d, Now: now}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Queue: queue, Now: now, Log: log}
@@ -288,6 +293,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		MetaTemplates:  &console.MetaTemplates{Store: db.Scope[console.MetaTemplateTx](store), MetaTemplates: s.MetaTemplates},
 		Callbacks:      &console.Callbacks{Callbacks: s.Callbacks},
 		Rejections:     &console.Rejections{Store: db.Scope[console.RejectionTx](store)},
+		ConfirmWindows: &console.ConfirmWindows{ConfirmWindows: s.ConfirmWindows},
 	}
 	return s, nil
 }
@@ -298,7 +304,7 @@ func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health,
 		Intake: s.Intake, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Hooks: s.Hooks,
-		Deadlines: s.Console.Deadlines,
+		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,
 		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,
 		SNSVerifier: &awsnotify.Verifier{},

@@ -63,6 +63,7 @@ var ExpressibleCodes = map[string]bool{
 	"invalid_send_at": true, "missing_send_at": true, "missing_reason": true,
 	"invalid_conversation_context": true,
 	"invalid@minutes":              true,
+	"invalid@seconds":              true,
 	// The management API's paging.
 	"invalid_limit": true, "invalid_offset": true,
 }
