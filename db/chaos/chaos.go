@@ -60,14 +60,13 @@ type Config struct {
 	PGRestart string
 	// PGData overrides the local cluster's data directory.
 	PGData string
-	// Latency is how long the Meta fake takes to accept a WhatsApp send
+	// Latency is how long the Meta and SES fakes take to accept a send
 	// (zero: 1s-3s), so that kills and SIGTERMs meet sends in flight.
 	Latency latency
 	// SlowLatency is how long it takes in experiment g, for SlowFor; g
 	// runs its processes with HERALD_SEND_TIMEOUT=SendTimeout (0: Herald's
-	// default), so that Herald hangs up on sends Meta then accepts.
+	// default), so that Herald hangs up on sends Meta and SES then accept.
 	SlowLatency, SlowFor, SendTimeout time.Duration
-	// Latency and SlowLatency hold for the SES fake's SendEmail too.
 	// MetaFail is the share of WhatsApp messages the Meta fake gives a
 	// failed status (131026, undeliverable): FAILED messages the suite
 	// expects.
