@@ -307,7 +307,7 @@ func (s *Services) Web(version string) *web.Server {
 		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,
 		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,
-		SNSVerifier: &awsnotify.Verifier{},
+		SNSVerifier: snsVerifier(s.Config),
 		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
 		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
 		Trends:   s.Console.Trends,
@@ -317,6 +317,15 @@ func (s *Services) Web(version string) *web.Server {
 		Rejections: s.Rejections, RejectionConsole: s.Console.Rejections,
 		Registry: s.Registry, Version: version, OpenAPI: s.OpenAPI,
 	}
+}
+
+// snsVerifier checks the signatures of SNS posts against Amazon's
+// certificates; in development it also takes certificates served on
+// loopback, so that a local stand-in for SNS (the chaos suite's SES fake)
+// can sign what it posts. Production never does: anyone could name a
+// certificate some other program serves on Herald's own host.
+func snsVerifier(cfg app.Config) *awsnotify.Verifier {
+	return &awsnotify.Verifier{Loopback: cfg.Dev()}
 }
 
 // baseURL is the deployment's public URL, the server of the OpenAPI document.

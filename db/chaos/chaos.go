@@ -60,12 +60,12 @@ type Config struct {
 	PGRestart string
 	// PGData overrides the local cluster's data directory.
 	PGData string
-	// Latency is how long the Meta fake takes to accept a WhatsApp send
+	// Latency is how long the Meta and SES fakes take to accept a send
 	// (zero: 1s-3s), so that kills and SIGTERMs meet sends in flight.
 	Latency latency
 	// SlowLatency is how long it takes in experiment g, for SlowFor; g
 	// runs its processes with HERALD_SEND_TIMEOUT=SendTimeout (0: Herald's
-	// default), so that Herald hangs up on sends Meta then accepts.
+	// default), so that Herald hangs up on sends Meta and SES then accept.
 	SlowLatency, SlowFor, SendTimeout time.Duration
 	// MetaFail is the share of WhatsApp messages the Meta fake gives a
 	// failed status (131026, undeliverable): FAILED messages the suite
@@ -99,12 +99,20 @@ type Row struct {
 	// each fault.
 	WhatsApp, WADup, WACut int
 	WAInFlight             []int
+	// Mail is the e-mail messages SES accepted, MailCut its calls Herald
+	// had hung up on, MailDup its sends beyond one per message (0
+	// allowed), MailInFlight the calls SES was working on at each fault.
+	Mail, MailCut, MailDup int
+	MailInFlight           []int
 	// Injected is the FAILED messages a fault explains (the Meta fake's
 	// failed statuses), Unexplained the FAILED ones nothing explains.
 	Injected, Unexplained int
-	InFlight              []int
-	Recover               []time.Duration
-	Failures              []string
+	// Unreached is the messages failed outcome_unknown whose call a worker
+	// SIGKILL stopped before it reached Meta or SES (explained).
+	Unreached int
+	InFlight  []int
+	Recover   []time.Duration
+	Failures  []string
 }
 
 // Broke reports whether the experiment broke an invariant.
@@ -118,7 +126,7 @@ var experiments = []struct{ name, title string }{
 	{"d", "provider 503 storm, then 429 Retry-After"},
 	{"e", "two workers share a rate limit and a quota"},
 	{"f", "worker SIGTERMed (drains), restarted"},
-	{"g", "Meta slower than Herald's send timeout"},
+	{"g", "Meta and SES slower than Herald's send timeout"},
 	{"h", "pg_terminate_backend of the worker's sessions"},
 	{"i", "database slowed by lock waits on the send path"},
 }
@@ -240,7 +248,8 @@ func (s *suite) run(ctx context.Context, name, title string) Row {
 		// Slow from the first send on: every send of the spell outlasts
 		// Herald's send timeout.
 		e.meta.setLatency(latency{s.cfg.SlowLatency, s.cfg.SlowLatency})
-		e.logf("Meta takes %s a send for %s; Herald's send timeout is %s", s.cfg.SlowLatency, s.cfg.SlowFor, cmp.Or(s.cfg.SendTimeout, 15*time.Second))
+		e.ses.setLatency(latency{s.cfg.SlowLatency, s.cfg.SlowLatency})
+		e.logf("Meta and SES take %s a send for %s; Herald's send timeout is %s", s.cfg.SlowLatency, s.cfg.SlowFor, cmp.Or(s.cfg.SendTimeout, 15*time.Second))
 	}
 
 	faultDone := make(chan error, 1)
@@ -258,8 +267,8 @@ func (s *suite) run(ctx context.Context, name, title string) Row {
 		// Receipts are applied by the worker after the web process took
 		// them, within seconds (it polls the inbox every 5 s at the least);
 		// checkWhatsApp names the messages still behind after two minutes.
-		if err := e.waitWithin(ctx, "Herald to apply every status Meta posted", 2*time.Minute, e.statusesApplied); err == nil {
-			e.logf("every status Meta posted is applied")
+		if err := e.waitWithin(ctx, "Herald to apply every status Meta and event SES posted", 2*time.Minute, e.statusesApplied); err == nil {
+			e.logf("every status Meta and event SES posted is applied")
 		}
 	}
 	e.check(context.WithoutCancel(ctx))
@@ -277,6 +286,7 @@ type experiment struct {
 	pool                         *pgxpool.Pool
 	prov                         *provider
 	meta                         *metaFake
+	ses                          *sesFake
 	metaAccount                  string
 	web                          *proc
 	workers                      []*proc
@@ -291,8 +301,11 @@ type experiment struct {
 	acceptedN atomic.Int64
 	intakeEnd atomic.Bool
 	dupBound  int
-	cleanupDB func()
-	counted   map[string]int // message id -> provider accepts counted as in flight
+	// workerKilled: a worker was SIGKILLed, which may stop a call between
+	// Herald's marker and the request (see checkFailed).
+	workerKilled bool
+	cleanupDB    func()
+	counted      map[string]int // message id -> provider accepts counted as in flight
 }
 
 func (e *experiment) logf(format string, args ...any) {
@@ -308,6 +321,9 @@ func (e *experiment) setup(ctx context.Context, admin string, rate float64, work
 	e.prov = newProvider()
 	var err error
 	if e.meta, err = newMetaFake(e.cfg.Latency, e.cfg.MetaFail, e.cfg.Seed^uint64(e.name[0])); err != nil {
+		return err
+	}
+	if e.ses, err = newSESFake(e.cfg.Latency, e.cfg.Seed^uint64(e.name[0])<<8); err != nil {
 		return err
 	}
 	e.dbName = fmt.Sprintf("herald_chaos_%d_%s", os.Getpid(), e.name)
@@ -384,6 +400,9 @@ func (e *experiment) setup(ctx context.Context, admin string, rate float64, work
 	if err := e.createMetaAccount(ctx); err != nil {
 		return err
 	}
+	if err := e.createSESAccount(ctx); err != nil {
+		return err
+	}
 	for range workers {
 		w, err := e.startProc("worker")
 		if err != nil {
@@ -455,8 +474,13 @@ func (e *experiment) env() []string {
 		"HERALD_QUIET_HOURS=off",
 		"HERALD_WEBHOOK_ALLOW_PRIVATE=true",
 		"HERALD_META_BASE_URL=" + e.meta.URL(),
-		// The plan's 500 WhatsApp messages a month would fail the rest.
+		// The plan's 500 WhatsApp and 1000 e-mail messages a month would
+		// fail the rest.
 		"HERALD_QUOTA_PRO_WHATSAPP=unlimited",
+		"HERALD_QUOTA_PRO_EMAIL=unlimited",
+		// The topic the SES account claims, through which its
+		// configuration set publishes.
+		"HERALD_SNS_TOPIC_ARNS=" + sesTopicARN,
 		// The shared cluster allows 100 connections in all.
 		"HERALD_DB_MAX_CONNS=10",
 		"HERALD_PPROF_ADDR=",
@@ -571,7 +595,7 @@ func (e *experiment) drained() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return events >= int(e.acceptedN.Load()) && unrouted == 0 && open == 0 && e.meta.idle(), nil
+	return events >= int(e.acceptedN.Load()) && unrouted == 0 && open == 0 && e.meta.idle() && e.ses.idle(), nil
 }
 
 // intake posts the events from cfg.Concurrency clients. A client retries an
@@ -600,6 +624,10 @@ func (e *experiment) intake(ctx context.Context) {
 func (e *experiment) post(ctx context.Context, eventID string, n int) {
 	if isWhatsApp(e.name, n) {
 		e.postBody(ctx, eventID, whatsAppEvent(eventID, n))
+		return
+	}
+	if isEmail(e.name, n) {
+		e.postBody(ctx, eventID, emailEvent(eventID, n))
 		return
 	}
 	e.postBody(ctx, eventID, map[string]any{
@@ -650,8 +678,10 @@ func (e *experiment) targets(n, total int) []int64 {
 	return out
 }
 
-// sends is how many sends the providers took, webhook and WhatsApp.
-func (e *experiment) sends() int64 { return e.prov.accepted.Load() + e.meta.accepted.Load() }
+// sends is how many sends the providers took: webhook, WhatsApp and e-mail.
+func (e *experiment) sends() int64 {
+	return e.prov.accepted.Load() + e.meta.accepted.Load() + e.ses.accepted.Load()
+}
 
 // progress waits until the providers took at least n sends.
 func (e *experiment) progress(ctx context.Context, n int64) error {
@@ -719,13 +749,15 @@ func (e *experiment) fault(ctx context.Context) error {
 			if err := e.progress(ctx, t); err != nil {
 				return err
 			}
-			sent, calls := e.sends(), e.meta.active.Load()
+			sent, calls, mails := e.sends(), e.meta.active.Load(), e.ses.active.Load()
 			e.workers[0].stop(syscall.SIGKILL)
+			e.workerKilled = true
 			inflight := e.inFlightAfterDeath(ctx)
 			e.row.InFlight = append(e.row.InFlight, inflight)
 			e.row.WAInFlight = append(e.row.WAInFlight, int(calls))
+			e.row.MailInFlight = append(e.row.MailInFlight, int(mails))
 			e.dupBound += inflight
-			e.logf("worker SIGKILLed after %d provider sends; %d webhook sends in flight, %d WhatsApp calls at Meta", sent, inflight, calls)
+			e.logf("worker SIGKILLed after %d provider sends; %d webhook sends in flight, %d WhatsApp calls at Meta, %d e-mail calls at SES", sent, inflight, calls, mails)
 			w, err := e.startProc("worker")
 			if err != nil {
 				return err
@@ -802,17 +834,22 @@ func (e *experiment) fault(ctx context.Context) error {
 		if err := e.progress(ctx, int64(n)*4/10); err != nil {
 			return err
 		}
-		at, calls := time.Now(), e.meta.active.Load()
+		at, calls, mails := time.Now(), e.meta.active.Load(), e.ses.active.Load()
 		code := e.workers[0].stop(syscall.SIGTERM)
 		inflight := e.inFlightAfterDeath(ctx)
 		e.row.InFlight = append(e.row.InFlight, inflight)
 		e.row.WAInFlight = append(e.row.WAInFlight, int(calls))
+		e.row.MailInFlight = append(e.row.MailInFlight, int(mails))
 		unrecorded, err := e.whatsAppUnrecorded(ctx)
 		if err != nil {
 			return err
 		}
-		e.logf("worker SIGTERMed with %d WhatsApp calls at Meta: exited with %d after %s; %d webhook and %d WhatsApp sends left unrecorded",
-			calls, code, time.Since(at).Round(10*time.Millisecond), inflight, unrecorded)
+		mailUnrecorded, err := e.emailUnrecorded(ctx)
+		if err != nil {
+			return err
+		}
+		e.logf("worker SIGTERMed with %d WhatsApp calls at Meta and %d e-mail calls at SES: exited with %d after %s; %d webhook, %d WhatsApp and %d e-mail sends left unrecorded",
+			calls, mails, code, time.Since(at).Round(10*time.Millisecond), inflight, unrecorded, mailUnrecorded)
 		if code != 0 {
 			e.row.Failures = append(e.row.Failures, fmt.Sprintf("the worker exited with %d after SIGTERM", code))
 		}
@@ -821,6 +858,9 @@ func (e *experiment) fault(ctx context.Context) error {
 		}
 		if unrecorded > 0 {
 			e.row.Failures = append(e.row.Failures, fmt.Sprintf("the worker did not drain: %d sends Meta accepted are still QUEUED", unrecorded))
+		}
+		if mailUnrecorded > 0 {
+			e.row.Failures = append(e.row.Failures, fmt.Sprintf("the worker did not drain: %d sends SES accepted are still QUEUED", mailUnrecorded))
 		}
 		w, err := e.startProc("worker")
 		if err != nil {
@@ -834,15 +874,16 @@ func (e *experiment) fault(ctx context.Context) error {
 		}
 		// However slowly a busy machine routes the first messages, the
 		// spell lasts until Herald has hung up on at least one send Meta
-		// then accepted: that is what g is about.
-		if err := e.waitFor(ctx, "Herald to hang up on a slow send", func() (bool, error) {
-			return e.meta.cut.Load() > 0, nil
+		// and one SES then accepted: that is what g is about.
+		if err := e.waitFor(ctx, "Herald to hang up on a slow send to Meta and one to SES", func() (bool, error) {
+			return e.meta.cut.Load() > 0 && e.ses.cut.Load() > 0, nil
 		}); err != nil {
 			return err
 		}
 		e.meta.setLatency(e.cfg.Latency)
+		e.ses.setLatency(e.cfg.Latency)
 		e.row.InFlight = append(e.row.InFlight, 0)
-		e.logf("Meta takes %s again; %d sends so far accepted after Herald hung up", &e.cfg.Latency, e.meta.cut.Load())
+		e.logf("Meta and SES take %s again; %d WhatsApp and %d e-mail sends so far accepted after Herald hung up", &e.cfg.Latency, e.meta.cut.Load(), e.ses.cut.Load())
 	case "h":
 		return e.terminations(ctx)
 	case "i":
@@ -913,6 +954,7 @@ func (e *experiment) check(ctx context.Context) {
 		r.Failures = append(r.Failures, fmt.Sprintf("%d webhook repeats carried a new webhook-id, which no receiver can tell from another message", r.HookNewID))
 	}
 	injected := e.checkWhatsApp(ctx)
+	e.checkEmail(ctx)
 	e.checkFailed(ctx, injected)
 	taken := map[string]bool{}
 	for _, id := range e.prov.acceptedIDs() {
@@ -973,6 +1015,9 @@ func (e *experiment) cleanup() {
 	if e.meta != nil {
 		e.meta.Close()
 	}
+	if e.ses != nil {
+		e.ses.Close()
+	}
 	if !e.cfg.Keep {
 		if e.cleanupDB != nil {
 			e.cleanupDB()
@@ -992,11 +1037,13 @@ func (e *experiment) cleanup() {
 // a fault may legitimately repeat; whatsapp, the messages Meta accepted
 // and how many of its calls Herald had hung up on; wa dup, Meta's sends
 // beyond one per message (0 allowed); wa fail, the failed statuses it
-// injected; at Meta, the WhatsApp calls it was working on at each fault.
+// injected; at Meta, the WhatsApp calls it was working on at each fault;
+// mail, mail dup and at SES, the same for e-mail through SES.
 func (s *suite) table(rows []Row) {
 	s.logf("\nHerald chaos (%d messages, seed %d, load average %s)", s.cfg.Messages, s.cfg.Seed, loadAverage())
-	s.logf("%-3s %8s %8s %8s %8s %6s %5s %9s %9s %-12s %-12s %6s %6s %-12s %-24s %s",
-		"exp", "accepted", "events", "messages", "sent", "failed", "lost", "dup rows", "hook reps", "in flight", "whatsapp", "wa dup", "wa fail", "at Meta", "recovered after", "result")
+	s.logf("%-3s %8s %8s %8s %8s %6s %5s %9s %9s %-12s %-12s %6s %6s %-12s %-12s %8s %-12s %-24s %s",
+		"exp", "accepted", "events", "messages", "sent", "failed", "lost", "dup rows", "hook reps", "in flight", "whatsapp", "wa dup", "wa fail", "at Meta",
+		"mail", "mail dup", "at SES", "recovered after", "result")
 	for _, r := range rows {
 		if r.Skipped != "" {
 			s.logf("%-3s %s", r.Name, "skipped: "+r.Skipped)
@@ -1014,20 +1061,26 @@ func (s *suite) table(rows []Row) {
 		if r.Broke() {
 			result = "FAILED"
 		}
-		atMeta := make([]string, len(r.WAInFlight))
-		for i, n := range r.WAInFlight {
-			atMeta[i] = strconv.Itoa(n)
-		}
-		s.logf("%-3s %8d %8d %8d %8d %6s %5d %4d/%-4d %4d/%-4d %-12s %-12s %6d %6s %-12s %-24s %s",
+		s.logf("%-3s %8d %8d %8d %8d %6s %5d %4d/%-4d %4d/%-4d %-12s %-12s %6d %6s %-12s %-12s %8d %-12s %-24s %s",
 			r.Name, r.Accepted, r.Events, r.Messages, r.Sent, fmt.Sprintf("%d/%d", r.Failed-r.Unexplained, r.Unexplained), r.Lost, r.DupEvents, r.DupMessages,
 			r.HookSameID, r.HookNewID, dash(strings.Join(inflight, ",")), fmt.Sprintf("%d (%d cut)", r.WhatsApp, r.WACut), r.WADup,
-			fmt.Sprintf("%d", r.Injected), dash(strings.Join(atMeta, ",")), dash(strings.Join(rec, ","))+seconds(len(rec)), result)
+			fmt.Sprintf("%d", r.Injected), dash(joinInts(r.WAInFlight)),
+			fmt.Sprintf("%d (%d cut)", r.Mail, r.MailCut), r.MailDup, dash(joinInts(r.MailInFlight)),
+			dash(strings.Join(rec, ","))+seconds(len(rec)), result)
 	}
 	for _, r := range rows {
 		for _, f := range r.Failures {
 			s.logf("%s: %s", r.Name, f)
 		}
 	}
+}
+
+func joinInts(ns []int) string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = strconv.Itoa(n)
+	}
+	return strings.Join(out, ",")
 }
 
 func dash(s string) string {

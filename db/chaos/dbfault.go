@@ -19,7 +19,7 @@ func (e *experiment) terminations(ctx context.Context) error {
 		if err := e.progress(ctx, t); err != nil {
 			return err
 		}
-		calls := e.meta.active.Load()
+		calls, mails := e.meta.active.Load(), e.ses.active.Load()
 		n, err := terminateWorkers(ctx, e.pool, e.dbName)
 		if err != nil {
 			return fmt.Errorf("terminate the worker's sessions: %w", err)
@@ -31,9 +31,10 @@ func (e *experiment) terminations(ctx context.Context) error {
 		inflight := e.countInFlight(open)
 		e.row.InFlight = append(e.row.InFlight, inflight)
 		e.row.WAInFlight = append(e.row.WAInFlight, int(calls))
+		e.row.MailInFlight = append(e.row.MailInFlight, int(mails))
 		e.dupBound += inflight
-		e.logf("pg_terminate_backend ended %d worker sessions after %d sends; %d webhook sends uncommitted, %d WhatsApp calls at Meta",
-			n, e.sends(), inflight, calls)
+		e.logf("pg_terminate_backend ended %d worker sessions after %d sends; %d webhook sends uncommitted, %d WhatsApp calls at Meta, %d e-mail calls at SES",
+			n, e.sends(), inflight, calls, mails)
 		if err := e.recovered(ctx, time.Now(), e.sends(), e.sends); err != nil {
 			return err
 		}

@@ -1,18 +1,19 @@
 // Command herald-chaos is Herald's fault-injection suite, run by
 // `go tool task chaos`, which builds it and the herald binary it starts. It
 // starts Herald's web and worker processes on a fresh database per
-// experiment, sends notifications over the API to two fakes that count
-// every call by message, a webhook receiver and Meta's WhatsApp Cloud API,
-// and meanwhile kills workers, kills the web process, restarts Postgres,
-// ends the worker's sessions, holds locks the sends need, has the receiver
-// fail or Meta answer after Herald's send timeout. Then it checks that
-// nothing was lost and nothing done twice: every accepted event is stored
-// once and its message reached a final state once, Meta accepted each
-// WhatsApp message once, and the receiver took each webhook message once,
-// give or take the sends a SIGKILL or a restart caught between the
+// experiment, sends notifications over the API to three fakes that count
+// every call by message, a webhook receiver, Meta's WhatsApp Cloud API and
+// Amazon SES (with its events published through SNS), and meanwhile kills
+// workers, kills the web process, restarts Postgres, ends the worker's
+// sessions, holds locks the sends need, has the receiver fail or Meta and
+// SES answer after Herald's send timeout. Then it checks that nothing was
+// lost and nothing done twice: every accepted event is stored once and its
+// message reached a final state once, Meta accepted each WhatsApp message
+// and SES each e-mail once, and the receiver took each webhook message
+// once, give or take the sends a SIGKILL or a restart caught between the
 // provider's answer and the commit (the webhook channel is at least once,
-// with one webhook-id per message; WhatsApp has no idempotency key, so a
-// second send is a second message on the passenger's phone).
+// with one webhook-id per message; WhatsApp and SES have no idempotency
+// key, so a second send is a second message to the passenger).
 //
 // Every wait is on a condition (the provider's counters, the database),
 // bounded by a generous timeout; nothing depends on the machine's speed.
@@ -34,7 +35,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := tool.NewFlags("chaos",
 		"go tool task chaos -- [--messages N] [--kills N] [--seed N] [--storm D] [--throttle D] [--rate N] [--quota N] [--latency D-D] [--slow-latency D] [--slow-for D] [--send-timeout D] [--meta-fail F] [--lock-hold D] [--experiments abcdefghi] [--pg-restart local|throwaway|off]\n"+
 			"       herald-chaos --herald PATH [flags]",
-		"Fault injection: kills, Postgres restarts and terminations, lock waits, provider storms and a slow Meta on fresh databases; fails on any loss, duplicate or unexplained failure.",
+		"Fault injection: kills, Postgres restarts and terminations, lock waits, provider storms and a slow Meta and SES on fresh databases; fails on any loss, duplicate or unexplained failure.",
 		stdout, stderr)
 	cc := Config{Out: stdout}
 	herald := fs.Herald()
@@ -46,9 +47,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.Float64Var(&cc.Rate, "rate", 100, "the account's sends per second that two workers share (e)")
 	fs.IntVar(&cc.Quota, "quota", 0, "the plan's monthly webhook quota (e); 0: half the messages")
 	cc.Latency = latency{time.Second, 3 * time.Second}
-	fs.Var(&cc.Latency, "latency", "how long the Meta fake takes to accept a WhatsApp send: a random duration between two, e.g. 1s-3s, or one")
-	fs.DurationVar(&cc.SlowLatency, "slow-latency", 30*time.Second, "how long the Meta fake takes in g, longer than the send timeout")
-	fs.DurationVar(&cc.SlowFor, "slow-for", time.Minute, "how long the Meta fake stays slow in g")
+	fs.Var(&cc.Latency, "latency", "how long the Meta and SES fakes take to accept a WhatsApp or e-mail send: a random duration between two, e.g. 1s-3s, or one")
+	fs.DurationVar(&cc.SlowLatency, "slow-latency", 30*time.Second, "how long the Meta and SES fakes take in g, longer than the send timeout")
+	fs.DurationVar(&cc.SlowFor, "slow-for", time.Minute, "how long the Meta and SES fakes stay slow in g")
 	fs.DurationVar(&cc.SendTimeout, "send-timeout", 0, "HERALD_SEND_TIMEOUT of g's processes; 0: herald's default (15s)")
 	fs.Float64Var(&cc.MetaFail, "meta-fail", 0.01, "the share of WhatsApp messages the Meta fake reports failed (131026), which the suite expects")
 	fs.DurationVar(&cc.LockHold, "lock-hold", 3*time.Second, "how long i holds each lock on the send path's tables")

@@ -106,12 +106,12 @@ func setRate(ctx context.Context, pool *pgxpool.Pool, accountID, perSecond strin
 	return err
 }
 
-// whatsAppIDs maps recipients' numbers to the WhatsApp messages sent to
-// them: the suite gives every WhatsApp message a number of its own, so a
-// send the Meta fake counted by recipient names one message.
-func whatsAppIDs(ctx context.Context, pool *pgxpool.Pool, tos []string) (map[string]string, error) {
+// addressIDs maps recipients' addresses to the messages of a channel sent
+// to them: the suite gives every WhatsApp and e-mail message an address of
+// its own, so a send a fake counted by recipient names one message.
+func addressIDs(ctx context.Context, pool *pgxpool.Pool, channel string, tos []string) (map[string]string, error) {
 	rows, err := pool.Query(ctx, `
-		SELECT to_address, id::text FROM messages WHERE channel = 'WHATSAPP' AND to_address = ANY($1::text[])`, tos)
+		SELECT to_address, id::text FROM messages WHERE channel = $1 AND to_address = ANY($2::text[])`, channel, tos)
 	if err != nil {
 		return nil, err
 	}

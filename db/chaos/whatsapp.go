@@ -9,16 +9,17 @@ import (
 	"time"
 )
 
-// WhatsApp beside the webhook channel: every other event asks for a
-// WhatsApp message (BOOKING_CONFIRMED, whose default WhatsApp text has a
-// Meta template) to a phone number of its own, the rest for a webhook
-// message as before, so each experiment's faults meet both a channel that
-// answers at once and one that takes seconds and reports its outcome
-// later. Experiment e stays on the webhook channel alone: it checks the
-// webhook account's rate and the webhook quota against the whole intake.
+// WhatsApp and e-mail beside the webhook channel: a third of the events
+// ask for a WhatsApp message (BOOKING_CONFIRMED, whose default WhatsApp
+// text has a Meta template) to a phone number of its own, a third for an
+// e-mail through SES (see email.go), the rest for a webhook message as
+// before, so each experiment's faults meet both a channel that answers at
+// once and two that take seconds and report their outcome later.
+// Experiment e stays on the webhook channel alone: it checks the webhook
+// account's rate and the webhook quota against the whole intake.
 
 // isWhatsApp says whether event n of experiment name goes to WhatsApp.
-func isWhatsApp(name string, n int) bool { return name != "e" && n%2 == 0 }
+func isWhatsApp(name string, n int) bool { return name != "e" && n%3 == 0 }
 
 // whatsAppPhone is event n's recipient: a valid German mobile number, one
 // per message, so that the Meta fake can count sends by recipient until
@@ -86,9 +87,15 @@ func (e *experiment) templatesSynced() (bool, error) {
 	return n > 0, err
 }
 
-// metaMessageIDs maps the fake's message keys (a message id, or "to:" and
-// a number) to message ids.
+// metaMessageIDs maps the Meta fake's message keys (a message id, or "to:"
+// and a number) to message ids.
 func (e *experiment) metaMessageIDs(ctx context.Context, keys []string) (map[string]string, error) {
+	return e.keyIDs(ctx, "WHATSAPP", keys)
+}
+
+// keyIDs maps a fake's message keys (a message id, or "to:" and the
+// recipient's address) to the ids of the channel's messages.
+func (e *experiment) keyIDs(ctx context.Context, channel string, keys []string) (map[string]string, error) {
 	out := make(map[string]string, len(keys))
 	var tos []string
 	for _, k := range keys {
@@ -101,12 +108,12 @@ func (e *experiment) metaMessageIDs(ctx context.Context, keys []string) (map[str
 	if len(tos) == 0 {
 		return out, nil
 	}
-	ids, err := whatsAppIDs(ctx, e.pool, tos)
+	ids, err := addressIDs(ctx, e.pool, channel, tos)
 	if err != nil {
 		return nil, err
 	}
 	for _, to := range tos {
-		out["to:"+to] = ids[to] // "" when no message has the number: reported as such
+		out["to:"+to] = ids[to] // "" when no message has the address: reported as such
 	}
 	return out, nil
 }
@@ -245,7 +252,8 @@ func (e *experiment) whatsAppBehind(ctx context.Context, ids map[string]string) 
 }
 
 // statusesApplied says whether Herald has applied every status Meta
-// posted: the fake is idle and no message is behind what it reported.
+// posted and every event SES published: both fakes are idle and no
+// message is behind what they reported.
 func (e *experiment) statusesApplied() (bool, error) {
 	if !e.meta.idle() {
 		return false, nil
@@ -257,12 +265,16 @@ func (e *experiment) statusesApplied() (bool, error) {
 		return false, err
 	}
 	behind, err := e.whatsAppBehind(ctx, ids)
-	return err == nil && len(behind) == 0, err
+	if err != nil || len(behind) > 0 {
+		return false, err
+	}
+	return e.emailEventsApplied(ctx)
 }
 
 // checkFailed fails the experiment on every FAILED message no injected
-// fault explains: a failed status the Meta fake reported, or in e the
-// quota's overshoot.
+// fault explains: a failed status the Meta fake reported, in e the
+// quota's overshoot, or, after a worker SIGKILL, outcome_unknown on a
+// WhatsApp or e-mail message neither fake ever had (see unreached).
 func (e *experiment) checkFailed(ctx context.Context, injected map[string]bool) {
 	r := e.row
 	failed, err := messageStates(ctx, e.pool, nil)
@@ -270,18 +282,57 @@ func (e *experiment) checkFailed(ctx context.Context, injected map[string]bool) 
 		r.Failures = append(r.Failures, "read the failed messages: "+err.Error())
 		return
 	}
-	var unexplained []string
+	reached, err := e.reached(ctx)
+	if err != nil {
+		r.Failures = append(r.Failures, "map the fakes' sends to messages: "+err.Error())
+		return
+	}
+	var unexplained, unreached []string
 	for _, m := range failed {
-		if injected[m.ID] || (e.name == "e" && m.Reason == "quota_exceeded") {
+		switch {
+		case injected[m.ID] || (e.name == "e" && m.Reason == "quota_exceeded"):
+			continue
+		case e.workerKilled && m.Reason == "outcome_unknown" && (m.Channel == "WHATSAPP" || m.Channel == "EMAIL") && !reached[m.ID]:
+			// The SIGKILL came between Herald's marker of the call and
+			// the request reaching the provider: Herald cannot tell that
+			// from a call the provider took, and sending again could be a
+			// second message, so it waits for a confirmation that cannot
+			// come and fails the message for support to resend.
+			unreached = append(unreached, m.ID+" ("+m.Channel+")")
 			continue
 		}
 		unexplained = append(unexplained, fmt.Sprintf("%s (%s): %s %s", m.ID, m.Channel, m.Reason, m.Code))
+	}
+	r.Unreached = len(unreached)
+	if len(unreached) > 0 {
+		e.logf("%d messages failed outcome_unknown that no provider ever had, the worker SIGKILLed between the marker and the request: %s",
+			len(unreached), strings.Join(unreached, ", "))
 	}
 	r.Unexplained = len(unexplained)
 	if len(unexplained) > 0 {
 		r.Failures = append(r.Failures, fmt.Sprintf("%d FAILED messages no injected fault explains:\n      %s",
 			len(unexplained), strings.Join(unexplained[:min(len(unexplained), 20)], "\n      ")))
 	}
+}
+
+// reached is the set of messages the Meta or the SES fake accepted a call
+// for.
+func (e *experiment) reached(ctx context.Context) (map[string]bool, error) {
+	out := map[string]bool{}
+	wa, err := e.metaMessageIDs(ctx, e.meta.acceptedKeys())
+	if err != nil {
+		return nil, err
+	}
+	mail, err := e.keyIDs(ctx, "EMAIL", e.ses.acceptedKeys())
+	if err != nil {
+		return nil, err
+	}
+	for _, ids := range []map[string]string{wa, mail} {
+		for _, id := range ids {
+			out[id] = true
+		}
+	}
+	return out, nil
 }
 
 func mapKeys[V any](m map[string]V) []string {

@@ -103,6 +103,42 @@ func TestVerifier(t *testing.T) {
 	})
 }
 
+// TestVerifier_Loopback checks the development verifier: it takes a
+// certificate served on 127.0.0.1, over plain http too, and still holds
+// every other host to Amazon's pattern and https; the production one
+// (Loopback off) refuses the loopback certificate.
+func TestVerifier_Loopback(t *testing.T) {
+	t.Parallel()
+	sns := awsnotifytest.NewLoopback(t)
+	ctx := context.Background()
+
+	t.Run("DevAcceptsLoopback", func(t *testing.T) {
+		require.True(t, strings.HasPrefix(sns.CertURL(), "http://127.0.0.1:"), sns.CertURL())
+		require.NoError(t, sns.Verifier.Verify(ctx, sns.Notification(topic, "x")))
+		require.NoError(t, sns.Verifier.Confirm(ctx, sns.Confirmation(topic)))
+	})
+
+	t.Run("ProdRefusesLoopback", func(t *testing.T) {
+		prod := &awsnotify.Verifier{}
+		require.ErrorContains(t, prod.Verify(ctx, sns.Notification(topic, "x")), "not https")
+		require.ErrorContains(t, prod.Confirm(ctx, sns.Confirmation(topic)), "not https")
+	})
+
+	t.Run("DevHoldsOtherHosts", func(t *testing.T) {
+		for _, u := range []string{
+			"http://sns.eu-central-1.amazonaws.com/SimpleNotificationService-test.pem",
+			"https://attacker.example.com/SimpleNotificationService-test.pem",
+			"http://localhost/SimpleNotificationService-test.pem",
+			"http://127.0.0.2/SimpleNotificationService-test.pem",
+			"ftp://127.0.0.1/SimpleNotificationService-test.pem",
+		} {
+			e := sns.Notification(topic, "x")
+			e.SigningCertURL = u
+			require.Error(t, sns.Verifier.Verify(ctx, e), u)
+		}
+	})
+}
+
 func TestSESReceipt(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {

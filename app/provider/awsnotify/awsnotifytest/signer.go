@@ -41,6 +41,23 @@ type SNS struct {
 // New starts the fake; it stops when t ends.
 func New(t testing.TB) *SNS {
 	t.Helper()
+	s := start(t, httptest.NewTLSServer)
+	s.Verifier = &awsnotify.Verifier{HostPattern: regexp.MustCompile(`^127\.0\.0\.1$`), Client: s.Server.Client()}
+	return s
+}
+
+// NewLoopback starts the fake serving plain http on 127.0.0.1, as a
+// development stand-in for SNS does (see Verifier.Loopback); its Verifier
+// is the development one, which trusts Amazon's hosts and loopback.
+func NewLoopback(t testing.TB) *SNS {
+	t.Helper()
+	s := start(t, httptest.NewServer)
+	s.Verifier = &awsnotify.Verifier{Loopback: true}
+	return s
+}
+
+func start(t testing.TB, serve func(http.Handler) *httptest.Server) *SNS {
+	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +72,7 @@ func New(t testing.TB) *SNS {
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 	s := &SNS{key: key}
-	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/SimpleNotificationService-test.pem":
 			s.CertFetches.Add(1)
@@ -68,7 +85,6 @@ func New(t testing.TB) *SNS {
 		}
 	}))
 	t.Cleanup(s.Server.Close)
-	s.Verifier = &awsnotify.Verifier{HostPattern: regexp.MustCompile(`^127\.0\.0\.1$`), Client: s.Server.Client()}
 	return s
 }
 
