@@ -73,6 +73,11 @@ type Config struct {
 	MetaFail float64
 	// LockHold is how long experiment i holds each lock.
 	LockHold time.Duration
+	// ConfirmWindow is the tenant's confirmation window for every event
+	// (PUT /api/v1/confirmation-windows), how long Herald waits for a
+	// provider's confirmation of a send it never had the answer to; zero
+	// keeps Herald's defaults (5 minutes, 1 for urgent events).
+	ConfirmWindow time.Duration
 	// Timeout bounds each experiment.
 	Timeout time.Duration
 	// Keep keeps the databases and the processes' logs.
@@ -398,6 +403,9 @@ func (e *experiment) setup(ctx context.Context, admin string, rate float64, work
 		return err
 	}
 	if err := e.createMetaAccount(ctx); err != nil {
+		return err
+	}
+	if err := e.setConfirmWindow(ctx); err != nil {
 		return err
 	}
 	if err := e.createSESAccount(ctx); err != nil {

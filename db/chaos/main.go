@@ -33,7 +33,7 @@ func main() { tool.Main("herald-chaos", run) }
 // run parses the flags, finds herald and runs the experiments.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := tool.NewFlags("chaos",
-		"go tool task chaos -- [--messages N] [--kills N] [--seed N] [--storm D] [--throttle D] [--rate N] [--quota N] [--latency D-D] [--slow-latency D] [--slow-for D] [--send-timeout D] [--meta-fail F] [--lock-hold D] [--experiments abcdefghi] [--pg-restart local|throwaway|off]\n"+
+		"go tool task chaos -- [--messages N] [--kills N] [--seed N] [--storm D] [--throttle D] [--rate N] [--quota N] [--latency D-D] [--slow-latency D] [--slow-for D] [--send-timeout D] [--meta-fail F] [--lock-hold D] [--confirm-window D] [--experiments abcdefghi] [--pg-restart local|throwaway|off]\n"+
 			"       herald-chaos --herald PATH [flags]",
 		"Fault injection: kills, Postgres restarts and terminations, lock waits, provider storms and a slow Meta and SES on fresh databases; fails on any loss, duplicate or unexplained failure.",
 		stdout, stderr)
@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.DurationVar(&cc.SendTimeout, "send-timeout", 0, "HERALD_SEND_TIMEOUT of g's processes; 0: herald's default (15s)")
 	fs.Float64Var(&cc.MetaFail, "meta-fail", 0.01, "the share of WhatsApp messages the Meta fake reports failed (131026), which the suite expects")
 	fs.DurationVar(&cc.LockHold, "lock-hold", 3*time.Second, "how long i holds each lock on the send path's tables")
+	fs.DurationVar(&cc.ConfirmWindow, "confirm-window", 0, "the tenant's confirmation window for every event (whole seconds, 1s to 24h); 0: herald's defaults (5m, 1m urgent)")
 	fs.IntVar(&cc.Concurrency, "concurrency", 16, "concurrent API clients")
 	fs.StringVar(&cc.Experiments, "experiments", "abcdefghi", "the experiments to run, by letter")
 	fs.StringVar(&cc.PGRestart, "pg-restart", "local", "where c restarts Postgres: local (the cluster DATABASE_URL names; it disturbs every other user of it), throwaway (a temporary cluster of its own) or off")
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return tool.Usagef("--storm and --throttle must not be negative")
 	case cc.SlowLatency <= 0 || cc.SlowFor <= 0 || cc.LockHold <= 0:
 		return tool.Usagef("--slow-latency, --slow-for and --lock-hold must be positive")
+	case cc.ConfirmWindow != 0 && (cc.ConfirmWindow < time.Second || cc.ConfirmWindow > 24*time.Hour || cc.ConfirmWindow%time.Second != 0):
+		return tool.Usagef("--confirm-window is 0 or whole seconds from 1s to 24h, got %s", cc.ConfirmWindow)
 	case cc.SendTimeout != 0 && (cc.SendTimeout < time.Second || cc.SendTimeout > 5*time.Minute):
 		return tool.Usagef("--send-timeout is 0 or from 1s to 5m, as HERALD_SEND_TIMEOUT, got %s", cc.SendTimeout)
 	case cc.MetaFail < 0 || cc.MetaFail > 0.5:

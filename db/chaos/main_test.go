@@ -38,6 +38,7 @@ func TestRun_BadFlags(t *testing.T) {
 		"UnknownFlag":     {[]string{"--fast"}, "flag provided but not defined"},
 		"NotADuration":    {[]string{"--throttle", "soon"}, "invalid value"},
 		"NegativeTimeout": {[]string{"--timeout", "-5m"}, "must be positive"},
+		"ConfirmWindow":   {[]string{"--confirm-window", "1500ms"}, "--confirm-window is 0 or whole seconds"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -56,7 +57,7 @@ func TestRun_Help(t *testing.T) {
 	out, _, err := tool.Run(run, "--help")
 	require.ErrorIs(t, err, flag.ErrHelp)
 	require.Contains(t, out, "go tool task chaos -- [--messages N]")
-	for _, f := range []string{"-herald", "-messages", "-kills", "-pg-restart", "-experiments", "-latency", "-slow-latency", "-slow-for", "-send-timeout", "-meta-fail", "-lock-hold"} {
+	for _, f := range []string{"-herald", "-messages", "-kills", "-pg-restart", "-experiments", "-latency", "-slow-latency", "-slow-for", "-send-timeout", "-meta-fail", "-lock-hold", "-confirm-window"} {
 		require.Contains(t, out, f)
 	}
 }

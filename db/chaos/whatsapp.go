@@ -43,6 +43,20 @@ func whatsAppEvent(eventID string, n int) map[string]any {
 	}
 }
 
+// setConfirmWindow sets the tenant's confirmation window for every event,
+// when the run asks for one.
+func (e *experiment) setConfirmWindow(ctx context.Context) error {
+	if e.cfg.ConfirmWindow == 0 {
+		return nil
+	}
+	status, raw, err := e.call(ctx, http.MethodPut, "/api/v1/confirmation-windows", map[string]any{
+		"trigger_event": "*", "seconds": int(e.cfg.ConfirmWindow / time.Second)}, nil)
+	if err != nil || status != http.StatusOK {
+		return fmt.Errorf("set the confirmation window: %d %v %s", status, err, raw)
+	}
+	return nil
+}
+
 // createMetaAccount makes the tenant's WhatsApp account point at the Meta
 // fake, activates it, and tells the fake where Herald takes its statuses.
 func (e *experiment) createMetaAccount(ctx context.Context) error {
