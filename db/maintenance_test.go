@@ -365,8 +365,14 @@ func TestMaintenance_PruneConcurrent(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, old, results[0].Messages+results[1].Messages, "each old message deleted once")
-	require.Equal(t, old, results[0].Events+results[1].Events)
 	require.Equal(t, 2*old, results[0].Timeline+results[1].Timeline)
+	// An event goes once no message of it is left: one pruner may look
+	// while the other still holds the event's message, leaving the event to
+	// the next run. The next run takes what is left, and nothing twice.
+	next, err := b.maintenance(db.Scope[app.MaintenanceTx](b.store)).Prune(b.ctx)
+	require.NoError(t, err)
+	require.Zero(t, next.Messages)
+	require.Equal(t, old, results[0].Events+results[1].Events+next.Events)
 	require.Equal(t, int(written.Load()), b.count(t, `SELECT count(*) FROM messages`), "no new message touched")
 	require.Equal(t, 2*int(written.Load()), b.count(t, `SELECT count(*) FROM message_events`))
 	require.Zero(t, b.orphans(t))
