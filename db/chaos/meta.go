@@ -384,15 +384,24 @@ func statusBody(wamid, status string, at int64, recipient, opaque string) []byte
 func (f *metaFake) deliver(body []byte) {
 	mac := hmac.New(sha256.New, []byte(metaAppSecret))
 	mac.Write(body)
-	sig := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	header := http.Header{}
+	header.Set("Content-Type", "application/json")
+	header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	redeliver(f.ctx, f.client, &f.hookURL, &f.posts, &f.retries, body, header)
+}
+
+// redeliver posts body with header to the URL hook holds (none yet: it
+// waits) until the answer is 2xx, as Meta and SNS retry, counting every
+// post and every one not answered 2xx. The pause between tries is the
+// provider's pacing, not a wait for a condition.
+func redeliver(ctx context.Context, client *http.Client, hook *atomic.Pointer[string], posts, retries *atomic.Int64, body []byte, header http.Header) {
 	backoff := 100 * time.Millisecond
-	for f.ctx.Err() == nil {
-		if hook := f.hookURL.Load(); hook != nil {
-			f.posts.Add(1)
-			req, _ := http.NewRequestWithContext(f.ctx, http.MethodPost, *hook, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-Hub-Signature-256", sig)
-			resp, err := f.client.Do(req)
+	for ctx.Err() == nil {
+		if url := hook.Load(); url != nil {
+			posts.Add(1)
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, *url, bytes.NewReader(body))
+			req.Header = header.Clone()
+			resp, err := client.Do(req)
 			if err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
@@ -400,11 +409,10 @@ func (f *metaFake) deliver(body []byte) {
 					return
 				}
 			}
-			f.retries.Add(1)
+			retries.Add(1)
 		}
-		// Meta's pacing between redeliveries, not a wait for a condition.
 		select {
-		case <-f.ctx.Done():
+		case <-ctx.Done():
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 5*time.Second)

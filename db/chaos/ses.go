@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -306,34 +305,14 @@ func sesEvent(kind, id string, sent, at time.Time, b *sesSendBody) string {
 func (f *sesFake) deliver(body []byte) {
 	var env struct{ MessageId, TopicArn string }
 	_ = json.Unmarshal(body, &env)
-	backoff := 100 * time.Millisecond
-	for f.ctx.Err() == nil {
-		if hook := f.hookURL.Load(); hook != nil {
-			f.posts.Add(1)
-			req, _ := http.NewRequestWithContext(f.ctx, http.MethodPost, *hook, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "text/plain; charset=UTF-8")
-			req.Header.Set("x-amz-sns-message-type", "Notification")
-			req.Header.Set("x-amz-sns-message-id", env.MessageId)
-			req.Header.Set("x-amz-sns-topic-arn", env.TopicArn)
-			req.Header.Set("x-amz-sns-subscription-arn", env.TopicArn+":chaos")
-			req.Header.Set("User-Agent", "Amazon Simple Notification Service Agent")
-			resp, err := f.client.Do(req)
-			if err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode/100 == 2 {
-					return
-				}
-			}
-			f.retries.Add(1)
-		}
-		// SNS's pacing between redeliveries, not a wait for a condition.
-		select {
-		case <-f.ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
+	header := http.Header{}
+	header.Set("Content-Type", "text/plain; charset=UTF-8")
+	header.Set("x-amz-sns-message-type", "Notification")
+	header.Set("x-amz-sns-message-id", env.MessageId)
+	header.Set("x-amz-sns-topic-arn", env.TopicArn)
+	header.Set("x-amz-sns-subscription-arn", env.TopicArn+":chaos")
+	header.Set("User-Agent", "Amazon Simple Notification Service Agent")
+	redeliver(f.ctx, f.client, &f.hookURL, &f.posts, &f.retries, body, header)
 }
 
 // idle says whether no call is being worked on and every event is posted.
