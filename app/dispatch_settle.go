@@ -83,16 +83,12 @@ func (d *Dispatcher) unknownOutcome(ctx context.Context, s *send, u *OutcomeUnkn
 			return err
 		}
 		until = now.Add(window)
-		if err := tx.MarkSendUnknown(ctx, m.TenantID, m.ID, until); err != nil {
-			return err
-		}
 		note := fmt.Sprintf("no answer from %s after %s; waiting until %s for its confirmation before deciding",
 			u.Provider, u.After, until.UTC().Format(time.RFC3339))
 		if window == 0 {
 			note = fmt.Sprintf("no answer from %s after %s, which confirms nothing: decided at once", u.Provider, u.After)
 		}
-		return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, At: now,
-			Detail: map[string]any{"attempt": s.attempt, "outcome": "unknown", "error": u.Error(), "awaiting_confirmation_until": until, "note": note}})
+		return d.awaitConfirmation(ctx, tx, m, until, map[string]any{"attempt": s.attempt, "error": u.Error(), "note": note})
 	})
 	if err != nil {
 		// The marker stays: the claim finds the call unsettled and gives

@@ -90,6 +90,17 @@ func answerCalls(b *pipelineBundle) {
 	b.meta.before = nil
 }
 
+// saysResent reports whether a timeline has the entry of a send made again
+// for want of a confirmation, saying so.
+func saysResent(es []*app.MessageEvent) bool {
+	for _, e := range es {
+		if note, _ := e.Detail["note"].(string); e.Detail["resent"] == true {
+			return strings.Contains(note, "resent: no confirmation of the first attempt")
+		}
+	}
+	return false
+}
+
 func jobOf(m *app.Message) app.DispatchJob {
 	return app.DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}
 }
@@ -303,14 +314,7 @@ func TestReconcile_WhatsApp(t *testing.T) {
 		require.Equal(t, app.MessageSent, sent.Status)
 		require.Equal(t, fakeWamid(2), *sent.ExternalMessageID)
 		require.Equal(t, 2, sent.Attempts)
-		var resent bool
-		for _, e := range b.timeline(t, tn.ID, m.ID) {
-			if note, _ := e.Detail["note"].(string); e.Detail["resent"] == true {
-				resent = true
-				require.Contains(t, note, "resent: no confirmation of the first attempt")
-			}
-		}
-		require.True(t, resent, "the timeline says why it went twice")
+		require.True(t, saysResent(b.timeline(t, tn.ID, m.ID)), "the timeline says why it went twice")
 
 		// The first attempt's status arrives after all.
 		outcome, err := b.apply(b.ctx, b.via(t, tn), metaEcho(t, b, 0, "delivered", b.clock.Now()))
@@ -511,12 +515,6 @@ func TestReconcile_AWS(t *testing.T) {
 		require.Equal(t, 2, api.count(), "urgent, and SNS confirms nothing: sent again")
 		sent := b.message(t, tn.ID, m.ID)
 		require.Equal(t, app.MessageSent, sent.Status)
-		var resent bool
-		for _, e := range b.timeline(t, tn.ID, m.ID) {
-			if note, _ := e.Detail["note"].(string); e.Detail["resent"] == true {
-				resent = strings.Contains(note, "resent: no confirmation of the first attempt")
-			}
-		}
-		require.True(t, resent)
+		require.True(t, saysResent(b.timeline(t, tn.ID, m.ID)))
 	})
 }

@@ -275,13 +275,9 @@ func (d *Dispatcher) reconcile(ctx context.Context, tx SendTx, s *send, plan *se
 		}
 		u := prev.At.Add(max(window, SendRecordGrace))
 		until = &u
-		if err := tx.MarkSendUnknown(ctx, m.TenantID, m.ID, u); err != nil {
-			return false, err
-		}
-		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, At: now,
-			Detail: map[string]any{"outcome": "unknown", "previous_attempt": prev.Attempt, "awaiting_confirmation_until": u,
-				"note": fmt.Sprintf("the call to %s at %s left no outcome (the process that made it stopped, or could not record the answer); %s",
-					s.account.Provider, prev.At.UTC().Format(time.RFC3339), waitingFor(s, window, u))}}); err != nil {
+		if err := d.awaitConfirmation(ctx, tx, m, u, map[string]any{"previous_attempt": prev.Attempt,
+			"note": fmt.Sprintf("the call to %s at %s left no outcome (the process that made it stopped, or could not record the answer); %s",
+				s.account.Provider, prev.At.UTC().Format(time.RFC3339), waitingFor(s, window, u))}); err != nil {
 			return false, err
 		}
 	}
@@ -300,6 +296,17 @@ func (d *Dispatcher) reconcile(ctx context.Context, tx SendTx, s *send, plan *se
 		Detail: map[string]any{"outcome": "unknown", "previous_attempt": prev.Attempt, "resent": true,
 			"note": fmt.Sprintf("resent: no confirmation of the first attempt (%s confirmed nothing by %s); %s is urgent",
 				s.account.Provider, until.UTC().Format(time.RFC3339), m.TriggerEvent)}})
+}
+
+// awaitConfirmation records that the outcome of the message's current call
+// is unknown and that Herald waits until then for the provider's
+// confirmation, with its timeline entry (detail, and what it waits for).
+func (d *Dispatcher) awaitConfirmation(ctx context.Context, tx SendTx, m *Message, until time.Time, detail map[string]any) error {
+	if err := tx.MarkSendUnknown(ctx, m.TenantID, m.ID, until); err != nil {
+		return err
+	}
+	detail["outcome"], detail["awaiting_confirmation_until"] = "unknown", until
+	return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceDispatch, At: d.Now(), Detail: detail})
 }
 
 // waitingFor says what a message with an unknown send waits for until u.
