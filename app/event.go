@@ -106,6 +106,9 @@ type RouteJob struct {
 	Version  int
 	// At schedules the job; zero means now.
 	At time.Time
+	// Priority orders the job in its queue (priority.go); 0 is the
+	// event's own.
+	Priority int
 }
 
 // DispatchJob asks for a message to be sent.
@@ -116,6 +119,9 @@ type DispatchJob struct {
 	// NotBefore, when set, schedules the job (a send again after a
 	// provider's rate limit).
 	NotBefore time.Time
+	// Priority orders the job in its queue (priority.go); 0 is
+	// PriorityTransactional.
+	Priority int
 	// JobID is the job's id once EnqueueDispatch inserted it (set in the
 	// slice the caller passed).
 	JobID int64
@@ -206,7 +212,7 @@ func (s *Intake) Reschedule(ctx context.Context, actor Actor, tenantID, eventID 
 		if e.Status == EventAwaitingApproval {
 			return nil
 		}
-		return s.Queue.EnqueueRoute(ctx, tx, RouteJob{TenantID: tenantID, EventID: e.ID, Version: e.Version, At: sendAt})
+		return s.Queue.EnqueueRoute(ctx, tx, RouteJob{TenantID: tenantID, EventID: e.ID, Version: e.Version, At: sendAt, Priority: e.priority()})
 	})
 	return e, err
 }
@@ -301,7 +307,7 @@ func (s *Intake) Decide(ctx context.Context, actor Actor, tenantID, eventID uuid
 		if !approve {
 			return nil
 		}
-		job := RouteJob{TenantID: tenantID, EventID: e.ID, Version: e.Version}
+		job := RouteJob{TenantID: tenantID, EventID: e.ID, Version: e.Version, Priority: e.priority()}
 		if e.Status == EventScheduled {
 			job.At = *e.SendAt
 		}

@@ -203,5 +203,5 @@ func (s *Inbound) confirm(ctx context.Context, tx InboundTx, c *Contact, m *Inbo
 	if err != nil || !inserted {
 		return err
 	}
-	return s.Queue.EnqueueDispatch(ctx, tx, DispatchJob{TenantID: m.TenantID, MessageID: reply.ID, Channel: reply.Channel})
+	return s.Queue.EnqueueDispatch(ctx, tx, reply.DispatchJob())
 }

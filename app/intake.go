@@ -22,9 +22,12 @@ type SubmitResult struct {
 // IntakeTx lists the statements Intake runs.
 type IntakeTx interface {
 	Tx
-	// InsertEvent stores the event unless its tenant used its source
-	// event id before, and reports whether it stored it.
-	InsertEvent(ctx context.Context, e *Event) (bool, error)
+	// InsertEvent stores a new event, or nothing when its tenant used its
+	// event id before (inserted false). recent is how many of the tenant's
+	// BurstLookback latest events, accepted within BurstWindow before e's
+	// time, are of the trigger events peers names (all when nil), up to
+	// BurstShare: the tenant's share of the queues (priority.go).
+	InsertEvent(ctx context.Context, e *Event, peers []string) (inserted bool, recent int, err error)
 	EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*Event, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
 	MessagesByEvent(ctx context.Context, tenantID, eventID uuid.UUID) ([]*Message, error)
@@ -81,6 +84,8 @@ type intakeRequest struct {
 	// redacted lists the paths of the context values Redact replaced.
 	redacted []string
 	now      time.Time
+	// recent is the tenant's events within BurstWindow before this one.
+	recent int
 }
 
 // newIntakeRequest redacts a valid request of key's tenant, size bytes long,
@@ -157,7 +162,8 @@ func (s *Intake) store(ctx context.Context, tx IntakeTx, in *intakeRequest) (*Su
 	if err := s.settleEntity(ctx, tx, in.def, e, in.req); err != nil {
 		return nil, err
 	}
-	inserted, err := tx.InsertEvent(ctx, e)
+	inserted, recent, err := tx.InsertEvent(ctx, e, in.def.SharePeers())
+	in.recent = recent
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +196,7 @@ func (s *Intake) accept(ctx context.Context, tx IntakeTx, in *intakeRequest) err
 	if err := s.supersede(ctx, tx, key, in.def, e, in.req); err != nil {
 		return err
 	}
-	job, ok := routeJobOf(e)
+	job, ok := routeJobOf(e, in.def, in.recent)
 	if !ok {
 		return nil
 	}
@@ -221,12 +227,14 @@ func repeated(ctx context.Context, tx IntakeTx, in *intakeRequest) (*SubmitResul
 
 // routeJobOf returns the route job of a newly stored event; ok is false
 // for an event that is not routed now (awaiting approval, or stored
-// cancelled).
-func routeJobOf(e *Event) (job RouteJob, ok bool) {
+// cancelled). recent is how many events the tenant had accepted within
+// BurstWindow before it: past its fair share, the event's messages yield
+// to other tenants' (priority.go).
+func routeJobOf(e *Event, def *EventDef, recent int) (job RouteJob, ok bool) {
 	if e.Status == EventAwaitingApproval || e.Status == EventCancelled {
 		return job, false
 	}
-	job = RouteJob{TenantID: e.TenantID, EventID: e.ID, Version: e.Version}
+	job = RouteJob{TenantID: e.TenantID, EventID: e.ID, Version: e.Version, Priority: RoutePriority(def, recent)}
 	if e.SendAt != nil {
 		job.At = *e.SendAt
 	}

@@ -378,7 +378,8 @@ func (s *Receipts) sendAgain(ctx context.Context, tx ReceiptApplyTx, rec Receipt
 	// one name no message.
 	m.Status, m.Provider, m.ExternalMessageID = MessageQueued, nil, nil
 	m.WhatsAppTemplateOnly = m.WhatsAppTemplateOnly || templateOnly
-	job := DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel, NotBefore: s.Now().Add(wait)}
+	job := m.DispatchJob()
+	job.NotBefore = s.Now().Add(wait)
 	return ReceiptRequeued, s.Queue.EnqueueDispatch(ctx, tx, job)
 }
 

@@ -88,13 +88,15 @@ func (r *Router) Route(ctx context.Context, job RouteJob) error {
 		if err != nil || !ok {
 			return err
 		}
-		return r.routeEvent(ctx, tx, tenant, e, recipients)
+		return r.routeEvent(ctx, tx, tenant, e, recipients, job.Priority)
 	})
 }
 
 // routeEvent stores the messages of the event's recipients with their
 // dispatch jobs and marks the event routed, with its routing decisions.
-func (r *Router) routeEvent(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, recipients []Recipient) error {
+// The dispatch jobs take the route job's priority, up to the tenant's fair
+// share of them (priority.go).
+func (r *Router) routeEvent(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, recipients []Recipient, priority int) error {
 	def, err := e.Def()
 	if err != nil {
 		return err
@@ -113,6 +115,9 @@ func (r *Router) routeEvent(ctx context.Context, tx RouteTx, tenant *Tenant, e *
 			return err
 		}
 		dispatch = append(dispatch, jobs...)
+	}
+	for i := range dispatch {
+		dispatch[i].Priority = fanoutPriority(def, priority, i)
 	}
 	e.Status, e.UpdatedAt = EventRouted, r.Now()
 	e.RoutedAt = &e.UpdatedAt

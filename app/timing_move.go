@@ -76,7 +76,7 @@ func moveRelativeSchedules(ctx context.Context, tx IntakeTx, q Queue, key *APIKe
 			// never does.
 			continue
 		}
-		if err := q.EnqueueRoute(ctx, tx, RouteJob{TenantID: e.TenantID, EventID: e.ID, Version: e.Version, At: *e.SendAt}); err != nil {
+		if err := q.EnqueueRoute(ctx, tx, RouteJob{TenantID: e.TenantID, EventID: e.ID, Version: e.Version, At: *e.SendAt, Priority: e.priority()}); err != nil {
 			return err
 		}
 	}

@@ -32,7 +32,7 @@ func expireWhileDeferred(m *Message) {
 // DispatchJob is the message's dispatch job: due when quiet hours end for a
 // deferred message, at once otherwise.
 func (m *Message) DispatchJob() DispatchJob {
-	job := DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel}
+	job := DispatchJob{TenantID: m.TenantID, MessageID: m.ID, Channel: m.Channel, Priority: messagePriority(m)}
 	if m.DeferredUntil != nil {
 		job.NotBefore = *m.DeferredUntil
 	}

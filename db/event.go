@@ -2,8 +2,11 @@ package db
 
 import (
 	"context"
+	"errors"
+	"strconv"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/heraldhq/herald/app"
 )
@@ -16,19 +19,47 @@ const eventColumns = `id, tenant_id, source_event_id, trigger_event, recipients,
 // before; it reports whether it stored it. It serves app.IntakeTx. A
 // concurrent insert of the same source event id waits for the other
 // transaction and then does nothing.
-func (t *Tx) InsertEvent(ctx context.Context, e *app.Event) (bool, error) {
-	res, err := t.tx.NamedExecContext(ctx, `
-		INSERT INTO events (`+eventColumns+`)
-		VALUES (:id, :tenant_id, :source_event_id, :trigger_event, :recipients, :context, :channels, :fallback_chain, :locale,
-			:entity_type, :entity_id, :send_at, :version, :status, :error, :payload_size, :api_key_id, :decided_by, :decided_at,
-			:decision_reason, :created_at, :updated_at, :routed_at, :audience, :status_reason, :send_at_rule, :expires_at, :expires_rule)
-		ON CONFLICT (tenant_id, source_event_id) DO NOTHING`, e)
+func (t *Tx) InsertEvent(ctx context.Context, e *app.Event, peers []string) (inserted bool, recent int, err error) {
+	// The tenant's recent events ride on the insert: one statement, an
+	// index range of at most BurstLookback entries
+	// (events_tenant_created_idx), in the insert's snapshot, which does not
+	// hold the new row.
+	arg := struct {
+		*app.Event
+		Peers app.StringList `db:"peers"`
+	}{e, peers}
+	rows, err := sqlx.NamedQueryContext(ctx, t.tx, `
+		WITH ins AS (
+			INSERT INTO events (`+eventColumns+`)
+			VALUES (:id, :tenant_id, :source_event_id, :trigger_event, :recipients, :context, :channels, :fallback_chain, :locale,
+				:entity_type, :entity_id, :send_at, :version, :status, :error, :payload_size, :api_key_id, :decided_by, :decided_at,
+				:decision_reason, :created_at, :updated_at, :routed_at, :audience, :status_reason, :send_at_rule, :expires_at, :expires_rule)
+			ON CONFLICT (tenant_id, source_event_id) DO NOTHING
+			RETURNING 1)
+		SELECT (SELECT count(*) FROM ins) = 1,
+			least((SELECT count(*) FROM (SELECT trigger_event FROM events
+				WHERE tenant_id = :tenant_id AND created_at > CAST(:created_at AS timestamptz) - make_interval(secs => `+burstWindowSecs+`)
+				ORDER BY created_at DESC
+				LIMIT `+strconv.Itoa(app.BurstLookback)+`) r
+				WHERE CAST(:peers AS text[]) IS NULL OR trigger_event = ANY (CAST(:peers AS text[]))), `+strconv.Itoa(app.BurstShare)+`)`, arg)
 	if err != nil {
-		return false, mapErr(err)
+		return false, 0, mapErr(err)
 	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return false, 0, mapErr(err)
+		}
+		return false, 0, errors.New("insert event: no row returned")
+	}
+	if err := rows.Scan(&inserted, &recent); err != nil {
+		return false, 0, mapErr(err)
+	}
+	return inserted, recent, mapErr(rows.Close())
 }
+
+// burstWindowSecs is app.BurstWindow in seconds, as SQL text.
+var burstWindowSecs = strconv.FormatFloat(app.BurstWindow.Seconds(), 'f', -1, 64)
 
 // EventByID serves app.IntakeTx, app.FallbackTx, console.MessageTx and
 // console.ScheduleTx.

@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,11 +31,43 @@ func TestInsertEvent(t *testing.T) {
 	insert := func(tenant uuid.UUID, e *app.Event) (stored bool) {
 		t.Helper()
 		require.NoError(t, b.store.InTenant(b.ctx, tenant, func(tx *db.Tx) (err error) {
-			stored, err = tx.InsertEvent(b.ctx, e)
+			stored, _, err = tx.InsertEvent(b.ctx, e, nil)
 			return err
 		}))
 		return stored
 	}
+
+	// The insert counts the tenant's events accepted within BurstWindow
+	// before the new one's time, up to BurstShare: its share of the queues.
+	t.Run("CountsTheTenantsRecentEvents", func(t *testing.T) {
+		t.Parallel()
+		busy, other := createTenant(t, b, "recent-busy"), createTenant(t, b, "recent-other")
+		base := time.Date(2027, 5, 1, 8, 0, 0, 0, time.UTC)
+		recent := func(tenant uuid.UUID, source string, at time.Time, peers ...string) int {
+			t.Helper()
+			e := mk(tenant, source)
+			e.CreatedAt, e.UpdatedAt = at, at
+			var n int
+			require.NoError(t, b.store.InTenant(b.ctx, tenant, func(tx *db.Tx) error {
+				stored, got, err := tx.InsertEvent(b.ctx, e, peers)
+				require.True(t, stored)
+				n = got
+				return err
+			}))
+			return n
+		}
+		require.Equal(t, 0, recent(busy.ID, "r-0", base), "the first event has nobody before it")
+		require.Equal(t, 1, recent(busy.ID, "r-1", base.Add(time.Second)))
+		require.Equal(t, 0, recent(other.ID, "o-0", base.Add(time.Second)), "another tenant's events are not counted")
+		require.Equal(t, 1, recent(busy.ID, "r-2", base.Add(app.BurstWindow)), "r-0 is a whole window before")
+		for i := range app.BurstShare + 5 {
+			recent(busy.ID, fmt.Sprintf("r-more-%d", i), base.Add(app.BurstWindow))
+		}
+		require.Equal(t, app.BurstShare, recent(busy.ID, "r-last", base.Add(app.BurstWindow)), "counted up to the share only")
+		require.Equal(t, 0, recent(busy.ID, "r-peers", base.Add(app.BurstWindow), "DEPARTURE_CHANGED"),
+			"only the peers named count: these were all BOOKING_CONFIRMED")
+		require.Equal(t, app.BurstShare, recent(busy.ID, "r-peers-2", base.Add(app.BurstWindow), "DEPARTURE_CHANGED", "BOOKING_CONFIRMED"))
+	})
 
 	t.Run("StoresWhatItIsGiven", func(t *testing.T) {
 		t.Parallel()

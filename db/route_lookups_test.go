@@ -62,7 +62,7 @@ func TestRouteLookups_MatchTheQueries(t *testing.T) {
 			require.NoError(t, tx.CreateAccount(b.ctx, a))
 		}
 		require.NoError(t, tx.CreateTemplates(b.ctx, templates))
-		_, err := tx.InsertEvent(b.ctx, ev)
+		_, _, err := tx.InsertEvent(b.ctx, ev, nil)
 		return err
 	}))
 	require.NoError(t, b.store.InTenant(b.ctx, other.ID, func(tx *db.Tx) error { return tx.CreateAccount(b.ctx, accounts[4]) }))

@@ -67,7 +67,7 @@ var _ app.Queue = (*Queue)(nil)
 
 // EnqueueRoute implements app.Queue.
 func (q *Queue) EnqueueRoute(ctx context.Context, tx app.Tx, job app.RouteJob) error {
-	opts := &river.InsertOpts{Queue: app.QueueRoute}
+	opts := &river.InsertOpts{Queue: app.QueueRoute, Priority: priority(job.Priority)}
 	if !job.At.IsZero() {
 		opts.ScheduledAt = job.At
 	}
@@ -81,7 +81,7 @@ func (q *Queue) EnqueueDispatch(ctx context.Context, tx app.Tx, jobs ...app.Disp
 	for i, j := range jobs {
 		params[i] = river.InsertManyParams{
 			Args:       DispatchArgs{TenantID: j.TenantID, MessageID: j.MessageID, Channel: j.Channel},
-			InsertOpts: &river.InsertOpts{Queue: j.Channel.Queue(), ScheduledAt: j.NotBefore},
+			InsertOpts: &river.InsertOpts{Queue: j.Channel.Queue(), ScheduledAt: j.NotBefore, Priority: priority(j.Priority)},
 		}
 	}
 	res, err := q.insertMany(ctx, tx, params)
@@ -92,6 +92,16 @@ func (q *Queue) EnqueueDispatch(ctx context.Context, tx app.Tx, jobs ...app.Disp
 		jobs[i].JobID = r.Job.ID
 	}
 	return nil
+}
+
+// priority is a route or dispatch job's River priority: the app's
+// (app/priority.go), or PriorityTransactional for a job that names none
+// (River's own default, 1, would put it among the urgent ones).
+func priority(p int) int {
+	if p < app.PriorityUrgent || p > app.PriorityBulk {
+		return app.PriorityTransactional
+	}
+	return p
 }
 
 // EnqueueTemplateSync implements console.TemplateSyncQueue: a sync of one

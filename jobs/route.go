@@ -32,5 +32,5 @@ type RouteWorker struct {
 
 // Work implements river.Worker.
 func (w *RouteWorker) Work(ctx context.Context, job *river.Job[RouteArgs]) error {
-	return w.Router.Route(ctx, app.RouteJob{TenantID: job.Args.TenantID, EventID: job.Args.EventID, Version: job.Args.Version})
+	return w.Router.Route(ctx, app.RouteJob{TenantID: job.Args.TenantID, EventID: job.Args.EventID, Version: job.Args.Version, Priority: job.Priority})
 }
