@@ -78,7 +78,7 @@ func (t *Tx) LatencyCounts(ctx context.Context, tenantID uuid.UUID, from, to tim
 		FROM (
 			SELECT channel, bin, count
 			FROM message_latency_counts
-			WHERE tenant_id = $1 AND bucket >= $4 AND bucket < $5
+			WHERE tenant_id = $1 AND measure = 'delivered' AND bucket >= $4 AND bucket < $5
 			UNION ALL
 			SELECT channel, width_bucket(extract(epoch FROM coalesce(delivered_at, read_at) - created_at)::double precision,
 				message_latency_bounds()), 1
@@ -154,5 +154,32 @@ func (t *Tx) TemplateCounts(ctx context.Context, tenantID uuid.UUID, ids []uuid.
 				AND template_id IS NOT NULL AND ($7 OR template_id = ANY($6::uuid[]))
 		) counted
 		GROUP BY 1, 2`, tenantID, from, to, lo, hi, app.StringList(list), ids == nil)
+	return out, mapErr(err)
+}
+
+// PromiseCounts serves console.PromiseTx: the tenant's three histograms
+// per day of zone, as rolled up (the newest minutes, not rolled up yet,
+// are left out: the promise is read over days).
+func (t *Tx) PromiseCounts(ctx context.Context, tenantID uuid.UUID, from, to time.Time, zone string) ([]console.PromiseCount, error) {
+	out := []console.PromiseCount{}
+	err := t.tx.SelectContext(ctx, &out, `
+		SELECT tenant_id, '' AS tenant_name, date_trunc('day', bucket, $4) AS day, channel, measure, bin, sum(count)::bigint AS count
+		FROM message_latency_counts
+		WHERE tenant_id = $1 AND bucket >= $2 AND bucket < $3
+		GROUP BY 1, 3, 4, 5, 6`, tenantID, from, to, zone)
+	return out, mapErr(err)
+}
+
+// PlatformPromiseCounts serves console.PromiseTx: every tenant's
+// histograms over the period, per tenant and channel, read in a platform
+// transaction (the operator's view).
+func (t *Tx) PlatformPromiseCounts(ctx context.Context, from, to time.Time) ([]console.PromiseCount, error) {
+	out := []console.PromiseCount{}
+	err := t.tx.SelectContext(ctx, &out, `
+		SELECT c.tenant_id, tn.name AS tenant_name, timestamptz 'epoch' AS day, c.channel, c.measure, c.bin, sum(c.count)::bigint AS count
+		FROM message_latency_counts c
+		JOIN tenants tn ON tn.id = c.tenant_id
+		WHERE c.bucket >= $1 AND c.bucket < $2
+		GROUP BY c.tenant_id, tn.name, c.channel, c.measure, c.bin`, from, to)
 	return out, mapErr(err)
 }

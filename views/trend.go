@@ -300,3 +300,67 @@ func (v TrendsView) quietText() string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// promiseKind names a promise table for tests and styles.
+func promiseKind(platform bool) string {
+	if platform {
+		return "platform"
+	}
+	return "tenant"
+}
+
+// promiseDay is a tenant's row's day (YYYY-MM-DD), "" for the operator's.
+func promiseDay(p *console.Promise, r console.PromiseRow, platform bool) string {
+	if platform {
+		return ""
+	}
+	return r.Day.In(p.Location).Format("2006-01-02")
+}
+
+// promiseTenant is an operator's row's tenant id, "" for a tenant's.
+func promiseTenant(r console.PromiseRow, platform bool) string {
+	if !platform {
+		return ""
+	}
+	return r.TenantID.String()
+}
+
+// promiseKept is the share handed over within the promise, "–" when
+// nothing was due.
+func promiseKept(r console.PromiseRow) string {
+	k, ok := r.Kept()
+	if !ok {
+		return "–"
+	}
+	return strconv.FormatFloat(k, 'f', 1, 64) + "\u00a0%"
+}
+
+// promiseClass marks a row that missed the promise's 95% (GOV.UK
+// Notify's published target).
+func promiseClass(r console.PromiseRow) string {
+	if k, ok := r.Kept(); ok && k < 95 {
+		return "promise-missed"
+	}
+	return ""
+}
+
+// quantilesText is a histogram's p50 / p95, "–" when it is empty.
+func quantilesText(l console.Latency) string {
+	if l.Total == 0 {
+		return "–"
+	}
+	return quantileText(l, 0.5) + " / " + quantileText(l, 0.95)
+}
+
+// quantileText is one estimated quantile: within its bin, "over" the last
+// bound for the open bin.
+func quantileText(l console.Latency, q float64) string {
+	v, low, high, ok := l.Quantile(q)
+	switch {
+	case !ok:
+		return "–"
+	case high == 0:
+		return "over " + boundText(low)
+	}
+	return durationText(v)
+}

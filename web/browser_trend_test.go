@@ -71,6 +71,25 @@ func TestBrowser_Trends(t *testing.T) {
 			require.NotEmpty(t, reasons)
 			capture(t, ctx, "01-dashboard")
 
+			// The delivery promise, per day and channel: the month's
+			// messages were handed over a second after they were created.
+			promise := textsOf(t, ctx, `[data-promise=tenant] tbody tr`)
+			require.NotEmpty(t, promise)
+			for _, r := range promise {
+				require.Contains(t, r, "100.0 %", "handed over within 10 s: %q", r)
+			}
+			evalString(t, ctx, `(document.querySelector('[data-promise=tenant]').scrollIntoView(), '')`)
+			capture(t, ctx, "01-dashboard-promise")
+			if who == asOperator {
+				visit(t, ctx, c.base+"/tenants")
+				rows := textsOf(t, ctx, `[data-promise=platform] tbody tr`)
+				require.Len(t, rows, 3, "acme's three channels: %q", rows)
+				require.Contains(t, rows[0], "Acme")
+				evalString(t, ctx, `(document.querySelector('[data-promise=platform]').scrollIntoView(), '')`)
+				capture(t, ctx, "01-operator-promise")
+				visit(t, ctx, c.base+"/t/acme/")
+			}
+
 			// The commonest failure reason leads to its messages.
 			href := evalString(t, ctx, `document.querySelector('.failure-list li a').getAttribute('href')`)
 			u, err := url.Parse(href)

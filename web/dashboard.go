@@ -34,13 +34,19 @@ func (s *Server) handleDashboard(c *fiber.Ctx) error {
 	// for it.
 	ctx, user, tenant := c.UserContext(), userOf(c), tenantOf(c)
 	type loaded struct {
-		trends *console.Trends
-		err    error
+		trends  *console.Trends
+		promise *console.Promise
+		err     error
 	}
 	month := make(chan loaded, 1)
 	go func() {
 		t, err := s.Trends.Load(ctx, user, tenant)
-		month <- loaded{t, err}
+		if err != nil {
+			month <- loaded{err: err}
+			return
+		}
+		p, err := s.Promise.Tenant(ctx, user, tenant)
+		month <- loaded{t, p, err}
 	}()
 	d, err := s.Dashboards.Load(ctx, user, tenant, q)
 	trends := <-month
@@ -61,6 +67,7 @@ func (s *Server) handleDashboard(c *fiber.Ctx) error {
 			return trends.err
 		}
 		v.Trends = views.NewTrendsView(trends.trends, tenantPath(c, "/messages"))
+		v.Promise = trends.promise
 	}
 	if user.Can(app.PermAPIKeys) {
 		v.APIKeysHref = tenantPath(c, "/api-keys")

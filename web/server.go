@@ -63,7 +63,10 @@ type Server struct {
 	Sessions   *console.Sessions
 	Dashboards *console.Dashboards
 	// Trends serves the dashboard's month and the template figures.
-	Trends         *console.TrendReader
+	Trends *console.TrendReader
+	// Promise serves the delivery promise's tables: the dashboard's and
+	// the operator's across tenants.
+	Promise        *console.PromiseReader
 	Queues         *console.Queues
 	Accounts       *console.Accounts
 	MessageConsole *console.MessageConsole

@@ -57,8 +57,12 @@ func (s *Server) handleTenants(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	promise, err := s.Promise.Platform(c.UserContext(), userOf(c))
+	if err != nil {
+		return err
+	}
 	return s.render(c, views.TenantsPage(s.page(c, "Tenants"), views.TenantList{
-		Rows: rows, Search: search, Pager: pagerOf(c, page, len(rows), more),
+		Rows: rows, Search: search, Pager: pagerOf(c, page, len(rows), more), Promise: promise,
 	}))
 }
 

@@ -126,11 +126,31 @@ type Latency struct {
 // message is among the bin's. low and high are the bin's bounds; high is
 // zero for the last, open bin, whose estimate is its lower bound. ok is
 // false without delivered messages.
-func (l Latency) Median() (median, low, high time.Duration, ok bool) {
+func (l Latency) Median() (median, low, high time.Duration, ok bool) { return l.Quantile(0.5) }
+
+// Within is the share of the histogram's messages whose time was below d,
+// in percent, counting whole bins only (d should be one of LatencyBounds);
+// false when it counts none.
+func (l Latency) Within(d time.Duration) (float64, bool) {
+	if l.Total == 0 {
+		return 0, false
+	}
+	n := 0
+	for i, c := range l.Bins {
+		if i < len(LatencyBounds) && LatencyBounds[i] <= d {
+			n += c
+		}
+	}
+	return float64(n) * 100 / float64(l.Total), true
+}
+
+// Quantile estimates the time below which a share q (0 < q < 1) of the
+// messages fall, as Median does for a half.
+func (l Latency) Quantile(q float64) (median, low, high time.Duration, ok bool) {
 	if l.Total == 0 {
 		return 0, 0, 0, false
 	}
-	middle := float64(l.Total) / 2
+	middle := float64(l.Total) * q
 	seen := 0
 	for i, n := range l.Bins {
 		if n == 0 || float64(seen+n) < middle {

@@ -106,7 +106,9 @@ type Console struct {
 	Sessions   *console.Sessions
 	Dashboards *console.Dashboards
 	// Trends reads the dashboard's month and the template figures.
-	Trends         *console.TrendReader
+	Trends *console.TrendReader
+	// Promise reads the delivery promise's tables.
+	Promise        *console.PromiseReader
 	Queues         *console.Queues
 	Accounts       *console.Accounts
 	MessageConsole *console.MessageConsole
@@ -276,6 +278,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		Sessions:   &console.Sessions{Store: db.Scope[console.SessionTx](store), Users: s.Users, Now: now},
 		Dashboards: &console.Dashboards{Store: db.Scope[console.DashboardTx](store), Quotas: cfg.Quotas, Now: now},
 		Trends:     &console.TrendReader{Store: db.Scope[console.TrendTx](store), Now: now},
+		Promise:    &console.PromiseReader{Store: db.Scope[console.PromiseTx](store), Now: now},
 		Queues:     &console.Queues{Store: db.Scope[console.QueueTx](store), Admin: queue.Admin(), Now: now},
 		Accounts: &console.Accounts{
 			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, TemplateSync: queue, Now: now,
@@ -310,7 +313,7 @@ func (s *Services) Web(version string) *web.Server {
 		SNSVerifier: snsVerifier(s.Config),
 		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
 		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
-		Trends:   s.Console.Trends,
+		Trends: s.Console.Trends, Promise: s.Console.Promise,
 		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole, Trips: s.Console.Trips,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
 		Contacts: s.Contacts, ContactConsole: s.Console.ContactConsole,
