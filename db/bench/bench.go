@@ -42,8 +42,9 @@ type Config struct {
 	// OpenDuration is the length of the open-loop intake phase, which sends
 	// at half the closed loop's rate.
 	OpenDuration time.Duration
-	// Rate and RateDuration drive the latency phase; Drain bounds the wait
-	// for its backlog afterwards.
+	// Rate and RateDuration drive the latency phase (Rate 0: 80% of the
+	// end-to-end phase's rate, the delivery promise's load); Drain bounds
+	// the wait for its backlog afterwards.
 	Rate         int
 	RateDuration time.Duration
 	Drain        time.Duration
@@ -67,6 +68,10 @@ type Config struct {
 	// Messages is how many messages the pages phase gives one tenant; 0
 	// skips it.
 	Messages int
+	// Burst is the busy tenant's burst in the noisy-neighbour phase (and
+	// its trip's passengers); Backlog the reminders queued ahead of the
+	// urgent-first phase's urgent event. 0 skips the phase.
+	Burst, Backlog int
 }
 
 // Defaults returns the full run's settings, or with quick the small ones
@@ -75,23 +80,26 @@ func Defaults(quick bool) Config {
 	if quick {
 		return Config{
 			Tenants: 2, Concurrency: 16, Requests: 2000, OpenDuration: 5 * time.Second,
-			Rate: 1000, RateDuration: 10 * time.Second, Drain: 30 * time.Second,
-			BaselineDuration: 3 * time.Second, RiverJobs: 10000,
+			RateDuration: 10 * time.Second, Drain: 30 * time.Second,
+			BaselineDuration: 3 * time.Second, RiverJobs: 10000, Burst: 300, Backlog: 1000,
 		}
 	}
 	return Config{
 		Tenants: 4, Concurrency: 64, Requests: 20000, OpenDuration: 20 * time.Second,
-		Rate: 1000, RateDuration: 2 * time.Minute, Drain: time.Minute,
+		RateDuration: 2 * time.Minute, Drain: time.Minute,
 		BaselineDuration: 10 * time.Second, RiverJobs: 100000, PruneMessages: 1000000, Messages: 10000000,
+		Burst: 5000, Backlog: 20000,
 	}
 }
 
 // Check says what is wrong with a configuration, or nil.
 func (c Config) Check() error {
 	switch {
-	case c.Tenants < 1 || c.Concurrency < 1 || c.Requests < 1 || c.Rate < 1 || c.RiverJobs < 1:
-		return errors.New("counts and rate must be positive")
-	case c.Messages < 0 || c.PruneMessages < 0:
+	case c.Tenants < 1 || c.Concurrency < 1 || c.Requests < 1 || c.RiverJobs < 1:
+		return errors.New("counts must be positive")
+	case c.Rate < 0:
+		return errors.New("the rate must not be negative (0: 80% of the end-to-end rate)")
+	case c.Messages < 0 || c.PruneMessages < 0 || c.Burst < 0 || c.Backlog < 0:
 		return errors.New("message counts must not be negative")
 	case c.RateDuration <= 0 || c.OpenDuration <= 0 || c.Drain <= 0 || c.BaselineDuration <= 0:
 		return errors.New("durations must be positive")
@@ -126,6 +134,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		{"intake, open loop at half the closed loop's rate", b.phaseOpenLoop},
 		{"end to end (workers drain the intake backlog)", b.phaseEndToEnd},
 		{"latency at a sustained rate", b.phaseLatency},
+		{"noisy neighbour: a burst and a broadcast beside another tenant's confirmations", b.phaseNeighbour},
+		{"urgent first: an urgent event behind a backlog of reminders", b.phaseUrgent},
 		{"intake while retention prunes old messages", b.retention},
 		{"pages at many messages (explorer, booking panel, dashboard, API)", b.pages},
 	}
@@ -151,8 +161,10 @@ type bench struct {
 	web     *exec.Cmd
 	worker  *exec.Cmd
 	keys    []string
-	client  *http.Client
-	seq     atomic.Int64
+	// approver is a key of the first tenant that may approve (read, approve).
+	approver string
+	client   *http.Client
+	seq      atomic.Int64
 	// mon runs every statement the benchmark itself sends to its database
 	// while Herald works, on one connection, and counts them: their commits
 	// are the benchmark's, not Herald's.
@@ -218,6 +230,15 @@ func (b *bench) prepare(ctx context.Context) error {
 			return err
 		}
 		b.keys = append(b.keys, strings.TrimSpace(key))
+		if i == 0 {
+			// The noisy-neighbour phase's broadcast needs a manager's
+			// approval, by another key than the one that sent it.
+			key, err := b.herald(ctx, "admin", "create-api-key", "--tenant", slug, "--name", "bench approver", "--scopes", "read,approve")
+			if err != nil {
+				return err
+			}
+			b.approver = strings.TrimSpace(key)
+		}
 	}
 	if b.mon, err = newMonitor(ctx, b.dbURL); err != nil {
 		return err

@@ -31,6 +31,8 @@ func (b *bench) phaseEndToEnd(ctx context.Context) error {
 	if err := counter.begin(ctx); err != nil {
 		return err
 	}
+	walBefore, _, walErr := readWAL(ctx, b.mon)
+	updBefore, hotBefore, updErr := readMessageUpdates(ctx, b.mon)
 	start := time.Now()
 	if b.worker, err = b.start("worker"); err != nil {
 		return err
@@ -85,6 +87,19 @@ func (b *bench) phaseEndToEnd(ctx context.Context) error {
 	if err := sleepCtx(ctx, statsFlush); err != nil {
 		return err
 	}
+	walAfter, _, walErr2 := readWAL(ctx, b.mon)
+	updAfter, hotAfter, updErr2 := readMessageUpdates(ctx, b.mon)
+	if walErr == nil && walErr2 == nil && b.res.Delivered > 0 {
+		// The server's WAL: other databases' writes would count too
+		// (the report's load line tells whether anything else ran).
+		b.res.WALPerMessage = float64(walAfter-walBefore) / float64(b.res.Delivered)
+	}
+	if updErr == nil && updErr2 == nil && updAfter > updBefore {
+		b.res.MessageUpdates = updAfter - updBefore
+		b.res.HOTShare = float64(hotAfter-hotBefore) / float64(updAfter-updBefore)
+	}
+	b.logf("   per delivered message: %.1f KB of WAL; %d updates of messages rows, %.1f%% of them HOT",
+		b.res.WALPerMessage/1024, b.res.MessageUpdates, 100*b.res.HOTShare)
 	f, err := counter.end(ctx, b.res.Delivered, "delivered message")
 	if err != nil {
 		return err

@@ -31,13 +31,14 @@ func Limits(r *Result) []string {
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
 	cores := max(r.Cores, 1)
 
-	if (has("end-to-end") || has("accepted -> provider") || has("no growing backlog")) && r.WorkerCPU > 0 {
+	if (has("CPU per delivered") || has("handed over") || has("no growing backlog") || has("burst") || has("broadcast") ||
+		has("urgent") || has("confirmation")) && r.WorkerCPU > 0 {
 		per := r.WorkerCPU + r.WorkerPGCPU
 		ceiling := float64(cores) / per.Seconds()
 		add("End to end: each message cost %s of worker CPU and %s of its Postgres sessions' CPU, %s in all.",
 			ms3(r.WorkerCPU), ms3(r.WorkerPGCPU), ms3(per))
-		add("  On %d cores that caps delivery at about %.0f messages/s (measured %.0f/s); %d/s needs at most %s per message in all.",
-			cores, ceiling, r.EndToEndMPS, goalEndToEndMPS, ms3(time.Duration(float64(cores)*float64(time.Second)/goalEndToEndMPS)))
+		add("  On %d cores that caps delivery at about %.0f messages/s (measured %.0f/s); the goal of %s per message would allow %.0f/s.",
+			cores, ceiling, r.EndToEndMPS, ms3(goalCPUPerMessage), float64(cores)/goalCPUPerMessage.Seconds())
 		if r.LatencyRate > 0 && float64(r.LatencyRate) > ceiling {
 			add("  At %d events/s the arrivals exceed that ceiling, so the backlog and the latency grow with the phase's length.", r.LatencyRate)
 		}
@@ -48,7 +49,7 @@ func Limits(r *Result) []string {
 		}
 		out = append(out, profileReport("  The worker's CPU profile", r.WorkerProfile)...)
 	}
-	if has("intake requests/s") && r.WebCPU > 0 {
+	if has("intake p99") && r.WebCPU > 0 {
 		per := r.WebCPU + r.WebPGCPU
 		ceiling, name := r.InsertCeiling()
 		add("Intake: each request cost %s of web CPU and %s of its Postgres sessions' CPU, %s in all: on %d cores about %.0f requests/s at most (measured %.0f/s).",

@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&bc.Concurrency, "concurrency", bc.Concurrency, "concurrent HTTP clients in the closed-loop intake phase")
 	fs.IntVar(&bc.Requests, "requests", bc.Requests, "requests in the closed-loop intake phase")
 	fs.DurationVar(&bc.OpenDuration, "open-duration", bc.OpenDuration, "length of the open-loop intake phase (at half the closed loop's rate)")
-	fs.IntVar(&bc.Rate, "rate", bc.Rate, "events per second in the latency phase")
+	fs.IntVar(&bc.Rate, "rate", bc.Rate, "events per second in the latency phase (0: 80% of the end-to-end rate, where the delivery promise is checked)")
 	fs.DurationVar(&bc.RateDuration, "duration", bc.RateDuration, "length of the latency phase")
 	fs.DurationVar(&bc.Drain, "drain", bc.Drain, "longest wait for the latency phase's backlog after its sending")
 	fs.DurationVar(&bc.BaselineDuration, "baseline-duration", bc.BaselineDuration, "length of each insert baseline (the benchmark's and pgbench's)")
@@ -58,6 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&bc.ProfileDir, "profile", "", "directory for CPU profiles of the web and worker processes")
 	fs.IntVar(&bc.PruneMessages, "prune-messages", bc.PruneMessages, "old messages retention prunes while intake runs (0 skips the phase)")
 	fs.IntVar(&bc.Messages, "messages", bc.Messages, "messages in one tenant for the pages phase (0 skips it)")
+	fs.IntVar(&bc.Burst, "burst", bc.Burst, "events of the busy tenant's burst, and passengers of its broadcast, in the noisy-neighbour phase (0 skips it)")
+	fs.IntVar(&bc.Backlog, "backlog", bc.Backlog, "reminders queued ahead of the urgent event in the urgent-first phase (0 skips it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

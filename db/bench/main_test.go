@@ -23,7 +23,8 @@ func TestRun_BadFlags(t *testing.T) {
 	}{
 		"NoRequests":       {[]string{"--requests", "0"}, "must be positive"},
 		"NoRiverJobs":      {[]string{"--quick", "--river-jobs", "0"}, "must be positive"},
-		"ZeroRate":         {[]string{"--rate", "0"}, "must be positive"},
+		"NegativeRate":     {[]string{"--rate", "-1"}, "must not be negative"},
+		"NegativeBurst":    {[]string{"--burst", "-1"}, "must not be negative"},
 		"NegativeDuration": {[]string{"--duration", "-1s"}, "durations must be positive"},
 		"ZeroDrain":        {[]string{"--drain", "0s"}, "durations must be positive"},
 		"NegativeMessages": {[]string{"--messages", "-1"}, "must not be negative"},

@@ -8,6 +8,13 @@ import "time"
 type Result struct {
 	// Config is what the run was asked to do.
 	Config Config
+
+	// Burst and Broadcast are the noisy-neighbour phase's two parts: one
+	// tenant's burst of events, then its broadcast to a trip, each beside
+	// another tenant's confirmations at 5/s. Urgent is the urgent-first
+	// phase.
+	Burst, Broadcast Neighbour
+	Urgent           UrgentFirst
 	// LoadStart is the one-minute load average when the run began, and
 	// Loads the one at the start of each phase: figures are comparable only
 	// at similar load.
@@ -87,7 +94,16 @@ type Result struct {
 	LatencyRate                        int
 	LatencyP50, LatencyP95, LatencyP99 time.Duration
 	LatencyEvents, LatencyUnsent       int
-	LatencyErrors                      int64
+	// WALPerMessage is the WAL the server wrote per delivered message in
+	// the end-to-end phase; MessageUpdates the updates of messages rows
+	// there and HOTShare the share of them that were HOT.
+	WALPerMessage  float64
+	MessageUpdates int64
+	HOTShare       float64
+	// WithinPromise counts the latency phase's events handed over within
+	// promiseWithin of their acceptance.
+	WithinPromise int
+	LatencyErrors int64
 	// Backlog is the latency phase's backlog (events accepted, not yet
 	// sent) sampled every few seconds; BacklogGrowing says whether it grew
 	// over the second half of the sending.
@@ -155,4 +171,39 @@ func (r *Result) InsertCeiling() (float64, string) {
 		return r.PgbenchTPS, "pgbench"
 	}
 	return r.InsertTxPS, "pgx"
+}
+
+// Neighbour is one part of the noisy-neighbour phase.
+type Neighbour struct {
+	// Events, P50 and P99 are the quiet tenant's confirmations and their
+	// accepted-to-provider latency; Unsent counts those not handed over
+	// when it was read, Failed the requests refused.
+	Events, Unsent, Failed int
+	P50, P99               time.Duration
+	// Sent and MPS are the busy tenant's messages handed over and their
+	// rate from the first to the last.
+	Sent int
+	MPS  float64
+	// Load is the load average when the part began.
+	Load string
+}
+
+// UrgentFirst is the urgent-first phase: an urgent event and a
+// confirmation posted behind Backlog unsent reminders.
+type UrgentFirst struct {
+	Backlog int
+	// Urgent and Confirmation are each event's accepted-to-provider time;
+	// BacklogDone is when the last reminder went, from the urgent event's
+	// acceptance.
+	Urgent, Confirmation, BacklogDone time.Duration
+	Load                              string
+}
+
+// PromiseShare is the share of the latency phase's events handed over
+// within promiseWithin (0 when none ran).
+func (r *Result) PromiseShare() float64 {
+	if r.LatencyEvents == 0 {
+		return 0
+	}
+	return float64(r.WithinPromise) / float64(r.LatencyEvents)
 }

@@ -63,7 +63,7 @@ func (b *bench) stopRSS() {
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b.res.WorkerPeakRSSMB, b.res.WorkerLastRSSMB = s.peak, s.last
+	b.res.WorkerPeakRSSMB, b.res.WorkerLastRSSMB = max(b.res.WorkerPeakRSSMB, s.peak), s.last
 }
 
 // rssMB reads one memory line (VmRSS, VmHWM) of a process from /proc.

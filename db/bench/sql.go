@@ -124,31 +124,8 @@ func countUnsent(ctx context.Context, q querier, since time.Time) (int, error) {
 // one message, which is sent once). An event still unsent
 // counts with its age so far, a lower bound, so that a phase the worker
 // could not keep up with never reads faster than it was.
-func readLatency(ctx context.Context, q querier, since time.Time) (p50, p95, p99 time.Duration, events, unsent int, err error) {
-	var m50, m95, m99 *float64
-	err = q.QueryRow(ctx, benchTag+`
-		SELECT percentile_cont(0.50) WITHIN GROUP (ORDER BY d), percentile_cont(0.95) WITHIN GROUP (ORDER BY d),
-		       percentile_cont(0.99) WITHIN GROUP (ORDER BY d), count(*), count(*) FILTER (WHERE NOT sent)
-		FROM (SELECT coalesce(extract(epoch FROM m.sent_at - e.created_at) * 1000
-		                        - coalesce((me.detail->>'provider_ms')::float, 0),
-		                      extract(epoch FROM clock_timestamp() - e.created_at) * 1000) AS d,
-		             m.sent_at IS NOT NULL AS sent
-		      FROM events e
-		      LEFT JOIN messages m
-		        ON m.tenant_id = e.tenant_id AND m.event_id = e.id AND m.sent_at IS NOT NULL
-		      LEFT JOIN message_events me
-		        ON me.tenant_id = m.tenant_id AND me.message_id = m.id AND me.to_status = 'SENT'
-		      WHERE e.created_at >= $1) x`, since).Scan(&m50, &m95, &m99, &events, &unsent)
-	if err != nil {
-		return 0, 0, 0, 0, 0, err
-	}
-	ms := func(f *float64) time.Duration {
-		if f == nil {
-			return 0
-		}
-		return time.Duration(*f * float64(time.Millisecond))
-	}
-	return ms(m50), ms(m95), ms(m99), events, unsent, nil
+func readLatency(ctx context.Context, q querier, since time.Time) (p50, p95, p99 time.Duration, events, unsent, within int, err error) {
+	return latencyWhere(ctx, q, `e.created_at >= $1`, since)
 }
 
 // insertRowSQL is the single-row insert of the insert baseline, run
@@ -359,4 +336,119 @@ func countOlderThan(ctx context.Context, pool *pgxpool.Pool, before time.Time) (
 	var n int
 	err := pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE created_at < $1`, before).Scan(&n)
 	return n, err
+}
+
+// ofTenant is the filter of the per-tenant readings: events of one tenant
+// accepted since a time.
+const ofTenant = `e.tenant_id = $1::uuid AND e.created_at >= $2`
+
+// countSentOf counts a tenant's messages handed to the provider whose
+// events were accepted since a time.
+func countSentOf(ctx context.Context, q querier, tenant string, since time.Time) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, benchTag+`
+		SELECT count(*) FROM messages m JOIN events e ON e.tenant_id = m.tenant_id AND e.id = m.event_id
+		WHERE `+ofTenant+` AND m.sent_at IS NOT NULL`, tenant, since).Scan(&n)
+	return n, err
+}
+
+// countUnsentOf counts a tenant's events accepted since a time with no
+// message handed to the provider yet.
+func countUnsentOf(ctx context.Context, q querier, tenant string, since time.Time) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, benchTag+`
+		SELECT count(*) FROM events e
+		WHERE `+ofTenant+` AND e.status NOT IN ('CANCELLED', 'REJECTED', 'FAILED', 'EXPIRED')
+		  AND NOT EXISTS (SELECT FROM messages m
+		                  WHERE m.tenant_id = e.tenant_id AND m.event_id = e.id AND m.sent_at IS NOT NULL)`, tenant, since).Scan(&n)
+	return n, err
+}
+
+// sendRate returns how many of a tenant's messages (events accepted since
+// a time) were handed over, and at what rate from the first to the last.
+func sendRate(ctx context.Context, q querier, tenant string, since time.Time) (int, float64, error) {
+	var n int
+	var span *float64
+	err := q.QueryRow(ctx, benchTag+`
+		SELECT count(*), extract(epoch FROM max(m.sent_at) - min(m.sent_at))::float8
+		FROM messages m JOIN events e ON e.tenant_id = m.tenant_id AND e.id = m.event_id
+		WHERE `+ofTenant+` AND m.sent_at IS NOT NULL`, tenant, since).Scan(&n, &span)
+	if err != nil || span == nil || *span <= 0 || n < 2 {
+		return n, 0, err
+	}
+	return n, float64(n-1) / *span, nil
+}
+
+// handedOver is a message's accepted-to-provider time in milliseconds: from
+// its event's acceptance to the start of the provider call (sent_at minus
+// the call's provider_ms), or its age so far while it is unsent.
+const handedOver = `coalesce(extract(epoch FROM m.sent_at - e.created_at) * 1000
+		                        - coalesce((me.detail->>'provider_ms')::float, 0),
+		                      extract(epoch FROM clock_timestamp() - e.created_at) * 1000)`
+
+// readLatencyOf is readLatency for one tenant's events.
+func readLatencyOf(ctx context.Context, q querier, tenant string, since time.Time) (p50, p95, p99 time.Duration, events, unsent int, err error) {
+	p50, p95, p99, events, unsent, _, err = latencyWhere(ctx, q, ofTenant, tenant, since)
+	return p50, p95, p99, events, unsent, err
+}
+
+// latencyWhere reads the accepted-to-provider percentiles of the events
+// where says (its arguments from $1), how many there were, how many are
+// unsent and how many were handed over within promiseWithin.
+func latencyWhere(ctx context.Context, q querier, where string, args ...any) (p50, p95, p99 time.Duration, events, unsent, within int, err error) {
+	var m50, m95, m99 *float64
+	withinMS := fmt.Sprintf("%d", promiseWithin.Milliseconds())
+	err = q.QueryRow(ctx, benchTag+`
+		SELECT percentile_cont(0.50) WITHIN GROUP (ORDER BY d), percentile_cont(0.95) WITHIN GROUP (ORDER BY d),
+		       percentile_cont(0.99) WITHIN GROUP (ORDER BY d), count(*), count(*) FILTER (WHERE NOT sent),
+		       count(*) FILTER (WHERE sent AND d <= `+withinMS+`)
+		FROM (SELECT `+handedOver+` AS d, m.sent_at IS NOT NULL AS sent
+		      FROM events e
+		      LEFT JOIN messages m
+		        ON m.tenant_id = e.tenant_id AND m.event_id = e.id AND m.sent_at IS NOT NULL
+		      LEFT JOIN message_events me
+		        ON me.tenant_id = m.tenant_id AND me.message_id = m.id AND me.to_status = 'SENT'
+		      WHERE `+where+`) x`, args...).Scan(&m50, &m95, &m99, &events, &unsent, &within)
+	return msOf(m50), msOf(m95), msOf(m99), events, unsent, within, err
+}
+
+// eventLatency is one event's accepted-to-provider time: its first
+// message's.
+func eventLatency(ctx context.Context, q querier, tenant, eventID string) (time.Duration, error) {
+	var d *float64
+	err := q.QueryRow(ctx, benchTag+`
+		SELECT min(`+handedOver+`)
+		FROM events e
+		JOIN messages m ON m.tenant_id = e.tenant_id AND m.event_id = e.id
+		LEFT JOIN message_events me ON me.tenant_id = m.tenant_id AND me.message_id = m.id AND me.to_status = 'SENT'
+		WHERE e.tenant_id = $1::uuid AND e.id = $2::uuid`, tenant, eventID).Scan(&d)
+	return msOf(d), err
+}
+
+// lastSentAfter is how long after an event's acceptance the last of a
+// tenant's messages (events accepted since a time) was handed over.
+func lastSentAfter(ctx context.Context, q querier, tenant string, since time.Time, eventID string) (time.Duration, error) {
+	var d *float64
+	err := q.QueryRow(ctx, benchTag+`
+		SELECT extract(epoch FROM max(m.sent_at) - (SELECT created_at FROM events WHERE tenant_id = $1::uuid AND id = $3::uuid)) * 1000
+		FROM messages m JOIN events e ON e.tenant_id = m.tenant_id AND e.id = m.event_id
+		WHERE `+ofTenant+` AND m.sent_at IS NOT NULL`, tenant, since, eventID).Scan(&d)
+	return msOf(d), err
+}
+
+// msOf turns milliseconds read from SQL into a duration (0 for NULL).
+func msOf(f *float64) time.Duration {
+	if f == nil {
+		return 0
+	}
+	return time.Duration(*f * float64(time.Millisecond))
+}
+
+// readMessageUpdates reads how many updates the messages table has had,
+// and how many of them were HOT (heap-only: no index written).
+func readMessageUpdates(ctx context.Context, q querier) (updates, hot int64, err error) {
+	err = q.QueryRow(ctx, benchTag+`
+		SELECT coalesce(sum(n_tup_upd), 0)::bigint, coalesce(sum(n_tup_hot_upd), 0)::bigint
+		FROM pg_stat_user_tables WHERE relname = 'messages'`).Scan(&updates, &hot)
+	return updates, hot, err
 }
