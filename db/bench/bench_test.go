@@ -37,6 +37,8 @@ func TestBench_Quick(t *testing.T) {
 	// A lighter latency phase than --quick's: this is about the report's
 	// shape, and other tests share the machine.
 	cfg.Rate, cfg.RateDuration, cfg.Drain = 100, 4*time.Second, 30*time.Second
+	// Fairness phases past one fair share (100) but small.
+	cfg.Burst, cfg.Backlog = 200, 500
 	cfg.Requests, cfg.OpenDuration, cfg.RiverJobs = 500, 2*time.Second, 2000
 	cfg.BaselineDuration = time.Second
 	// A small pages phase, so that the 10M comparison's windows run on
@@ -100,13 +102,27 @@ func TestBench_Quick(t *testing.T) {
 	require.Equal(t, r.EmptyWindows.Rate, r.At10MWindows.Rate)
 	require.Positive(t, r.At10MCost.Requests)
 	require.Positive(t, r.BookingPanelMS)
-	require.Len(t, r.Loads, 8, "a load average for each phase (retention and pages too, which the quick run skips)")
+	require.Len(t, r.Loads, 10, "a load average for each phase (retention and pages too, which the quick run skips)")
+	require.Positive(t, r.WALPerMessage)
+	require.Positive(t, r.MessageUpdates)
+	for name, n := range map[string]Neighbour{"burst": r.Burst, "broadcast": r.Broadcast} {
+		require.Equal(t, cfg.Burst, n.Sent, "%s: every message of the busy tenant was handed over", name)
+		require.Positive(t, n.MPS, name)
+		require.Positive(t, n.Events, "%s: the quiet tenant's confirmations", name)
+		require.Zero(t, n.Unsent, name)
+		require.Positive(t, n.P99, name)
+	}
+	require.Positive(t, r.Urgent.Backlog)
+	require.Positive(t, r.Urgent.Urgent)
+	require.Positive(t, r.Urgent.Confirmation)
+	require.Positive(t, r.Urgent.BacklogDone)
 
 	goals := report.String()[strings.Index(report.String(), "\nGoals\n"):]
 	for _, g := range Goals(r) {
 		require.Contains(t, goals, g.Goal)
-		require.Contains(t, []string{verdictPass, verdictFail, verdictShort, verdictNotRun, verdictNotMeasured}, g.Verdict)
-		if strings.HasPrefix(g.Goal, "accepted -> provider") || strings.HasPrefix(g.Goal, "no growing backlog") || strings.Contains(g.Goal, "vs River") {
+		require.Contains(t, []string{verdictPass, verdictFail, verdictShort, verdictNotRun, verdictNotMeasured, verdictRecord}, g.Verdict)
+		if strings.HasPrefix(g.Goal, "handed over within") || strings.HasPrefix(g.Goal, "no growing backlog") || strings.Contains(g.Goal, "vs River") ||
+			strings.HasPrefix(g.Goal, "burst") || strings.HasPrefix(g.Goal, "broadcast") || strings.HasPrefix(g.Goal, "urgent") || strings.HasPrefix(g.Goal, "confirmation") {
 			require.NotEqual(t, verdictPass, g.Verdict, "a run below the goal's load cannot pass it: %s", g.Goal)
 		}
 	}
