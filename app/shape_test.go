@@ -81,6 +81,7 @@ var txInterfaces = map[string]reflect.Type{
 	"console.TemplateTx":     reflect.TypeFor[console.TemplateTx](),
 	"console.TenantTx":       reflect.TypeFor[console.TenantTx](),
 	"console.TrendTx":        reflect.TypeFor[console.TrendTx](),
+	"console.PromiseTx":      reflect.TypeFor[console.PromiseTx](),
 	"console.TripTx":         reflect.TypeFor[console.TripTx](),
 	"console.UserTx":         reflect.TypeFor[console.UserTx](),
 }
