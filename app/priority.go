@@ -120,15 +120,17 @@ func fanoutPriority(def *EventDef, routePriority, n int) int {
 // priority is the priority of the event's route job when it is routed
 // again or later (rescheduled, approved, moved with its booking): its
 // event's own.
-func (e *Event) priority() int {
-	def, _ := LookupEvent(e.TriggerEvent)
-	return def.Priority()
-}
+func (e *Event) priority() int { return triggerPriority(e.TriggerEvent) }
 
 // messagePriority is the priority of a job that sends m again or instead
 // (a fallback, a resend, a retry after a provider's rate limit): its
 // event's own.
-func messagePriority(m *Message) int {
-	def, _ := LookupEvent(m.TriggerEvent)
+func messagePriority(m *Message) int { return triggerPriority(m.TriggerEvent) }
+
+// triggerPriority is a trigger event's priority within its share;
+// PriorityTransactional for one the registry does not know (a STOP/START
+// confirmation).
+func triggerPriority(trigger string) int {
+	def, _ := LookupEvent(trigger)
 	return def.Priority()
 }

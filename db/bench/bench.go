@@ -161,10 +161,10 @@ type bench struct {
 	web     *exec.Cmd
 	worker  *exec.Cmd
 	keys    []string
-	// approver is a key of the first tenant that may approve (read, approve).
-	approver string
-	client   *http.Client
-	seq      atomic.Int64
+	// fair holds the fairness phases' tenants (fairness.go).
+	fair   fairTenants
+	client *http.Client
+	seq    atomic.Int64
 	// mon runs every statement the benchmark itself sends to its database
 	// while Herald works, on one connection, and counts them: their commits
 	// are the benchmark's, not Herald's.
@@ -230,17 +230,11 @@ func (b *bench) prepare(ctx context.Context) error {
 			return err
 		}
 		b.keys = append(b.keys, strings.TrimSpace(key))
-		if i == 0 {
-			// The noisy-neighbour phase's broadcast needs a manager's
-			// approval, by another key than the one that sent it.
-			key, err := b.herald(ctx, "admin", "create-api-key", "--tenant", slug, "--name", "bench approver", "--scopes", "read,approve")
-			if err != nil {
-				return err
-			}
-			b.approver = strings.TrimSpace(key)
-		}
 	}
 	if b.mon, err = newMonitor(ctx, b.dbURL); err != nil {
+		return err
+	}
+	if err := b.fairnessTenants(ctx); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -596,18 +590,9 @@ func (b *bench) request() []byte {
 
 // post sends one request and returns its latency.
 func (b *bench) post(key string) (time.Duration, error) {
-	req, _ := http.NewRequest(http.MethodPost, "http://"+b.addr+"/api/v1/notifications", bytes.NewReader(b.request()))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
 	start := time.Now()
-	resp, err := b.client.Do(req)
-	if err != nil {
+	if _, err := b.postBody(key, b.request()); err != nil {
 		return 0, err
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		return 0, fmt.Errorf("status %d", resp.StatusCode)
 	}
 	return time.Since(start), nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,6 +29,43 @@ const neighbourRate = 5
 // idleLimit bounds the wait for an earlier phase's backlog to clear.
 const idleLimit = 10 * time.Minute
 
+// fairTenants are the fairness phases' own tenants, which no other phase
+// sends for: each starts with its whole fair share (app.BurstWindow), so no
+// phase waits for an earlier one's events to age out of it.
+type fairTenants struct {
+	// busy bursts and broadcasts; approver is another key of busy's that
+	// may approve its broadcast (an approval needs a key other than the
+	// sender's); quiet posts confirmations beside it; urgent queues the
+	// reminders of the urgent-first phase.
+	busy, approver, quiet, urgent fairTenant
+}
+
+// fairTenant is one of them: its API key and id.
+type fairTenant struct{ key, id string }
+
+// fairnessTenants creates the fairness phases' tenants and keys.
+func (b *bench) fairnessTenants(ctx context.Context) error {
+	for _, t := range []struct {
+		slug string
+		to   *fairTenant
+	}{{"bench-busy", &b.fair.busy}, {"bench-quiet", &b.fair.quiet}, {"bench-urgent", &b.fair.urgent}} {
+		if _, err := b.herald(ctx, "admin", "create-tenant", "--slug", t.slug, "--name", t.slug, "--plan", "ENTERPRISE"); err != nil {
+			return err
+		}
+		key, err := b.herald(ctx, "admin", "create-api-key", "--tenant", t.slug, "--name", "bench")
+		if err != nil {
+			return err
+		}
+		t.to.key = strings.TrimSpace(key)
+		if err := b.mon.QueryRow(ctx, benchTag+`SELECT id::text FROM tenants WHERE slug = $1`, t.slug).Scan(&t.to.id); err != nil {
+			return err
+		}
+	}
+	key, err := b.herald(ctx, "admin", "create-api-key", "--tenant", "bench-busy", "--name", "bench approver", "--scopes", "read,approve")
+	b.fair.approver = fairTenant{key: strings.TrimSpace(key), id: b.fair.busy.id}
+	return err
+}
+
 // phaseNeighbour has the first tenant post Burst booking confirmations as
 // fast as Concurrency clients can, all on one trip, while the second posts
 // confirmations at neighbourRate per second until the burst is all handed
@@ -40,24 +78,17 @@ func (b *bench) phaseNeighbour(ctx context.Context) error {
 		b.logf("   skipped (--burst 0)")
 		return nil
 	}
-	if len(b.keys) < 2 {
-		b.logf("   skipped: needs two tenants (--tenants 2 or more)")
-		return nil
-	}
 	if err := b.idle(ctx); err != nil {
 		return err
 	}
-	busy, quiet, err := b.tenantIDs(ctx)
-	if err != nil {
-		return err
-	}
+	busy, quiet := b.fair.busy.id, b.fair.quiet.id
 	trip := fmt.Sprintf("TRIP-BURST-%d", time.Now().UnixNano())
 	since, err := dbNow(ctx, b.mon)
 	if err != nil {
 		return err
 	}
 	b.res.Burst, err = b.beside(ctx, quiet, since, func() error {
-		return b.burst(ctx, b.keys[0], b.cfg.Burst, trip)
+		return b.burst(ctx, b.fair.busy.key, b.cfg.Burst, trip)
 	}, func() (bool, error) {
 		n, err := countSentOf(ctx, b.mon, busy, since)
 		return n >= b.cfg.Burst, err
@@ -78,7 +109,7 @@ func (b *bench) phaseNeighbour(ctx context.Context) error {
 	var broadcast string
 	b.res.Broadcast, err = b.beside(ctx, quiet, since, func() error {
 		var err error
-		broadcast, err = b.broadcast(ctx, b.keys[0], b.approver, trip)
+		broadcast, err = b.broadcast(ctx, b.fair.busy.key, b.fair.approver.key, trip)
 		return err
 	}, func() (bool, error) {
 		if broadcast == "" {
@@ -124,7 +155,7 @@ func (b *bench) beside(ctx context.Context, quiet string, since time.Time, load 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := b.postBody(b.keys[1], b.eventBody("BOOKING_CONFIRMED", "", nil)); err != nil {
+				if _, err := b.postBody(b.fair.quiet.key, b.eventBody("BOOKING_CONFIRMED", "", nil)); err != nil {
 					failed.Add(1)
 					return
 				}
@@ -169,10 +200,7 @@ func (b *bench) phaseUrgent(ctx context.Context) error {
 	if err := b.idle(ctx); err != nil {
 		return err
 	}
-	busy, _, err := b.tenantIDs(ctx)
-	if err != nil {
-		return err
-	}
+	busy := b.fair.urgent.id
 	if err := b.stopWorker(); err != nil {
 		return err
 	}
@@ -180,7 +208,7 @@ func (b *bench) phaseUrgent(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := b.closedLoop(ctx, b.keys[0], b.cfg.Backlog, func() []byte { return b.eventBody("PRE_TRIP_REMINDER", "", nil) }); err != nil {
+	if err := b.closedLoop(ctx, b.fair.urgent.key, b.cfg.Backlog, func() []byte { return b.eventBody("PRE_TRIP_REMINDER", "", nil) }); err != nil {
 		return err
 	}
 	if b.worker, err = b.start("worker"); err != nil {
@@ -199,11 +227,11 @@ func (b *bench) phaseUrgent(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	urgent, err := b.postBody(b.keys[0], b.eventBody("DEPARTURE_CHANGED", "", nil))
+	urgent, err := b.postBody(b.fair.urgent.key, b.eventBody("DEPARTURE_CHANGED", "", nil))
 	if err != nil {
 		return err
 	}
-	confirm, err := b.postBody(b.keys[0], b.eventBody("BOOKING_CONFIRMED", "", nil))
+	confirm, err := b.postBody(b.fair.urgent.key, b.eventBody("BOOKING_CONFIRMED", "", nil))
 	if err != nil {
 		return err
 	}
@@ -246,9 +274,7 @@ func (b *bench) idle(ctx context.Context) error {
 	if d := time.Since(start); d > 2*time.Second {
 		b.logf("   waited %s for an earlier phase's backlog", d.Round(time.Second))
 	}
-	// An earlier phase's events must not count towards a tenant's share
-	// here (app.BurstWindow): each phase's tenants start with theirs.
-	return sleepCtx(ctx, app.BurstWindow)
+	return nil
 }
 
 // stopWorker stops the worker process and waits for it to exit.
@@ -375,12 +401,4 @@ func (b *bench) postBody(key string, body []byte) (string, error) {
 		return "", fmt.Errorf("no event id in %s", msg)
 	}
 	return out.ID, nil
-}
-
-// tenantIDs returns the ids of the first (busy) and second (quiet)
-// benchmark tenants.
-func (b *bench) tenantIDs(ctx context.Context) (busy, quiet string, err error) {
-	err = b.mon.QueryRow(ctx, benchTag+`
-		SELECT (SELECT id::text FROM tenants WHERE slug = 'bench-1'), (SELECT id::text FROM tenants WHERE slug = 'bench-2')`).Scan(&busy, &quiet)
-	return busy, quiet, err
 }
