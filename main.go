@@ -285,10 +285,16 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, role string) e
 	if cfg.MetricsAddr != "" {
 		// Metrics get their own listener, in every role, so a scraper reads
 		// the workers' too and the public port never shows them.
-		ms := &http.Server{Addr: cfg.MetricsAddr, Handler: metricsMux(svc.Registry), ReadHeaderTimeout: 10 * time.Second}
+		// The port is bound before anything starts, so a taken port stops
+		// the process with its reason instead of running unobserved.
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("HERALD_METRICS_ADDR %s: %w", cfg.MetricsAddr, err)
+		}
+		ms := &http.Server{Handler: metricsMux(svc.Registry), ReadHeaderTimeout: 10 * time.Second}
 		go func() {
-			log.Info("metrics listening", "addr", cfg.MetricsAddr)
-			if err := ms.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+			log.Info("metrics listening", "addr", mln.Addr().String())
+			if err := ms.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics listener stopped", "err", err)
 			}
 		}()

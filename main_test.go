@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -368,42 +369,59 @@ func TestRun_ServeAndGracefulShutdown(t *testing.T) {
 		defer ln.Close()
 		return ln.Addr().String()
 	}
-	addr, metricsAddr := freeAddr(), freeAddr()
-	b.env["HERALD_ADDR"] = addr
-	b.env["HERALD_METRICS_ADDR"] = metricsAddr
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		var stdout, stderr bytes.Buffer
-		done <- run(ctx, []string{"serve"}, b.getenv, &stdout, &stderr)
-	}()
-
-	// Wait until serve is ready, or has stopped: then its error says why.
-	// Readiness is asked again on each tick; serve stopping is a signal.
-	var status string
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
+	// A port found free can be taken by a parallel test before serve binds
+	// it; serve then stops at once with EADDRINUSE, and the test starts it
+	// again on fresh ports. Any other stop fails the test.
+	var (
+		addr, metricsAddr string
+		ctx               context.Context
+		cancel            context.CancelFunc
+		done              chan error
+		status            string
+	)
 	giveUp := time.After(dbtest.HangGuard)
-	for ready := false; !ready; {
-		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
-			var r struct{ Status string }
-			_ = json.NewDecoder(resp.Body).Decode(&r)
-			resp.Body.Close()
-			status, ready = r.Status, resp.StatusCode == http.StatusOK
+	for attempt, ready := 1, false; !ready; attempt++ {
+		addr, metricsAddr = freeAddr(), freeAddr()
+		b.env["HERALD_ADDR"] = addr
+		b.env["HERALD_METRICS_ADDR"] = metricsAddr
+		ctx, cancel = context.WithCancel(context.Background())
+		done = make(chan error, 1)
+		go func(ctx context.Context, done chan<- error) {
+			var stdout, stderr bytes.Buffer
+			done <- run(ctx, []string{"serve"}, b.getenv, &stdout, &stderr)
+		}(ctx, done)
+
+		// Wait until serve is ready, or has stopped: then its error says
+		// why. Readiness is asked again on each tick; serve stopping is a
+		// signal.
+		tick := time.NewTicker(50 * time.Millisecond)
+	wait:
+		for {
+			if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
+				var r struct{ Status string }
+				_ = json.NewDecoder(resp.Body).Decode(&r)
+				resp.Body.Close()
+				status, ready = r.Status, resp.StatusCode == http.StatusOK
+			}
+			if ready {
+				break
+			}
+			select {
+			case err := <-done:
+				cancel()
+				if errors.Is(err, syscall.EADDRINUSE) && attempt < 5 {
+					break wait
+				}
+				t.Fatalf("serve stopped before it was ready: %v", err)
+			case <-giveUp:
+				t.Fatalf("serve did not become ready (last status %q)", status)
+			case <-tick.C:
+			}
 		}
-		if ready {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve stopped before it was ready: %v", err)
-		case <-giveUp:
-			t.Fatalf("serve did not become ready (last status %q)", status)
-		case <-tick.C:
-		}
+		tick.Stop()
 	}
+	defer cancel()
 	require.Equal(t, "healthy", status)
 
 	// Metrics are on their own listener, not on the public one.
@@ -439,4 +457,17 @@ func TestRun_ServeRefusesUnmigratedDatabase(t *testing.T) {
 	}}
 	_, _, err := b.herald(t, "serve")
 	require.ErrorContains(t, err, "run `herald migrate` first")
+}
+
+func TestRun_ServeStopsWhenTheMetricsPortIsTaken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	b.env["HERALD_ADDR"] = "127.0.0.1:0"
+	b.env["HERALD_METRICS_ADDR"] = taken.Addr().String()
+	_, _, err = b.herald(t, "serve")
+	require.ErrorIs(t, err, syscall.EADDRINUSE)
+	require.ErrorContains(t, err, "HERALD_METRICS_ADDR "+taken.Addr().String())
 }

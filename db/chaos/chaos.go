@@ -359,12 +359,11 @@ func (e *experiment) setup(ctx context.Context, admin string, rate float64, work
 	if e.dataDir, err = os.MkdirTemp("", "herald-chaos-"+e.name+"-"); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	e.addr = ln.Addr().String()
-	_ = ln.Close()
+	e.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	e.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: e.cfg.Concurrency * 2}, Timeout: 30 * time.Second}
 	if _, err := e.herald(ctx, "migrate"); err != nil {
 		return err

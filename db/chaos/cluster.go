@@ -197,13 +197,12 @@ func throwawayCluster(ctx context.Context) (*cluster, error) {
 		}
 		_ = os.Chmod(root, 0o755)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freePort()
 	if err != nil {
 		c.remove()
 		return nil, err
 	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	_ = ln.Close()
+	port := strconv.Itoa(p)
 	if err := c.pg(ctx, "initdb", "-D", c.dataDir, "-U", "herald", "--auth=trust", "-E", "UTF8", "--no-locale"); err != nil {
 		c.remove()
 		return nil, err
