@@ -163,7 +163,7 @@ func (t *Tx) WaitingWork(ctx context.Context, tenantID uuid.UUID) (*console.Wait
 			e.scheduled_events, e.oldest_scheduled_at, e.next_send_at, e.awaiting_approval
 		FROM (
 			SELECT count(*) AS queued_messages, min(queued_at) AS oldest_queued_at
-			FROM messages WHERE tenant_id = $1 AND status = 'QUEUED'
+			FROM messages WHERE tenant_id = $1 AND phase = 'QUEUED'
 		) q, (
 			SELECT count(*) FILTER (WHERE status = 'SCHEDULED') AS scheduled_events,
 				min(created_at) FILTER (WHERE status = 'SCHEDULED') AS oldest_scheduled_at,

@@ -51,7 +51,7 @@ func (t *Tx) OverdueMessages(ctx context.Context, now time.Time, limit int) ([]a
 			JOIN messages m ON m.tenant_id = d.tenant_id AND m.channel = d.channel
 				AND (d.trigger_event = '*' OR d.trigger_event = m.trigger_event)
 			WHERE m.created_at > $1::timestamptz - interval '2 days'
-				AND m.status = 'SENT' AND m.stale_at IS NULL
+				AND m.phase = 'SENT' AND m.stale_at IS NULL
 				AND m.sent_at > $1::timestamptz - interval '1 day'
 				AND cardinality(m.fallback_chain) > 0
 			ORDER BY m.id, d.trigger_event = '*'

@@ -23,7 +23,7 @@ func (t *Tx) ListTenants(ctx context.Context) ([]*app.Tenant, error) {
 func (t *Tx) StuckMessages(ctx context.Context, queuedBefore time.Time, limit int) ([]app.DispatchJob, error) {
 	rows, err := t.tx.QueryxContext(ctx, `
 		SELECT m.tenant_id, m.id, m.channel FROM messages m
-		WHERE m.status = 'QUEUED' AND m.queued_at < $1
+		WHERE m.phase = 'QUEUED' AND m.queued_at < $1
 		  AND NOT EXISTS (
 			SELECT 1 FROM river_job j
 			WHERE j.kind = 'dispatch' AND j.args->>'message_id' = m.id::text
@@ -51,7 +51,7 @@ func (t *Tx) MarkStale(ctx context.Context, sentBefore, at time.Time, limit int)
 	return t.prune(ctx, `
 		WITH stale AS (
 			UPDATE messages SET stale_at = $2, updated_at = $2
-			WHERE id IN (SELECT id FROM messages WHERE status = 'SENT' AND stale_at IS NULL AND sent_at < $1 LIMIT $3)
+			WHERE id IN (SELECT id FROM messages WHERE phase = 'SENT' AND stale_at IS NULL AND sent_at < $1 LIMIT $3)
 			RETURNING tenant_id, id
 		)
 		INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)

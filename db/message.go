@@ -370,6 +370,9 @@ func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f console
 		where = append(where, cond)
 	}
 	if f.Status != "" {
+		// The index holds the phase; READ and DELIVERED share theirs, and
+		// the row tells them apart.
+		add("phase = ?", phaseOf(f.Status))
 		add("status = ?", f.Status)
 	}
 	if f.Channel != "" {
@@ -391,7 +394,7 @@ func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f console
 		add("to_address = ?", f.Address)
 	}
 	if f.Stale {
-		where = append(where, "status = 'SENT'", "stale_at IS NOT NULL")
+		where = append(where, "phase = 'SENT'", "stale_at IS NOT NULL")
 	}
 	if f.Reason != "" {
 		add("failed_reason = ?", f.Reason)
@@ -426,6 +429,16 @@ func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f console
 			LIMIT $`+fmt.Sprint(len(args))+`)
 		ORDER BY `+order, args...)
 	return ms, mapErr(err)
+}
+
+// phaseOf is the messages.phase of a status (db/migrations): the status,
+// with READ folded into DELIVERED so that a read receipt changes no
+// indexed column.
+func phaseOf(status string) string {
+	if status == app.MessageRead {
+		return app.MessageDelivered
+	}
+	return status
 }
 
 // customPlans makes the rest of the transaction plan each statement for its

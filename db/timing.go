@@ -36,7 +36,7 @@ func (t *Tx) ExpireMessages(ctx context.Context, now time.Time, limit int) (int,
 			UPDATE messages SET status = 'EXPIRED', failed_reason = $3, updated_at = $1
 			WHERE id IN (
 				SELECT id FROM messages
-				WHERE expires_at IS NOT NULL AND expires_at <= $1 AND status = 'QUEUED'
+				WHERE expires_at IS NOT NULL AND expires_at <= $1 AND phase = 'QUEUED' AND status = 'QUEUED'
 				  AND send_started_at IS NULL AND quota_month IS NULL
 				ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)
 			RETURNING tenant_id, id, expires_at

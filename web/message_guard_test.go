@@ -31,14 +31,16 @@ func TestMessageStatusGuard(t *testing.T) {
 		app.MessageDelivered: {app.MessageSent, app.MessageDelivered}, app.MessageRead: {app.MessageSent, app.MessageDelivered, app.MessageRead},
 		app.MessageFailed: {app.MessageFailed}, app.MessageCancelled: {app.MessageCancelled},
 	}
+	cols := c.MessageColumns("")
 	copyAt := func(status string) uuid.UUID {
 		t.Helper()
 		var id uuid.UUID
 		require.NoError(t, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
 			return tx.SQL().QueryRowContext(c.Ctx, `
-				INSERT INTO messages
-				SELECT (jsonb_populate_record(m, jsonb_build_object('id', gen_random_uuid(), 'idempotency_key', m.idempotency_key || ':' || gen_random_uuid()))).*
-				FROM messages m WHERE id = $1 RETURNING id`, original.ID).Scan(&id)
+				INSERT INTO messages (`+cols+`)
+				SELECT `+c.MessageColumns("r")+`
+				FROM messages m, jsonb_populate_record(m, jsonb_build_object('id', gen_random_uuid(), 'idempotency_key', m.idempotency_key || ':' || gen_random_uuid())) r
+				WHERE m.id = $1 RETURNING id`, original.ID).Scan(&id)
 		}))
 		for _, st := range pathTo[status] {
 			c.Exec(`UPDATE messages SET status = $2 WHERE id = $1`, id, st)

@@ -761,10 +761,11 @@ func TestConsoleMessages_PanelPaginated(t *testing.T) {
 	id := c.Submit(webtest.Notification("evt-many", "BK-MANY"))
 	email := byChannel(c.routeNow(c.Tenant.ID, id), app.Email)
 	// 29 older copies of the e-mail, one a minute back: 31 messages in all.
-	c.Exec(`INSERT INTO messages SELECT (jsonb_populate_record(NULL::messages, to_jsonb(m) || jsonb_build_object(
+	c.Exec(`INSERT INTO messages (`+c.MessageColumns("")+`) SELECT `+c.MessageColumns("r")+`
+		FROM messages m, generate_series(1, 29) g, jsonb_populate_record(NULL::messages, to_jsonb(m) || jsonb_build_object(
 			'id', gen_random_uuid(), 'idempotency_key', m.idempotency_key || ':copy-' || g, 'conversation_id', NULL,
-			'created_at', m.created_at - make_interval(mins => g), 'queued_at', m.queued_at - make_interval(mins => g)))).*
-		FROM messages m, generate_series(1, 29) g WHERE m.id = $1`, email.ID)
+			'created_at', m.created_at - make_interval(mins => g), 'queued_at', m.queued_at - make_interval(mins => g))) r
+		WHERE m.id = $1`, email.ID)
 	var all []*app.Message
 	require.NoError(t, c.Services.Store.InTenant(c.Ctx, c.Tenant.ID, func(tx *db.Tx) (err error) {
 		all, err = tx.MessagesByEntity(c.Ctx, c.Tenant.ID, "booking", "BK-MANY")

@@ -31,8 +31,9 @@ func (b *bench) phaseEndToEnd(ctx context.Context) error {
 	if err := counter.begin(ctx); err != nil {
 		return err
 	}
-	walBefore, _, walErr := readWAL(ctx, b.mon)
+	walBefore, fpiBefore, walErr := readWAL(ctx, b.mon)
 	updBefore, hotBefore, updErr := readMessageUpdates(ctx, b.mon)
+	writesBefore, writesErr := readTableWrites(ctx, b.mon)
 	start := time.Now()
 	if b.worker, err = b.start("worker"); err != nil {
 		return err
@@ -87,19 +88,28 @@ func (b *bench) phaseEndToEnd(ctx context.Context) error {
 	if err := sleepCtx(ctx, statsFlush); err != nil {
 		return err
 	}
-	walAfter, _, walErr2 := readWAL(ctx, b.mon)
+	walAfter, fpiAfter, walErr2 := readWAL(ctx, b.mon)
 	updAfter, hotAfter, updErr2 := readMessageUpdates(ctx, b.mon)
+	writesAfter, writesErr2 := readTableWrites(ctx, b.mon)
 	if walErr == nil && walErr2 == nil && b.res.Delivered > 0 {
 		// The server's WAL: other databases' writes would count too
 		// (the report's load line tells whether anything else ran).
 		b.res.WALPerMessage = float64(walAfter-walBefore) / float64(b.res.Delivered)
+		b.res.FPIPerMessage = float64(fpiAfter-fpiBefore) / float64(b.res.Delivered)
+	}
+	if writesErr == nil && writesErr2 == nil {
+		b.res.WritesPerMessage = writesPer(writesBefore, writesAfter, b.res.Delivered)
 	}
 	if updErr == nil && updErr2 == nil && updAfter > updBefore {
 		b.res.MessageUpdates = updAfter - updBefore
 		b.res.HOTShare = float64(hotAfter-hotBefore) / float64(updAfter-updBefore)
 	}
-	b.logf("   per delivered message: %.1f KB of WAL; %d updates of messages rows, %.1f%% of them HOT",
-		b.res.WALPerMessage/1024, b.res.MessageUpdates, 100*b.res.HOTShare)
+	b.logf("   per delivered message: %.1f KB of WAL, %.2f full-page images; %d updates of messages rows, %.1f%% of them HOT",
+		b.res.WALPerMessage/1024, b.res.FPIPerMessage, b.res.MessageUpdates, 100*b.res.HOTShare)
+	b.logf("   writes per delivered message, the most index entries first:")
+	for _, l := range writeLines(b.res.WritesPerMessage, 6) {
+		b.logf("%s", l)
+	}
 	f, err := counter.end(ctx, b.res.Delivered, "delivered message")
 	if err != nil {
 		return err

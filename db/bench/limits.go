@@ -62,6 +62,19 @@ func Limits(r *Result) []string {
 		}
 		out = append(out, profileReport("  The web process's CPU profile", r.WebProfile)...)
 	}
+	if (has("WAL per delivered") || has("HOT share")) && len(r.WritesPerMessage) > 0 {
+		add("WAL: %.1f KB per delivered message with %.2f full-page images (a page's first change after a checkpoint logs the whole page). "+
+			"Each insert, and each update not made in place, adds an entry to every index of its table; per message:",
+			r.WALPerMessage/1024, r.FPIPerMessage)
+		out = append(out, writeLines(r.WritesPerMessage, 6)...)
+		for _, w := range r.WritesPerMessage {
+			if w.Table == "messages" && w.Updates > 0 {
+				add("  A message's row changed %.2f times and %.2f of them in place. An update is made in place only when it changes no "+
+					"indexed column and its page has room: the send sets the provider id (messages_external_key) and delivered the phase "+
+					"(the explorer's and the queue's indexes); the call's start and read change neither.", w.Updates, w.HOT)
+			}
+		}
+	}
 	if has("SQL statements per delivered message") && r.IntakeSQL.Measured {
 		add("Statements: %.2f per request at intake and %.2f per message after it; the most called after intake:",
 			r.IntakeSQL.Statements, r.StatementsPerMessage)

@@ -42,6 +42,21 @@ func TestLimits(t *testing.T) {
 		require.NotContains(t, text, "Intake:", "intake met its goal")
 	})
 
+	t.Run("WALAndInPlaceUpdates", func(t *testing.T) {
+		t.Parallel()
+		r := fullRun()
+		r.WALPerMessage, r.FPIPerMessage, r.HOTShare = 20*1024, 1.5, 0.5
+		r.WritesPerMessage = []TableWrites{
+			{Table: "messages", Inserts: 1, Updates: 4, HOT: 2, Indexes: 13},
+			{Table: "message_events", Inserts: 4, Indexes: 2},
+		}
+		text := strings.Join(Limits(r), "\n")
+		require.Contains(t, text, "WAL: 20.0 KB per delivered message with 1.50 full-page images")
+		require.Contains(t, text, "messages                  1.00 inserted,  4.00 updated (50% in place),  0.00 deleted; 13 indexes:  39.0 index entries")
+		require.Contains(t, text, "message_events            4.00 inserted,  0.00 updated,  0.00 deleted;  2 indexes:   8.0 index entries")
+		require.Contains(t, text, "A message's row changed 4.00 times and 2.00 of them in place")
+	})
+
 	t.Run("IntakeAndSQL", func(t *testing.T) {
 		t.Parallel()
 		r := fullRun()
@@ -215,4 +230,24 @@ func TestRankProfile(t *testing.T) {
 	require.InDelta(t, 0.3, got.Flat[2].Share, 1e-9)
 	require.Empty(t, rankProfile(&profile.Profile{}).Flat)
 	require.Equal(t, "db.scoped.InTenant.func1", shortName(heraldModule+"db.scoped[go.shape.1d3c[x]].InTenant.func1"))
+}
+
+func TestWritesPer(t *testing.T) {
+	t.Parallel()
+	before := map[string]TableWrites{
+		"messages": {Table: "messages", Inserts: 10, Updates: 20, HOT: 5, Indexes: 13},
+		"tenants":  {Table: "tenants", Updates: 3, Indexes: 2},
+	}
+	after := map[string]TableWrites{
+		"messages":       {Table: "messages", Inserts: 110, Updates: 420, HOT: 205, Indexes: 13},
+		"tenants":        {Table: "tenants", Updates: 3, Indexes: 2},
+		"message_events": {Table: "message_events", Inserts: 400, Indexes: 2},
+	}
+	got := writesPer(before, after, 100)
+	require.Equal(t, []TableWrites{
+		{Table: "messages", Inserts: 1, Updates: 4, HOT: 2, Indexes: 13},
+		{Table: "message_events", Inserts: 4, Indexes: 2},
+	}, got, "per message, the most index entries first; a table without writes left out")
+	require.InDelta(t, 39.0, got[0].IndexEntries(), 1e-9)
+	require.Nil(t, writesPer(before, after, 0))
 }

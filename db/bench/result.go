@@ -100,6 +100,11 @@ type Result struct {
 	WALPerMessage  float64
 	MessageUpdates int64
 	HOTShare       float64
+	// FPIPerMessage is the full-page images in that WAL per delivered
+	// message, and WritesPerMessage each table's writes per delivered
+	// message, the most index entries first.
+	FPIPerMessage    float64
+	WritesPerMessage []TableWrites
 	// WithinPromise counts the latency phase's events handed over within
 	// promiseWithin of their acceptance.
 	WithinPromise int

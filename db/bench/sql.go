@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -451,4 +453,84 @@ func readMessageUpdates(ctx context.Context, q querier) (updates, hot int64, err
 		SELECT coalesce(sum(n_tup_upd), 0)::bigint, coalesce(sum(n_tup_hot_upd), 0)::bigint
 		FROM pg_stat_user_tables WHERE relname = 'messages'`).Scan(&updates, &hot)
 	return updates, hot, err
+}
+
+// TableWrites is what a phase wrote to one table: rows inserted, updated
+// (HOT of them in place) and deleted, with the table's index count. Every
+// insert and every update not made in place adds an entry to each index
+// (a partial index only for its rows), and the entries, with the pages
+// they first touch after a checkpoint, are most of the WAL.
+type TableWrites struct {
+	Table                          string
+	Inserts, Updates, HOT, Deletes float64
+	Indexes                        int
+}
+
+// IndexEntries is how many index entries the writes added, at most.
+func (w TableWrites) IndexEntries() float64 {
+	return (w.Inserts + w.Updates - w.HOT) * float64(w.Indexes)
+}
+
+// readTableWrites reads every table's write counters and index count in
+// the benchmark's database.
+func readTableWrites(ctx context.Context, q querier) (map[string]TableWrites, error) {
+	rows, err := q.Query(ctx, benchTag+`
+		SELECT s.relname, s.n_tup_ins, s.n_tup_upd, s.n_tup_hot_upd, s.n_tup_del,
+			(SELECT count(*) FROM pg_index i WHERE i.indrelid = s.relid)::int
+		FROM pg_stat_user_tables s`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]TableWrites{}
+	for rows.Next() {
+		var w TableWrites
+		var ins, upd, hot, del int64
+		if err := rows.Scan(&w.Table, &ins, &upd, &hot, &del, &w.Indexes); err != nil {
+			return nil, err
+		}
+		w.Inserts, w.Updates, w.HOT, w.Deletes = float64(ins), float64(upd), float64(hot), float64(del)
+		out[w.Table] = w
+	}
+	return out, rows.Err()
+}
+
+// writesPer is each table's writes between two readings per unit (a
+// delivered message), the most index entries first, tables without writes
+// left out.
+func writesPer(before, after map[string]TableWrites, units int) []TableWrites {
+	if units <= 0 {
+		return nil
+	}
+	n := float64(units)
+	var out []TableWrites
+	for table, a := range after {
+		b := before[table]
+		w := TableWrites{Table: table, Indexes: a.Indexes, Inserts: (a.Inserts - b.Inserts) / n, Updates: (a.Updates - b.Updates) / n,
+			HOT: (a.HOT - b.HOT) / n, Deletes: (a.Deletes - b.Deletes) / n}
+		if w.Inserts > 0 || w.Updates > 0 || w.Deletes > 0 {
+			out = append(out, w)
+		}
+	}
+	slices.SortFunc(out, func(x, y TableWrites) int {
+		if c := cmp.Compare(y.IndexEntries(), x.IndexEntries()); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Table, y.Table)
+	})
+	return out
+}
+
+// writeLines lists up to n tables' writes per unit.
+func writeLines(ws []TableWrites, n int) []string {
+	var out []string
+	for _, w := range ws[:min(len(ws), n)] {
+		inPlace := ""
+		if w.Updates > 0 {
+			inPlace = fmt.Sprintf(" (%.0f%% in place)", 100*w.HOT/w.Updates)
+		}
+		out = append(out, fmt.Sprintf("    %-24s %5.2f inserted, %5.2f updated%s, %5.2f deleted; %2d indexes: %5.1f index entries",
+			w.Table, w.Inserts, w.Updates, inPlace, w.Deletes, w.Indexes, w.IndexEntries()))
+	}
+	return out
 }

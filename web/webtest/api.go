@@ -345,3 +345,18 @@ func (h *Herald) ActiveAccount(ch app.Channel) *app.ChannelAccount {
 	}))
 	return a
 }
+
+// MessageColumns lists the columns of messages an insert may set (all but
+// the generated ones), each prefixed with alias and a dot when alias is
+// set, for tests that copy message rows.
+func (h *Herald) MessageColumns(alias string) string {
+	h.T.Helper()
+	var cols string
+	require.NoError(h.T, h.Services.Store.InPlatform(h.Ctx, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(h.Ctx, `
+			SELECT string_agg(CASE WHEN $1 = '' THEN '' ELSE $1 || '.' END || quote_ident(attname), ', ' ORDER BY attnum)
+			FROM pg_attribute WHERE attrelid = 'messages'::regclass AND attnum > 0 AND NOT attisdropped AND attgenerated = ''`,
+			alias).Scan(&cols)
+	}))
+	return cols
+}
