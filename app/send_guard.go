@@ -50,12 +50,15 @@ const ReasonOutcomeUnknown = "outcome_unknown"
 // SendMarker is a provider call of a message whose outcome is not recorded
 // yet: made at At by worker process By, as attempt Attempt. UnknownUntil,
 // once the call is known to have had no answer, is the end of the wait
-// for the provider's confirmation.
+// for the provider's confirmation. QuotaMonth, when set, is the month whose
+// quota the call holds (ReserveQuota took it): the marker records the hold
+// on the message in the same change.
 type SendMarker struct {
 	At           time.Time
 	By           uuid.UUID
 	Attempt      int
 	UnknownUntil *time.Time
+	QuotaMonth   *time.Time
 }
 
 // SendTx lists the statements of a send: its claim before the provider
@@ -246,13 +249,16 @@ func (d *Dispatcher) reserve(ctx context.Context, tx SendTx, s *send, plan *send
 		}
 	}
 	plan.quotaOK = true
+	marker := SendMarker{At: now, By: d.guard.self(), Attempt: s.attempt}
 	if plan.limit != Unlimited {
-		if plan.quotaOK, plan.used, err = tx.ReserveQuota(ctx, m.TenantID, m.ID, m.Channel, MonthOf(now), plan.limit, held); err != nil || !plan.quotaOK {
+		month := MonthOf(now)
+		if plan.quotaOK, plan.used, err = tx.ReserveQuota(ctx, m.TenantID, m.ID, m.Channel, month, plan.limit, held); err != nil || !plan.quotaOK {
 			return err
 		}
+		marker.QuotaMonth = &month
 	}
 	plan.proceed = true
-	return tx.MarkSendStarted(ctx, m.TenantID, m.ID, SendMarker{At: now, By: d.guard.self(), Attempt: s.attempt})
+	return tx.MarkSendStarted(ctx, m.TenantID, m.ID, marker)
 }
 
 // reconcile decides about an earlier call of the message whose outcome is

@@ -167,7 +167,9 @@ func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) 
 // another month (its send moved into this one) is given back. The month's
 // row starts from what usage_counters counted before reservations
 // existed. It returns whether the message holds a reservation now, and the
-// month's use. Call it after LockSend, in the same transaction.
+// month's use. Call it after LockSend, in the same transaction, and record
+// the hold with the call's marker (MarkSendStarted with QuotaMonth): one
+// change of the message's row for both.
 func (t *Tx) ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch app.Channel, month time.Time, limit int, held *time.Time) (bool, int, error) {
 	if held != nil && held.Equal(month) {
 		var used int
@@ -197,10 +199,6 @@ func (t *Tx) ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch app.Ch
 		err = t.tx.GetContext(ctx, &used, `SELECT used FROM quota_usage WHERE tenant_id = $1 AND channel = $2 AND month = $3`, tenantID, ch, month)
 		return false, used, mapErr(err)
 	}
-	if err != nil {
-		return false, 0, mapErr(err)
-	}
-	_, err = t.tx.ExecContext(ctx, `UPDATE messages SET quota_month = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, id, month)
 	return true, used, mapErr(err)
 }
 
@@ -232,11 +230,13 @@ func (t *Tx) releaseQuota(ctx context.Context, tenantID, id uuid.UUID, ch app.Ch
 }
 
 // MarkSendStarted serves app.DispatchTx: a provider call of the message
-// is about to start; until its outcome is recorded, the marker stays.
+// is about to start; until its outcome is recorded, the marker stays. With
+// m.QuotaMonth, the message holds that month's quota from now on.
 func (t *Tx) MarkSendStarted(ctx context.Context, tenantID, id uuid.UUID, m app.SendMarker) error {
 	_, err := t.tx.ExecContext(ctx, `
-		UPDATE messages SET send_started_at = $3, send_started_by = $4, send_attempt = $5, send_unknown_until = NULL
-		WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'`, tenantID, id, m.At, m.By, m.Attempt)
+		UPDATE messages SET send_started_at = $3, send_started_by = $4, send_attempt = $5, send_unknown_until = NULL,
+			quota_month = coalesce($6, quota_month)
+		WHERE tenant_id = $1 AND id = $2 AND status = 'QUEUED'`, tenantID, id, m.At, m.By, m.Attempt, m.QuotaMonth)
 	return mapErr(err)
 }
 

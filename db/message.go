@@ -370,10 +370,13 @@ func (t *Tx) ExplorerMessages(ctx context.Context, tenantID uuid.UUID, f console
 		where = append(where, cond)
 	}
 	if f.Status != "" {
-		// The index holds the phase; READ and DELIVERED share theirs, and
-		// the row tells them apart.
+		// The indexes hold the phase. It is the status itself but for READ
+		// and DELIVERED, which share theirs: only those are told apart on
+		// the row, so that the others are decided in the index.
 		add("phase = ?", phaseOf(f.Status))
-		add("status = ?", f.Status)
+		if f.Status == app.MessageRead || f.Status == app.MessageDelivered {
+			add("status = ?", f.Status)
+		}
 	}
 	if f.Channel != "" {
 		add("channel = ?", f.Channel)

@@ -69,10 +69,22 @@ func TestMessageLife_UpdatesInPlace(t *testing.T) {
 	})
 	require.Equal(t, [2]int{0, 0}, [2]int{upd, hot})
 
+	month := app.MonthOf(now)
 	upd, hot = step(t, func(tx *db.Tx) error {
-		return tx.MarkSendStarted(b.ctx, tn.ID, m.ID, app.SendMarker{At: now, By: uuid.New(), Attempt: 1})
+		ok, used, err := tx.ReserveQuota(b.ctx, tn.ID, m.ID, app.WhatsApp, month, 10, nil)
+		require.True(t, ok)
+		require.Equal(t, 1, used)
+		if err != nil {
+			return err
+		}
+		return tx.MarkSendStarted(b.ctx, tn.ID, m.ID, app.SendMarker{At: now, By: uuid.New(), Attempt: 1, QuotaMonth: &month})
 	})
-	require.Equal(t, [2]int{1, 1}, [2]int{upd, hot}, "the start of a provider call is an update in place")
+	require.Equal(t, [2]int{1, 1}, [2]int{upd, hot}, "the quota's hold and the start of a provider call are one update in place")
+	var held time.Time
+	require.NoError(t, b.store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error {
+		return tx.SQL().QueryRowContext(b.ctx, `SELECT quota_month FROM messages WHERE id = $1`, m.ID).Scan(&held)
+	}))
+	require.True(t, month.Equal(held), "the message holds the month's quota: %s", held)
 
 	upd, hot = step(t, func(tx *db.Tx) error {
 		res, err := tx.RecordSent(b.ctx, app.SentRecord{TenantID: tn.ID, MessageID: m.ID, Provider: "meta", ExternalID: "wamid.1",
