@@ -27,29 +27,31 @@ func (s *Server) handleDashboard(c *fiber.Ctx) error {
 		}
 		q.Channel = ch
 	}
-	// The month's trends are read beside the dashboard's own figures, in a
-	// transaction of their own: the page waits for the slower of the two
-	// rather than for both in turn. The goroutine gets no fiber.Ctx, which
-	// fiber reuses once the handler returns, and the handler always waits
-	// for it.
+	// The month's trends and the week's promise are read beside the
+	// dashboard's own figures, each in a transaction of its own: the page
+	// waits for the slowest of the three rather than for all in turn. The
+	// goroutines get no fiber.Ctx, which fiber reuses once the handler
+	// returns, and the handler always waits for both.
 	ctx, user, tenant := c.UserContext(), userOf(c), tenantOf(c)
-	type loaded struct {
-		trends  *console.Trends
+	type loadedTrends struct {
+		trends *console.Trends
+		err    error
+	}
+	type loadedPromise struct {
 		promise *console.Promise
 		err     error
 	}
-	month := make(chan loaded, 1)
+	month, week := make(chan loadedTrends, 1), make(chan loadedPromise, 1)
 	go func() {
 		t, err := s.Trends.Load(ctx, user, tenant)
-		if err != nil {
-			month <- loaded{err: err}
-			return
-		}
+		month <- loadedTrends{t, err}
+	}()
+	go func() {
 		p, err := s.Promise.Tenant(ctx, user, tenant)
-		month <- loaded{t, p, err}
+		week <- loadedPromise{p, err}
 	}()
 	d, err := s.Dashboards.Load(ctx, user, tenant, q)
-	trends := <-month
+	trends, promise := <-month, <-week
 	if err != nil {
 		return err
 	}
@@ -66,8 +68,11 @@ func (s *Server) handleDashboard(c *fiber.Ctx) error {
 		if trends.err != nil {
 			return trends.err
 		}
+		if promise.err != nil {
+			return promise.err
+		}
 		v.Trends = views.NewTrendsView(trends.trends, tenantPath(c, "/messages"))
-		v.Promise = trends.promise
+		v.Promise = promise.promise
 	}
 	if user.Can(app.PermAPIKeys) {
 		v.APIKeysHref = tenantPath(c, "/api-keys")
