@@ -566,3 +566,64 @@ func TestChannel_Webhook(t *testing.T) {
 	}
 	require.Nil(t, m.TemplateID, "the webhook channel needs no template")
 }
+
+// TestMaintenance_SweepsEveryTenant: the sweeps find their work across
+// tenants and write it in transactions of each tenant; every tenant's due
+// messages are handled, and only those.
+func TestMaintenance_SweepsEveryTenant(t *testing.T) {
+	t.Parallel()
+	p := webtest.New(t, webtest.Options{NoWorkers: true})
+	id := p.Submit(webtest.WithRecipient("sweep-1", "BK-SW", map[string]any{"name": "A", "email": "a@example.com"}, "EMAIL"))
+	require.NoError(t, p.Services.Router.Route(p.Ctx, app.RouteJob{TenantID: p.Tenant.ID, EventID: id, Version: 1}))
+	m := webtest.OnlyMessage(t, p.Event(id).Messages)
+	other, err := p.Services.Tenants.Create(p.Ctx, app.CLIActor, app.TenantInput{Slug: "second", Name: "Second"})
+	require.NoError(t, err)
+
+	// copyAs stores a copy of m for the tenant with the fields in set
+	// (SQL expressions) changed, and returns its id.
+	copyAs := func(tenantID uuid.UUID, key, set string) uuid.UUID {
+		t.Helper()
+		copyID := uuid.New()
+		p.Exec(`INSERT INTO messages (`+p.MessageColumns("")+`) SELECT `+p.MessageColumns("r")+`
+			FROM messages m, jsonb_populate_record(m, to_jsonb(m) || jsonb_build_object('id', $2::uuid, 'tenant_id', $3::uuid,
+				'idempotency_key', $4::text, 'conversation_id', NULL) || `+set+`) r
+			WHERE m.id = $1`, m.ID, copyID, tenantID, key)
+		return copyID
+	}
+	stuck := `jsonb_build_object('queued_at', now() - interval '10 minutes')`
+	stale := `jsonb_build_object('status', 'SENT', 'sent_at', now() - interval '25 hours', 'provider', 'sandbox', 'external_message_id', gen_random_uuid()::text)`
+	expired := `jsonb_build_object('expires_at', now() - interval '1 minute')`
+	ids := map[string]uuid.UUID{}
+	for _, tn := range []struct {
+		name string
+		id   uuid.UUID
+	}{{"first", p.Tenant.ID}, {"second", other.ID}} {
+		ids[tn.name+" stuck"] = copyAs(tn.id, tn.name+":stuck", stuck)
+		ids[tn.name+" stale"] = copyAs(tn.id, tn.name+":stale", stale)
+		ids[tn.name+" expired"] = copyAs(tn.id, tn.name+":expired", expired)
+	}
+	p.Exec(`DELETE FROM river_job WHERE kind = 'dispatch'`)
+
+	n, err := p.Services.Maintenance.RequeueStuck(p.Ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "one stuck message in each tenant")
+	for _, name := range []string{"first stuck", "second stuck"} {
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'message_id' = $1`, ids[name].String()), name)
+	}
+
+	n, err = p.Services.Maintenance.MarkStale(p.Ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "one stale message in each tenant")
+	for _, name := range []string{"first stale", "second stale"} {
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM messages WHERE id = $1 AND stale_at IS NOT NULL`, ids[name]), name)
+	}
+
+	_, expiredN, err := p.Services.Maintenance.ExpireOverdue(p.Ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, expiredN, "one expired message in each tenant")
+	for _, name := range []string{"first expired", "second expired"} {
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'EXPIRED'`, ids[name]), name)
+	}
+	require.Equal(t, 1, p.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'QUEUED' AND stale_at IS NULL`, m.ID),
+		"the tenant's message with nothing due is left alone")
+}

@@ -37,8 +37,11 @@ type MaintenanceTx interface {
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
 	OverdueMessages(ctx context.Context, now time.Time, limit int) ([]OverdueMessage, error)
 	ListTenants(ctx context.Context) ([]*Tenant, error)
-	StuckMessages(ctx context.Context, queuedBefore time.Time, limit int) ([]DispatchJob, error)
-	MarkStale(ctx context.Context, sentBefore, at time.Time, limit int) (int, error)
+	// SweepTenants lists, in platform scope, the tenants the sweep has
+	// work for at the time.
+	SweepTenants(ctx context.Context, sweep Sweep, at time.Time) ([]uuid.UUID, error)
+	StuckMessages(ctx context.Context, tenantID uuid.UUID, queuedBefore time.Time, limit int) ([]DispatchJob, error)
+	MarkStale(ctx context.Context, tenantID uuid.UUID, sentBefore, at time.Time, limit int) (int, error)
 	PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (MessagePrune, error)
 	PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
@@ -136,51 +139,108 @@ func (m *Maintenance) PrunePending(ctx context.Context) (int, error) {
 	return total, nil
 }
 
+// Sweep names what a maintenance sweep looks for across tenants.
+type Sweep string
+
+const (
+	// SweepStuck: QUEUED messages queued before the time.
+	SweepStuck Sweep = "stuck"
+	// SweepStale: SENT messages sent before the time and not marked stale.
+	SweepStale Sweep = "stale"
+	// SweepExpiry: events not routed yet and QUEUED messages whose expiry
+	// is at or before the time.
+	SweepExpiry Sweep = "expiry"
+)
+
+// dueTenants runs a platform read that lists the tenants a sweep has work
+// for; the sweep then writes in one transaction of each tenant at a time,
+// never in one across tenants.
+func (m *Maintenance) dueTenants(ctx context.Context, sweep Sweep, at time.Time) ([]uuid.UUID, error) {
+	var tenants []uuid.UUID
+	err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
+		tenants, err = tx.SweepTenants(ctx, sweep, at)
+		return err
+	})
+	return tenants, err
+}
+
+// StuckBatch is the most stuck messages one tenant's transaction enqueues
+// again.
+const StuckBatch = 1000
+
 // RequeueStuck enqueues a dispatch job again for every QUEUED message older
 // than StuckAfter that has no live job (a crash between commit and enqueue
 // cannot happen, but an operator deleting jobs or a discarded job can leave
-// one behind). It logs the count per tenant and returns the total.
+// one behind), in a transaction of the message's tenant. It logs the count
+// per tenant and returns the total.
 func (m *Maintenance) RequeueStuck(ctx context.Context) (int, error) {
 	after := m.StuckAfter
 	if after == 0 {
 		after = 5 * time.Minute
 	}
-	var jobs []DispatchJob
-	err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
-		if jobs, err = tx.StuckMessages(ctx, m.Now().Add(-after), 1000); err != nil || len(jobs) == 0 {
-			return err
-		}
-		return m.Queue.EnqueueDispatch(ctx, tx, jobs...)
-	})
+	before := m.Now().Add(-after)
+	tenants, err := m.dueTenants(ctx, SweepStuck, before)
 	if err != nil {
 		return 0, err
 	}
-	perTenant := map[uuid.UUID]int{}
-	for _, j := range jobs {
-		perTenant[j.TenantID]++
+	total := 0
+	for _, tenant := range tenants {
+		var jobs []DispatchJob
+		err := m.Store.InTenant(ctx, tenant, func(tx MaintenanceTx) (err error) {
+			if jobs, err = tx.StuckMessages(ctx, tenant, before, StuckBatch); err != nil || len(jobs) == 0 {
+				return err
+			}
+			return m.Queue.EnqueueDispatch(ctx, tx, jobs...)
+		})
+		if err != nil {
+			return total, err
+		}
+		if len(jobs) > 0 {
+			m.Log.WarnContext(ctx, "re-enqueued stuck QUEUED messages", "tenant_id", tenant, "count", len(jobs))
+		}
+		total += len(jobs)
 	}
-	for tenant, n := range perTenant {
-		m.Log.WarnContext(ctx, "re-enqueued stuck QUEUED messages", "tenant_id", tenant, "count", n)
-	}
-	return len(jobs), nil
+	return total, nil
 }
 
 // StaleAfter is how long a SENT message may go without any receipt before it
 // is flagged stale: the provider accepted it but never said what happened.
 const StaleAfter = 24 * time.Hour
 
+// StaleBatch is the most messages one tenant's transaction marks stale.
+const StaleBatch = 5000
+
 // MarkStale flags SENT messages without a receipt for StaleAfter, with a
-// timeline entry each, and returns how many it flagged.
+// timeline entry each, in transactions of their tenant, and returns how
+// many it flagged.
 func (m *Maintenance) MarkStale(ctx context.Context) (int, error) {
-	var n int
-	err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
-		n, err = tx.MarkStale(ctx, m.Now().Add(-StaleAfter), m.Now(), 5000)
-		return err
-	})
-	if n > 0 {
-		m.Log.WarnContext(ctx, "SENT messages without a receipt for 24 h marked stale", "count", n)
+	now := m.Now()
+	before := now.Add(-StaleAfter)
+	tenants, err := m.dueTenants(ctx, SweepStale, before)
+	if err != nil {
+		return 0, err
 	}
-	return n, err
+	total := 0
+	for _, tenant := range tenants {
+		for {
+			var n int
+			err := m.Store.InTenant(ctx, tenant, func(tx MaintenanceTx) (err error) {
+				n, err = tx.MarkStale(ctx, tenant, before, now, StaleBatch)
+				return err
+			})
+			if err != nil {
+				return total, err
+			}
+			total += n
+			if n < StaleBatch {
+				break
+			}
+		}
+	}
+	if total > 0 {
+		m.Log.WarnContext(ctx, "SENT messages without a receipt for 24 h marked stale", "count", total)
+	}
+	return total, nil
 }
 
 // PruneResult counts what retention deleted.

@@ -3,18 +3,20 @@ package app
 import (
 	"context"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // ExpiryTx lists the statements the expiry sweep runs.
 type ExpiryTx interface {
 	Tx
-	// ExpireEvents marks up to limit events not routed yet whose expiry
-	// has passed EXPIRED and returns how many.
-	ExpireEvents(ctx context.Context, now time.Time, limit int) (int, error)
-	// ExpireMessages marks up to limit QUEUED messages past their expiry,
-	// with no provider call in flight and no quota held, EXPIRED, each with
-	// a timeline entry, and returns how many.
-	ExpireMessages(ctx context.Context, now time.Time, limit int) (int, error)
+	// ExpireEvents marks up to limit of the tenant's events not routed yet
+	// whose expiry has passed EXPIRED and returns how many.
+	ExpireEvents(ctx context.Context, tenantID uuid.UUID, now time.Time, limit int) (int, error)
+	// ExpireMessages marks up to limit of the tenant's QUEUED messages past
+	// their expiry, with no provider call in flight and no quota held,
+	// EXPIRED, each with a timeline entry, and returns how many.
+	ExpireMessages(ctx context.Context, tenantID uuid.UUID, now time.Time, limit int) (int, error)
 }
 
 // ExpireBatch is the most rows one expiry transaction changes.
@@ -26,24 +28,32 @@ const ExpireBatch = 1000
 // expiry become EXPIRED and are never sent. Their jobs find them no longer
 // pending and do nothing. A message whose send is under way, or that holds
 // its quota for a retry, is left to its dispatch job, which expires it the
-// same way and gives the quota back.
+// same way and gives the quota back. The tenants with something expired
+// are found across tenants; each one's expiry is written in transactions
+// of that tenant.
 func (m *Maintenance) ExpireOverdue(ctx context.Context) (events, messages int, err error) {
 	now := m.Now()
-	for {
-		var ne, nm int
-		err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
-			if ne, err = tx.ExpireEvents(ctx, now, ExpireBatch); err != nil {
+	tenants, err := m.dueTenants(ctx, SweepExpiry, now)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, tenant := range tenants {
+		for {
+			var ne, nm int
+			err := m.Store.InTenant(ctx, tenant, func(tx MaintenanceTx) (err error) {
+				if ne, err = tx.ExpireEvents(ctx, tenant, now, ExpireBatch); err != nil {
+					return err
+				}
+				nm, err = tx.ExpireMessages(ctx, tenant, now, ExpireBatch)
 				return err
+			})
+			if err != nil {
+				return events, messages, err
 			}
-			nm, err = tx.ExpireMessages(ctx, now, ExpireBatch)
-			return err
-		})
-		if err != nil {
-			return events, messages, err
-		}
-		events, messages = events+ne, messages+nm
-		if ne < ExpireBatch && nm < ExpireBatch {
-			break
+			events, messages = events+ne, messages+nm
+			if ne < ExpireBatch && nm < ExpireBatch {
+				break
+			}
 		}
 	}
 	if events+messages > 0 {

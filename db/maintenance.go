@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,19 +17,47 @@ func (t *Tx) ListTenants(ctx context.Context) ([]*app.Tenant, error) {
 	return ts, mapErr(err)
 }
 
-// StuckMessages returns QUEUED messages queued before the given time that
-// have no live dispatch job. It serves app.MaintenanceTx. It reads River's
-// job table to find messages whose job is gone (completed, discarded or
-// deleted).
-func (t *Tx) StuckMessages(ctx context.Context, queuedBefore time.Time, limit int) ([]app.DispatchJob, error) {
+// sweepTenants are the platform reads of SweepTenants, each through the
+// partial index its sweep's statements use.
+var sweepTenants = map[app.Sweep]string{
+	// messages_queued_idx
+	app.SweepStuck: `SELECT DISTINCT tenant_id FROM messages WHERE phase = 'QUEUED' AND queued_at < $1`,
+	// messages_sent_idx
+	app.SweepStale: `SELECT DISTINCT tenant_id FROM messages WHERE phase = 'SENT' AND stale_at IS NULL AND sent_at < $1`,
+	// events_expiry_idx, messages_expiry_idx
+	app.SweepExpiry: `
+		SELECT tenant_id FROM events
+		WHERE expires_at IS NOT NULL AND expires_at <= $1 AND status IN ('RECEIVED', 'SCHEDULED', 'AWAITING_APPROVAL')
+		UNION
+		SELECT tenant_id FROM messages
+		WHERE expires_at IS NOT NULL AND expires_at <= $1 AND phase = 'QUEUED'`,
+}
+
+// SweepTenants serves app.MaintenanceTx, in platform scope: the tenants a
+// sweep has work for, which it then does in transactions of each tenant.
+func (t *Tx) SweepTenants(ctx context.Context, sweep app.Sweep, at time.Time) ([]uuid.UUID, error) {
+	query, ok := sweepTenants[sweep]
+	if !ok {
+		return nil, fmt.Errorf("unknown sweep %q", sweep)
+	}
+	ids := []uuid.UUID{}
+	err := t.tx.SelectContext(ctx, &ids, query, at)
+	return ids, mapErr(err)
+}
+
+// StuckMessages returns the tenant's QUEUED messages queued before the
+// given time that have no live dispatch job. It serves app.MaintenanceTx.
+// It reads River's job table to find messages whose job is gone
+// (completed, discarded or deleted).
+func (t *Tx) StuckMessages(ctx context.Context, tenantID uuid.UUID, queuedBefore time.Time, limit int) ([]app.DispatchJob, error) {
 	rows, err := t.tx.QueryxContext(ctx, `
 		SELECT m.tenant_id, m.id, m.channel FROM messages m
-		WHERE m.phase = 'QUEUED' AND m.queued_at < $1
+		WHERE m.phase = 'QUEUED' AND m.queued_at < $1 AND m.tenant_id = $3
 		  AND NOT EXISTS (
 			SELECT 1 FROM river_job j
 			WHERE j.kind = 'dispatch' AND j.args->>'message_id' = m.id::text
 			  AND j.state IN ('available', 'pending', 'running', 'retryable', 'scheduled'))
-		ORDER BY m.queued_at LIMIT $2`, queuedBefore, limit)
+		ORDER BY m.queued_at LIMIT $2`, queuedBefore, limit, tenantID)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -44,19 +73,20 @@ func (t *Tx) StuckMessages(ctx context.Context, queuedBefore time.Time, limit in
 	return out, rows.Err()
 }
 
-// MarkStale sets stale_at on SENT messages sent before the given time that
-// never got a receipt, with a timeline entry each. It serves
-// app.MaintenanceTx.
-func (t *Tx) MarkStale(ctx context.Context, sentBefore, at time.Time, limit int) (int, error) {
+// MarkStale sets stale_at on the tenant's SENT messages sent before the
+// given time that never got a receipt, with a timeline entry each. It
+// serves app.MaintenanceTx.
+func (t *Tx) MarkStale(ctx context.Context, tenantID uuid.UUID, sentBefore, at time.Time, limit int) (int, error) {
 	return t.prune(ctx, `
 		WITH stale AS (
 			UPDATE messages SET stale_at = $2, updated_at = $2
-			WHERE id IN (SELECT id FROM messages WHERE phase = 'SENT' AND stale_at IS NULL AND sent_at < $1 LIMIT $3)
+			WHERE tenant_id = $4 AND id IN (
+				SELECT id FROM messages WHERE phase = 'SENT' AND stale_at IS NULL AND sent_at < $1 AND tenant_id = $4 LIMIT $3)
 			RETURNING tenant_id, id
 		)
 		INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
 		SELECT tenant_id, id, 'SENT', NULL, 'system', '{"stale": true, "note": "no receipt from the provider for 24 hours"}', $2
-		FROM stale`, sentBefore, at, limit)
+		FROM stale`, sentBefore, at, limit, tenantID)
 }
 
 // pruneMessagesBatch picks a batch of retention: $1 tenant, $2 created
