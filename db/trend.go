@@ -162,10 +162,19 @@ func (t *Tx) TemplateCounts(ctx context.Context, tenantID uuid.UUID, ids []uuid.
 // are left out: the promise is read over days).
 func (t *Tx) PromiseCounts(ctx context.Context, tenantID uuid.UUID, from, to time.Time, zone string) ([]console.PromiseCount, error) {
 	out := []console.PromiseCount{}
+	// The days (message_latency_day_counts) hold exactly the quarters
+	// rolled up for them when they were summed in zone; a tenant whose
+	// timezone changed since reads the quarters until the next roll-up
+	// sums its days again.
 	err := t.tx.SelectContext(ctx, &out, `
-		SELECT tenant_id, '' AS tenant_name, date_trunc('day', bucket, $4) AS day, channel, measure, bin, sum(count)::bigint AS count
+		WITH mark AS (SELECT day_zone FROM message_count_marks WHERE tenant_id = $1)
+		SELECT tenant_id, '' AS tenant_name, day, channel, measure, bin, count
+		FROM message_latency_day_counts
+		WHERE tenant_id = $1 AND day >= $2 AND day < $3 AND (SELECT day_zone FROM mark) = $4
+		UNION ALL
+		SELECT tenant_id, '', date_trunc('day', bucket, $4), channel, measure, bin, sum(count)::bigint
 		FROM message_latency_counts
-		WHERE tenant_id = $1 AND bucket >= $2 AND bucket < $3
+		WHERE tenant_id = $1 AND bucket >= $2 AND bucket < $3 AND (SELECT day_zone FROM mark) IS DISTINCT FROM $4
 		GROUP BY 1, 3, 4, 5, 6`, tenantID, from, to, zone)
 	return out, mapErr(err)
 }
