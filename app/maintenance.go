@@ -152,16 +152,29 @@ const (
 	SweepExpiry Sweep = "expiry"
 )
 
-// dueTenants runs a platform read that lists the tenants a sweep has work
-// for; the sweep then writes in one transaction of each tenant at a time,
-// never in one across tenants.
-func (m *Maintenance) dueTenants(ctx context.Context, sweep Sweep, at time.Time) ([]uuid.UUID, error) {
+// sweepTenants lists the tenants a sweep has work for at the time in a
+// platform read, then runs batch in transactions of one tenant at a time,
+// never in one across tenants, again while batch says there is more.
+func (m *Maintenance) sweepTenants(ctx context.Context, sweep Sweep, at time.Time,
+	batch func(tx MaintenanceTx, tenant uuid.UUID) (more bool, err error)) error {
 	var tenants []uuid.UUID
-	err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
+	if err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
 		tenants, err = tx.SweepTenants(ctx, sweep, at)
 		return err
-	})
-	return tenants, err
+	}); err != nil {
+		return err
+	}
+	for _, tenant := range tenants {
+		for more := true; more; {
+			if err := m.Store.InTenant(ctx, tenant, func(tx MaintenanceTx) (err error) {
+				more, err = batch(tx, tenant)
+				return err
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // StuckBatch is the most stuck messages one tenant's transaction enqueues
@@ -179,28 +192,22 @@ func (m *Maintenance) RequeueStuck(ctx context.Context) (int, error) {
 		after = 5 * time.Minute
 	}
 	before := m.Now().Add(-after)
-	tenants, err := m.dueTenants(ctx, SweepStuck, before)
-	if err != nil {
-		return 0, err
-	}
 	total := 0
-	for _, tenant := range tenants {
-		var jobs []DispatchJob
-		err := m.Store.InTenant(ctx, tenant, func(tx MaintenanceTx) (err error) {
-			if jobs, err = tx.StuckMessages(ctx, tenant, before, StuckBatch); err != nil || len(jobs) == 0 {
-				return err
-			}
-			return m.Queue.EnqueueDispatch(ctx, tx, jobs...)
-		})
-		if err != nil {
-			return total, err
+	// One batch per tenant and run: a message it enqueues again is no
+	// longer stuck for the next.
+	err := m.sweepTenants(ctx, SweepStuck, before, func(tx MaintenanceTx, tenant uuid.UUID) (bool, error) {
+		jobs, err := tx.StuckMessages(ctx, tenant, before, StuckBatch)
+		if err != nil || len(jobs) == 0 {
+			return false, err
 		}
-		if len(jobs) > 0 {
-			m.Log.WarnContext(ctx, "re-enqueued stuck QUEUED messages", "tenant_id", tenant, "count", len(jobs))
+		if err := m.Queue.EnqueueDispatch(ctx, tx, jobs...); err != nil {
+			return false, err
 		}
+		m.Log.WarnContext(ctx, "re-enqueued stuck QUEUED messages", "tenant_id", tenant, "count", len(jobs))
 		total += len(jobs)
-	}
-	return total, nil
+		return false, nil
+	})
+	return total, err
 }
 
 // StaleAfter is how long a SENT message may go without any receipt before it
@@ -216,31 +223,16 @@ const StaleBatch = 5000
 func (m *Maintenance) MarkStale(ctx context.Context) (int, error) {
 	now := m.Now()
 	before := now.Add(-StaleAfter)
-	tenants, err := m.dueTenants(ctx, SweepStale, before)
-	if err != nil {
-		return 0, err
-	}
 	total := 0
-	for _, tenant := range tenants {
-		for {
-			var n int
-			err := m.Store.InTenant(ctx, tenant, func(tx MaintenanceTx) (err error) {
-				n, err = tx.MarkStale(ctx, tenant, before, now, StaleBatch)
-				return err
-			})
-			if err != nil {
-				return total, err
-			}
-			total += n
-			if n < StaleBatch {
-				break
-			}
-		}
-	}
+	err := m.sweepTenants(ctx, SweepStale, before, func(tx MaintenanceTx, tenant uuid.UUID) (bool, error) {
+		n, err := tx.MarkStale(ctx, tenant, before, now, StaleBatch)
+		total += n
+		return n == StaleBatch, err
+	})
 	if total > 0 {
 		m.Log.WarnContext(ctx, "SENT messages without a receipt for 24 h marked stale", "count", total)
 	}
-	return total, nil
+	return total, err
 }
 
 // PruneResult counts what retention deleted.

@@ -33,31 +33,20 @@ const ExpireBatch = 1000
 // of that tenant.
 func (m *Maintenance) ExpireOverdue(ctx context.Context) (events, messages int, err error) {
 	now := m.Now()
-	tenants, err := m.dueTenants(ctx, SweepExpiry, now)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, tenant := range tenants {
-		for {
-			var ne, nm int
-			err := m.Store.InTenant(ctx, tenant, func(tx MaintenanceTx) (err error) {
-				if ne, err = tx.ExpireEvents(ctx, tenant, now, ExpireBatch); err != nil {
-					return err
-				}
-				nm, err = tx.ExpireMessages(ctx, tenant, now, ExpireBatch)
-				return err
-			})
-			if err != nil {
-				return events, messages, err
-			}
-			events, messages = events+ne, messages+nm
-			if ne < ExpireBatch && nm < ExpireBatch {
-				break
-			}
+	err = m.sweepTenants(ctx, SweepExpiry, now, func(tx MaintenanceTx, tenant uuid.UUID) (bool, error) {
+		ne, err := tx.ExpireEvents(ctx, tenant, now, ExpireBatch)
+		if err != nil {
+			return false, err
 		}
-	}
+		nm, err := tx.ExpireMessages(ctx, tenant, now, ExpireBatch)
+		if err != nil {
+			return false, err
+		}
+		events, messages = events+ne, messages+nm
+		return ne == ExpireBatch || nm == ExpireBatch, nil
+	})
 	if events+messages > 0 {
 		m.Log.InfoContext(ctx, "expired before they were sent", "events", events, "messages", messages)
 	}
-	return events, messages, nil
+	return events, messages, err
 }

@@ -34,11 +34,11 @@ func Limits(r *Result) []string {
 	if (has("CPU per delivered") || has("handed over") || has("no growing backlog") || has("burst") || has("broadcast") ||
 		has("urgent") || has("confirmation")) && r.WorkerCPU > 0 {
 		per := r.WorkerCPU + r.WorkerPGCPU
-		ceiling := float64(cores) / per.Seconds()
+		ceiling := coresAllow(cores, per)
 		add("End to end: each message cost %s of worker CPU and %s of its Postgres sessions' CPU, %s in all.",
 			ms3(r.WorkerCPU), ms3(r.WorkerPGCPU), ms3(per))
 		add("  On %d cores that caps delivery at about %.0f messages/s (measured %.0f/s); the goal of %s per message would allow %.0f/s.",
-			cores, ceiling, r.EndToEndMPS, ms3(goalCPUPerMessage), float64(cores)/goalCPUPerMessage.Seconds())
+			cores, ceiling, r.EndToEndMPS, ms3(goalCPUPerMessage), coresAllow(cores, goalCPUPerMessage))
 		if r.LatencyRate > 0 && float64(r.LatencyRate) > ceiling {
 			add("  At %d events/s the arrivals exceed that ceiling, so the backlog and the latency grow with the phase's length.", r.LatencyRate)
 		}
@@ -53,7 +53,7 @@ func Limits(r *Result) []string {
 		per := r.WebCPU + r.WebPGCPU
 		ceiling, name := r.InsertCeiling()
 		add("Intake: each request cost %s of web CPU and %s of its Postgres sessions' CPU, %s in all: on %d cores about %.0f requests/s at most (measured %.0f/s).",
-			ms3(r.WebCPU), ms3(r.WebPGCPU), ms3(per), cores, float64(cores)/per.Seconds(), r.IntakeRPS)
+			ms3(r.WebCPU), ms3(r.WebPGCPU), ms3(per), cores, coresAllow(cores, per), r.IntakeRPS)
 		add("  The %s baseline (%.0f tx/s) runs one statement per transaction with no HTTP, JSON, validation or authentication; a request runs %.2f statements and %.2f commits.",
 			name, ceiling, r.IntakeSQL.Statements, r.IntakeSQL.Commits)
 		if len(r.IntakeSQL.Slowest) > 0 {
@@ -132,6 +132,12 @@ func Limits(r *Result) []string {
 		out = append(out, saturation(q.Busy, cores)...)
 	}
 	return out
+}
+
+// coresAllow is how many units a second the cores can work at cost CPU
+// each: the ceiling a cost puts on a rate.
+func coresAllow(cores int, cost time.Duration) float64 {
+	return float64(cores) / cost.Seconds()
 }
 
 // costLines sets two windows' costs side by side, per request: CPU, how

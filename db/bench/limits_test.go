@@ -34,7 +34,7 @@ func TestLimits(t *testing.T) {
 		require.Contains(t, text, "On 2 cores that caps delivery at about 500 messages/s (measured 480/s)")
 		// The report names the goal and the rate it would allow on the
 		// made-up cores: arithmetic on constants, no clock involved.
-		require.Contains(t, text, fmt.Sprintf("the goal of %s per message would allow %.0f/s", ms3(goalCPUPerMessage), 2/goalCPUPerMessage.Seconds()))
+		require.Contains(t, text, fmt.Sprintf("the goal of %s per message would allow %.0f/s", ms3(goalCPUPerMessage), coresAllow(2, goalCPUPerMessage)))
 		require.Contains(t, text, "At 3200 events/s the arrivals exceed that ceiling")
 		require.Contains(t, text, "0.250 ms  INSERT INTO messages")
 		require.Contains(t, text, " 42.0%  app.(*Router).route")
