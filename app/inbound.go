@@ -51,7 +51,7 @@ type InboundTx interface {
 	SaveContact(ctx context.Context, c *Contact) error
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 	AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*ChannelAccount, error)
-	InsertMessage(ctx context.Context, m *Message, first *MessageEvent) (bool, error)
+	InsertMessages(ctx context.Context, ms []*Message, firsts []*MessageEvent) ([]bool, error)
 }
 
 // Inbound records what people send back, and acts on their STOP and START
@@ -198,7 +198,7 @@ func (s *Inbound) confirm(ctx context.Context, tx InboundTx, c *Contact, m *Inbo
 		ToAddress: m.From, Body: confirmationText(k, m.Channel, deref(c.Locale)), Status: MessageQueued,
 		Provider: &acct.Provider, FallbackChain: StringList{}, QueuedAt: now, CreatedAt: now, UpdatedAt: now,
 	}
-	inserted, err := tx.InsertMessage(ctx, reply, &MessageEvent{TenantID: m.TenantID, MessageID: reply.ID, ToStatus: &reply.Status,
+	inserted, err := InsertMessage(ctx, tx, reply, &MessageEvent{TenantID: m.TenantID, MessageID: reply.ID, ToStatus: &reply.Status,
 		Source: SourceSystem, At: now, Detail: map[string]any{"keyword": k.Word, "inbound_message_id": m.ID.String()}})
 	if err != nil || !inserted {
 		return err

@@ -21,7 +21,21 @@ type PlanTx interface {
 // InsertTx lists the statements storing a planned message runs (Router.Insert).
 type InsertTx interface {
 	Tx
-	InsertMessage(ctx context.Context, m *Message, first *MessageEvent) (bool, error)
+	// InsertMessages stores each message unless its idempotency key
+	// exists, a new one with its first timeline entry (firsts[i] for
+	// ms[i]), all in one statement; inserted[i] reports whether ms[i] is
+	// new. A message with OpenConversation gets its conversation.
+	InsertMessages(ctx context.Context, ms []*Message, firsts []*MessageEvent) (inserted []bool, err error)
+}
+
+// InsertMessage is InsertMessages for one message: it reports whether m is
+// new.
+func InsertMessage(ctx context.Context, tx InsertTx, m *Message, first *MessageEvent) (bool, error) {
+	inserted, err := tx.InsertMessages(ctx, []*Message{m}, []*MessageEvent{first})
+	if err != nil {
+		return false, err
+	}
+	return inserted[0], nil
 }
 
 // FallbackTx lists the statements queueing a failed message's fallback runs (Router.Plan, Router.Insert and the event, contact and tenant they need).
@@ -105,16 +119,34 @@ func (r *Router) routeEvent(ctx context.Context, tx RouteTx, tenant *Tenant, e *
 	if err != nil {
 		return err
 	}
-	var dispatch []DispatchJob
 	routing := NewRouting(r.Now())
+	var planned []plannedMessage
 	for i, rc := range recipients {
-		// The recipient's conversation about the event's entity is found
-		// or opened by the insert of its first message.
-		jobs, err := r.routeRecipient(ctx, tx, tenant, e, def, Addressee{Contact: contacts[i], Recipient: rc, Index: i}, routing)
+		ps, err := r.routeRecipient(ctx, tx, tenant, e, def, Addressee{Contact: contacts[i], Recipient: rc, Index: i}, routing)
 		if err != nil {
 			return err
 		}
-		dispatch = append(dispatch, jobs...)
+		planned = append(planned, ps...)
+	}
+	// Every recipient's messages go in at once; each recipient's
+	// conversation about the event's entity is found or opened by the
+	// same statement.
+	ms, firsts := make([]*Message, len(planned)), make([]*MessageEvent, len(planned))
+	for i, p := range planned {
+		ms[i], firsts[i] = p.m, p.first
+	}
+	inserted, err := tx.InsertMessages(ctx, ms, firsts)
+	if err != nil {
+		return err
+	}
+	var dispatch []DispatchJob
+	for i, p := range planned {
+		if p.decision >= 0 && !inserted[i] {
+			routing.Existed(p.decision)
+		}
+		if inserted[i] && p.m.Status == MessageQueued {
+			dispatch = append(dispatch, p.m.DispatchJob())
+		}
 	}
 	for i := range dispatch {
 		dispatch[i].Priority = fanoutPriority(def, priority, i)
@@ -129,19 +161,27 @@ func (r *Router) routeEvent(ctx context.Context, tx RouteTx, tenant *Tenant, e *
 	return r.Queue.EnqueueDispatch(ctx, tx, dispatch...)
 }
 
-// routeRecipient creates the messages of one recipient: every usable channel
+// plannedMessage is a message routing will insert, with its first timeline
+// entry and the index of its decision in the event's Routing (-1 for the
+// FAILED message of a recipient no channel could reach).
+type plannedMessage struct {
+	m        *Message
+	first    *MessageEvent
+	decision int
+}
+
+// routeRecipient plans the messages of one recipient: every usable channel
 // without a fallback chain, the first usable one with it. When nothing is
 // usable, one FAILED message records why. Each channel's decision goes to
-// routing: a channel given up on is routing.Skip with its reason.
-func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, routing *Routing) ([]DispatchJob, error) {
+// routing: a channel given up on is routing.Skip with its reason, a
+// message is routing.Queued until its insert finds it existed already.
+func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, def *EventDef, to Addressee, routing *Routing) ([]plannedMessage, error) {
 	contact := to.Contact
-	// Set by the first message's insert (openConversation).
-	var conversationID *uuid.UUID
 	channels, chain := RouteChannels(e, def)
-	var jobs []DispatchJob
+	var planned []plannedMessage
 	var passed []SkippedChannel
 	for i, ch := range channels {
-		m, acct, skip, err := r.plan(ctx, tx, tenant, e, def, to, conversationID, ch, nil)
+		m, acct, skip, err := r.plan(ctx, tx, tenant, e, def, to, nil, ch, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -156,23 +196,14 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 		}
 		expireWhileDeferred(m)
 		openConversation(m, e)
-		inserted, err := r.Insert(ctx, tx, m, SourceRouting, skippedDetail(nil, passed))
-		if err != nil {
-			return nil, err
-		}
-		conversationID = m.ConversationID
-		routing.Queued(to.Index, m, acct, inserted).Tried(to.localeChain(e, tenant))
-		if inserted && m.Status == MessageQueued {
-			jobs = append(jobs, m.DispatchJob())
-		}
+		routing.Queued(to.Index, m, acct, true).Tried(to.localeChain(e, tenant))
+		planned = append(planned, plannedMessage{m: m, first: firstEntry(m, SourceRouting, skippedDetail(nil, passed)), decision: len(routing.Decisions) - 1})
 		if chain {
-			return jobs, nil
+			return planned, nil
 		}
 	}
-	if len(jobs) > 0 || len(passed) < len(channels) {
-		// Either something was queued, or every message already exists
-		// (a once-per-entity event seen again).
-		return jobs, nil
+	if len(planned) > 0 {
+		return planned, nil
 	}
 	skipped := make([]string, len(passed))
 	for i, p := range passed {
@@ -183,13 +214,12 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 	failed := &Message{
 		ID: NewID(), TenantID: tenant.ID, EventID: &e.ID, CorrelationID: e.SourceEventID,
 		IdempotencyKey: fmt.Sprintf("%s:%s:NONE:none:%s", scopeOf(e, def), e.TriggerEvent, contact.ID),
-		TriggerEvent:   e.TriggerEvent, Channel: channels[0], ContactID: &contact.ID, ConversationID: conversationID,
+		TriggerEvent:   e.TriggerEvent, Channel: channels[0], ContactID: &contact.ID,
 		Status: MessageFailed, FailedReason: &reason, EntityType: e.EntityType, EntityID: e.EntityID,
 		RecipientIndex: to.index(), FallbackChain: StringList{}, QueuedAt: now, FailedAt: &now, CreatedAt: now, UpdatedAt: now,
 	}
 	openConversation(failed, e)
-	_, err := r.Insert(ctx, tx, failed, SourceRouting, map[string]any{"reason": reason, "skipped": skipped})
-	return nil, err
+	return []plannedMessage{{m: failed, first: firstEntry(failed, SourceRouting, map[string]any{"reason": reason, "skipped": skipped}), decision: -1}}, nil
 }
 
 // openConversation has the insert of a recipient's message without a
@@ -470,9 +500,14 @@ func (rc Recipient) WithAddress(ch Channel, addr string) Recipient {
 // Insert stores a message unless its idempotency key exists, with the first
 // timeline entry. It reports whether the message is new.
 func (r *Router) Insert(ctx context.Context, tx InsertTx, m *Message, source string, detail map[string]any) (bool, error) {
-	return tx.InsertMessage(ctx, m, &MessageEvent{
+	return InsertMessage(ctx, tx, m, firstEntry(m, source, detail))
+}
+
+// firstEntry is the timeline entry a new message starts with.
+func firstEntry(m *Message, source string, detail map[string]any) *MessageEvent {
+	return &MessageEvent{
 		TenantID: m.TenantID, MessageID: m.ID, ToStatus: &m.Status, Source: source, Detail: withTimeDetail(m, detail), At: m.CreatedAt,
-	})
+	}
 }
 
 // fallback queues the next channel of a failed message's chain, skipping

@@ -104,6 +104,12 @@ func (r *Routing) Queued(recipient int, m *Message, acct *ChannelAccount, insert
 	return r.add(d)
 }
 
+// Existed turns decision i, a message recorded as queued before its insert,
+// into DecisionExists: its idempotency key was stored already.
+func (r *Routing) Existed(i int) {
+	r.Decisions[i].Outcome, r.Decisions[i].MessageID = DecisionExists, nil
+}
+
 func (r *Routing) add(d RouteDecision) *RouteDecision {
 	if r == nil {
 		return &d

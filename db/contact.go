@@ -277,28 +277,6 @@ func (t *Tx) EventRecipientContacts(ctx context.Context, tenantID, eventID uuid.
 // conversationColumn is the conversations column of an entity type.
 var conversationColumn = map[string]string{app.EntityBooking: "booking_id", app.EntityTrip: "trip_id", app.EntityInvoice: "invoice_id"}
 
-// openConversationCTE finds the contact's open conversation about the
-// entity, or opens one (the insert runs only when the lookup found
-// nothing), as CTEs named found, opened and conversation (its id), with
-// the named parameters conv_* (see InsertMessage).
-func openConversationCTE(entityType string) (string, error) {
-	col := conversationColumn[entityType]
-	if col == "" {
-		return "", app.Errorf(app.EINVALID, "Unknown conversation type %q.", entityType)
-	}
-	return `found AS (
-			SELECT id FROM conversations
-			WHERE tenant_id = :tenant_id AND contact_id = :contact_id AND ` + col + ` = :conv_entity_id AND status <> 'RESOLVED'
-			ORDER BY created_at DESC LIMIT 1
-		), opened AS (
-			INSERT INTO conversations (id, tenant_id, contact_id, ` + col + `, status, created_at, updated_at)
-			SELECT :conv_id, :tenant_id, :contact_id, :conv_entity_id, 'OPEN', :created_at, :created_at WHERE NOT EXISTS (SELECT FROM found)
-			RETURNING id
-		), conversation AS (
-			SELECT id FROM found UNION ALL SELECT id FROM opened
-		), `, nil
-}
-
 // MarkEmailComplained records a spam complaint: the address is not used for
 // e-mail again. It serves app.ReceiptTx.
 func (t *Tx) MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.UUID, at time.Time) error {

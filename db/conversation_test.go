@@ -36,7 +36,7 @@ func TestInsertMessage_OpensConversations(t *testing.T) {
 			OpenConversation: &app.Entity{Type: app.EntityBooking, ID: booking}}
 		var inserted bool
 		inTx(func(tx *db.Tx) (err error) {
-			inserted, err = tx.InsertMessage(b.ctx, m, &app.MessageEvent{TenantID: tn.ID, MessageID: m.ID, ToStatus: &m.Status, Source: app.SourceRouting, At: now})
+			inserted, err = app.InsertMessage(b.ctx, tx, m, &app.MessageEvent{TenantID: tn.ID, MessageID: m.ID, ToStatus: &m.Status, Source: app.SourceRouting, At: now})
 			return err
 		})
 		require.NotNil(t, m.ConversationID)
@@ -66,8 +66,117 @@ func TestInsertMessage_OpensConversations(t *testing.T) {
 
 	inTx(func(tx *db.Tx) error {
 		m := &app.Message{ID: uuid.New(), TenantID: tn.ID, ContactID: &contact.ID, OpenConversation: &app.Entity{Type: "cruise", ID: "C-1"}}
-		_, err := tx.InsertMessage(b.ctx, m, &app.MessageEvent{})
+		_, err := app.InsertMessage(b.ctx, tx, m, &app.MessageEvent{})
 		require.Equal(t, app.EINVALID, app.ErrorCode(err))
 		return nil
+	})
+}
+
+// TestInsertMessages_ARouteAtOnce stores a route's messages with one call,
+// as routing does: each recipient's messages share the conversation the
+// statement finds or opens, a key already stored or repeated within the
+// call is left alone and reported, each new message gets its first
+// timeline entry, and the messages read back as they were given, their nil
+// fields still nil.
+func TestInsertMessages_ARouteAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tn := createTenant(t, b, "route-at-once")
+	now := time.Now().UTC()
+	anna := &app.Contact{ID: uuid.New(), TenantID: tn.ID, Name: "Anna Schmidt", Email: strPtr("anna@example.com"), CreatedAt: now, UpdatedAt: now}
+	ben := &app.Contact{ID: uuid.New(), TenantID: tn.ID, Name: "Ben Okafor", Email: strPtr("ben@example.com"), CreatedAt: now, UpdatedAt: now}
+	inTx := func(fn func(tx *db.Tx) error) {
+		t.Helper()
+		require.NoError(t, b.store.InTenant(b.ctx, tn.ID, fn))
+	}
+	inTx(func(tx *db.Tx) error { return tx.InsertContacts(b.ctx, []*app.Contact{anna, ben}, nil) })
+	message := func(key string, c *app.Contact, ch app.Channel, trip string) *app.Message {
+		m := &app.Message{ID: uuid.New(), TenantID: tn.ID, CorrelationID: "route-1", IdempotencyKey: key, TriggerEvent: "DEPARTURE_CHANGED",
+			Channel: ch, ContactID: &c.ID, ToAddress: *c.Email, Body: "Neue Abfahrt 07:15", Status: app.MessageQueued,
+			FallbackChain: app.StringList{"SMS"}, QueuedAt: now, CreatedAt: now, UpdatedAt: now}
+		if trip != "" {
+			m.OpenConversation = &app.Entity{Type: app.EntityTrip, ID: trip}
+		}
+		return m
+	}
+	insert := func(ms ...*app.Message) []bool {
+		t.Helper()
+		firsts := make([]*app.MessageEvent, len(ms))
+		for i, m := range ms {
+			firsts[i] = &app.MessageEvent{TenantID: tn.ID, MessageID: m.ID, ToStatus: &m.Status, Source: app.SourceRouting,
+				Detail: map[string]any{"n": i}, At: now}
+		}
+		var inserted []bool
+		inTx(func(tx *db.Tx) (err error) {
+			inserted, err = tx.InsertMessages(b.ctx, ms, firsts)
+			return err
+		})
+		return inserted
+	}
+	stored := message("trip-1:anna:email", anna, app.Email, "T-1")
+	require.Equal(t, []bool{true}, insert(stored))
+
+	annaEmail := message("trip-1:anna:email", anna, app.Email, "T-1") // stored before
+	annaSMS := message("trip-1:anna:sms", anna, app.SMS, "T-1")
+	benEmail := message("trip-1:ben:email", ben, app.Email, "T-1")
+	benAgain := message("trip-1:ben:email", ben, app.Email, "T-1") // twice in one call
+	benOther := message("trip-2:ben:email", ben, app.Email, "T-2")
+	plain := message("trip-1:ben:none", ben, app.Email, "")
+	require.Equal(t, []bool{false, true, true, false, true, true}, insert(annaEmail, annaSMS, benEmail, benAgain, benOther, plain))
+
+	require.Equal(t, *stored.ConversationID, *annaEmail.ConversationID, "Anna's open conversation about the trip")
+	require.Equal(t, *stored.ConversationID, *annaSMS.ConversationID)
+	require.Equal(t, *benEmail.ConversationID, *benAgain.ConversationID, "one conversation per contact and trip")
+	require.NotEqual(t, *benEmail.ConversationID, *stored.ConversationID)
+	require.NotEqual(t, *benEmail.ConversationID, *benOther.ConversationID, "another trip, another conversation")
+	require.Nil(t, plain.ConversationID, "no entity, no conversation")
+	require.Nil(t, plain.FallbackOf, "reading the message for the insert fills none of its nil fields")
+	require.Nil(t, plain.EventID)
+
+	inTx(func(tx *db.Tx) error {
+		var conversations, entries int
+		require.NoError(t, tx.SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM conversations WHERE tenant_id = $1`, tn.ID).Scan(&conversations))
+		require.Equal(t, 3, conversations, "Anna/T-1, Ben/T-1, Ben/T-2")
+		require.NoError(t, tx.SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM message_events WHERE tenant_id = $1`, tn.ID).Scan(&entries))
+		require.Equal(t, 5, entries, "one entry per new message")
+
+		got, err := tx.MessageByID(b.ctx, tn.ID, annaSMS.ID, false)
+		require.NoError(t, err)
+		require.Equal(t, annaSMS.ConversationID, got.ConversationID)
+		require.Equal(t, app.StringList{"SMS"}, got.FallbackChain)
+		require.True(t, now.Truncate(time.Microsecond).Equal(got.CreatedAt), "times stored to the microsecond, cut as a parameter's")
+		require.Nil(t, got.SentAt)
+		timeline, err := tx.Timeline(b.ctx, tn.ID, annaSMS.ID)
+		require.NoError(t, err)
+		require.Len(t, timeline, 1)
+		require.Equal(t, app.MessageQueued, *timeline[0].ToStatus)
+		require.EqualValues(t, 1, timeline[0].Detail["n"], "the entry given with this message")
+		_, err = tx.MessageByID(b.ctx, tn.ID, benAgain.ID, false)
+		require.Equal(t, app.ENOTFOUND, app.ErrorCode(err), "the repeated key stored nothing")
+		return nil
+	})
+
+	t.Run("a message of another tenant stores nothing", func(t *testing.T) {
+		other := createTenant(t, b, "route-at-once-other")
+		mine := message("trip-3:anna:email", anna, app.Email, "T-3")
+		theirs := message("trip-3:theirs:email", anna, app.Email, "")
+		theirs.TenantID = other.ID
+		err := b.store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error {
+			_, err := tx.InsertMessages(b.ctx, []*app.Message{mine, theirs}, []*app.MessageEvent{{Source: app.SourceRouting}, {Source: app.SourceRouting}})
+			return err
+		})
+		require.ErrorContains(t, err, "in a transaction of tenant")
+		inTx(func(tx *db.Tx) error {
+			_, err := tx.MessageByID(b.ctx, tn.ID, mine.ID, false)
+			require.Equal(t, app.ENOTFOUND, app.ErrorCode(err))
+			return nil
+		})
+	})
+	t.Run("each message needs its timeline entry", func(t *testing.T) {
+		err := b.store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error {
+			_, err := tx.InsertMessages(b.ctx, []*app.Message{message("trip-4:anna:email", anna, app.Email, "")}, nil)
+			return err
+		})
+		require.ErrorContains(t, err, "1 messages and 0 timeline entries")
 	})
 }

@@ -17,7 +17,7 @@ import (
 // reader here; an index whose readers are gone is dropped.
 var messagesIndexReaders = map[string]string{
 	"messages_pkey":                "every lookup of a message by id (MessageByID, MessageForDispatch, RecordSent, RecordReceipt)",
-	"messages_idempotency_key":     "InsertMessage's ON CONFLICT, MessageByIdempotencyKey",
+	"messages_idempotency_key":     "InsertMessages' ON CONFLICT, MessageByIdempotencyKey",
 	"messages_external_key":        "receipts matched to their message (MatchInboxReceipts, herald_park_receipts)",
 	"messages_queued_idx":          "StuckMessages, SweepTenants",
 	"messages_expiry_idx":          "ExpireMessages, SweepTenants",

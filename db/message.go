@@ -2,12 +2,15 @@ package db
 
 import (
 	"context"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx/reflectx"
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/console"
@@ -18,73 +21,182 @@ import (
 // and those only the send path writes.
 const messageColumns = insertColumns + `, send_started_at, send_unknown_until, previous_external_ids`
 
-// insertColumns are the columns InsertMessage writes.
+// insertColumns are the columns InsertMessages writes.
 const insertColumns = `id, tenant_id, event_id, correlation_id, idempotency_key, trigger_event, channel, channel_account_id,
 	template_id, template_version, locale, contact_id, conversation_id, recipient_index, to_address, subject, body, status, failed_reason,
 	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
 	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at, test, expires_at, deferred_until, deferred_zone,
 	whatsapp_template_only`
 
-// InsertMessage serves app.InsertTx and console.AccountTx: the message and
-// its first timeline entry in one statement, the entry only when the message
-// is new.
-func (t *Tx) InsertMessage(ctx context.Context, m *app.Message, first *app.MessageEvent) (bool, error) {
-	detail := []byte("{}")
-	if len(first.Detail) > 0 {
-		var err error
-		if detail, err = json.Marshal(first.Detail); err != nil {
-			return false, fmt.Errorf("encode timeline detail: %w", err)
+// InsertMessages serves app.InsertTx, console.AccountTx and
+// app.InboundTx: the messages and, for each new one, its first timeline
+// entry (firsts[i] for ms[i]), in one statement however many there are, so
+// a route of a thousand passengers writes its messages at once. A message
+// whose idempotency key exists is left alone; inserted[i] reports whether
+// ms[i] is new. A message with OpenConversation gets the contact's open
+// conversation about that entity, opened by the same statement when there
+// is none: one per contact and entity, however many of the contact's
+// messages ask for it.
+func (t *Tx) InsertMessages(ctx context.Context, ms []*app.Message, firsts []*app.MessageEvent) (inserted []bool, err error) {
+	if len(ms) != len(firsts) {
+		return nil, fmt.Errorf("insert messages: %d messages and %d timeline entries", len(ms), len(firsts))
+	}
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	docs := make([]map[string]any, len(ms))
+	for i, m := range ms {
+		if m.TenantID != t.tenantID && t.tenantID != uuid.Nil {
+			return nil, fmt.Errorf("insert messages: message %s of tenant %s in a transaction of tenant %s", m.ID, m.TenantID, t.tenantID)
+		}
+		if docs[i], err = t.messageDoc(m, firsts[i]); err != nil {
+			return nil, err
 		}
 	}
-	arg := struct {
-		*app.Message
-		EntryFrom   *string   `db:"entry_from_status"`
-		EntryTo     *string   `db:"entry_to_status"`
-		EntrySource string    `db:"entry_source"`
-		EntryDetail string    `db:"entry_detail"`
-		EntryAt     time.Time `db:"entry_at"`
-		ConvID      uuid.UUID `db:"conv_id"`
-		ConvEntity  string    `db:"conv_entity_id"`
-	}{Message: m, EntryFrom: first.FromStatus, EntryTo: first.ToStatus, EntrySource: first.Source, EntryDetail: string(detail), EntryAt: first.At}
-	// With OpenConversation, the recipient's conversation is found or
-	// opened by this statement too, and its id goes into the message.
-	conversation, conversationID := "", "CAST(:conversation_id AS uuid)"
-	if o := m.OpenConversation; o != nil && m.ConversationID == nil && m.ContactID != nil {
-		var err error
-		if conversation, err = openConversationCTE(o.Type); err != nil {
-			return false, err
-		}
-		conversationID = "(SELECT id FROM conversation)"
-		arg.ConvID, arg.ConvEntity = uuid.New(), o.ID
+	input, err := json.Marshal(docs)
+	if err != nil {
+		return nil, fmt.Errorf("encode messages: %w", err)
 	}
-	q, args, err := t.tx.BindNamed(`
-		WITH `+conversation+`inserted AS (
+	// input is one row per message: the message's columns as a messages
+	// row, and the timeline entry and conversation fields beside them.
+	// want holds each contact and entity asking for a conversation once,
+	// with the id and time of its first message; found is its open
+	// conversation, and opened the ones it lacked.
+	rows, err := t.tx.QueryxContext(ctx, `
+		WITH input AS (
+			SELECT j.ord, m.*, e.*
+			FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS j(doc, ord)
+			CROSS JOIN LATERAL jsonb_populate_record(NULL::messages, j.doc) AS m
+			CROSS JOIN LATERAL jsonb_to_record(j.doc) AS e(entry_from text, entry_to text, entry_source text, entry_detail jsonb,
+				entry_at timestamptz, conv_type text, conv_entity_id text, conv_id uuid)
+		), want AS (
+			SELECT DISTINCT ON (contact_id, conv_type, conv_entity_id) tenant_id, contact_id, conv_type, conv_entity_id, conv_id, created_at
+			FROM input WHERE conv_type IS NOT NULL AND conversation_id IS NULL
+			ORDER BY contact_id, conv_type, conv_entity_id, ord
+		), found AS (
+			SELECT w.*, (
+				SELECT c.id FROM conversations c
+				WHERE c.tenant_id = w.tenant_id AND c.contact_id = w.contact_id AND c.status <> 'RESOLVED'
+					AND CASE w.conv_type WHEN 'booking' THEN c.booking_id WHEN 'trip' THEN c.trip_id ELSE c.invoice_id END = w.conv_entity_id
+				ORDER BY c.created_at DESC LIMIT 1) AS found_id
+			FROM want w
+		), opened AS (
+			INSERT INTO conversations (id, tenant_id, contact_id, booking_id, trip_id, invoice_id, status, created_at, updated_at)
+			SELECT conv_id, tenant_id, contact_id, CASE WHEN conv_type = 'booking' THEN conv_entity_id END,
+				CASE WHEN conv_type = 'trip' THEN conv_entity_id END, CASE WHEN conv_type = 'invoice' THEN conv_entity_id END,
+				'OPEN', created_at, created_at
+			FROM found WHERE found_id IS NULL
+		), planned AS (
+			SELECT i.*, coalesce(i.conversation_id, f.found_id, f.conv_id) AS conv
+			FROM input i LEFT JOIN found f ON f.contact_id = i.contact_id AND f.conv_type = i.conv_type AND f.conv_entity_id = i.conv_entity_id
+		), inserted AS (
 			INSERT INTO messages (`+insertColumns+`)
-			VALUES (:id, :tenant_id, :event_id, :correlation_id, :idempotency_key, :trigger_event, :channel, :channel_account_id,
-				:template_id, :template_version, :locale, :contact_id, `+conversationID+`, :recipient_index, :to_address, :subject, :body, :status, :failed_reason,
-				:error_code, :attempts, :provider, :external_message_id, :fallback_of, :fallback_chain, :entity_type, :entity_id, :triggered_by,
-				:queued_at, :sent_at, :delivered_at, :read_at, :failed_at, :stale_at, :created_at, :updated_at, :test,
-				:expires_at, :deferred_until, :deferred_zone, :whatsapp_template_only)
+			SELECT `+strings.ReplaceAll(insertColumns, "conversation_id", "conv")+` FROM planned ORDER BY ord
 			ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
-			RETURNING tenant_id, id
+			RETURNING id
 		), entry AS (
 			INSERT INTO message_events (tenant_id, message_id, from_status, to_status, source, detail, at)
-			SELECT tenant_id, id, :entry_from_status, :entry_to_status, :entry_source, :entry_detail, :entry_at FROM inserted
+			SELECT r.tenant_id, r.id, r.entry_from, r.entry_to, r.entry_source, coalesce(r.entry_detail, '{}'), r.entry_at
+			FROM planned r JOIN inserted USING (id) ORDER BY r.ord
 		)
-		SELECT (SELECT count(*) FROM inserted) AS n, `+conversationID+` AS conversation_id`, arg)
+		SELECT r.inserted IS NOT NULL AS inserted, r.conv
+		FROM (SELECT planned.ord, planned.conv, inserted.id AS inserted FROM planned LEFT JOIN inserted USING (id)) r ORDER BY r.ord`, string(input))
 	if err != nil {
-		return false, err
+		return nil, mapErr(err)
 	}
-	var row struct {
-		N            int        `db:"n"`
-		Conversation *uuid.UUID `db:"conversation_id"`
+	defer rows.Close()
+	inserted = make([]bool, 0, len(ms))
+	for rows.Next() {
+		var ok bool
+		var conv *uuid.UUID
+		if err := rows.Scan(&ok, &conv); err != nil {
+			return nil, mapErr(err)
+		}
+		ms[len(inserted)].ConversationID = conv
+		inserted = append(inserted, ok)
 	}
-	if err := t.tx.GetContext(ctx, &row, q, args...); err != nil {
-		return false, mapErr(err)
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
 	}
-	m.ConversationID = row.Conversation
-	return row.N == 1, nil
+	if len(inserted) != len(ms) {
+		return nil, fmt.Errorf("insert messages: %d results for %d messages", len(inserted), len(ms))
+	}
+	return inserted, nil
 }
+
+// messageDoc is m's row for InsertMessages: its insertColumns by name, as
+// each would go in a parameter, with the first timeline entry and the
+// conversation to find or open beside them.
+func (t *Tx) messageDoc(m *app.Message, first *app.MessageEvent) (map[string]any, error) {
+	v := reflect.Indirect(reflect.ValueOf(m))
+	fields := t.tx.Mapper.TypeMap(v.Type()).Names
+	doc := make(map[string]any, len(insertColumnNames)+8)
+	for _, col := range insertColumnNames {
+		f, ok := fields[col]
+		if !ok {
+			return nil, fmt.Errorf("insert messages: no field for column %s", col)
+		}
+		// Read-only: the traversal must not fill m's nil pointers.
+		v, err := jsonParam(reflectx.FieldByIndexesReadOnly(v, f.Index))
+		if err != nil {
+			return nil, fmt.Errorf("insert messages: column %s: %w", col, err)
+		}
+		doc[col] = v
+	}
+	detail := json.RawMessage("{}")
+	if len(first.Detail) > 0 {
+		b, err := json.Marshal(first.Detail)
+		if err != nil {
+			return nil, fmt.Errorf("encode timeline detail: %w", err)
+		}
+		detail = b
+	}
+	doc["entry_from"], doc["entry_to"], doc["entry_source"] = first.FromStatus, first.ToStatus, first.Source
+	doc["entry_detail"], doc["entry_at"] = detail, microseconds(first.At)
+	if o := m.OpenConversation; o != nil && m.ConversationID == nil && m.ContactID != nil {
+		if conversationColumn[o.Type] == "" {
+			return nil, app.Errorf(app.EINVALID, "Unknown conversation type %q.", o.Type)
+		}
+		doc["conv_type"], doc["conv_entity_id"], doc["conv_id"] = o.Type, o.ID, uuid.New()
+	}
+	return doc, nil
+}
+
+// insertColumnNames are insertColumns one by one.
+var insertColumnNames = func() []string {
+	names := strings.Split(insertColumns, ",")
+	for i := range names {
+		names[i] = strings.TrimSpace(names[i])
+	}
+	return names
+}()
+
+// jsonParam is f as JSON that Postgres reads into its column as it would
+// the parameter database/sql sends: nil for a nil pointer, a driver.Valuer's
+// value, and times to the microsecond, cut as a parameter's are (Postgres
+// would round the extra digits of a text time instead).
+func jsonParam(f reflect.Value) (any, error) {
+	if f.Kind() == reflect.Pointer && f.IsNil() {
+		return nil, nil
+	}
+	switch v := f.Interface().(type) {
+	case time.Time:
+		return microseconds(v), nil
+	case *time.Time:
+		return microseconds(*v), nil
+	case driver.Valuer:
+		dv, err := v.Value()
+		if b, ok := dv.([]byte); ok {
+			return string(b), err
+		}
+		return dv, err
+	default:
+		return v, nil
+	}
+}
+
+// microseconds is at as Postgres stores it.
+func microseconds(at time.Time) string { return at.Truncate(time.Microsecond).Format(time.RFC3339Nano) }
 
 // MessageByID serves app.MessagesTx, console.AccountTx and
 // console.MessageTx.

@@ -64,7 +64,7 @@ func TestMessageLife_UpdatesInPlace(t *testing.T) {
 	}
 
 	upd, hot := step(t, func(tx *db.Tx) error {
-		_, err := tx.InsertMessage(b.ctx, m, &app.MessageEvent{TenantID: tn.ID, MessageID: m.ID, ToStatus: &m.Status, Source: app.SourceRouting, At: now})
+		_, err := app.InsertMessage(b.ctx, tx, m, &app.MessageEvent{TenantID: tn.ID, MessageID: m.ID, ToStatus: &m.Status, Source: app.SourceRouting, At: now})
 		return err
 	})
 	require.Equal(t, [2]int{0, 0}, [2]int{upd, hot})

@@ -186,7 +186,7 @@ func (s *Accounts) queueTest(ctx context.Context, tenantID, accountID uuid.UUID,
 		if m.ToAddress, err = testAddress(a, toField, to); err != nil {
 			return err
 		}
-		if _, err := tx.InsertMessage(ctx, m, &app.MessageEvent{TenantID: tenantID, MessageID: m.ID, ToStatus: &m.Status,
+		if _, err := app.InsertMessage(ctx, tx, m, &app.MessageEvent{TenantID: tenantID, MessageID: m.ID, ToStatus: &m.Status,
 			Source: app.SourceConsole, At: now, Detail: map[string]any{"test_send": true, "by": actor.Label, "channel_account": a.Name}}); err != nil {
 			return err
 		}
