@@ -46,7 +46,8 @@ func envVars() []envVar {
 		{"HERALD_ENV", app.EnvDev, "dev or prod; prod requires the keys and HERALD_BASE_URL, and serves Secure cookies and HSTS", parseEnv},
 		{"HERALD_ADDR", ":8080", "host:port the web server listens on", parseAddr},
 		{"HERALD_BASE_URL", "", "public URL (webhook URLs shown to tenants, links); required and https in prod; dev: http://localhost:<port of HERALD_ADDR>", parseBaseURL},
-		{"DATABASE_URL", app.DefaultDatabaseURL, "Postgres URL (any Postgres 15 or newer); required in prod; the default is the project's local cluster", parseDatabaseURL},
+		{"DATABASE_URL", app.DefaultDatabaseURL, "Postgres URL (any Postgres 15 or newer) of the runtime role web, worker and serve connect as; required in prod; the default is the project's local cluster", parseDatabaseURL},
+		{"MIGRATE_DATABASE_URL", app.DefaultOwnerDatabaseURL, "Postgres URL of the role that owns Herald's schema, for herald migrate only, which grants DATABASE_URL's role what it needs; unset while DATABASE_URL is set: DATABASE_URL", parseMigrateDatabaseURL},
 		{"HERALD_SECRET_KEY", "", "base64 of 32 random bytes (openssl rand -base64 32); encrypts channel secrets; required in prod; dev: generated once under HERALD_DATA_DIR", parseSecretKey},
 		{"HERALD_SECRET_KEY_ID", "k1", "name of HERALD_SECRET_KEY, stored with each secret so that keys can rotate", parseSecretKeyID},
 		{"HERALD_SESSION_KEY", "", "at least 32 bytes; signs console sessions; required in prod; dev: generated once under HERALD_DATA_DIR", parseSessionKey},
@@ -202,6 +203,11 @@ func checkConfig(c *app.Config, given map[string]string) error {
 	if prod && given["DATABASE_URL"] == "" {
 		return fmt.Errorf("DATABASE_URL is required when HERALD_ENV=prod")
 	}
+	if given["MIGRATE_DATABASE_URL"] == "" && given["DATABASE_URL"] != "" {
+		// The local cluster's owner is not the owner of a database
+		// named elsewhere.
+		c.MigrateDatabaseURL = c.DatabaseURL
+	}
 	if prod && c.SecretKey == nil {
 		return fmt.Errorf("HERALD_SECRET_KEY is required when HERALD_ENV=prod (base64 of 32 random bytes)")
 	}
@@ -263,6 +269,14 @@ func parseDatabaseURL(c *app.Config, v string) error {
 		return fmt.Errorf("DATABASE_URL must be a postgres:// URL")
 	}
 	c.DatabaseURL = v
+	return nil
+}
+
+func parseMigrateDatabaseURL(c *app.Config, v string) error {
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return fmt.Errorf("MIGRATE_DATABASE_URL must be a postgres:// URL")
+	}
+	c.MigrateDatabaseURL = v
 	return nil
 }
 

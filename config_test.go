@@ -26,6 +26,8 @@ func TestConfigFromEnv(t *testing.T) {
 		require.Equal(t, ":8080", c.Addr)
 		require.Equal(t, "http://localhost:8080", c.BaseURL.String())
 		require.Equal(t, app.DefaultDatabaseURL, c.DatabaseURL)
+		require.Equal(t, app.DefaultOwnerDatabaseURL, c.MigrateDatabaseURL, "migrate connects as the local cluster's owner")
+		require.Equal(t, "herald_app", c.RuntimeRole())
 		require.Equal(t, "text", c.LogFormat)
 		require.Nil(t, c.SecretKey, "dev leaves the key for loadConfig to generate")
 		require.Equal(t, app.DefaultWorkers[app.QueueRoute], c.Workers[app.QueueRoute])
@@ -39,6 +41,21 @@ func TestConfigFromEnv(t *testing.T) {
 			"a running send is never rescued")
 		require.False(t, c.WebhookAllowPrivate)
 		require.Equal(t, app.QuietHours{Start: 21 * 60, End: 8 * 60}, c.QuietHours, "new tenants' quiet hours: 21:00-08:00")
+	})
+
+	t.Run("DatabaseRoles", func(t *testing.T) {
+		t.Parallel()
+		const runtime, owner = "postgres://app:pw@db.internal:5432/herald", "postgres://owner:pw@db.internal:5432/herald"
+		c, err := configFromEnv(envFrom(map[string]string{"DATABASE_URL": runtime}))
+		require.NoError(t, err)
+		require.Equal(t, runtime, c.MigrateDatabaseURL, "another server: not the local cluster's owner")
+		c, err = configFromEnv(envFrom(map[string]string{"DATABASE_URL": runtime, "MIGRATE_DATABASE_URL": owner}))
+		require.NoError(t, err)
+		require.Equal(t, runtime, c.DatabaseURL)
+		require.Equal(t, owner, c.MigrateDatabaseURL)
+		require.Equal(t, "app", c.RuntimeRole(), "migrate grants the role web, worker and serve use")
+		_, err = configFromEnv(envFrom(map[string]string{"MIGRATE_DATABASE_URL": "mysql://x"}))
+		require.EqualError(t, err, "MIGRATE_DATABASE_URL must be a postgres:// URL")
 	})
 
 	t.Run("QuietHours", func(t *testing.T) {

@@ -60,10 +60,12 @@ func sentTimes(p *webtest.Herald, tenantID uuid.UUID) []time.Time {
 // and however busy the machine is.
 func logGrants(p *webtest.Herald) {
 	p.T.Helper()
-	p.Exec(`CREATE TABLE rate_grants (seq bigserial PRIMARY KEY, key text NOT NULL, at timestamptz NOT NULL)`)
-	p.Exec(`ALTER FUNCTION herald_take_token_at(text, double precision, double precision, timestamptz, double precision, double precision)
+	p.OwnerExec(`CREATE TABLE rate_grants (seq bigserial PRIMARY KEY, key text NOT NULL, at timestamptz NOT NULL)`)
+	p.OwnerExec(`GRANT SELECT, INSERT ON rate_grants TO ` + dbtest.RuntimeRole)
+	p.OwnerExec(`GRANT USAGE ON SEQUENCE rate_grants_seq_seq TO ` + dbtest.RuntimeRole)
+	p.OwnerExec(`ALTER FUNCTION herald_take_token_at(text, double precision, double precision, timestamptz, double precision, double precision)
 		RENAME TO herald_take_token_unlogged`)
-	p.Exec(`
+	p.OwnerExec(`
 		CREATE FUNCTION herald_take_token_at(k text, capacity double precision, per_second double precision, at timestamptz,
 		                                     cooldown_s double precision, recover_s double precision)
 		RETURNS double precision LANGUAGE plpgsql AS $$

@@ -343,12 +343,12 @@ func serve(ctx context.Context, cfg app.Config, log *slog.Logger, role string) e
 }
 
 func migrate(ctx context.Context, cfg app.Config, log *slog.Logger, stdout io.Writer) error {
-	d, err := db.Open(ctx, cfg.DatabaseURL, db.Options{ApplicationName: "migrate", MaxConns: 4})
+	d, err := db.Open(ctx, cfg.MigrateDatabaseURL, db.Options{ApplicationName: "migrate", MaxConns: 4})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	res, err := db.Migrate(ctx, d.Pool, d.SQL.DB, log)
+	res, err := db.Migrate(ctx, d.Pool, d.SQL.DB, log, cfg.RuntimeRole())
 	if err != nil {
 		return err
 	}

@@ -34,10 +34,12 @@ type testBundle struct {
 // setup gives each test its own migrated database and data directory.
 func setup(t *testing.T) *testBundle {
 	t.Helper()
+	name := dbtest.CreateDatabase(t)
 	return &testBundle{env: map[string]string{
-		"DATABASE_URL":     dbtest.URL(dbtest.CreateDatabase(t)),
-		"HERALD_DATA_DIR":  t.TempDir(),
-		"HERALD_LOG_LEVEL": "warn",
+		"DATABASE_URL":         dbtest.URL(name),
+		"MIGRATE_DATABASE_URL": dbtest.OwnerURL(name),
+		"HERALD_DATA_DIR":      t.TempDir(),
+		"HERALD_LOG_LEVEL":     "warn",
 		// Sends go out at any time of day the tests run; the quiet hours'
 		// own tests set theirs.
 		"HERALD_QUIET_HOURS": "off",
@@ -229,10 +231,12 @@ func TestRun_HelpEnv(t *testing.T) {
 
 func TestRun_Migrate(t *testing.T) {
 	t.Parallel()
+	name := dbtest.CreateEmptyDatabase(t)
 	b := &testBundle{env: map[string]string{
-		"DATABASE_URL":     dbtest.URL(dbtest.CreateEmptyDatabase(t)),
-		"HERALD_DATA_DIR":  t.TempDir(),
-		"HERALD_LOG_LEVEL": "warn",
+		"DATABASE_URL":         dbtest.URL(name),
+		"MIGRATE_DATABASE_URL": dbtest.OwnerURL(name),
+		"HERALD_DATA_DIR":      t.TempDir(),
+		"HERALD_LOG_LEVEL":     "warn",
 	}}
 	require.Contains(t, b.mustHerald(t, "migrate"), "applied")
 	require.Equal(t, "database is up to date\n", b.mustHerald(t, "migrate"))

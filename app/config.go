@@ -15,8 +15,14 @@ const (
 )
 
 // DefaultDatabaseURL is the project's own local cluster, started by
-// `go tool task db` when DATABASE_URL is unset.
-const DefaultDatabaseURL = "postgres://herald:herald@127.0.0.1:54320/herald?sslmode=disable"
+// `go tool task db` when DATABASE_URL is unset, as the runtime role
+// herald_app that web, worker and serve connect as (db/roles.go).
+const DefaultDatabaseURL = "postgres://herald_app:herald_app@127.0.0.1:54320/herald?sslmode=disable"
+
+// DefaultOwnerDatabaseURL is the same database as the role herald, which
+// owns Herald's schema: `herald migrate` connects as it when
+// MIGRATE_DATABASE_URL and DATABASE_URL are unset.
+const DefaultOwnerDatabaseURL = "postgres://herald:herald@127.0.0.1:54320/herald?sslmode=disable"
 
 // Queue names. Each channel dispatches on its own queue so that a slow
 // provider cannot starve the others.
@@ -54,10 +60,14 @@ var DefaultWorkers = map[string]int{
 // Config is Herald's configuration. Package main reads it from the
 // environment at start (config.go there has the variables and their checks).
 type Config struct {
-	Env         string
-	Addr        string
-	BaseURL     *url.URL
-	DatabaseURL string
+	Env     string
+	Addr    string
+	BaseURL *url.URL
+	// DatabaseURL is where web, worker and serve connect, as the runtime
+	// role; MigrateDatabaseURL is where `herald migrate` connects, as the
+	// role that owns the schema.
+	DatabaseURL        string
+	MigrateDatabaseURL string
 	// SecretKey encrypts channel secrets (AES-256); SecretKeyID names it so
 	// that stored secrets say which key sealed them.
 	SecretKey   []byte
@@ -159,3 +169,13 @@ func DispatchTimeout(job, send time.Duration) time.Duration {
 
 // Dev reports whether Herald runs in development mode.
 func (c Config) Dev() bool { return c.Env == EnvDev }
+
+// RuntimeRole is the role DatabaseURL connects as: `herald migrate` grants
+// it what Herald's processes need (db.GrantRuntime).
+func (c Config) RuntimeRole() string {
+	u, err := url.Parse(c.DatabaseURL)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	return u.User.Username()
+}

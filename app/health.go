@@ -60,6 +60,23 @@ func CheckRowSecurity(dev bool, role, bypass string) (warning string, err error)
 	return msg, nil
 }
 
+// CheckSchemaOwner judges the database role Herald's processes connect as
+// (owns: it owns Herald's tables, or may act as a role that does). Such a
+// role can drop the triggers that guard the audit chain and the message
+// status rules, so in prod Herald refuses to start with it; in dev it
+// returns a warning to log loudly and report.
+func CheckSchemaOwner(dev bool, role string, owns bool) (warning string, err error) {
+	if !owns {
+		return "", nil
+	}
+	msg := fmt.Sprintf("Herald connects to Postgres as %q, which owns Herald's tables: it can drop or disable the triggers that guard the audit log and the message status rules. "+
+		"Connect web, worker and serve as the runtime role (DATABASE_URL) and run herald migrate as the owner (MIGRATE_DATABASE_URL); see the README's database roles.", role)
+	if !dev {
+		return "", errors.New(msg + " Herald does not start in prod with such a role.")
+	}
+	return msg, nil
+}
+
 // HealthReport is the answer of /readyz.
 type HealthReport struct {
 	Status    string         `json:"status"`

@@ -39,7 +39,9 @@ type beginRequest struct {
 // job completion, with its array parameters, took longer to plan than to
 // run).
 func beginScoped(tenantID uuid.UUID) string {
-	const generic = `, set_config('plan_cache_mode', 'force_generic_plan', true)`
+	// herald.writer says the transaction is Herald's own: a status change
+	// made in any other leaves a trace (herald_message_status_guard).
+	const generic = `, set_config('plan_cache_mode', 'force_generic_plan', true), set_config('herald.writer', 'herald', true)`
 	if tenantID == uuid.Nil {
 		return `BEGIN; SELECT set_config('herald.scope', 'platform', true), set_config('herald.tenant_id', '', true)` + generic
 	}

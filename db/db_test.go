@@ -50,12 +50,12 @@ func TestMigrate(t *testing.T) {
 	t.Run("EmptyDatabaseThenNoOp", func(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
-		pool, err := pgxpool.New(ctx, dbtest.URL(dbtest.CreateEmptyDatabase(t)))
+		pool, err := pgxpool.New(ctx, dbtest.OwnerURL(dbtest.CreateEmptyDatabase(t)))
 		require.NoError(t, err)
 		d := db.New(pool)
 		t.Cleanup(d.Close)
 
-		first, err := db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog())
+		first, err := db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog(), dbtest.RuntimeRole)
 		require.NoError(t, err)
 		require.NotEmpty(t, first.Applied, "Herald's migrations apply to an empty database")
 		require.NotEmpty(t, first.RiverApplied, "River's migrations apply too")
@@ -66,7 +66,7 @@ func TestMigrate(t *testing.T) {
 			AND tablename IN ('tenants', 'users', 'api_keys', 'audit_log', 'river_job') ORDER BY tablename`))
 		require.Equal(t, []string{"api_keys", "audit_log", "river_job", "tenants", "users"}, tables)
 
-		second, err := db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog())
+		second, err := db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog(), dbtest.RuntimeRole)
 		require.NoError(t, err)
 		require.Empty(t, second.Applied, "a second run applies nothing")
 		require.Empty(t, second.RiverApplied)
@@ -248,11 +248,17 @@ func TestAuditLog_Chain(t *testing.T) {
 	}
 
 	t.Run("EntriesCannotBeEdited", func(t *testing.T) {
-		err := b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
-			_, err := tx.SQL().ExecContext(b.ctx, `UPDATE audit_log SET action = 'forged' WHERE id = $1`, entries[0].ID)
-			return err
-		})
-		require.ErrorContains(t, err, "cannot be changed")
+		for _, store := range []*db.Store{b.store, dbtest.OwnerDB(t, b.db).Store()} {
+			err := store.InPlatform(b.ctx, func(tx *db.Tx) error {
+				_, err := tx.SQL().ExecContext(b.ctx, `UPDATE audit_log SET action = 'forged' WHERE id = $1`, entries[0].ID)
+				return err
+			})
+			if store == b.store {
+				require.ErrorContains(t, err, "permission denied for table audit_log", "the runtime role may not update it")
+			} else {
+				require.ErrorContains(t, err, "cannot be changed", "nor may the owner while the trigger stands")
+			}
+		}
 	})
 
 	t.Run("HashCoversContent", func(t *testing.T) {
@@ -270,8 +276,9 @@ func TestAuditLog_Chain(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, breaks, "an untouched log verifies")
 
-		// Someone with direct database access edits an entry behind Herald's back.
-		_, err = b.db.SQL.ExecContext(b.ctx, `
+		// Someone with the owner's database access edits an entry behind
+		// Herald's back (the runtime role cannot: TestRuntimeRole).
+		_, err = dbtest.OwnerDB(t, b.db).SQL.ExecContext(b.ctx, `
 			BEGIN;
 			SET LOCAL herald.scope = 'platform';
 			ALTER TABLE audit_log DISABLE TRIGGER audit_log_immutable;
@@ -318,8 +325,15 @@ func TestAuditLog_AnchorsFindDeletedHead(t *testing.T) {
 		require.NoError(t, b.store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error { return tx.InsertAudit(b.ctx, e) }))
 		return e
 	}
+	// Tampering takes the owner's access: the runtime role may neither
+	// delete nor update the log and its anchors (TestRuntimeRole).
+	owner := dbtest.OwnerDB(t, b.db).Store()
 	platform := func(query string, args ...any) (n int, err error) {
-		err = b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+		store := b.store
+		if !strings.HasPrefix(query, "SELECT") {
+			store = owner
+		}
+		err = store.InPlatform(b.ctx, func(tx *db.Tx) error {
 			if strings.HasPrefix(query, "SELECT") {
 				return tx.SQL().QueryRowContext(b.ctx, query, args...).Scan(&n)
 			}
@@ -389,7 +403,7 @@ func TestAuditLog_AnchorsFindDeletedHead(t *testing.T) {
 func TestOpen_NoJIT(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := dbtest.URL(dbtest.CreateEmptyDatabase(t))
+	url := dbtest.OwnerURL(dbtest.CreateEmptyDatabase(t))
 	jit := func(url string) string {
 		t.Helper()
 		d, err := db.Open(ctx, url, db.Options{MaxConns: 1, ApplicationName: "test"})

@@ -439,6 +439,15 @@ SELECT 'GRANT pg_checkpoint TO herald'
  WHERE EXISTS (SELECT FROM pg_roles WHERE rolname = 'pg_checkpoint')
    AND NOT pg_has_role('herald', 'pg_checkpoint', 'MEMBER')
 \gexec
+-- The runtime role web, worker and serve connect as: no DDL, no ownership;
+-- herald migrate grants it what it needs (db/roles.go).
+SELECT format('CREATE ROLE herald_app LOGIN PASSWORD %L', 'herald_app')
+ WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'herald_app')
+\gexec
+SELECT 'ALTER ROLE herald_app LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE'
+  FROM pg_roles
+ WHERE rolname = 'herald_app' AND (NOT rolcanlogin OR rolsuper OR rolbypassrls OR rolcreatedb OR rolcreaterole)
+\gexec
 SELECT 'CREATE DATABASE herald OWNER herald'
  WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = 'herald')
 \gexec

@@ -46,12 +46,14 @@ type MigrateResult struct {
 	RiverApplied []int
 }
 
-// Migrate brings the schema up to date: Herald's migrations, then River's.
-// It is idempotent (a second run applies nothing) and safe to run from two
-// processes at once: a Postgres session lock serialises runs. A database
-// migrated before the baseline is refused with ErrMigratedBeforeBaseline,
-// before anything is applied.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, sqlDB *sql.DB, log *slog.Logger) (*MigrateResult, error) {
+// Migrate brings the schema up to date: Herald's migrations, then River's,
+// then the runtime role's grants (GrantRuntime; none when runtimeRole is
+// empty). It runs as the owner of the schema. It is idempotent (a second
+// run applies nothing) and safe to run from two processes at once: a
+// Postgres session lock serialises runs. A database migrated before the
+// baseline is refused with ErrMigratedBeforeBaseline, before anything is
+// applied.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, sqlDB *sql.DB, log *slog.Logger, runtimeRole string) (*MigrateResult, error) {
 	if err := checkHistory(ctx, sqlDB); err != nil {
 		return nil, err
 	}
@@ -84,7 +86,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, sqlDB *sql.DB, log *slog.L
 	for _, v := range riverRes.Versions {
 		res.RiverApplied = append(res.RiverApplied, v.Version)
 	}
-	return res, nil
+	return res, GrantRuntime(ctx, sqlDB, runtimeRole)
 }
 
 // Pending reports whether migrations are waiting to be applied, so that a
@@ -94,6 +96,12 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, sqlDB *sql.DB, log *slog.L
 func Pending(ctx context.Context, sqlDB *sql.DB) (bool, error) {
 	if err := checkHistory(ctx, sqlDB); err != nil {
 		return false, err
+	}
+	// An unmigrated database has no version table, and the runtime role
+	// may not create the one goose would.
+	var migrated bool
+	if err := sqlDB.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, versionTable).Scan(&migrated); err != nil || !migrated {
+		return !migrated, err
 	}
 	provider, err := newProvider(sqlDB)
 	if err != nil {

@@ -22,7 +22,7 @@ func TestMigrate_RefusesHistoryBeforeBaseline(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	name := dbtest.CreateEmptyDatabase(t)
-	pool, err := pgxpool.New(ctx, dbtest.URL(name))
+	pool, err := pgxpool.New(ctx, dbtest.OwnerURL(name))
 	require.NoError(t, err)
 	d := db.New(pool)
 	t.Cleanup(d.Close)
@@ -34,7 +34,7 @@ func TestMigrate_RefusesHistoryBeforeBaseline(t *testing.T) {
 	_, err = d.SQL.ExecContext(ctx, `INSERT INTO goose_db_version (version_id, is_applied) SELECT v, true FROM generate_series(2, 39) v`)
 	require.NoError(t, err)
 
-	_, err = db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog())
+	_, err = db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog(), dbtest.RuntimeRole)
 	require.ErrorIs(t, err, db.ErrMigratedBeforeBaseline)
 	require.ErrorContains(t, err, "database "+name+" has the earlier history (goose_db_version, at version 39)")
 	require.ErrorContains(t, err, "`go tool task db:reset`")
@@ -56,12 +56,12 @@ func TestMigrate_RefusesHistoryBeforeBaseline(t *testing.T) {
 func TestMigrate_DownLeavesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbtest.URL(dbtest.CreateEmptyDatabase(t)))
+	pool, err := pgxpool.New(ctx, dbtest.OwnerURL(dbtest.CreateEmptyDatabase(t)))
 	require.NoError(t, err)
 	d := db.New(pool)
 	t.Cleanup(d.Close)
 
-	_, err = db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog())
+	_, err = db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog(), dbtest.RuntimeRole)
 	require.NoError(t, err)
 	var recorded bool
 	require.NoError(t, d.SQL.GetContext(ctx, &recorded, `SELECT to_regclass($1) IS NOT NULL AND to_regclass('goose_db_version') IS NULL`, db.VersionTable))
@@ -81,7 +81,7 @@ func TestMigrate_DownLeavesNothing(t *testing.T) {
 		ORDER BY 1`, db.VersionTable))
 	require.Empty(t, left, "what the Down sections leave behind")
 
-	res, err := db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog())
+	res, err := db.Migrate(ctx, d.Pool, d.SQL.DB, quietLog(), dbtest.RuntimeRole)
 	require.NoError(t, err)
 	require.Len(t, res.Applied, len(provider.ListSources()), "every migration applies again")
 	require.Equal(t, "00001_baseline.sql", filepath.Base(res.Applied[0]))

@@ -169,6 +169,19 @@ func ConnectWith(ctx context.Context, cfg app.Config, log *slog.Logger, role str
 		log.Error(warning)
 		s.Health.Warnings = append(s.Health.Warnings, warning)
 	}
+	role, owns, err := d.OwnsSchema(ctx)
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("read who owns Herald's tables: %w", err)
+	}
+	if warning, err = app.CheckSchemaOwner(cfg.Dev(), role, owns); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if warning != "" {
+		log.Error(warning)
+		s.Health.Warnings = append(s.Health.Warnings, warning)
+	}
 	return s, nil
 }
 

@@ -49,7 +49,7 @@ func TestBench_Quick(t *testing.T) {
 	h, err := tool.FindHerald(context.Background(), bin, func(string) string { return "" })
 	require.NoError(t, err)
 	require.NoError(t, heraldSettings(h, &cfg))
-	require.Equal(t, app.DefaultDatabaseURL, cfg.DatabaseURL)
+	require.Equal(t, app.DefaultOwnerDatabaseURL, cfg.DatabaseURL)
 	require.Equal(t, app.DefaultWorkers, cfg.Workers)
 	require.Positive(t, cfg.PoolSize)
 	cfg.DatabaseURL, cfg.Binary = dbtest.BaseURL(), h.Path

@@ -93,7 +93,7 @@ func databaseName(getenv func(string) string) string {
 // environment: the server, and the worker's pool size and workers per
 // queue, which the River baseline runs with.
 func heraldSettings(h *tool.Herald, bc *Config) error {
-	bc.DatabaseURL = h.Env("DATABASE_URL")
+	bc.DatabaseURL = h.OwnerURL()
 	n, err := strconv.Atoi(h.Env("HERALD_DB_MAX_CONNS"))
 	if err != nil {
 		return fmt.Errorf("HERALD_DB_MAX_CONNS: %w", err)

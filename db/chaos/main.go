@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	cc.Binary, cc.DatabaseURL = h.Path, h.Env("DATABASE_URL")
+	cc.Binary, cc.DatabaseURL = h.Path, h.OwnerURL()
 	_, err = Run(ctx, cc)
 	return err
 }

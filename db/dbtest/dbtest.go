@@ -38,15 +38,32 @@ import (
 // never for a fixed time.
 const HangGuard = 5 * time.Minute
 
-// BaseURL is the server the harness creates databases on: HERALD_TEST_DATABASE_URL,
-// else DATABASE_URL, else the project's local cluster. Its role needs CREATEDB.
+// BaseURL is the server the harness creates databases on, as the role that
+// owns them and runs their migrations: HERALD_TEST_DATABASE_URL, else
+// MIGRATE_DATABASE_URL, else DATABASE_URL, else the project's local
+// cluster's owner. Its role needs CREATEDB.
 func BaseURL() string {
-	for _, name := range []string{"HERALD_TEST_DATABASE_URL", "DATABASE_URL"} {
+	for _, name := range []string{"HERALD_TEST_DATABASE_URL", "MIGRATE_DATABASE_URL", "DATABASE_URL"} {
 		if v := os.Getenv(name); v != "" {
 			return v
 		}
 	}
-	return app.DefaultDatabaseURL
+	return app.DefaultOwnerDatabaseURL
+}
+
+// RuntimeRole is the role tests connect as, as web, worker and serve do:
+// the runtime role db/devdb.sh creates on the local cluster (password
+// herald_app), granted its privileges by each template's migration.
+const RuntimeRole = "herald_app"
+
+// RuntimeURL is BaseURL's server as RuntimeRole, on database name.
+func RuntimeURL(name string) string {
+	u, err := url.Parse(WithDatabase(BaseURL(), name))
+	if err != nil {
+		return ""
+	}
+	u.User = url.UserPassword(RuntimeRole, RuntimeRole)
+	return u.String()
 }
 
 var (
@@ -76,12 +93,29 @@ func template(rebuild bool) (string, error) {
 func NewDB(t testing.TB) *db.DB {
 	t.Helper()
 	name := CreateDatabase(t)
-	d, err := db.Open(context.Background(), WithDatabase(BaseURL(), name), db.Options{MaxConns: 10, ApplicationName: "test"})
+	d, err := db.Open(context.Background(), URL(name), db.Options{MaxConns: 10, ApplicationName: "test"})
 	if err != nil {
 		t.Fatalf("dbtest: %v", err)
 	}
 	t.Cleanup(d.Close)
 	return d
+}
+
+// OwnerDB opens d's database as the role that owns its schema, for a test
+// that does what only an owner may (tampering by someone with the owner's
+// access, ANALYZE); closed when t ends.
+func OwnerDB(t testing.TB, d *db.DB) *db.DB {
+	t.Helper()
+	var name string
+	if err := d.SQL.QueryRowContext(context.Background(), `SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	o, err := db.Open(context.Background(), OwnerURL(name), db.Options{MaxConns: 2, ApplicationName: "test-owner"})
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	t.Cleanup(o.Close)
+	return o
 }
 
 // CreateDatabase creates a migrated database for t and returns its name; it
@@ -164,7 +198,11 @@ func created(ctx context.Context, name string) bool {
 }
 
 // URL returns the connection URL of the named database on the test server.
-func URL(name string) string { return WithDatabase(BaseURL(), name) }
+func URL(name string) string { return RuntimeURL(name) }
+
+// OwnerURL is database name's URL as the role that owns its schema, for
+// what only an owner may do (ANALYZE, a migration's test).
+func OwnerURL(name string) string { return WithDatabase(BaseURL(), name) }
 
 // WithDatabase returns rawURL with its database name replaced.
 func WithDatabase(rawURL, name string) string {
@@ -255,7 +293,7 @@ func ensureTemplate(ctx context.Context) (string, error) {
 		return "", err
 	}
 	d := db.New(pool)
-	_, err = db.Migrate(ctx, pool, d.SQL.DB, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err = db.Migrate(ctx, pool, d.SQL.DB, slog.New(slog.NewTextHandler(io.Discard, nil)), RuntimeRole)
 	if err == nil {
 		// After the migrations, which run unguarded (see guard.go).
 		if _, gerr := pool.Exec(ctx, guardSchema); gerr != nil {
@@ -278,7 +316,7 @@ func ensureTemplate(ctx context.Context) (string, error) {
 // template holds beside them.
 func fingerprint() (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "guard\x00%s\x00", guardSchema)
+	fmt.Fprintf(h, "guard\x00%s\x00grants\x00%s\x00", guardSchema, db.RuntimeGrants())
 	err := fs.WalkDir(db.Migrations(), ".", func(path string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err

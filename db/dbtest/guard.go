@@ -59,6 +59,8 @@ BEGIN
   RETURN pg_catalog.set_config(name, value, is_local);
 END
 $$;
+-- The runtime role the tests connect as goes through it too.
+GRANT USAGE ON SCHEMA herald_guard TO ` + RuntimeRole + `;
 `
 
 // guardSearchPath is the search_path of every clone: public first, for what

@@ -325,6 +325,17 @@ func (h *Herald) Count(query string, args ...any) int {
 	return n
 }
 
+// OwnerExec runs a statement in the platform scope as the role that owns
+// the schema, for tests that change what the runtime role may not (a
+// table, a function).
+func (h *Herald) OwnerExec(query string, args ...any) {
+	h.T.Helper()
+	require.NoError(h.T, dbtest.OwnerDB(h.T, h.Services.DB).Store().InPlatform(h.Ctx, func(tx *db.Tx) error {
+		_, err := tx.SQL().ExecContext(h.Ctx, query, args...)
+		return err
+	}))
+}
+
 // Exec runs a statement in the platform scope, for tests that set up state
 // no service offers to set.
 func (h *Herald) Exec(query string, args ...any) {

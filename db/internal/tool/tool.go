@@ -159,6 +159,20 @@ func (h *Herald) Env(name string) string {
 	return h.defaults[name]
 }
 
+// OwnerURL is the server a tool creates its database on, as the role that
+// owns Herald's schema, as `herald migrate` reads it: MIGRATE_DATABASE_URL,
+// else DATABASE_URL when set, else MIGRATE_DATABASE_URL's default (the
+// local cluster's owner). The tool's herald processes connect with it too:
+// in dev Herald only warns about an owner role.
+func (h *Herald) OwnerURL() string {
+	for _, name := range []string{"MIGRATE_DATABASE_URL", "DATABASE_URL"} {
+		if v := h.getenv(name); v != "" {
+			return v
+		}
+	}
+	return h.defaults["MIGRATE_DATABASE_URL"]
+}
+
 // parseEnvHelp reads `herald help env`: a header, then a row per variable
 // with its name, its default ("-" for none) and its description, in
 // columns. No default of a variable a tool reads has a space in it.
