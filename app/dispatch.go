@@ -110,6 +110,10 @@ type DispatcherOptions struct {
 	Backoff func(attempt int) time.Duration
 	// Metrics counts outcomes; nil: counted nowhere.
 	Metrics Metrics
+	// Credentials watches the server's own provider credentials: it hears
+	// of every send they had refused and of the next one accepted; nil:
+	// nobody does.
+	Credentials *ServerCredentials
 	// Now is the clock; nil: time.Now.
 	Now Clock
 	// Log is where the dispatcher reports; nil: nowhere.
@@ -196,6 +200,10 @@ type send struct {
 	// message instead of retrying.
 	maxAttempts int
 	complete    CompleteFunc
+	// credentialsRefused: the account's sends were refused for the
+	// server's own credentials, as the claim read; an accepted send ends
+	// that.
+	credentialsRefused bool
 }
 
 // Dispatch runs the dispatch steps in order: the claim (one transaction
@@ -310,7 +318,13 @@ func (d *Dispatcher) call(ctx context.Context, s *send, p provider.Provider, sec
 	if m.Channel == Email && m.ContactID != nil && d.opts.Unsubscribe != nil && OptionalEvent(m.TriggerEvent) {
 		out.UnsubscribeURL = d.opts.Unsubscribe.URL(UnsubscribeTarget{TenantID: m.TenantID, ContactID: *m.ContactID, MessageID: m.ID})
 	}
-	externalID, wait, err := d.opts.Breakers.Send(ctx, acct, func() (string, error) { return d.send(ctx, p, out) })
+	// Every call the breaker lets through is watched, its probes
+	// included, whose failures never reach refusal.
+	externalID, wait, err := d.opts.Breakers.Send(ctx, acct, func() (string, error) {
+		id, err := d.send(ctx, p, out)
+		d.watchCredentials(ctx, s, err)
+		return id, err
+	})
 	if wait > 0 {
 		return "", wait, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -41,6 +42,10 @@ type Health struct {
 	// security not applying to Herald's database role). They make Herald
 	// degraded and are shown to operators on every console page.
 	Warnings []string
+	// Credentials, when set, reports the channel accounts whose sends AWS
+	// refused for the server's own credentials within its window: they
+	// make Herald degraded (see Check).
+	Credentials *ServerCredentials
 }
 
 // CheckRowSecurity judges the database role Herald connects as. Postgres
@@ -88,8 +93,15 @@ type HealthReport struct {
 }
 
 // Check reports unhealthy when the database does not answer or River's
-// tables cannot be read, degraded when ready jobs wait longer than MaxLag or
-// a queue is paused, and healthy otherwise.
+// tables cannot be read, degraded when ready jobs wait longer than MaxLag,
+// a queue is paused or AWS refuses the server's own credentials, and
+// healthy otherwise.
+//
+// Refused server credentials are degraded, not unhealthy: every message of
+// the accounts that send with them waits, retried, but a 503 would have
+// the load balancer take this process out of service or restart it, which
+// fixes nothing, and stop the API, the webhooks and every other channel
+// and tenant besides.
 func (h *Health) Check(ctx context.Context) HealthReport {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -122,6 +134,7 @@ func (h *Health) Check(ctx context.Context) HealthReport {
 		r.Status, r.River = Degraded, "paused"
 		r.Error = fmt.Sprintf("Queues paused: %v", q.Paused)
 	}
+	h.checkCredentials(ctx, &r)
 	if len(h.Warnings) > 0 {
 		r.Details["warnings"] = h.Warnings
 		if r.Status == Healthy {
@@ -129,4 +142,65 @@ func (h *Health) Check(ctx context.Context) HealthReport {
 		}
 	}
 	return r
+}
+
+// checkCredentials adds the accounts refused for the server's credentials
+// to the report: how many, since when, and the codes, never which tenants
+// (/readyz answers anyone who asks).
+func (h *Health) checkCredentials(ctx context.Context, r *HealthReport) {
+	if h.Credentials == nil {
+		return
+	}
+	refused, err := h.Credentials.Refusals(ctx)
+	if err != nil {
+		r.Details["server_credentials"] = map[string]any{"error": err.Error()}
+		h.degrade(r, "Failed to read refusals of the server's AWS credentials")
+		return
+	}
+	if len(refused) == 0 {
+		return
+	}
+	codes, providers := []string{}, []string{}
+	refusals, first, last := 0, refused[0].FirstAt, refused[0].LastAt
+	for _, c := range refused {
+		if !slices.Contains(codes, c.Code) {
+			codes = append(codes, c.Code)
+		}
+		if !slices.Contains(providers, c.Provider) {
+			providers = append(providers, c.Provider)
+		}
+		refusals += c.Refusals
+		first, last = minTime(first, c.FirstAt), maxTime(last, c.LastAt)
+	}
+	r.Details["server_credentials"] = map[string]any{
+		"status": "refused", "refused_accounts": len(refused), "refusals": refusals,
+		"providers": providers, "codes": codes, "since": first.UTC(), "last_refused_at": last.UTC(),
+	}
+	h.degrade(r, CredentialProblem(refused))
+}
+
+// degrade makes a report degraded for reason, after whatever made it so
+// already.
+func (h *Health) degrade(r *HealthReport, reason string) {
+	if r.Status == Healthy {
+		r.Status = Degraded
+	}
+	if r.Error != "" {
+		reason = r.Error + "; " + reason
+	}
+	r.Error = reason
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

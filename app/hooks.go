@@ -145,16 +145,21 @@ func (h *Hooks) metaCredentials(ctx context.Context, tx HookTx, tenantID uuid.UU
 
 // SESVia returns what an SES event came through: the SES accounts that
 // hear the SNS topic (see AccountStatusTopic) and send with the
-// configuration set the event names (none when it names none).
+// configuration set the event names (none when it names none), and the
+// topic setting of the accounts that hear it whatever their configuration
+// set (Via.AccountTopic).
 func (h *Hooks) SESVia(ctx context.Context, topicARN, configurationSet string) (Via, error) {
-	return h.awsVia(ctx, "ses", topicARN, map[string]string{accountConfigurationSet: configurationSet})
+	via, heard, err := h.awsVia(ctx, "ses", topicARN, map[string]string{accountConfigurationSet: configurationSet})
+	via.AccountTopic = &heard
+	return via, err
 }
 
 // SMSVia returns what an SNS SMS delivery status came through: the SNS
 // accounts that hear the topic, or, for a record posted directly with the
 // deployment's secret (topicARN empty), the accounts that name no topic.
 func (h *Hooks) SMSVia(ctx context.Context, topicARN string) (Via, error) {
-	return h.awsVia(ctx, "sns", topicARN, nil)
+	via, _, err := h.awsVia(ctx, "sns", topicARN, nil)
+	return via, err
 }
 
 // SMSInboundAccount returns the SNS account an inbound SMS came to: among
@@ -188,15 +193,18 @@ func (h *Hooks) SMSInboundAccount(ctx context.Context, topicARN, destination str
 // awsVia finds the provider's accounts (of every tenant: Amazon's routes
 // are shared) that claim the topic and match the other settings; a topic
 // no account claims is the deployment's own and serves the accounts that
-// claim none.
-func (h *Hooks) awsVia(ctx context.Context, provider, topicARN string, match map[string]string) (Via, error) {
-	via := Via{Route: provider + ":" + topicARN}
+// claim none. heard is the topic setting of the accounts that hear the
+// topic, whatever their other settings: the topic, or "" for the
+// deployment's.
+func (h *Hooks) awsVia(ctx context.Context, provider, topicARN string, match map[string]string) (via Via, heard string, err error) {
+	via = Via{Route: provider + ":" + topicARN}
 	if topicARN == "" {
 		via.Route = provider + ":secret"
 	}
-	err := h.Store.InPlatform(ctx, func(tx HookTx) error {
+	err = h.Store.InPlatform(ctx, func(tx HookTx) error {
 		var accounts []*ChannelAccount
 		for _, topic := range []string{topicARN, ""} {
+			heard = topic
 			m := map[string]string{AccountStatusTopic: topic}
 			for k, v := range match {
 				m[k] = v
@@ -219,5 +227,5 @@ func (h *Hooks) awsVia(ctx context.Context, provider, topicARN string, match map
 		}
 		return nil
 	})
-	return via, err
+	return via, heard, err
 }

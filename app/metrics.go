@@ -17,14 +17,18 @@ type Metrics interface {
 	Snooze(reason string)
 	// BreakerState reports an account's breaker state: 0 closed, 1 half-open, 2 open.
 	BreakerState(accountID string, provider string, state int)
+	// ServerCredentialsRefused counts a send refused for the server's own
+	// credentials (see ServerCredentials), by provider and code.
+	ServerCredentialsRefused(provider, code string)
 }
 
 // nopMetrics counts nothing: the Metrics of a service given none.
 type nopMetrics struct{}
 
-func (nopMetrics) MessageOutcome(Channel, string)         {}
-func (nopMetrics) ProviderError(string, string)           {}
-func (nopMetrics) DispatchLatency(Channel, time.Duration) {}
-func (nopMetrics) Receipt(string, string)                 {}
-func (nopMetrics) Snooze(string)                          {}
-func (nopMetrics) BreakerState(string, string, int)       {}
+func (nopMetrics) MessageOutcome(Channel, string)          {}
+func (nopMetrics) ProviderError(string, string)            {}
+func (nopMetrics) DispatchLatency(Channel, time.Duration)  {}
+func (nopMetrics) Receipt(string, string)                  {}
+func (nopMetrics) Snooze(string)                           {}
+func (nopMetrics) BreakerState(string, string, int)        {}
+func (nopMetrics) ServerCredentialsRefused(string, string) {}

@@ -69,6 +69,12 @@ type InboxReceipt struct {
 	// Seen: a receipt with its provider and id is stored already (a
 	// replay of one applied or found foreign).
 	Seen bool
+	// Astray, for a foreign receipt, is the account of the message it
+	// names when that account hears the route it came through
+	// (Via.AccountTopic) but the receipt names other settings (an SES
+	// configuration set other than the account's): it is kept as that
+	// account's. Nil for every other receipt.
+	Astray *ChannelAccount
 }
 
 // ReceiptTarget is the message a receipt names: whose it is, and through
@@ -106,7 +112,17 @@ type ReceiptClaimTx interface {
 	// StoreForeignReceipts keeps foreign receipts, each once under its
 	// ReceiptID, as tenantID's (uuid.Nil: no tenant's), and returns the
 	// ids of those stored now: the others were seen before.
-	StoreForeignReceipts(ctx context.Context, tenantID uuid.UUID, rs []provider.Receipt) (map[string]bool, error)
+	StoreForeignReceipts(ctx context.Context, tenantID uuid.UUID, rs []ForeignReceipt) (map[string]bool, error)
+}
+
+// ForeignReceipt is a receipt kept, never applied, because it names a
+// message of another tenant or account than it came through.
+type ForeignReceipt struct {
+	Receipt provider.Receipt
+	// AccountID is the account it is kept as (see InboxReceipt.Astray),
+	// or nil.
+	AccountID  *uuid.UUID
+	ReceivedAt time.Time
 }
 
 // ReceiptInboxTx lists the statements on the inbox itself, across
@@ -123,6 +139,9 @@ type ReceiptInboxTx interface {
 	// it parked: a receipt whose message it finds (recorded since the
 	// claim) stays due.
 	ParkInboxReceipts(ctx context.Context, ids []int64) ([]int64, error)
+	// AccountsByID returns the channel accounts with these ids, of every
+	// tenant.
+	AccountsByID(ctx context.Context, ids []uuid.UUID) ([]*ChannelAccount, error)
 }
 
 // Accept checks receipts a webhook verified and stores them in the inbox
@@ -205,10 +224,16 @@ func groupInbox(found []*InboxReceipt) inboxGroups {
 			}
 			g.owned[t.TenantID] = append(g.owned[t.TenantID], in)
 		default:
-			if g.foreign[in.Via.TenantID] == nil {
-				g.foreignTenants = append(g.foreignTenants, in.Via.TenantID)
+			// Kept under the route's tenant, or as the account's it went
+			// astray from.
+			owner := in.Via.TenantID
+			if in.Astray != nil {
+				owner = in.Astray.TenantID
 			}
-			g.foreign[in.Via.TenantID] = append(g.foreign[in.Via.TenantID], in)
+			if g.foreign[owner] == nil {
+				g.foreignTenants = append(g.foreignTenants, owner)
+			}
+			g.foreign[owner] = append(g.foreign[owner], in)
 		}
 	}
 	return g
@@ -227,8 +252,10 @@ func (s *Receipts) ApplyInbox(ctx context.Context, limit int) (InboxRound, error
 	}
 	var found []*InboxReceipt
 	err := s.InboxStore.InPlatform(ctx, func(tx ReceiptInboxTx) (err error) {
-		found, err = tx.MatchInboxReceipts(ctx, limit, s.Now())
-		return err
+		if found, err = tx.MatchInboxReceipts(ctx, limit, s.Now()); err != nil {
+			return err
+		}
+		return s.findAstray(ctx, tx, found)
 	})
 	round := InboxRound{Taken: len(found)}
 	if err != nil || len(found) == 0 {
@@ -333,19 +360,29 @@ func (s *Receipts) applyBatch(ctx context.Context, tenantID uuid.UUID, rs []*Inb
 
 // storeForeign keeps receipts that name a message of another tenant or
 // account than they came through, for the record, under their route's
-// tenant (none on shared routes) and a key of their own (foreignID).
+// tenant (none on shared routes), or as the account's they went astray
+// from, with a key of their own (foreignID).
 func (s *Receipts) storeForeign(ctx context.Context, tenantID uuid.UUID, rs []*InboxReceipt, round *InboxRound) error {
 	var results []ReceiptResult
+	astray := map[int64]*ChannelAccount{}
+	for _, in := range rs {
+		if in.Astray != nil {
+			astray[in.ID] = in.Astray
+		}
+	}
 	run := func(tx ReceiptClaimTx) error {
 		results = nil
 		claimed, err := tx.ClaimInboxReceipts(ctx, inboxIDs(rs), s.Now())
 		if err != nil || len(claimed) == 0 {
 			return err
 		}
-		keyed := make([]provider.Receipt, len(claimed))
+		keyed := make([]ForeignReceipt, len(claimed))
 		for i, in := range claimed {
-			keyed[i] = in.Receipt
-			keyed[i].ReceiptID = foreignID(in.Via, in.Receipt)
+			keyed[i] = ForeignReceipt{Receipt: in.Receipt, ReceivedAt: in.ReceivedAt}
+			keyed[i].Receipt.ReceiptID = foreignID(in.Via, in.Receipt)
+			if a := astray[in.ID]; a != nil {
+				keyed[i].AccountID = &a.ID
+			}
 		}
 		stored, err := tx.StoreForeignReceipts(ctx, tenantID, keyed)
 		if err != nil {
@@ -353,7 +390,7 @@ func (s *Receipts) storeForeign(ctx context.Context, tenantID uuid.UUID, rs []*I
 		}
 		for i, in := range claimed {
 			outcome := ReceiptDuplicate
-			if stored[keyed[i].ReceiptID] {
+			if stored[keyed[i].Receipt.ReceiptID] {
 				outcome = ReceiptForeign
 			}
 			results = append(results, resultOf(in.Receipt, outcome))
@@ -370,6 +407,10 @@ func (s *Receipts) storeForeign(ctx context.Context, tenantID uuid.UUID, rs []*I
 		return err
 	}
 	for _, in := range rs {
+		if in.Astray != nil {
+			s.logAstray(ctx, in)
+			continue
+		}
 		s.logForeign(ctx, in.Via, in.Receipt, in.Target.TenantID, in.Target.AccountID)
 	}
 	s.report(round, results)

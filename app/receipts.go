@@ -70,6 +70,14 @@ type Via struct {
 	// Trusted marks receipts Herald made itself (the sandbox): they name the
 	// message they are about and bind to no account.
 	Trusted bool
+	// AccountTopic, on the SES route, is the topic setting
+	// (AccountStatusTopic) of the accounts that hear it: the topic, or ""
+	// for a deployment topic that no account claims; nil on other routes.
+	// An event naming a message of such an account that is not in
+	// Accounts (it names another configuration set than the account's) is
+	// foreign, and kept as that account's, for its tenant to see (see
+	// ReceiptAstray).
+	AccountTopic *string
 }
 
 // Internal is the Via of receipts Herald makes itself (the sandbox).

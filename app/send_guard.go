@@ -185,7 +185,7 @@ func (d *Dispatcher) claim(ctx context.Context, tx SendTx, job DispatchJob, s *s
 		return sendPlan{}, err
 	}
 	m := st.Message
-	s.message, s.tenant, s.account = m, st.Tenant, st.Account
+	s.message, s.tenant, s.account, s.credentialsRefused = m, st.Tenant, st.Account, st.CredentialsRefused
 	now := d.Now()
 	switch {
 	case m.Status != MessageQueued || s.account == nil:

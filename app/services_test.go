@@ -71,6 +71,8 @@ type pipelineBundle struct {
 	clock *testClock
 	meta  *metaAPI
 	keys  map[uuid.UUID]*app.APIKey
+	// logs records what every process of the bundle logs.
+	logs *webtest.Logs
 
 	// The dispatcher's jitter and the timer of its retries to record a
 	// send, which a test may replace (nil: the defaults).
@@ -100,7 +102,8 @@ func setupPipeline(t *testing.T, configure func(*app.Config)) *pipelineBundle {
 	if configure != nil {
 		configure(&cfg)
 	}
-	b := &pipelineBundle{ctx: context.Background(), cfg: cfg, clock: &testClock{now: testStart}, meta: meta, keys: map[uuid.UUID]*app.APIKey{}}
+	b := &pipelineBundle{ctx: context.Background(), cfg: cfg, clock: &testClock{now: testStart}, meta: meta, keys: map[uuid.UUID]*app.APIKey{},
+		logs: &webtest.Logs{}}
 	b.svc = b.connect(t)
 	return b
 }
@@ -114,7 +117,7 @@ func (b *pipelineBundle) connect(t *testing.T) *wire.Services {
 	if testing.Verbose() {
 		logOut = os.Stderr
 	}
-	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: b.cfg.LogLevel}))
+	log := slog.New(b.logs.Handler(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: b.cfg.LogLevel})))
 	svc, err := wire.ConnectWith(b.ctx, b.cfg, log, "test", wire.Options{Now: b.clock.Now, Dispatcher: func(o *app.DispatcherOptions) {
 		o.Jitter = func(n time.Duration) time.Duration {
 			b.mu.Lock()

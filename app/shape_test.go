@@ -39,6 +39,7 @@ var txInterfaces = map[string]reflect.Type{
 	"app.ContactResolveTx":   reflect.TypeFor[app.ContactResolveTx](),
 	"app.ContactSearchTx":    reflect.TypeFor[app.ContactSearchTx](),
 	"app.ContactsTx":         reflect.TypeFor[app.ContactsTx](),
+	"app.CredentialTx":       reflect.TypeFor[app.CredentialTx](),
 	"app.DeadlineTx":         reflect.TypeFor[app.DeadlineTx](),
 	"app.DispatchPlanTx":     reflect.TypeFor[app.DispatchPlanTx](),
 	"app.EntityTx":           reflect.TypeFor[app.EntityTx](),

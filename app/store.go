@@ -48,6 +48,9 @@ type DispatchState struct {
 	// Tenant and Account are nil when the message has no channel account.
 	Tenant  *Tenant
 	Account *ChannelAccount
+	// CredentialsRefused: the account is in a spell of refusals of the
+	// server's own credentials (see ServerCredentials).
+	CredentialsRefused bool
 }
 
 // SentRecord is a provider's acceptance of a message: the message becomes

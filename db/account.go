@@ -98,6 +98,16 @@ func (t *Tx) AccountsByConfig(ctx context.Context, provider string, match map[st
 	return as, mapErr(err)
 }
 
+// AccountsByID serves app.ReceiptInboxTx, in platform scope.
+func (t *Tx) AccountsByID(ctx context.Context, ids []uuid.UUID) ([]*app.ChannelAccount, error) {
+	as := []*app.ChannelAccount{}
+	if len(ids) == 0 {
+		return as, nil
+	}
+	err := t.tx.SelectContext(ctx, &as, `SELECT `+accountColumns+` FROM channel_accounts WHERE id = ANY ($1::uuid[]) ORDER BY id`, uuidArray(ids))
+	return as, mapErr(err)
+}
+
 // ListAccounts serves console.AccountTx.
 func (t *Tx) ListAccounts(ctx context.Context, tenantID uuid.UUID, f console.AccountFilter, page console.PageRequest) ([]*app.ChannelAccount, error) {
 	where, args := []string{"tenant_id = $1"}, []any{tenantID}
@@ -161,6 +171,24 @@ func (t *Tx) RateBuckets(ctx context.Context, keys []string) (map[string]console
 		out[r.Key] = r.RateBucket
 	}
 	return out, nil
+}
+
+// AstrayReceipts serves console.AccountTx through the index of the
+// receipts kept as an account's (only foreign receipts are): at most
+// limit+1 of them are counted, so that an account whose every event goes
+// astray costs the page no more than that.
+func (t *Tx) AstrayReceipts(ctx context.Context, tenantID, accountID uuid.UUID, limit int) (console.AstrayReceipts, error) {
+	var a console.AstrayReceipts
+	err := t.tx.GetContext(ctx, &a, `
+		WITH newest AS (
+			SELECT received_at, body FROM webhook_receipts
+			WHERE tenant_id = $1 AND channel_account_id = $2 AND outcome = 'foreign'
+			ORDER BY received_at DESC LIMIT $3 + 1
+		)
+		SELECT count(*) AS count, max(received_at) AS last_at,
+			coalesce((SELECT body->>'account_ref' FROM newest ORDER BY received_at DESC LIMIT 1), '') AS configuration_set
+		FROM newest`, tenantID, accountID, limit)
+	return a, mapErr(err)
 }
 
 // BreakerStates serves console.AccountTx. from the audit entries the

@@ -25,6 +25,7 @@ type inboxRow struct {
 	ViaAccounts   []uuid.UUID      `json:"via_accounts"`
 	ViaTrusted    bool             `json:"via_trusted"`
 	ViaRoute      string           `json:"via_route"`
+	ViaTopic      *string          `json:"via_account_topic"`
 	Receipt       provider.Receipt `json:"receipt"`
 	ReceivedAt    time.Time        `json:"received_at"`
 	AvailableAt   time.Time        `json:"available_at"`
@@ -41,7 +42,7 @@ func (s *Store) AddInboxReceipts(ctx context.Context, rs []app.InboxReceipt) err
 		// truncated: truncated here, a receipt available "now" is due at
 		// the same now.
 		rows[i] = inboxRow{Provider: r.Receipt.Provider, RouteTenantID: nilUUID(r.Via.TenantID), ViaAccounts: r.Via.Accounts,
-			ViaTrusted: r.Via.Trusted, ViaRoute: r.Via.Route, Receipt: r.Receipt, ReceivedAt: r.ReceivedAt.Truncate(time.Microsecond),
+			ViaTrusted: r.Via.Trusted, ViaRoute: r.Via.Route, ViaTopic: r.Via.AccountTopic, Receipt: r.Receipt, ReceivedAt: r.ReceivedAt.Truncate(time.Microsecond),
 			AvailableAt: r.AvailableAt.Truncate(time.Microsecond)}
 		if r.AvailableAt.Before(r.ReceivedAt) {
 			rows[i].AvailableAt = r.ReceivedAt
@@ -55,16 +56,17 @@ func (s *Store) AddInboxReceipts(ctx context.Context, rs []app.InboxReceipt) err
 		return fmt.Errorf("encode receipts: %w", err)
 	}
 	_, err = s.db.ExecContext(ctx, `
-		INSERT INTO receipt_inbox (provider, route_tenant_id, via_accounts, via_trusted, via_route, receipt, received_at, available_at)
-		SELECT provider, route_tenant_id, via_accounts, via_trusted, via_route, receipt, received_at, available_at
+		INSERT INTO receipt_inbox (provider, route_tenant_id, via_accounts, via_trusted, via_route, via_account_topic, receipt,
+			received_at, available_at)
+		SELECT provider, route_tenant_id, via_accounts, via_trusted, via_route, via_account_topic, receipt, received_at, available_at
 		FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (provider text, route_tenant_id uuid, via_accounts uuid[],
-			via_trusted boolean, via_route text, receipt jsonb, received_at timestamptz, available_at timestamptz)) WITH ORDINALITY
-			AS r(provider, route_tenant_id, via_accounts, via_trusted, via_route, receipt, received_at, available_at, n)
+			via_trusted boolean, via_route text, via_account_topic text, receipt jsonb, received_at timestamptz,
+			available_at timestamptz)) WITH ORDINALITY
+			AS r(provider, route_tenant_id, via_accounts, via_trusted, via_route, via_account_topic, receipt, received_at,
+				available_at, n)
 		ORDER BY n`, string(doc))
 	return unavailable(mapErr(err))
 }
-
-const inboxColumns = `id, provider, route_tenant_id, via_accounts::text[], via_trusted, via_route, receipt, received_at, attempts`
 
 // inboxQuery reads inbox receipts (the rows of the sub-select named i,
 // which takes $1 as its first parameter) with the message that has each
@@ -77,8 +79,8 @@ const inboxColumns = `id, provider, route_tenant_id, via_accounts::text[], via_t
 // join planned for an empty table.
 func inboxQuery(rows, lock string) string {
 	return `
-	SELECT i.id, i.provider, i.route_tenant_id, i.via_accounts::text[], i.via_trusted, i.via_route, i.receipt,
-		i.received_at, i.attempts, m.tenant_id, m.id, m.channel_account_id, m.by_ref,
+	SELECT i.id, i.provider, i.route_tenant_id, i.via_accounts::text[], i.via_trusted, i.via_route, i.via_account_topic,
+		i.receipt, i.received_at, i.attempts, m.tenant_id, m.id, m.channel_account_id, m.by_ref,
 		EXISTS (SELECT FROM webhook_receipts w WHERE w.provider = i.provider AND w.receipt_id = i.receipt->>'ReceiptID') AS seen
 	FROM (` + rows + `) i
 	LEFT JOIN LATERAL (
@@ -160,7 +162,7 @@ func (t *Tx) readInbox(ctx context.Context, q string, args ...any) ([]*app.Inbox
 		var byRef *bool
 		var accounts app.StringList
 		var receipt []byte
-		if err := rows.Scan(&in.ID, &in.Receipt.Provider, &routeTenant, &accounts, &in.Via.Trusted, &in.Via.Route,
+		if err := rows.Scan(&in.ID, &in.Receipt.Provider, &routeTenant, &accounts, &in.Via.Trusted, &in.Via.Route, &in.Via.AccountTopic,
 			&receipt, &in.ReceivedAt, &in.Attempts, &tenantID, &messageID, &in.Target.AccountID, &byRef, &in.Seen); err != nil {
 			return nil, err
 		}
@@ -206,21 +208,25 @@ func (t *Tx) LockReceiptMessages(ctx context.Context, tenantID uuid.UUID, ids []
 	return ms, mapErr(err)
 }
 
-// StoreForeignReceipts serves app.ReceiptInboxTx in one statement.
-func (t *Tx) StoreForeignReceipts(ctx context.Context, tenantID uuid.UUID, rs []provider.Receipt) (map[string]bool, error) {
+// StoreForeignReceipts serves app.ReceiptInboxTx in one statement. A
+// receipt's time is when the webhook received it.
+func (t *Tx) StoreForeignReceipts(ctx context.Context, tenantID uuid.UUID, rs []app.ForeignReceipt) (map[string]bool, error) {
 	out := map[string]bool{}
 	if len(rs) == 0 {
 		return out, nil
 	}
 	type row struct {
-		Provider  string `json:"provider"`
-		ReceiptID string `json:"receipt_id"`
-		Status    string `json:"status"`
-		Body      string `json:"body"`
+		Provider   string     `json:"provider"`
+		ReceiptID  string     `json:"receipt_id"`
+		Status     string     `json:"status"`
+		Body       string     `json:"body"`
+		AccountID  *uuid.UUID `json:"channel_account_id"`
+		ReceivedAt *time.Time `json:"received_at"`
 	}
 	rows := make([]row, len(rs))
-	for i, r := range rs {
-		rows[i] = row{r.Provider, r.ReceiptID, r.Status, receiptBody(r)}
+	for i, f := range rs {
+		r := f.Receipt
+		rows[i] = row{r.Provider, r.ReceiptID, r.Status, receiptBody(r), f.AccountID, clockParam(f.ReceivedAt)}
 	}
 	doc, err := json.Marshal(rows)
 	if err != nil {
@@ -228,9 +234,10 @@ func (t *Tx) StoreForeignReceipts(ctx context.Context, tenantID uuid.UUID, rs []
 	}
 	var stored []string
 	err = t.tx.SelectContext(ctx, &stored, `
-		INSERT INTO webhook_receipts (tenant_id, provider, receipt_id, status, body, outcome, received_at)
-		SELECT $1, provider, receipt_id, status, body::jsonb, 'foreign', now()
-		FROM jsonb_to_recordset($2::jsonb) AS r(provider text, receipt_id text, status text, body text)
+		INSERT INTO webhook_receipts (tenant_id, provider, receipt_id, status, body, outcome, received_at, channel_account_id)
+		SELECT $1, provider, receipt_id, status, body::jsonb, 'foreign', coalesce(received_at, now()), channel_account_id
+		FROM jsonb_to_recordset($2::jsonb) AS r(provider text, receipt_id text, status text, body text,
+			channel_account_id uuid, received_at timestamptz)
 		ON CONFLICT (provider, receipt_id) DO NOTHING
 		RETURNING receipt_id`, nilUUID(tenantID), string(doc))
 	if err != nil {

@@ -73,6 +73,7 @@ var runtimePrivileges = map[string]string{
 	"quota_usage":                privWrite,
 	"rate_buckets":               privWrite,
 	"receipt_inbox":              privWrite,
+	"server_credential_refusals": privWrite,
 	"templates":                  privWrite,
 	"tenants":                    privWrite,
 	"trip_bookings":              privWrite,

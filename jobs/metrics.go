@@ -16,6 +16,7 @@ type Metrics struct {
 	receipts *prometheus.CounterVec
 	snoozes  *prometheus.CounterVec
 	breakers *prometheus.GaugeVec
+	refused  *prometheus.CounterVec
 }
 
 var _ app.Metrics = (*Metrics)(nil)
@@ -42,8 +43,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		breakers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "herald_breaker_state", Help: "Circuit breaker state per channel account: 0 closed, 1 half-open, 2 open.",
 		}, []string{"channel_account_id", "provider"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_server_credentials_refused_total",
+			Help: "Sends refused for the server's own AWS credentials (accounts without keys of their own), by provider and code: every such account's messages wait.",
+		}, []string{"provider", "code"}),
 	}
-	reg.MustRegister(m.messages, m.errors, m.latency, m.receipts, m.snoozes, m.breakers)
+	reg.MustRegister(m.messages, m.errors, m.latency, m.receipts, m.snoozes, m.breakers, m.refused)
 	return m
 }
 
@@ -73,4 +78,9 @@ func (m *Metrics) Snooze(reason string) { m.snoozes.WithLabelValues(reason).Inc(
 // BreakerState implements app.Metrics.
 func (m *Metrics) BreakerState(accountID, provider string, state int) {
 	m.breakers.WithLabelValues(accountID, provider).Set(float64(state))
+}
+
+// ServerCredentialsRefused implements app.Metrics.
+func (m *Metrics) ServerCredentialsRefused(provider, code string) {
+	m.refused.WithLabelValues(provider, code).Inc()
 }

@@ -25,6 +25,9 @@ type Server struct {
 	Config app.Config
 	Log    *slog.Logger
 	Health *app.Health
+	// Credentials lists the accounts whose sends AWS refuses for the
+	// server's own credentials, on the operators' start page.
+	Credentials *app.ServerCredentials
 
 	// The API and provider webhooks.
 	Intake   *app.Intake

@@ -61,8 +61,14 @@ func (s *Server) handleTenants(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	var refusals []*app.CredentialRefusal
+	if s.Credentials != nil {
+		if refusals, err = s.Credentials.Refusals(c.UserContext()); err != nil {
+			return err
+		}
+	}
 	return s.render(c, views.TenantsPage(s.page(c, "Tenants"), views.TenantList{
-		Rows: rows, Search: search, Pager: pagerOf(c, page, len(rows), more), Promise: promise,
+		Rows: rows, Search: search, Pager: pagerOf(c, page, len(rows), more), Promise: promise, Refusals: refusals,
 	}))
 }
 

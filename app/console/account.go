@@ -44,6 +44,10 @@ type AccountTx interface {
 	BreakerStates(ctx context.Context, tenantID uuid.UUID, accountIDs []uuid.UUID) (map[uuid.UUID]BreakerTransition, error)
 	// AccountAudit returns the newest audit entries about one account.
 	AccountAudit(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.AuditEntry, error)
+	// AstrayReceipts counts, up to limit, the foreign receipts kept as
+	// the account's (see app.InboxReceipt.Astray), with the newest one's
+	// time and the configuration set it named.
+	AstrayReceipts(ctx context.Context, tenantID, accountID uuid.UUID, limit int) (AstrayReceipts, error)
 	// MessagesByAccount returns the newest messages sent through an account.
 	MessagesByAccount(ctx context.Context, tenantID, accountID uuid.UUID, limit int) ([]*app.Message, error)
 	// TestSendsSince counts the tenant's test messages created since a
@@ -62,6 +66,22 @@ type AccountFilter struct {
 type RateBucket struct {
 	Tokens     float64   `db:"tokens"`
 	RefilledAt time.Time `db:"refilled_at"`
+}
+
+// AstrayLimit is how many astray receipts the account page counts; past
+// it, the page says "more than".
+const AstrayLimit = 10000
+
+// AstrayReceipts are the SES events kept as foreign, as the account's,
+// because they name its messages but another configuration set than its
+// own: none of them was applied.
+type AstrayReceipts struct {
+	// Count is how many, at most AstrayLimit+1.
+	Count int `db:"count"`
+	// LastAt is when the newest one arrived; ConfigurationSet is what it
+	// named.
+	LastAt           *time.Time `db:"last_at"`
+	ConfigurationSet string     `db:"configuration_set"`
 }
 
 // BreakerTransition is one recorded change of an account's circuit breaker.
@@ -305,6 +325,9 @@ type AccountDetail struct {
 	// changes, edits, breaker transitions).
 	History  []*app.AuditEntry
 	Messages []*app.Message
+	// Astray are the SES events that named another configuration set
+	// than the account's (SES accounts only).
+	Astray AstrayReceipts
 }
 
 // Accounts manages channel accounts from the console: settings and
@@ -425,6 +448,11 @@ func (s *Accounts) Get(ctx context.Context, tenantID, id uuid.UUID) (*AccountDet
 		}
 		if d.History, err = tx.AccountAudit(ctx, tenantID, id, 20); err != nil {
 			return err
+		}
+		if a.Provider == "ses" {
+			if d.Astray, err = tx.AstrayReceipts(ctx, tenantID, id, AstrayLimit); err != nil {
+				return err
+			}
 		}
 		d.Messages, err = tx.MessagesByAccount(ctx, tenantID, id, 10)
 		return err

@@ -174,6 +174,10 @@ type Dashboard struct {
 	// anything; the console then shows how to start.
 	HasMessages bool
 	HasEvents   bool
+	// CredentialRefusals are the tenant's accounts whose sends AWS refuses
+	// for the server's own credentials: their messages wait for the
+	// operator.
+	CredentialRefusals []*app.CredentialRefusal
 }
 
 // Dashboards builds tenant dashboards.
@@ -181,7 +185,10 @@ type Dashboards struct {
 	Store app.Store[DashboardTx]
 	// Quotas are the configured monthly quotas per plan and channel.
 	Quotas map[string]map[app.Channel]int
-	Now    app.Clock
+	// Credentials, when set, reports the tenant's accounts refused for
+	// the server's own credentials.
+	Credentials *app.ServerCredentials
+	Now         app.Clock
 }
 
 // Load returns the tenant's dashboard for the query.
@@ -224,6 +231,11 @@ func (d *Dashboards) Load(ctx context.Context, u *app.User, t *app.Tenant, q Das
 		return nil, err
 	}
 	db.Waiting = *waiting
+	if d.Credentials != nil {
+		if db.CredentialRefusals, err = d.Credentials.TenantRefusals(ctx, t.ID); err != nil {
+			return nil, err
+		}
+	}
 
 	db.Buckets = make([]DashboardBucket, len(bounds))
 	for i, start := range bounds {

@@ -39,6 +39,11 @@ type Error struct {
 	// Account marks problems of the channel account itself (expired token,
 	// suspended or misconfigured account), which the tenant must fix.
 	Account bool
+	// ServerCredentials marks the server's own credentials refused (the
+	// default AWS credential chain of an account without keys of its own):
+	// the operator must fix them, and every account that sends with them
+	// fails alike, whatever tenant it belongs to.
+	ServerCredentials bool
 }
 
 // Error implements error.

@@ -71,6 +71,9 @@ type Services struct {
 	Audit       *app.Audit
 	Health      *app.Health
 	Breakers    *app.Breakers
+	// Credentials watches the server's own AWS credentials for the
+	// dispatcher, /readyz and the console.
+	Credentials *app.ServerCredentials
 	Inbound     *app.Inbound
 	// Preferences serves the unsubscribe links of optional e-mails.
 	Preferences *app.Preferences
@@ -257,9 +260,10 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		}},
 	}
 	s.Limiter = &app.RateLimiter{Store: store}
+	s.Credentials = &app.ServerCredentials{Store: db.Scope[app.CredentialTx](store), Metrics: metrics, Log: log, Now: now}
 	dispatchOpts := app.DispatcherOptions{
 		Quotas: cfg.Quotas, Limiter: s.Limiter, Breakers: s.Breakers, Callbacks: s.Callbacks, Unsubscribe: unsubscribe,
-		Backoff: opts.Backoff, Metrics: metrics, Now: now, Log: log, SendTimeout: cfg.SendTimeout,
+		Backoff: opts.Backoff, Metrics: metrics, Credentials: s.Credentials, Now: now, Log: log, SendTimeout: cfg.SendTimeout,
 	}
 	if opts.Dispatcher != nil {
 		opts.Dispatcher(&dispatchOpts)
@@ -275,7 +279,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Deadlines = &app.Deadlines{Store: db.Scope[app.DeadlineTx](store), Now: now}
 	s.ConfirmWindows = &app.ConfirmWindows{Store: db.Scope[app.ConfirmWindowTx](store), Now: now}
 	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log, Now: now}
-	s.Health = &app.Health{Probe: d, Now: now}
+	s.Health = &app.Health{Probe: d, Now: now, Credentials: s.Credentials}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Queue: queue, Now: now, Log: log}
 	s.Preferences = &app.Preferences{Store: db.Scope[app.PreferenceTx](store), Links: unsubscribe, Now: now}
 	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts, Rates: store}
@@ -289,7 +293,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		APIKeys:    &console.APIKeys{APIKeys: s.APIKeys, Store: db.Scope[console.APIKeyTx](store)},
 		Templates:  &console.Templates{Templates: s.Templates, Store: db.Scope[console.TemplateTx](store)},
 		Sessions:   &console.Sessions{Store: db.Scope[console.SessionTx](store), Users: s.Users, Now: now},
-		Dashboards: &console.Dashboards{Store: db.Scope[console.DashboardTx](store), Quotas: cfg.Quotas, Now: now},
+		Dashboards: &console.Dashboards{Store: db.Scope[console.DashboardTx](store), Quotas: cfg.Quotas, Credentials: s.Credentials, Now: now},
 		Trends:     &console.TrendReader{Store: db.Scope[console.TrendTx](store), Now: now},
 		Promise:    &console.PromiseReader{Store: db.Scope[console.PromiseTx](store), Now: now},
 		Queues:     &console.Queues{Store: db.Scope[console.QueueTx](store), Admin: queue.Admin(), Now: now},
@@ -318,7 +322,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 // and the console report.
 func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
-		Config: s.Config, Log: s.Log, Health: s.Health,
+		Config: s.Config, Log: s.Log, Health: s.Health, Credentials: s.Credentials,
 		Intake: s.Intake, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Hooks: s.Hooks,
 		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,

@@ -53,6 +53,11 @@ type Options struct {
 	// Dispatcher adjusts the dispatcher's options before it is built (a
 	// test's clock, say).
 	Dispatcher func(*app.DispatcherOptions)
+	// Now is every service's clock; nil: time.Now.
+	Now app.Clock
+	// Logs, when set, records what the services log (warnings and
+	// errors), besides showing it with go test -v.
+	Logs *Logs
 }
 
 // Herald is Herald wired as the herald binary wires it, on its own
@@ -143,9 +148,13 @@ func New(t *testing.T, opts Options) *Herald {
 	if testing.Verbose() {
 		logOut = os.Stderr
 	}
-	log := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var handler slog.Handler = slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: slog.LevelWarn})
+	if opts.Logs != nil {
+		handler = opts.Logs.Handler(handler)
+	}
+	log := slog.New(handler)
 	ctx := context.Background()
-	svc, err := wire.ConnectWith(ctx, cfg, log, "test", wire.Options{Backoff: retryQuickly, Dispatcher: opts.Dispatcher})
+	svc, err := wire.ConnectWith(ctx, cfg, log, "test", wire.Options{Backoff: retryQuickly, Dispatcher: opts.Dispatcher, Now: opts.Now})
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
 

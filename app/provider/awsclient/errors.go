@@ -50,6 +50,7 @@ var common = map[string]Rule{
 	"MissingAuthenticationTokenException": BadCredential,
 	"AccessDeniedException":               BadCredential,
 	"AccessDenied":                        BadCredential,
+	"NotAuthorized":                       BadCredential,
 	"ExpiredToken":                        BadCredential,
 	"ExpiredTokenException":               BadCredential,
 	"OptInRequired":                       BadCredential,
@@ -145,7 +146,7 @@ func byCode(code, msg string, status int, header http.Header, static bool, rule 
 	case known && r.Credentials && !static:
 		// The server's own credentials were refused: suspending the
 		// tenant's account would not help, the operator must act.
-		return &provider.Error{Code: code, Class: provider.Transient, Reason: "server AWS credentials: " + msg}, true
+		return &provider.Error{Code: code, Class: provider.Transient, Reason: "server AWS credentials: " + msg, ServerCredentials: true}, true
 	case known:
 		e := &provider.Error{Code: code, Class: r.Class, Reason: msg, Account: r.Account}
 		if r.Class == provider.RateLimited {

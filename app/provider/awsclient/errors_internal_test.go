@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app/provider"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -32,6 +34,35 @@ func TestRetryAfter(t *testing.T) {
 				h.Set("Retry-After", tc.header)
 			}
 			require.Equal(t, tc.want, retryAfterAt(h, time.Second, now))
+		})
+	}
+}
+
+// TestByCode_Credentials: a credential code refuses the account's own keys
+// (the tenant's to fix: the account is flagged) or the server's default
+// credentials (the operator's: retried, and marked so the dispatcher
+// raises the alarm), never both.
+func TestByCode_Credentials(t *testing.T) {
+	t.Parallel()
+	rule := func(code, _ string) (Rule, bool) {
+		r, ok := common[code]
+		return r, ok
+	}
+	for _, code := range []string{"UnrecognizedClientException", "InvalidClientTokenId", "SignatureDoesNotMatch",
+		"AccessDeniedException", "ExpiredToken", "ExpiredTokenException", "NotAuthorized"} {
+		t.Run(code, func(t *testing.T) {
+			t.Parallel()
+			own, known := byCode(code, "refused", 403, http.Header{}, true, rule)
+			require.True(t, known)
+			require.Equal(t, provider.Permanent, own.Class)
+			require.True(t, own.Account)
+			require.False(t, own.ServerCredentials)
+
+			server, known := byCode(code, "refused", 403, http.Header{}, false, rule)
+			require.True(t, known)
+			require.Equal(t, provider.Transient, server.Class)
+			require.False(t, server.Account)
+			require.True(t, server.ServerCredentials)
 		})
 	}
 }

@@ -304,6 +304,7 @@ func TestProvider_SendErrors(t *testing.T) {
 			require.Equal(t, tt.code, pe.Code)
 			require.Equal(t, tt.class, pe.Class)
 			require.Equal(t, tt.account, pe.Account)
+			require.False(t, pe.ServerCredentials, "the account brings its own keys")
 			require.Equal(t, tt.retryAfter, pe.RetryAfter)
 			require.NotEmpty(t, pe.Reason)
 			// Retries belong to the queue: the SDK must not repeat the call.
@@ -562,6 +563,7 @@ func TestProvider_SendDefaultCredentials(t *testing.T) {
 	require.Equal(t, "UnrecognizedClientException", pe.Code)
 	require.Equal(t, provider.Transient, pe.Class)
 	require.False(t, pe.Account)
+	require.True(t, pe.ServerCredentials, "the dispatcher tells the operator")
 
 	b.fake.respond = replay(t, "testdata/errors/internal_error.http")
 	_, err = b.provider.Send(context.Background(), b.outbound(t))
