@@ -90,7 +90,7 @@ func readablePath(c *fiber.Ctx) string {
 
 // bodyEventID is the event id a request body names, if any.
 func bodyEventID(body []byte) *string {
-	if len(body) == 0 || len(body) > console.MaxRedactInput {
+	if len(body) == 0 || len(body) > console.MaxRedactInput || app.CheckJSONDepth(body) != nil {
 		return nil
 	}
 	var v struct {

@@ -29,3 +29,14 @@ func (s *Server) refuseNUL(c *fiber.Ctx) error {
 	}
 	return c.Next()
 }
+
+// refuseDeepBody answers 400 body_too_deep for a request whose body nests
+// deeper than app.MaxJSONDepth, before anything else reads the body: ahead
+// of the API key, so that a request without one costs no more than the
+// scan, and ahead of the webhooks' signature checks and parsers.
+func (s *Server) refuseDeepBody(c *fiber.Ctx) error {
+	if err := app.CheckJSONDepth(c.Body()); err != nil {
+		return err
+	}
+	return c.Next()
+}
