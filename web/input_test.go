@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider/awsnotify/awsnotifytest"
+	"github.com/heraldhq/herald/web"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -169,4 +172,100 @@ func TestInputBounds_DeepBodyWebhooks(t *testing.T) {
 			require.Zero(t, h.Count(`SELECT count(*) FROM inbound_messages`), "nothing stored")
 		})
 	}
+}
+
+// consoleFilters are the query parameters console pages read.
+var consoleFilters = []string{
+	"q", "status", "channel", "event", "event_id", "trigger_event", "locale", "from", "to", "state",
+	"cursor", "page", "offset", "tenant", "actor", "action", "entity", "entity_id", "type", "id",
+	"range", "stale", "reason", "provider", "next",
+}
+
+// TestInputBounds_ConsoleNUL walks every console route with a NUL
+// character (%00) in each filter a page reads, in each path parameter and
+// in a form: each answers the console's 400 page naming where the NUL was,
+// never a 500, and a change stores nothing. Postgres cannot store NUL, so
+// before the console refused it, eight of these ended in a statement as a
+// 500.
+func TestInputBounds_ConsoleNUL(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	ops, mgr := c.signIn(asOperator), c.signIn(asManager)
+	ops.page("/t/acme/")
+	mgr.page("/t/acme/")
+
+	requireRefused := func(t *testing.T, s *session, method, path string, form url.Values, where string) {
+		t.Helper()
+		var doc *goquery.Document
+		var resp *http.Response
+		if method == http.MethodGet {
+			doc, resp = s.get(path)
+		} else {
+			doc, resp = s.postPage(path, form)
+		}
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s %s", method, path)
+		message := text(doc.Find(".error-card h1"))
+		require.Contains(t, message, "NUL character", "%s %s", method, path)
+		require.Contains(t, message, where, "%s %s", method, path)
+	}
+	// sessionFor is a user who may open the route: the operator, or for
+	// the pages only a tenant's own users have, its manager.
+	sessionFor := func(r web.ConsoleRoute) *session {
+		if app.Can(app.RoleOperator, r.Perm) {
+			return ops
+		}
+		return mgr
+	}
+	audit := func() int { return c.Count(`SELECT count(*) FROM audit_log`) }
+
+	for _, r := range c.Server.ConsoleRoutes() {
+		t.Run(r.Method+" "+r.Path, func(t *testing.T) {
+			s := sessionFor(r)
+			before := audit()
+			if r.Method == http.MethodGet {
+				for _, name := range consoleFilters {
+					requireRefused(t, s, r.Method, pathFor(r.Path, "acme")+"?"+name+"=a%00b", nil, name)
+				}
+			} else {
+				requireRefused(t, s, r.Method, pathFor(r.Path, "acme"), url.Values{"name": {"a\x00b"}}, "name")
+			}
+			parts := strings.Split(r.Path, "/")
+			for i, p := range parts {
+				if !strings.HasPrefix(p, ":") || p == ":tenant" {
+					continue
+				}
+				withNUL := append([]string(nil), parts...)
+				withNUL[i] = "a%00b"
+				requireRefused(t, s, r.Method, pathFor(strings.Join(withNUL, "/"), "acme"), nil, "address")
+			}
+			require.Equal(t, before, audit(), "nothing changed")
+		})
+	}
+
+	// The pages that answered 500, with the values people would type.
+	t.Run("Reported", func(t *testing.T) {
+		for path, where := range map[string]string{
+			"/tenants?q=acme%00":                    "q",
+			"/audit?tenant=acme%00":                 "tenant",
+			"/audit?actor=ops%00":                   "actor",
+			"/t/acme/audit?actor=ops%00":            "actor",
+			"/t/acme/requests?event_id=BK%00-1":     "event_id",
+			"/t/acme/scheduled?entity=BK%00-1":      "entity",
+			"/t/acme/trips/TRIP%00-1":               "address",
+			"/t/acme/bookings/booking/BK%00-1":      "address",
+			"/t/acme/search?q=anna%00":              "q",
+			"/t/acme/messages?channel=EMAIL%00":     "channel",
+			"/t/acme/bookings?type=booking&id=B%00": "id",
+		} {
+			requireRefused(t, ops, http.MethodGet, path, nil, where)
+		}
+	})
+
+	t.Run("FormField", func(t *testing.T) {
+		before := c.Count(`SELECT count(*) FROM users`)
+		requireRefused(t, mgr, http.MethodPost, "/t/acme/users", url.Values{
+			"email": {"new\x00@acme.test"}, "name": {"New"}, "role": {app.RoleSupport},
+		}, "email")
+		require.Equal(t, before, c.Count(`SELECT count(*) FROM users`), "no user created")
+	})
 }
