@@ -108,6 +108,8 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 			// Fiber has set Allow to the methods the path answers.
 			code = "method_not_allowed"
 			message = fmt.Sprintf("%s is not allowed on %s; allowed: %s.", c.Method(), c.Path(), c.GetRespHeader(fiber.HeaderAllow))
+		case fiber.StatusUnsupportedMediaType:
+			code = "unsupported_media_type"
 		}
 	}
 	switch {

@@ -108,3 +108,30 @@ func (s *Server) refuseDeepBody(c *fiber.Ctx) error {
 	}
 	return c.Next()
 }
+
+// refuseEncodedBody answers 415 for a request whose body is sent with a
+// content coding (gzip, deflate, br). Fiber's Body decodes it on every
+// call with no bound on what it grows to (a 1 MiB gzip of one repeated
+// byte decodes to a gigabyte), which no other bound would see in time. No
+// browser and no provider compresses what it posts to Herald. Every
+// Content-Encoding header counts: Body decodes by the last one.
+func (s *Server) refuseEncodedBody(c *fiber.Ctx) error {
+	if len(c.Request().Body()) == 0 {
+		return c.Next()
+	}
+	encoded := false
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		if strings.EqualFold(string(k), fiber.HeaderContentEncoding) {
+			for _, coding := range strings.Split(string(v), ",") {
+				if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
+					encoded = true
+				}
+			}
+		}
+	})
+	if !encoded {
+		return c.Next()
+	}
+	c.Set(fiber.HeaderAcceptEncoding, "identity")
+	return fiber.NewError(fiber.StatusUnsupportedMediaType, "Herald reads request bodies uncompressed: send this one without Content-Encoding.")
+}

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"bytes"
+	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -267,5 +269,95 @@ func TestInputBounds_ConsoleNUL(t *testing.T) {
 			"email": {"new\x00@acme.test"}, "name": {"New"}, "role": {app.RoleSupport},
 		}, "email")
 		require.Equal(t, before, c.Count(`SELECT count(*) FROM users`), "no user created")
+	})
+}
+
+// gzipped compresses b as a client sending Content-Encoding: gzip would.
+func gzipped(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	w := gzip.NewWriter(&out)
+	_, err := w.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return out.Bytes()
+}
+
+// TestInputBounds_CompressedBody: a body sent with a content coding is
+// refused with 415 before anything decodes it, since decoding has no bound
+// on what the body grows to. A valid notification, gzipped and sent with
+// a valid key, proves it: it is refused and nothing is stored, where
+// decoding would have accepted it.
+func TestInputBounds_CompressedBody(t *testing.T) {
+	t.Parallel()
+	h := webtest.New(t, webtest.Options{NoWorkers: true})
+	send := func(t *testing.T, path, key string, body []byte, codings ...string) *http.Response {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for _, coding := range codings {
+			req.Header.Add("Content-Encoding", coding)
+		}
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := h.App.Test(req, -1)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	requireRefused := func(t *testing.T, resp *http.Response) {
+		t.Helper()
+		require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
+		require.Equal(t, "identity", resp.Header.Get("Accept-Encoding"))
+		code, message, _ := decodeError(t, resp)
+		require.Equal(t, "unsupported_media_type", code)
+		require.Contains(t, message, "without Content-Encoding")
+	}
+	notification := func(eventID string) []byte {
+		b, err := json.Marshal(webtest.Notification(eventID, "BK-"+eventID))
+		require.NoError(t, err)
+		return b
+	}
+
+	for name, codings := range map[string][]string{
+		"Gzip":           {"gzip"},
+		"Deflate":        {"deflate"},
+		"Brotli":         {"br"},
+		"Listed":         {"identity, gzip"},
+		"SecondHeader":   {"identity", "gzip"},
+		"UnknownCoding":  {"x-herald"},
+		"UpperCaseGzip":  {"GZIP"},
+		"GzipThenIgnore": {"gzip", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			eventID := "gz-" + strings.ToLower(name)
+			requireRefused(t, send(t, "/api/v1/notifications", h.Key, gzipped(t, notification(eventID)), codings...))
+			requireNothingStoredIn(t, h, eventID)
+		})
+	}
+
+	t.Run("NoKeyAndWebhooks", func(t *testing.T) {
+		t.Parallel()
+		// 8 MiB of one byte, in about 8 KB.
+		bomb := gzipped(t, bytes.Repeat([]byte{' '}, 8<<20))
+		require.Less(t, len(bomb), 64<<10)
+		for _, path := range []string{"/api/v1/notifications", "/webhooks/meta/acme", "/webhooks/ses", "/webhooks/sns-sms"} {
+			requireRefused(t, send(t, path, "", bomb, "gzip"))
+		}
+		require.Zero(t, h.Count(`SELECT count(*) FROM receipt_inbox`), "nothing stored")
+
+		// The console answers its own page.
+		resp := send(t, "/login", "", bomb, "gzip")
+		require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
+		doc, err := goquery.NewDocumentFromReader(resp.Body)
+		require.NoError(t, err)
+		require.Contains(t, text(doc.Find(".error-card h1")), "without Content-Encoding")
+	})
+
+	t.Run("IdentityIsRead", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, http.StatusAccepted, send(t, "/api/v1/notifications", h.Key, notification("gz-identity"), "identity").StatusCode)
 	})
 }

@@ -66,7 +66,8 @@ func (s *Server) recordRejections(c *fiber.Ctx) error {
 			r.Field = &answer.Error.Field
 		}
 	}
-	body := c.Body()
+	// The bytes as sent: Body would decode a content coding, unbounded.
+	body := c.Request().Body()
 	r.BodySize = len(body)
 	r.Body = console.RedactBody(body)
 	r.EventID = bodyEventID(body)
