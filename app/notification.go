@@ -82,6 +82,9 @@ func ParseNotificationRequest(body []byte, now time.Time) (*NotificationRequest,
 		return nil, &Error{Code: ETOOLARGE, Reason: "payload_too_large",
 			Message: fmt.Sprintf("The request is %d bytes; the limit is %d (16 KiB).", len(body), MaxPayloadBytes)}
 	}
+	if err := CheckJSONDepth(body); err != nil {
+		return nil, err
+	}
 	if err := CheckJSONText(body); err != nil {
 		return nil, err
 	}
@@ -447,7 +450,8 @@ func normalizeChannels(p *problems, field string, in []string) []string {
 // CheckJSONText refuses a JSON document with a NUL character in any key or
 // string (a raw byte, or the \u0000 escape). Postgres cannot store NUL in
 // text or jsonb, and no name, address or variable has one, so it is bad
-// input rather than a storage failure. A body that is not valid JSON passes:
+// input rather than a storage failure. A body nested too deep to decode is
+// refused as CheckJSONDepth refuses it; one that is not valid JSON passes:
 // its decoder reports that.
 func CheckJSONText(body []byte) error {
 	if bytes.IndexByte(body, 0) >= 0 {
@@ -456,6 +460,9 @@ func CheckJSONText(body []byte) error {
 	// Only an escape can hide a NUL in valid JSON; most bodies have none.
 	if !bytes.Contains(body, []byte(`\u0000`)) {
 		return nil
+	}
+	if err := CheckJSONDepth(body); err != nil {
+		return err
 	}
 	v, err := decodeLoose(body)
 	if err != nil {

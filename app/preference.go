@@ -235,7 +235,7 @@ var UnsubscribeActor = Actor{Type: ActorSystem, Label: "passenger: e-mail unsubs
 // not verify is EUNAUTHORIZED; one whose tenant or contact is gone is
 // ENOTFOUND.
 func (p *Preferences) Lookup(ctx context.Context, token string) (*Unsubscription, error) {
-	t, err := p.Links.Parse(token)
+	t, err := p.target(token)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func (p *Preferences) Lookup(ctx context.Context, token string) (*Unsubscription
 // history with the source email_unsubscribe. Following a link again (or a
 // mail client's retry) changes nothing and records nothing.
 func (p *Preferences) Unsubscribe(ctx context.Context, token string) (*Unsubscription, error) {
-	t, err := p.Links.Parse(token)
+	t, err := p.target(token)
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +283,17 @@ func (p *Preferences) Unsubscribe(ctx context.Context, token string) (*Unsubscri
 			map[string]any{"channels": []string{string(Email)}, "message_id": t.MessageID.String()}))
 	})
 	return out, err
+}
+
+// target checks a link and returns what it names. A link naming no tenant
+// at all (the nil id) answers as one whose tenant is gone: there is no
+// tenant to open a transaction in.
+func (p *Preferences) target(token string) (UnsubscribeTarget, error) {
+	t, err := p.Links.Parse(token)
+	if err == nil && t.TenantID == uuid.Nil {
+		return UnsubscribeTarget{}, Errorf(ENOTFOUND, "Tenant %s not found.", t.TenantID)
+	}
+	return t, err
 }
 
 // unsubscribeTarget reads the link's tenant and contact (locked to change

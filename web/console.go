@@ -54,7 +54,9 @@ type consoleGroup struct {
 
 func (g consoleGroup) add(method, path string, perm app.Permission, h fiber.Handler) {
 	g.s.consoleRoutes = append(g.s.consoleRoutes, ConsoleRoute{Method: method, Path: g.prefix + path, Tenant: g.tenant, Perm: perm})
-	handlers := append(append([]fiber.Handler(nil), g.mw...), g.s.allow(perm), h)
+	// Input with a NUL character is refused once the visitor may open
+	// the page, before the handler reads it.
+	handlers := append(append([]fiber.Handler(nil), g.mw...), g.s.allow(perm), g.s.refuseConsoleNUL, h)
 	g.r.Add(method, g.prefix+path, handlers...)
 }
 

@@ -108,19 +108,21 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 			// Fiber has set Allow to the methods the path answers.
 			code = "method_not_allowed"
 			message = fmt.Sprintf("%s is not allowed on %s; allowed: %s.", c.Method(), c.Path(), c.GetRespHeader(fiber.HeaderAllow))
+		case fiber.StatusUnsupportedMediaType:
+			code = "unsupported_media_type"
 		}
 	}
 	switch {
 	case status == fiber.StatusServiceUnavailable:
 		// The database is away (a restart, a failover): the request may
 		// simply be made again, and callers are told when.
-		s.Log.WarnContext(c.UserContext(), "request failed: database unavailable", "path", c.Path(), "request_id", requestIDOf(c), "err", err)
+		s.Log.WarnContext(c.UserContext(), "request failed: database unavailable", "path", loggedPath(c), "request_id", requestIDOf(c), "err", err)
 		c.Set(fiber.HeaderRetryAfter, retryAfterUnavailable)
 		if !wantsJSON(c) {
 			message = "Herald cannot reach its database at the moment. Nothing was changed; please try again in a few seconds."
 		}
 	case status >= 500:
-		s.Log.ErrorContext(c.UserContext(), "request failed", "path", c.Path(), "request_id", requestIDOf(c), "err", err)
+		s.Log.ErrorContext(c.UserContext(), "request failed", "path", loggedPath(c), "request_id", requestIDOf(c), "err", err)
 		message = "Internal error."
 	}
 

@@ -42,7 +42,7 @@ func requestIDOf(c *fiber.Ctx) string {
 func (s *Server) recoverPanic(c *fiber.Ctx) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.Log.Error("panic in handler", "path", c.Path(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			s.Log.Error("panic in handler", "path", loggedPath(c), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			err = fmt.Errorf("panic: %v", p)
 		}
 	}()
@@ -70,10 +70,36 @@ func (s *Server) observe(c *fiber.Ctx) error {
 	s.metrics.observe(c.Method(), route, status, elapsed)
 
 	s.Log.Log(c.UserContext(), requestLogLevel(s.Config.Dev(), route, status), "request",
-		"method", c.Method(), "path", c.Path(), "route", route, "status", status,
+		"method", c.Method(), "path", loggedPath(c), "route", route, "status", status,
 		"duration_ms", float64(elapsed.Microseconds())/1000, "bytes", len(c.Response().Body()),
 		"ip", c.IP(), "request_id", requestIDOf(c))
 	return nil
+}
+
+// loggedPath is the request's path as logs keep it. A path token is a
+// secret (an unsubscribe link's, a Meta account's webhook path), so only its
+// first characters are kept: enough to tell requests apart, not to replay
+// them.
+func loggedPath(c *fiber.Ctx) string {
+	// The fasthttp error handler's context has no route: Route stands in.
+	if !slices.Contains(c.Route().Params, "token") {
+		return c.Path()
+	}
+	p, token := c.Path(), c.Params("token")
+	// The token is the path's last segment in every route that has one.
+	i := strings.LastIndex(p, token)
+	if token == "" || i < 0 {
+		return p
+	}
+	return p[:i] + maskToken(token) + p[i+len(token):]
+}
+
+// maskToken keeps a token's first four characters.
+func maskToken(token string) string {
+	if r := []rune(token); len(r) > 8 {
+		return string(r[:4]) + "…"
+	}
+	return "…"
 }
 
 // requestLogLevel is the level a request is logged at: errors as errors,

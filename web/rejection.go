@@ -66,7 +66,8 @@ func (s *Server) recordRejections(c *fiber.Ctx) error {
 			r.Field = &answer.Error.Field
 		}
 	}
-	body := c.Body()
+	// The bytes as sent: Body would decode a content coding, unbounded.
+	body := c.Request().Body()
 	r.BodySize = len(body)
 	r.Body = console.RedactBody(body)
 	r.EventID = bodyEventID(body)
@@ -90,7 +91,7 @@ func readablePath(c *fiber.Ctx) string {
 
 // bodyEventID is the event id a request body names, if any.
 func bodyEventID(body []byte) *string {
-	if len(body) == 0 || len(body) > console.MaxRedactInput {
+	if len(body) == 0 || len(body) > console.MaxRedactInput || app.CheckJSONDepth(body) != nil {
 		return nil
 	}
 	var v struct {

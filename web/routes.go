@@ -9,7 +9,7 @@ import (
 // routes lists every route Herald serves, so the whole surface reads in one
 // screen.
 func (s *Server) routes(a *fiber.App) {
-	a.Use(s.requestID, s.observe, s.recoverPanic, s.securityHeaders)
+	a.Use(s.requestID, s.observe, s.recoverPanic, s.securityHeaders, s.refuseEncodedBody)
 
 	a.Get("/healthz", s.handleHealthz)
 	a.Get("/readyz", s.handleReadyz)
@@ -19,7 +19,7 @@ func (s *Server) routes(a *fiber.App) {
 
 	a.Get("/api/openapi.json", s.handleOpenAPI)
 	// The API: every route names the scope its key needs (app.Scope*).
-	api := apiGroup{s: s, r: a.Group("/api/v1", s.recordRejections, s.requireAPIKey, s.refuseNUL), prefix: "/api/v1"}
+	api := apiGroup{s: s, r: a.Group("/api/v1", s.recordRejections, s.refuseDeepBody, s.requireAPIKey, s.refuseNUL), prefix: "/api/v1"}
 	api.get("/tenant", app.ScopeRead, s.handleAPITenant)
 	api.patch("/tenant", app.ScopeManage, s.handleAPITenantUpdate)
 	api.get("/events", app.ScopeRead, s.handleAPIEvents)
@@ -74,13 +74,15 @@ func (s *Server) routes(a *fiber.App) {
 	// and a known path with another method to its 405 with Allow; the error
 	// handler answers both in JSON.
 
+	// Webhook posts come from anyone until a signature is checked: their
+	// bodies are bounded before either a check or a parser reads them.
 	a.Get("/webhooks/meta/a/:token", s.handleWebhookMetaVerify)
-	a.Post("/webhooks/meta/a/:token", s.handleWebhookMeta)
+	a.Post("/webhooks/meta/a/:token", s.refuseDeepBody, s.handleWebhookMeta)
 	// The older path by tenant slug, kept for webhooks configured with it.
 	a.Get("/webhooks/meta/:tenant", s.handleWebhookMetaVerify)
-	a.Post("/webhooks/meta/:tenant", s.handleWebhookMeta)
-	a.Post("/webhooks/ses", s.handleWebhookSES)
-	a.Post("/webhooks/sns-sms", s.handleWebhookSMS)
+	a.Post("/webhooks/meta/:tenant", s.refuseDeepBody, s.handleWebhookMeta)
+	a.Post("/webhooks/ses", s.refuseDeepBody, s.handleWebhookSES)
+	a.Post("/webhooks/sns-sms", s.refuseDeepBody, s.handleWebhookSMS)
 	// An optional e-mail's one-click unsubscribe link (RFC 8058): no login.
 	a.Get("/unsubscribe/:token", s.handleUnsubscribePage)
 	a.Post("/unsubscribe/:token", s.handleUnsubscribe)

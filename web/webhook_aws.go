@@ -65,7 +65,13 @@ func (s *Server) handleWebhookSES(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	r, err := awsnotify.SESReceipt(e.Message, e.MessageID)
+	// The message inside the envelope is JSON of its own, bounded as
+	// the envelope was.
+	err = app.CheckJSONDepth([]byte(e.Message))
+	var r provider.Receipt
+	if err == nil {
+		r, err = awsnotify.SESReceipt(e.Message, e.MessageID)
+	}
 	if err != nil {
 		// Verified but unreadable: retrying will not help, so answer 200.
 		s.Log.Warn("SES event not understood", "message_id", e.MessageID, "err", err)
@@ -93,6 +99,9 @@ func (s *Server) handleWebhookSMS(c *fiber.Ctx) error {
 			if err == nil {
 				return c.JSON(fiber.Map{"outcome": "confirmed"})
 			}
+			return err
+		}
+		if err := app.CheckJSONDepth([]byte(e.Message)); err != nil {
 			return err
 		}
 		if in, ok, err := awsnotify.ParseSMSInbound(e.Message); ok {

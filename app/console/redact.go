@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/heraldhq/herald/app"
 )
 
 // Body sizes of a rejected request: a larger body is not read for
@@ -45,14 +47,16 @@ const redactKeepMax = 200
 // and keys as sent; identifiers, channels, locales and times readable;
 // e-mail addresses and phone numbers masked as everywhere in the console;
 // every other text (names, messages, template bodies) replaced by its
-// length. A body that is not JSON, or too large to read, is described, not
-// kept.
+// length. A body that is not JSON, or too large or too deeply nested to
+// read, is described, not kept; one of those is never decoded.
 func RedactBody(body []byte) string {
 	switch {
 	case len(bytes.TrimSpace(body)) == 0:
 		return ""
 	case len(body) > MaxRedactInput:
 		return fmt.Sprintf("(%d bytes: too large to keep)", len(body))
+	case app.CheckJSONDepth(body) != nil:
+		return fmt.Sprintf("(%d bytes, nested more than %d levels deep: not parsed)", len(body), app.MaxJSONDepth)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()

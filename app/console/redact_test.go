@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -54,4 +55,18 @@ func TestRedactBody(t *testing.T) {
 		require.LessOrEqual(t, len(got), console.MaxRedactedBody+40)
 		require.True(t, strings.HasSuffix(got, "(cut at 16 KiB)"))
 	})
+}
+
+// TestRedactBody_TooDeep: a body nested deeper than app.MaxJSONDepth is
+// described by its size and never decoded; a decoder would allocate at
+// least one value per level, the description a handful in all. Not
+// parallel: AllocsPerRun counts every allocation of the process.
+func TestRedactBody_TooDeep(t *testing.T) {
+	deep := []byte(`{"event_id":"deep-1","context":` + strings.Repeat(`{"a":`, 8000) + "1" + strings.Repeat("}", 8001))
+	require.Greater(t, len(deep), 48_000)
+	require.Equal(t, fmt.Sprintf("(%d bytes, nested more than 32 levels deep: not parsed)", len(deep)), console.RedactBody(deep))
+	require.LessOrEqual(t, testing.AllocsPerRun(10, func() { _ = console.RedactBody(deep) }), 10.0)
+
+	within := []byte(`{"event_id":"deep-2","context":` + strings.Repeat(`{"a":`, 30) + "1" + strings.Repeat("}", 31))
+	require.Contains(t, console.RedactBody(within), `"event_id": "deep-2"`, "a body within the bound is redacted as before")
 }
