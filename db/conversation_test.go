@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -156,6 +157,31 @@ func TestInsertMessages_ARouteAtOnce(t *testing.T) {
 		return nil
 	})
 
+	t.Run("a route larger than a batch", func(t *testing.T) {
+		// Each batch is a statement of its own: the later one finds the
+		// conversation and the key the earlier one stored.
+		ms := make([]*app.Message, db.InsertBatch+1)
+		for i := range db.InsertBatch {
+			ms[i] = message(fmt.Sprintf("big-trip:anna:%d", i), anna, app.Email, "T-big")
+		}
+		ms[db.InsertBatch] = message("big-trip:anna:0", anna, app.Email, "T-big")
+		inserted := insert(ms...)
+		require.Len(t, inserted, db.InsertBatch+1)
+		require.True(t, inserted[0])
+		require.True(t, inserted[db.InsertBatch-1])
+		require.False(t, inserted[db.InsertBatch], "the key the first batch stored")
+		for _, m := range ms {
+			require.Equal(t, *ms[0].ConversationID, *m.ConversationID, "one conversation across batches")
+		}
+		inTx(func(tx *db.Tx) error {
+			var n int
+			require.NoError(t, tx.SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM conversations WHERE tenant_id = $1 AND trip_id = 'T-big'`, tn.ID).Scan(&n))
+			require.Equal(t, 1, n)
+			require.NoError(t, tx.SQL().QueryRowContext(b.ctx, `SELECT count(*) FROM messages WHERE tenant_id = $1 AND idempotency_key LIKE 'big-trip:%'`, tn.ID).Scan(&n))
+			require.Equal(t, db.InsertBatch, n)
+			return nil
+		})
+	})
 	t.Run("a message of another tenant stores nothing", func(t *testing.T) {
 		other := createTenant(t, b, "route-at-once-other")
 		mine := message("trip-3:anna:email", anna, app.Email, "T-3")

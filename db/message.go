@@ -41,22 +41,50 @@ func (t *Tx) InsertMessages(ctx context.Context, ms []*app.Message, firsts []*ap
 	if len(ms) != len(firsts) {
 		return nil, fmt.Errorf("insert messages: %d messages and %d timeline entries", len(ms), len(firsts))
 	}
-	if len(ms) == 0 {
-		return nil, nil
-	}
-	docs := make([]map[string]any, len(ms))
-	for i, m := range ms {
+	for _, m := range ms {
 		if m.TenantID != t.tenantID && t.tenantID != uuid.Nil {
 			return nil, fmt.Errorf("insert messages: message %s of tenant %s in a transaction of tenant %s", m.ID, m.TenantID, t.tenantID)
 		}
-		if docs[i], err = t.messageDoc(m, firsts[i]); err != nil {
+	}
+	inserted = make([]bool, 0, len(ms))
+	for start := 0; start < len(ms); start += InsertBatch {
+		end := min(start+InsertBatch, len(ms))
+		batch, err := t.insertMessages(ctx, ms[start:end], firsts[start:end])
+		if err != nil {
 			return nil, err
 		}
+		inserted = append(inserted, batch...)
 	}
-	input, err := json.Marshal(docs)
-	if err != nil {
-		return nil, fmt.Errorf("encode messages: %w", err)
+	return inserted, nil
+}
+
+// InsertBatch is how many messages one statement of InsertMessages stores:
+// a route of more takes a statement per batch, so that the worker holds one
+// batch's encoding at a time (a 20,000-passenger broadcast would otherwise
+// hold all of it). A later batch finds the conversations and keys an
+// earlier one stored, in the same transaction.
+const InsertBatch = 1000
+
+// insertMessages is InsertMessages for one batch, in one statement.
+func (t *Tx) insertMessages(ctx context.Context, ms []*app.Message, firsts []*app.MessageEvent) ([]bool, error) {
+	// Each message's document is encoded and dropped in turn: the batch's
+	// JSON is all that is held.
+	input := []byte{'['}
+	for i, m := range ms {
+		doc, err := t.messageDoc(m, firsts[i])
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return nil, fmt.Errorf("encode messages: %w", err)
+		}
+		if i > 0 {
+			input = append(input, ',')
+		}
+		input = append(input, b...)
 	}
+	input = append(input, ']')
 	// input is one row per message: the message's columns as a messages
 	// row, and the timeline entry and conversation fields beside them.
 	// want holds each contact and entity asking for a conversation once,
@@ -105,7 +133,7 @@ func (t *Tx) InsertMessages(ctx context.Context, ms []*app.Message, firsts []*ap
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	inserted = make([]bool, 0, len(ms))
+	inserted := make([]bool, 0, len(ms))
 	for rows.Next() {
 		var ok bool
 		var conv *uuid.UUID
