@@ -103,10 +103,8 @@ func (s *Server) requireUser(c *fiber.Ctx) error {
 	}
 	if u.NeedsTwoFactor() && !u.MustChangePassword && c.Path() != "/account/two-factor" && c.Path() != "/logout" {
 		// The tenant (or the platform) requires a second factor the user
-		// has not set up: they set it up before anything else.
-		if c.Method() == fiber.MethodGet {
-			s.flash(c, "warning", "Your organisation requires two-factor sign-in. Set it up to continue.")
-		}
+		// has not set up: they set it up before anything else (the page
+		// says why).
 		return c.Redirect("/account/two-factor", fiber.StatusSeeOther)
 	}
 
