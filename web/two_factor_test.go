@@ -296,6 +296,17 @@ func TestTwoFactor_LostDevice(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 	})
 
+	t.Run("CommandResetsLoneOperator", func(t *testing.T) {
+		s := b.signIn(asOperator)
+		b.clock.Advance(30 * time.Second)
+		b.enrol(t, s)
+		require.NoError(t, b.Services.Console.TwoFactor.ResetByEmail(b.Ctx, app.CLIActor, "OPS@herald.test", ""))
+		require.Equal(t, 1, b.Count(`SELECT count(*) FROM audit_log WHERE action = 'user.two_factor_reset' AND actor_type = 'cli' AND target_id = $1`,
+			b.users[asOperator].ID.String()))
+		resp := b.anonymous().login("ops@herald.test", consolePassword)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode, "the password alone signs in again")
+	})
+
 	t.Run("DisableNeedsProof", func(t *testing.T) {
 		s := b.signIn(asOtherManager)
 		b.clock.Advance(30 * time.Second)

@@ -48,6 +48,8 @@ type TwoFactorTx interface {
 	app.Tx
 	InsertAudit(ctx context.Context, e *app.AuditEntry) error
 	UserByID(ctx context.Context, id uuid.UUID) (*app.User, error)
+	UsersByEmail(ctx context.Context, email string) ([]*app.User, error)
+	TenantBySlug(ctx context.Context, slug string) (*app.Tenant, error)
 	// SecondFactor returns the user's enrolment; ENOTFOUND when none.
 	SecondFactor(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID) (*SecondFactor, error)
 	// BeginSecondFactor stores an unconfirmed enrolment, replacing an
@@ -363,6 +365,45 @@ func (s *TwoFactor) ResetOperator(ctx context.Context, actor *app.User, userID u
 		return err
 	}
 	return s.remove(ctx, actor.Actor(), u, "user.two_factor_reset")
+}
+
+// ResetByEmail removes the second factor of the account under email: the
+// operator's when tenantSlug is empty, else that tenant's user's. The
+// herald command does it, for an operator who lost their device with no
+// other operator to reset it.
+func (s *TwoFactor) ResetByEmail(ctx context.Context, actor app.Actor, email, tenantSlug string) error {
+	norm, err := app.NormalizeEmail("email", email)
+	if err != nil {
+		return err
+	}
+	var u *app.User
+	err = s.Store.InPlatform(ctx, func(tx TwoFactorTx) error {
+		var tenantID *uuid.UUID
+		if tenantSlug != "" {
+			t, err := tx.TenantBySlug(ctx, tenantSlug)
+			if err != nil {
+				return err
+			}
+			tenantID = &t.ID
+		}
+		users, err := tx.UsersByEmail(ctx, norm)
+		if err != nil {
+			return err
+		}
+		for _, c := range users {
+			if (c.TenantID == nil && tenantID == nil) || (c.TenantID != nil && tenantID != nil && *c.TenantID == *tenantID) {
+				u = c
+			}
+		}
+		if u == nil {
+			return app.Errorf(app.ENOTFOUND, "No account %s there.", norm)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return s.remove(ctx, actor, u, "user.two_factor_reset")
 }
 
 // TenantRequired reports whether the tenant requires a second factor.
