@@ -20,9 +20,9 @@ func TestBrowser_TwoFactor(t *testing.T) {
 	c := serveConsoleWith(t, webtest.Options{Now: clock.Now})
 	b := &twoFactorBundle{consoleBundle: c.consoleBundle, clock: clock}
 	ctx := newBrowser(t)
-	// Support's browser opens now: opening a tab clears the test's
-	// screenshots.
-	support := newBrowser(t)
+	// Support's and an operator's browsers open now: opening a tab clears
+	// the test's screenshots.
+	support, operator := newBrowser(t), newBrowser(t)
 
 	// Enrol.
 	login(t, ctx, c.base, c.users[asManager].Email, consolePassword)
@@ -74,4 +74,11 @@ func TestBrowser_TwoFactor(t *testing.T) {
 	visit(t, support, c.base+"/t/acme/messages")
 	requireAt(t, support, "/account/two-factor")
 	capture(t, support, "06-support-held")
+
+	// The operators' page: their second factors and the rule for them.
+	login(t, operator, c.base, c.users[asOperator].Email, consolePassword)
+	follow(t, operator, chromedp.Click(chromedp.CSS(`.userbox a[href="/operators"]`)))
+	requireHeading(t, operator, "Operators")
+	require.Equal(t, []string{"none"}, textsOf(t, operator, `.operator-list .two-factor`))
+	capture(t, operator, "07-operators")
 }

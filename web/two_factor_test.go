@@ -190,6 +190,17 @@ func TestTwoFactor_SignIn(t *testing.T) {
 		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	})
 
+	t.Run("PasswordChangeVoidsStep", func(t *testing.T) {
+		s := b.from("203.0.113.50")
+		token := passwordStep(t, s, email)
+		b.Exec(`UPDATE users SET session_version = session_version + 1 WHERE email = $1`, email)
+		doc, resp := s.postPage("/login/two-factor", url.Values{"csrf": {token}, "code": {b.code(t, secret, 3)}})
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.Equal(t, 1, doc.Find(`form[action="/login"] input[name=password]`).Length(), "back to the password")
+		_, stepping := s.cookies["herald_login_second"]
+		require.False(t, stepping)
+	})
+
 	t.Run("NoCookieNoStep", func(t *testing.T) {
 		s := b.anonymous()
 		doc := s.page("/login")
