@@ -210,6 +210,34 @@ func TestTwoFactor_SignIn(t *testing.T) {
 		_, signedIn := s.cookies["herald_session"]
 		require.False(t, signedIn)
 	})
+
+	t.Run("ChoiceThenCode", func(t *testing.T) {
+		// Last: from here the address has accounts in two tenants.
+		_, err := b.Services.Users.Create(b.Ctx, app.CLIActor, app.UserInput{Email: email, Password: consolePassword, Role: app.RoleSupport, TenantSlug: "globex"})
+		require.NoError(t, err)
+		s := b.from("203.0.113.60")
+		doc, resp := s.postPage("/login", url.Values{"csrf": {loginToken(t, s)}, "email": {email}, "password": {consolePassword}})
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		token, _ := doc.Find(`form.login-choice input[name=csrf]`).Attr("value")
+		doc, resp = s.postPage("/login", url.Values{"csrf": {token}, "account": {b.users[asManager].ID.String()}})
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		token, ok := doc.Find(`form[action="/login/two-factor"] input[name=csrf]`).Attr("value")
+		require.True(t, ok, "the chosen account has a second factor: a code is asked for")
+		_, signedIn := s.cookies["herald_session"]
+		require.False(t, signedIn)
+		b.clock.Advance(30 * time.Second)
+		resp = s.post("/login/two-factor", url.Values{"csrf": {token}, "code": {b.code(t, secret, 0)}})
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, "/t/acme/", resp.Header.Get("Location"))
+	})
+}
+
+// loginToken loads the sign-in form and returns its CSRF token.
+func loginToken(t *testing.T, s *session) string {
+	t.Helper()
+	token, ok := s.page("/login").Find(`form[action="/login"] input[name=csrf]`).Attr("value")
+	require.True(t, ok)
+	return token
 }
 
 func TestTwoFactor_Requirement(t *testing.T) {
