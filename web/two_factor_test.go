@@ -201,6 +201,20 @@ func TestTwoFactor_SignIn(t *testing.T) {
 		require.False(t, stepping)
 	})
 
+	t.Run("PasswordAgainKeepsCodeFailures", func(t *testing.T) {
+		// Whoever knows the password cannot start the count of wrong
+		// codes again by typing the password again.
+		s := b.from("203.0.113.77")
+		token := passwordStep(t, s, email)
+		for range 5 {
+			require.Equal(t, http.StatusUnauthorized, s.post("/login/two-factor", url.Values{"csrf": {token}, "code": {"000000"}}).StatusCode)
+		}
+		b.clock.Advance(2 * time.Second)
+		token = passwordStep(t, s, email)
+		resp := s.post("/login/two-factor", url.Values{"csrf": {token}, "code": {"000000"}})
+		require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	})
+
 	t.Run("NoCookieNoStep", func(t *testing.T) {
 		s := b.anonymous()
 		doc := s.page("/login")

@@ -154,7 +154,14 @@ func (s *Sessions) Login(ctx context.Context, email, password, ip string) ([]Acc
 
 	var accounts []Account
 	err = s.Store.InPlatform(ctx, func(tx SessionTx) error {
-		if err := s.release(ctx, tx, keys, now); err != nil {
+		release := s.release
+		for _, u := range matched {
+			if u.TwoFactorAt != nil {
+				// The second step clears the pair when it succeeds.
+				release = s.releaseAttempt
+			}
+		}
+		if err := release(ctx, tx, keys, now); err != nil {
 			return err
 		}
 		if err := s.closeWindow(ctx, tx, name, ip); err != nil {
