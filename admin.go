@@ -73,7 +73,7 @@ func (fs *flagSet) parse(args []string, required ...string) error {
 }
 
 // adminSubcommands names admin's subcommands for its error messages.
-const adminSubcommands = "create-tenant, create-user, create-api-key, ensure-operator"
+const adminSubcommands = "create-tenant, create-user, create-api-key, ensure-operator, reset-two-factor"
 
 // printAdminUsage lists admin's subcommands.
 func printAdminUsage(w io.Writer) {
@@ -152,6 +152,18 @@ func admin(ctx context.Context, c cli, args []string) error {
 			}
 			// The secret alone, so that scripts can capture it.
 			fmt.Fprintln(c.stdout, secret)
+			return nil
+		}
+	case "reset-two-factor":
+		var email, slug string
+		fs.StringVar(&email, "email", "", "e-mail address of the account")
+		fs.StringVar(&slug, "tenant", "", "tenant slug (empty: the operator account)")
+		parse = func() error { return fs.parse(args, "email") }
+		do = func(_ app.Config, svc *wire.Services) error {
+			if err := svc.Console.TwoFactor.ResetByEmail(ctx, app.CLIActor, email, strings.ToLower(strings.TrimSpace(slug))); err != nil {
+				return err
+			}
+			fmt.Fprintln(c.stdout, "second factor reset")
 			return nil
 		}
 	case "ensure-operator":

@@ -307,6 +307,15 @@ func TestRun_Admin(t *testing.T) {
 		}
 	})
 
+	t.Run("ResetTwoFactor", func(t *testing.T) {
+		_, _, err := b.herald(t, "admin", "reset-two-factor", "--email", "ops@herald.example")
+		require.ErrorContains(t, err, "has no second factor")
+		_, _, err = b.herald(t, "admin", "reset-two-factor", "--email", "nobody@herald.example")
+		require.ErrorContains(t, err, "No account")
+		_, _, err = b.herald(t, "admin", "reset-two-factor", "--email", "mia@acme.example", "--tenant", "acme")
+		require.ErrorContains(t, err, "has no second factor", "the tenant's account is found")
+	})
+
 	t.Run("NothingStoredByFailures", func(t *testing.T) {
 		// Only the one tenant and the two users from above exist.
 		out := b.mustHerald(t, "admin", "create-tenant", "--slug", "x1", "--name", "Now valid")

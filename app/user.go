@@ -37,6 +37,19 @@ type User struct {
 	MustChangePassword bool      `db:"must_change_password"`
 	CreatedAt          time.Time `db:"created_at"`
 	UpdatedAt          time.Time `db:"updated_at"`
+	// TwoFactorAt is when the user confirmed a second factor (TOTP), nil
+	// while they have none. Read only: the second factor's own statements
+	// change it.
+	TwoFactorAt *time.Time `db:"two_factor_at"`
+	// TwoFactorRequired is set when the user's tenant (or, for an
+	// operator, the platform) requires a second factor of its users.
+	TwoFactorRequired bool `db:"two_factor_required"`
+}
+
+// NeedsTwoFactor reports whether the user must enrol a second factor before
+// doing anything else in the console.
+func (u *User) NeedsTwoFactor() bool {
+	return u.TwoFactorRequired && u.TwoFactorAt == nil
 }
 
 // UserInput is what creating a user takes. TenantSlug is required for

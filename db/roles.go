@@ -79,6 +79,10 @@ var runtimePrivileges = map[string]string{
 	"trip_bookings":              privWrite,
 	"usage_counters":             privWrite,
 	"users":                      privWrite,
+	"user_second_factors":        privWrite,
+	"user_recovery_codes":        privWrite,
+	// Read by every scope, changed by operators.
+	"platform_settings": privWrite,
 	// Retention locks the receipts it prunes (FOR UPDATE needs UPDATE).
 	"webhook_receipts": privWrite,
 	// River's queue.

@@ -11,6 +11,14 @@ import (
 
 const userColumns = `id, tenant_id, email, name, password_hash, role, session_version, disabled_at, last_login_at, must_change_password, created_at, updated_at`
 
+// userReadColumns are userColumns and what reads add: whether the user has
+// confirmed a second factor, and whether their tenant (or, for operators,
+// the platform) requires one.
+const userReadColumns = userColumns + `,
+	(SELECT f.confirmed_at FROM user_second_factors f WHERE f.user_id = users.id) AS two_factor_at,
+	COALESCE(CASE WHEN users.tenant_id IS NULL THEN (SELECT p.require_operator_two_factor FROM platform_settings p)
+		ELSE (SELECT tn.require_two_factor FROM tenants tn WHERE tn.id = users.tenant_id) END, false) AS two_factor_required`
+
 // CreateUser serves app.UserTx and console.UserTx.
 func (t *Tx) CreateUser(ctx context.Context, u *app.User) error {
 	_, err := t.tx.NamedExecContext(ctx, `
@@ -26,7 +34,7 @@ func (t *Tx) CreateUser(ctx context.Context, u *app.User) error {
 func (t *Tx) UsersByEmail(ctx context.Context, email string) ([]*app.User, error) {
 	rows := []*app.User{}
 	err := t.tx.SelectContext(ctx, &rows, `
-		SELECT `+userColumns+` FROM users WHERE email = lower($1)
+		SELECT `+userReadColumns+` FROM users WHERE email = lower($1)
 		ORDER BY created_at, id`, email)
 	return rows, mapErr(err)
 }
@@ -34,7 +42,7 @@ func (t *Tx) UsersByEmail(ctx context.Context, email string) ([]*app.User, error
 // UserByID serves console.SessionTx.
 func (t *Tx) UserByID(ctx context.Context, id uuid.UUID) (*app.User, error) {
 	var u app.User
-	err := t.tx.GetContext(ctx, &u, `SELECT `+userColumns+` FROM users WHERE id = $1`, id)
+	err := t.tx.GetContext(ctx, &u, `SELECT `+userReadColumns+` FROM users WHERE id = $1`, id)
 	if err != nil {
 		return nil, notFound(err, "User %s not found.", id)
 	}
@@ -52,7 +60,7 @@ func (t *Tx) CountOperators(ctx context.Context) (int, error) {
 func (t *Tx) ListTenantUsers(ctx context.Context, tenantID uuid.UUID, page console.PageRequest) ([]*app.User, error) {
 	rows := []*app.User{}
 	err := t.tx.SelectContext(ctx, &rows, `
-		SELECT `+userColumns+` FROM users
+		SELECT `+userReadColumns+` FROM users
 		WHERE tenant_id = $1
 		ORDER BY created_at DESC, id DESC
 		LIMIT $2 OFFSET $3`, tenantID, page.Limit, page.Offset)
@@ -61,7 +69,7 @@ func (t *Tx) ListTenantUsers(ctx context.Context, tenantID uuid.UUID, page conso
 
 // TenantUser serves console.UserTx.
 func (t *Tx) TenantUser(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.User, error) {
-	q := `SELECT ` + userColumns + ` FROM users WHERE tenant_id = $1 AND id = $2`
+	q := `SELECT ` + userReadColumns + ` FROM users WHERE tenant_id = $1 AND id = $2`
 	if forUpdate {
 		q += ` FOR UPDATE`
 	}

@@ -101,6 +101,12 @@ func (s *Server) requireUser(c *fiber.Ctx) error {
 		s.flash(c, "warning", "You signed in with a temporary password. Choose your own password to continue.")
 		return c.Redirect("/account/password", fiber.StatusSeeOther)
 	}
+	if u.NeedsTwoFactor() && !u.MustChangePassword && c.Path() != "/account/two-factor" && c.Path() != "/logout" {
+		// The tenant (or the platform) requires a second factor the user
+		// has not set up: they set it up before anything else (the page
+		// says why).
+		return c.Redirect("/account/two-factor", fiber.StatusSeeOther)
+	}
 
 	switch c.Method() {
 	case fiber.MethodGet, fiber.MethodHead, fiber.MethodOptions:

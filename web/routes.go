@@ -97,10 +97,16 @@ func (s *Server) routes(a *fiber.App) {
 func (s *Server) consoleRoutesOn(a *fiber.App) {
 	a.Get("/login", s.handleLoginPage)
 	a.Post("/login", s.handleLogin)
+	// The second step of a sign-in with a second factor: no session yet,
+	// a signed second-step cookie and the sign-in form's CSRF token.
+	a.Post("/login/two-factor", s.handleLoginSecondStep)
 	a.Get("/", s.requireUser, s.handleHome)
 	a.Post("/logout", s.requireUser, s.handleLogout)
 	a.Get("/account/password", s.requireUser, s.handlePasswordPage)
 	a.Post("/account/password", s.requireUser, s.handlePassword)
+	a.Get("/account/two-factor", s.requireUser, s.handleTwoFactorPage)
+	a.Post("/account/two-factor", s.requireUser, s.handleTwoFactorConfirm)
+	a.Post("/account/two-factor/disable", s.requireUser, s.handleTwoFactorDisable)
 
 	// Operator pages: every tenant, River's queues, the platform audit log.
 	op := consoleGroup{s: s, r: a, mw: []fiber.Handler{s.requireUser}}
@@ -111,6 +117,11 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	op.post("/tenants/:id", app.PermPlatform, s.handleTenantUpdate)
 	op.post("/tenants/:id/suspend", app.PermPlatform, s.handleTenantSuspend)
 	op.post("/tenants/:id/reactivate", app.PermPlatform, s.handleTenantReactivate)
+
+	// Operators: their second factors and the rule for them.
+	op.get("/operators", app.PermPlatform, s.handleOperators)
+	op.post("/operators/two-factor", app.PermPlatform, s.handleOperatorTwoFactorRequire)
+	op.post("/operators/:id/reset-two-factor", app.PermPlatform, s.handleOperatorTwoFactorReset)
 
 	// Queues.
 	op.get("/queues", app.PermQueues, s.handleQueues)
@@ -212,12 +223,14 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.post("/settings/callbacks/:id/deliveries/:delivery/replay", app.PermCallbacks, s.handleCallbackReplay)
 	t.get("/users", app.PermUsers, s.handleUsers)
 	t.post("/users", app.PermUsers, s.handleUserCreate)
+	t.post("/users/two-factor", app.PermUsers, s.handleTenantTwoFactorRequire)
 	t.get("/users/new", app.PermUsers, s.handleUserNew)
 	t.get("/users/:id", app.PermUsers, s.handleUserShow)
 	t.post("/users/:id/role", app.PermUsers, s.handleUserRole)
 	t.post("/users/:id/disable", app.PermUsers, s.handleUserDisable)
 	t.post("/users/:id/enable", app.PermUsers, s.handleUserEnable)
 	t.post("/users/:id/reset-password", app.PermUsers, s.handleUserResetPassword)
+	t.post("/users/:id/reset-two-factor", app.PermUsers, s.handleUserTwoFactorReset)
 	t.get("/api-keys", app.PermAPIKeys, s.handleAPIKeys)
 	t.post("/api-keys", app.PermAPIKeys, s.handleAPIKeyCreate)
 	t.post("/api-keys/:id/revoke", app.PermAPIKeys, s.handleAPIKeyRevoke)

@@ -63,7 +63,10 @@ type Server struct {
 	Templates *console.Templates
 
 	// The console's other services.
-	Sessions   *console.Sessions
+	Sessions *console.Sessions
+	// TwoFactor serves the enrolment page, the requirement settings and
+	// the resets of a lost second factor.
+	TwoFactor  *console.TwoFactor
 	Dashboards *console.Dashboards
 	// Trends serves the dashboard's month and the template figures.
 	Trends *console.TrendReader

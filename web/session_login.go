@@ -68,6 +68,9 @@ func (s *Server) handleLogin(c *fiber.Ctx) error {
 	default:
 		return err
 	}
+	if len(accounts) == 1 && accounts[0].User.TwoFactorAt != nil {
+		return s.toSecondStep(c, accounts[0].User, form.Next)
+	}
 	if len(accounts) > 1 {
 		s.setChoice(c, accounts)
 		for _, a := range accounts {
@@ -95,6 +98,9 @@ func (s *Server) handleLoginChoice(c *fiber.Ctx, form views.LoginForm, fail func
 		s.clearCookie(c, cookieChoice)
 		switch app.ErrorCode(err) {
 		case "":
+			if u.TwoFactorAt != nil {
+				return s.toSecondStep(c, u, form.Next)
+			}
 			return s.startSession(c, u, form.Next)
 		case app.EUNAUTHORIZED:
 			return fail(fiber.StatusUnauthorized, app.ErrorMessage(err))
@@ -110,6 +116,10 @@ func (s *Server) handleLoginChoice(c *fiber.Ctx, form views.LoginForm, fail func
 func (s *Server) startSession(c *fiber.Ctx, u *app.User, next string) error {
 	s.issueSession(c, u, "", time.Time{})
 	s.clearCookie(c, cookieLogin)
+	if u.NeedsTwoFactor() && !u.MustChangePassword {
+		// Required and missing: the user enrols before anything else.
+		return c.Redirect("/account/two-factor", fiber.StatusSeeOther)
+	}
 	home, err := s.homeOf(c, u)
 	if err != nil {
 		return err

@@ -16,8 +16,12 @@ func (s *Server) handleUsers(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	required, err := s.TwoFactor.TenantRequired(c.UserContext(), tenantOf(c).ID)
+	if err != nil {
+		return err
+	}
 	return s.render(c, views.UsersPage(s.page(c, "Users"), views.UserList{
-		Rows: rows, Pager: pagerOf(c, page, len(rows), more), Self: userOf(c).ID,
+		Rows: rows, Pager: pagerOf(c, page, len(rows), more), Self: userOf(c).ID, TwoFactorRequired: required,
 	}))
 }
 

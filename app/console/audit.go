@@ -111,10 +111,12 @@ var AuditActions = []string{
 	"channel_account.breaker", "channel_account.create", "channel_account.status",
 	"message.resend",
 	"notification.approve", "notification.cancel", "notification.redacted", "notification.reject", "notification.reschedule",
+	"platform.two_factor_requirement",
 	"session.login", "session.login_failed", "session.login_throttled", "session.logout",
 	"template.update",
-	"tenant.create",
+	"tenant.create", "tenant.two_factor_requirement",
 	"user.create", "user.password_change",
+	"user.two_factor_disable", "user.two_factor_enrol", "user.two_factor_recovery_used", "user.two_factor_reset",
 }
 
 var actionPattern = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*(\.\*)?$`)

@@ -71,6 +71,8 @@ type Sessions struct {
 	// Throttle replaces the default throttling rules field by field: a
 	// zero field keeps DefaultThrottle's.
 	Throttle Throttle
+	// TwoFactor checks the second step of users with a second factor.
+	TwoFactor *TwoFactor
 
 	dummyOnce sync.Once
 	dummy     []byte
@@ -152,7 +154,14 @@ func (s *Sessions) Login(ctx context.Context, email, password, ip string) ([]Acc
 
 	var accounts []Account
 	err = s.Store.InPlatform(ctx, func(tx SessionTx) error {
-		if err := s.release(ctx, tx, keys, now); err != nil {
+		release := s.release
+		for _, u := range matched {
+			if u.TwoFactorAt != nil {
+				// The second step clears the pair when it succeeds.
+				release = s.releaseAttempt
+			}
+		}
+		if err := release(ctx, tx, keys, now); err != nil {
 			return err
 		}
 		if err := s.closeWindow(ctx, tx, name, ip); err != nil {
@@ -169,10 +178,12 @@ func (s *Sessions) Login(ctx context.Context, email, password, ip string) ([]Acc
 			}
 			accounts = append(accounts, a)
 		}
-		if len(matched) > 1 {
+		if len(matched) > 1 || matched[0].TwoFactorAt != nil {
+			// Nobody is signed in yet: the person chooses an
+			// organisation, or types a code of their second factor.
 			return nil
 		}
-		return s.recordLogin(ctx, tx, matched[0], ip, now)
+		return s.recordLogin(ctx, tx, matched[0], ip, now, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -196,8 +207,11 @@ func (s *Sessions) Choose(ctx context.Context, userID uuid.UUID, sessionVersion 
 			return err
 		case u.DisabledAt != nil || u.SessionVersion != sessionVersion:
 			return ErrChoiceEnded
+		case u.TwoFactorAt != nil:
+			// SecondStep signs the user in.
+			return nil
 		}
-		return s.recordLogin(ctx, tx, u, ip, now)
+		return s.recordLogin(ctx, tx, u, ip, now, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -205,12 +219,16 @@ func (s *Sessions) Choose(ctx context.Context, userID uuid.UUID, sessionVersion 
 	return u, nil
 }
 
-func (s *Sessions) recordLogin(ctx context.Context, tx SessionTx, u *app.User, ip string, now time.Time) error {
+func (s *Sessions) recordLogin(ctx context.Context, tx SessionTx, u *app.User, ip string, now time.Time, extra map[string]any) error {
 	if err := tx.RecordLogin(ctx, u.ID, now); err != nil {
 		return err
 	}
 	u.LastLoginAt = &now
-	return tx.InsertAudit(ctx, u.Actor().Entry(u.TenantID, "session.login", "user", u.ID.String(), map[string]any{"ip": ip}))
+	meta := map[string]any{"ip": ip}
+	for k, v := range extra {
+		meta[k] = v
+	}
+	return tx.InsertAudit(ctx, u.Actor().Entry(u.TenantID, "session.login", "user", u.ID.String(), meta))
 }
 
 // checkPasswords compares password with the hash of every account and with

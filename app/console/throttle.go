@@ -251,6 +251,18 @@ func (s *Sessions) admit(ctx context.Context, keys keySet, now time.Time) (wait 
 // right: the pair starts again from nothing, the client address and the
 // account lose this one attempt.
 func (s *Sessions) release(ctx context.Context, tx SessionTx, keys keySet, now time.Time) error {
+	return s.releaseKeys(ctx, tx, keys, now, true)
+}
+
+// releaseAttempt takes back only the attempt admit counted, under every
+// key, the pair too: a right password of an account with a second factor
+// is half a sign-in, and clearing the pair would let whoever knows the
+// password start the count of wrong codes again at each try.
+func (s *Sessions) releaseAttempt(ctx context.Context, tx SessionTx, keys keySet, now time.Time) error {
+	return s.releaseKeys(ctx, tx, keys, now, false)
+}
+
+func (s *Sessions) releaseKeys(ctx context.Context, tx SessionTx, keys keySet, now time.Time, clearPair bool) error {
 	r := s.rules()
 	counts, err := tx.LockLoginCounts(ctx, keys.list(), now.Add(-r.Quiet), now)
 	if err != nil {
@@ -258,7 +270,7 @@ func (s *Sessions) release(ctx context.Context, tx SessionTx, keys keySet, now t
 	}
 	for i := range counts {
 		c := &counts[i]
-		if c.Key == keys.pair {
+		if c.Key == keys.pair && clearPair {
 			c.Failures = 0
 			continue
 		}

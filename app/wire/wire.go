@@ -108,6 +108,8 @@ type Console struct {
 	Templates  *console.Templates
 	Sessions   *console.Sessions
 	Dashboards *console.Dashboards
+	// TwoFactor enrols console users in a second factor and resets it.
+	TwoFactor *console.TwoFactor
 	// Trends reads the dashboard's month and the template figures.
 	Trends *console.TrendReader
 	// Promise reads the delivery promise's tables.
@@ -286,13 +288,15 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Rejections = &app.Rejections{Store: db.Scope[app.RejectionTx](store), Lookup: store, Now: now, Log: log}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
+	twoFactor := &console.TwoFactor{Store: db.Scope[console.TwoFactorTx](store), Sealer: sealer, Now: now}
 	s.Console = Console{
+		TwoFactor:  twoFactor,
 		Deadlines:  &console.Deadlines{Deadlines: s.Deadlines},
 		Tenants:    &console.Tenants{Tenants: s.Tenants, Store: db.Scope[console.TenantTx](store), APIKeys: s.APIKeys},
 		Users:      &console.Users{Users: s.Users, Store: db.Scope[console.UserTx](store)},
 		APIKeys:    &console.APIKeys{APIKeys: s.APIKeys, Store: db.Scope[console.APIKeyTx](store)},
 		Templates:  &console.Templates{Templates: s.Templates, Store: db.Scope[console.TemplateTx](store)},
-		Sessions:   &console.Sessions{Store: db.Scope[console.SessionTx](store), Users: s.Users, Now: now},
+		Sessions:   &console.Sessions{Store: db.Scope[console.SessionTx](store), Users: s.Users, Now: now, TwoFactor: twoFactor},
 		Dashboards: &console.Dashboards{Store: db.Scope[console.DashboardTx](store), Quotas: cfg.Quotas, Credentials: s.Credentials, Now: now},
 		Trends:     &console.TrendReader{Store: db.Scope[console.TrendTx](store), Now: now},
 		Promise:    &console.PromiseReader{Store: db.Scope[console.PromiseTx](store), Now: now},
@@ -329,7 +333,7 @@ func (s *Services) Web(version string) *web.Server {
 		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,
 		SNSVerifier: snsVerifier(s.Config),
 		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
-		Sessions: s.Console.Sessions, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
+		Sessions: s.Console.Sessions, TwoFactor: s.Console.TwoFactor, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,
 		Trends: s.Console.Trends, Promise: s.Console.Promise,
 		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole, Trips: s.Console.Trips,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
