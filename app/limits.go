@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -324,4 +325,29 @@ func (s *LimitSettings) auditMetadata() map[string]any {
 		m["sms_countries"] = "default"
 	}
 	return m
+}
+
+// Input returns the tenant's settings as the operator's form shows them:
+// "" for each limit at its default.
+func (s *IntakeLimits) Input(ctx context.Context, tenantID uuid.UUID) (LimitInput, error) {
+	var set *LimitSettings
+	err := s.Store.InTenant(ctx, tenantID, func(tx LimitAdminTx) (err error) {
+		set, err = tx.LimitSettings(ctx, tenantID)
+		return err
+	})
+	if err != nil {
+		return LimitInput{}, err
+	}
+	text := func(v *int) string {
+		if v == nil {
+			return ""
+		}
+		return strconv.Itoa(*v)
+	}
+	return LimitInput{
+		IntakePerMinute: text(set.IntakePerMinute), DailyEmail: text(set.DailyEmail), DailySMS: text(set.DailySMS),
+		DailyWhatsApp: text(set.DailyWhatsApp), DailyWebhook: text(set.DailyWebhook),
+		SMSCountries:          strings.Join(set.SMSCountries, ", "),
+		SMSInternationalDaily: text(set.SMSInternationalDaily), SMSRecipientDaily: text(set.SMSRecipientDaily),
+	}, nil
 }

@@ -116,6 +116,7 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	op.get("/tenants/new", app.PermPlatform, s.handleTenantNew)
 	op.get("/tenants/:id", app.PermPlatform, s.handleTenantShow)
 	op.post("/tenants/:id", app.PermPlatform, s.handleTenantUpdate)
+	op.post("/tenants/:id/limits", app.PermPlatform, s.handleTenantLimits)
 	op.post("/tenants/:id/suspend", app.PermPlatform, s.handleTenantSuspend)
 	op.post("/tenants/:id/reactivate", app.PermPlatform, s.handleTenantReactivate)
 
