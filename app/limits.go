@@ -168,6 +168,9 @@ type LimitAdminTx interface {
 	// with the per-number SMS counters folded into their highest.
 	DayCounts(ctx context.Context, tenantID uuid.UUID, day time.Time) (map[string]int, error)
 	SetLimitSettings(ctx context.Context, s *LimitSettings) error
+	// PruneDayCounts deletes up to limit day counters of days before the
+	// given one, across tenants.
+	PruneDayCounts(ctx context.Context, before time.Time, limit int) (int, error)
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 }
 
@@ -350,4 +353,23 @@ func (s *IntakeLimits) Input(ctx context.Context, tenantID uuid.UUID) (LimitInpu
 		SMSCountries:          strings.Join(set.SMSCountries, ", "),
 		SMSInternationalDaily: text(set.SMSInternationalDaily), SMSRecipientDaily: text(set.SMSRecipientDaily),
 	}, nil
+}
+
+// Prune deletes the day counters of days before yesterday, in batches: a
+// counter is read only on its own day, and yesterday's stay for a look
+// back.
+func (s *IntakeLimits) Prune(ctx context.Context) (int, error) {
+	before := DayOf(s.Now()).AddDate(0, 0, -1)
+	total := 0
+	for {
+		var n int
+		err := s.Store.InPlatform(ctx, func(tx LimitAdminTx) (err error) {
+			n, err = tx.PruneDayCounts(ctx, before, PruneBatch)
+			return err
+		})
+		total += n
+		if err != nil || n < PruneBatch {
+			return total, err
+		}
+	}
 }

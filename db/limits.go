@@ -98,10 +98,12 @@ func (t *Tx) DayCounts(ctx context.Context, tenantID uuid.UUID, day time.Time) (
 	return out, nil
 }
 
-// PruneDayCounts serves app.MaintenanceTx: it deletes the day counters of
+// PruneDayCounts serves app.LimitAdminTx: up to limit day counters of
 // days before the given one, across tenants.
-func (t *Tx) PruneDayCounts(ctx context.Context, before time.Time) (int, error) {
-	res, err := t.tx.ExecContext(ctx, `DELETE FROM intake_day_counts WHERE day < $1::date`, dateParam(before))
+func (t *Tx) PruneDayCounts(ctx context.Context, before time.Time, limit int) (int, error) {
+	res, err := t.tx.ExecContext(ctx, `
+		DELETE FROM intake_day_counts WHERE ctid IN (
+			SELECT ctid FROM intake_day_counts WHERE day < $1::date LIMIT $2)`, dateParam(before), limit)
 	if err != nil {
 		return 0, mapErr(err)
 	}

@@ -152,6 +152,20 @@ func TestIntakeLimits_DailyCap(t *testing.T) {
 		clock.Advance(24 * time.Hour)
 		b.Submit(body)
 	})
+
+	t.Run("PastDaysPruned", func(t *testing.T) {
+		days := func() int {
+			return b.Count(`SELECT count(DISTINCT day) FROM intake_day_counts WHERE tenant_id = $1`, b.Tenant.ID)
+		}
+		require.Equal(t, 2, days())
+		_, err := b.Services.Limits.Prune(b.Ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, days(), "yesterday's counters stay")
+		clock.Advance(24 * time.Hour)
+		_, err = b.Services.Limits.Prune(b.Ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, days(), "the day before yesterday is gone")
+	})
 }
 
 func TestIntakeLimits_SMSDestinations(t *testing.T) {

@@ -387,7 +387,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	}
 	workers := jobs.Workers(jobs.Deps{
 		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance,
-		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks, Rollups: s.Rollups,
+		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks, Rollups: s.Rollups, Limits: s.Limits,
 		DispatchTimeout: app.DispatchTimeout(jc.JobTimeout, s.Config.SendTimeout),
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)
