@@ -73,7 +73,7 @@ func (fs *flagSet) parse(args []string, required ...string) error {
 }
 
 // adminSubcommands names admin's subcommands for its error messages.
-const adminSubcommands = "create-tenant, create-user, create-api-key, ensure-operator, reset-two-factor"
+const adminSubcommands = "create-tenant, create-user, create-api-key, set-limits, ensure-operator, reset-two-factor"
 
 // printAdminUsage lists admin's subcommands.
 func printAdminUsage(w io.Writer) {
@@ -165,6 +165,26 @@ func admin(ctx context.Context, c cli, args []string) error {
 			}
 			fmt.Fprintln(c.stdout, "second factor reset")
 			return nil
+		}
+	case "set-limits":
+		var slug string
+		var in app.LimitInput
+		fs.StringVar(&slug, "tenant", "", "tenant slug")
+		fs.StringVar(&in.IntakePerMinute, "intake-per-minute", "", fmt.Sprintf("requests a minute per API key (default %d)", app.DefaultIntakePerMinute))
+		fs.StringVar(&in.DailyEmail, "daily-email", "", fmt.Sprintf("e-mails a day (default %d)", app.DefaultDailyCaps[app.Email]))
+		fs.StringVar(&in.DailySMS, "daily-sms", "", fmt.Sprintf("SMS a day (default %d)", app.DefaultDailyCaps[app.SMS]))
+		fs.StringVar(&in.DailyWhatsApp, "daily-whatsapp", "", fmt.Sprintf("WhatsApp messages a day (default %d)", app.DefaultDailyCaps[app.WhatsApp]))
+		fs.StringVar(&in.DailyWebhook, "daily-webhook", "", fmt.Sprintf("webhook messages a day (default %d)", app.DefaultDailyCaps[app.Webhook]))
+		fs.StringVar(&in.SMSCountries, "sms-countries", "", "ISO 3166 codes SMS may go to (default the tenant's country and the EU)")
+		fs.StringVar(&in.SMSInternationalDaily, "sms-international-daily", "", fmt.Sprintf("SMS a day to numbers abroad (default %d)", app.DefaultSMSInternationalDaily))
+		fs.StringVar(&in.SMSRecipientDaily, "sms-recipient-daily", "", fmt.Sprintf("SMS a day to one number (default %d)", app.DefaultSMSRecipientDaily))
+		parse = func() error { return fs.parse(args, "tenant") }
+		do = func(_ app.Config, svc *wire.Services) error {
+			t, err := svc.Tenants.BySlug(ctx, slug)
+			if err != nil {
+				return err
+			}
+			return svc.Limits.Set(ctx, app.CLIActor, t.ID, in)
 		}
 	case "ensure-operator":
 		parse = func() error { return fs.parse(args) }

@@ -139,7 +139,7 @@ func TestRun_Help(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, errOut)
 			require.True(t, strings.HasPrefix(out, "Usage: herald admin <subcommand>"), out)
-			for _, sub := range []string{"create-tenant", "create-user", "create-api-key", "ensure-operator"} {
+			for _, sub := range []string{"create-tenant", "create-user", "create-api-key", "set-limits", "ensure-operator"} {
 				require.Contains(t, out, "herald admin "+sub)
 			}
 		})
@@ -255,11 +255,13 @@ func TestRun_Admin(t *testing.T) {
 	userID := b.mustHerald(t, "admin", "create-user", "--email", "Mia@Acme.example", "--password", "correct horse battery", "--role", "manager", "--tenant", "acme")
 	require.Len(t, strings.TrimSpace(userID), 36)
 	b.mustHerald(t, "admin", "create-user", "--email", "ops@herald.example", "--password", "correct horse battery", "--role", "operator")
+	b.mustHerald(t, "admin", "set-limits", "--tenant", "acme", "--daily-sms", "5", "--sms-countries", "AT,DE")
 
 	for name, tc := range map[string]struct {
 		args []string
 		want string
 	}{
+		"BadLimit":           {[]string{"admin", "set-limits", "--tenant", "acme", "--daily-sms", "-1"}, "daily_sms"},
 		"DuplicateSlug":      {[]string{"admin", "create-tenant", "--slug", "acme", "--name", "Other"}, "slug already exists"},
 		"BadSlug":            {[]string{"admin", "create-tenant", "--slug", "Not A Slug!", "--name", "X"}, "--slug"},
 		"BadPlan":            {[]string{"admin", "create-tenant", "--slug", "x1", "--name", "X", "--plan", "GOLD"}, "--plan"},

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Error codes. Every error that reaches a user carries one of these; the web
@@ -36,6 +37,10 @@ type Error struct {
 	// Details lists every problem found when a check reports several at
 	// once (the first is this error itself); empty otherwise.
 	Details []*Error
+	// RetryAfter, when set, says how long until the same request may
+	// succeed (a rate limit or a daily cap); the API sends it as
+	// Retry-After.
+	RetryAfter time.Duration
 }
 
 // Error implements the error interface.
@@ -132,4 +137,14 @@ func (p problems) err() error {
 	first := *p[0]
 	first.Details = p
 	return &first
+}
+
+// ErrorRetryAfter returns how long until a request refused with err may be
+// made again, or 0.
+func ErrorRetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }

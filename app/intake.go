@@ -39,6 +39,7 @@ type IntakeTx interface {
 	PendingRelativeEvents(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*Event, error)
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 	EntityTx
+	LimitTx
 }
 
 // Intake accepts notification requests and manages their events.
@@ -169,6 +170,9 @@ func (s *Intake) store(ctx context.Context, tx IntakeTx, in *intakeRequest) (*Su
 	}
 	if !inserted {
 		return repeated(ctx, tx, in)
+	}
+	if err := checkLimits(ctx, tx, in); err != nil {
+		return nil, err
 	}
 	if err := s.accept(ctx, tx, in); err != nil {
 		return nil, err

@@ -49,6 +49,8 @@ var txInterfaces = map[string]reflect.Type{
 	"app.InboundTx":          reflect.TypeFor[app.InboundTx](),
 	"app.InsertTx":           reflect.TypeFor[app.InsertTx](),
 	"app.IntakeTx":           reflect.TypeFor[app.IntakeTx](),
+	"app.LimitAdminTx":       reflect.TypeFor[app.LimitAdminTx](),
+	"app.LimitTx":            reflect.TypeFor[app.LimitTx](),
 	"app.MaintenanceTx":      reflect.TypeFor[app.MaintenanceTx](),
 	"app.MessagesTx":         reflect.TypeFor[app.MessagesTx](),
 	"app.MetaTemplateTx":     reflect.TypeFor[app.MetaTemplateTx](),

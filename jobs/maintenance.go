@@ -22,10 +22,15 @@ func (RequeueStuckArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: app.QueueMaintenance}
 }
 
-// RequeueStuckWorker runs app.Maintenance.RequeueStuck.
+// RequeueStuckWorker runs app.Maintenance.RequeueStuck, prunes
+// receipts still pending and intake day counters of past days, and marks
+// messages stale.
 type RequeueStuckWorker struct {
 	river.WorkerDefaults[RequeueStuckArgs]
 	Maintenance *app.Maintenance
+	// Limits prunes the intake day counters of past days; nil leaves
+	// them.
+	Limits *app.IntakeLimits
 }
 
 // Work implements river.Worker.
@@ -35,6 +40,11 @@ func (w *RequeueStuckWorker) Work(ctx context.Context, job *river.Job[RequeueStu
 	}
 	if _, err := w.Maintenance.PrunePending(ctx); err != nil {
 		return err
+	}
+	if w.Limits != nil {
+		if _, err := w.Limits.Prune(ctx); err != nil {
+			return err
+		}
 	}
 	_, err := w.Maintenance.MarkStale(ctx)
 	return err

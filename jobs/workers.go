@@ -24,6 +24,8 @@ type Deps struct {
 	// Rollups keeps the dashboard's message counts; nil skips the recount
 	// (the dashboard then counts live).
 	Rollups *app.Rollups
+	// Limits prunes the intake day counters; nil leaves them.
+	Limits *app.IntakeLimits
 	// DispatchTimeout bounds one run of a dispatch job
 	// (app.DispatchTimeout); zero: the client's JobTimeout.
 	DispatchTimeout time.Duration
@@ -35,7 +37,7 @@ func Workers(d Deps) *river.Workers {
 	river.AddWorker(w, &AuditVerifyWorker{Audit: d.Audit})
 	river.AddWorker(w, &RouteWorker{Router: d.Router})
 	river.AddWorker(w, &DispatchWorker{Dispatcher: d.Dispatcher, Driver: riverpgxv5.New(nil), RunTimeout: d.DispatchTimeout})
-	river.AddWorker(w, &RequeueStuckWorker{Maintenance: d.Maintenance})
+	river.AddWorker(w, &RequeueStuckWorker{Maintenance: d.Maintenance, Limits: d.Limits})
 	river.AddWorker(w, &DeadlineWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &RetentionWorker{Maintenance: d.Maintenance})
 	river.AddWorker(w, &ExpireWorker{Maintenance: d.Maintenance})

@@ -86,6 +86,7 @@ var apiRouteScopes = map[string]string{
 	"GET /api/v1/tenant":                                              app.ScopeRead,
 	"PATCH /api/v1/tenant":                                            app.ScopeManage,
 	"GET /api/v1/events":                                              app.ScopeRead,
+	"GET /api/v1/limits":                                              app.ScopeRead,
 	"POST /api/v1/notifications":                                      app.ScopeSend,
 	"GET /api/v1/notifications":                                       app.ScopeRead,
 	"GET /api/v1/notifications/:id":                                   app.ScopeRead,

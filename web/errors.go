@@ -3,6 +3,8 @@ package web
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -111,6 +113,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		case fiber.StatusUnsupportedMediaType:
 			code = "unsupported_media_type"
 		}
+	}
+	if wait := app.ErrorRetryAfter(err); wait > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 	}
 	switch {
 	case status == fiber.StatusServiceUnavailable:

@@ -169,6 +169,20 @@ func (s *Server) requireAPIKey(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// limitIntake takes a token from the bucket of the request's tenant and
+// key, after the key is authenticated and before anything reads the body:
+// a key past its rate gets 429 rate_limited with Retry-After, for the cost
+// of one bucket update.
+func (s *Server) limitIntake(c *fiber.Ctx) error {
+	if s.Limits == nil {
+		return c.Next()
+	}
+	if err := s.Limits.TakeIntakeToken(c.UserContext(), apiKeyOf(c)); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
 // apiKeyOf returns the authenticated API key of an /api request.
 func apiKeyOf(c *fiber.Ctx) *app.APIKey {
 	k, _ := c.Locals(localAPIKey).(*app.APIKey)

@@ -19,9 +19,10 @@ func (s *Server) routes(a *fiber.App) {
 
 	a.Get("/api/openapi.json", s.handleOpenAPI)
 	// The API: every route names the scope its key needs (app.Scope*).
-	api := apiGroup{s: s, r: a.Group("/api/v1", s.recordRejections, s.refuseDeepBody, s.requireAPIKey, s.refuseNUL), prefix: "/api/v1"}
+	api := apiGroup{s: s, r: a.Group("/api/v1", s.recordRejections, s.refuseDeepBody, s.requireAPIKey, s.limitIntake, s.refuseNUL), prefix: "/api/v1"}
 	api.get("/tenant", app.ScopeRead, s.handleAPITenant)
 	api.patch("/tenant", app.ScopeManage, s.handleAPITenantUpdate)
+	api.get("/limits", app.ScopeRead, s.handleAPILimits)
 	api.get("/events", app.ScopeRead, s.handleAPIEvents)
 	api.post("/notifications", app.ScopeSend, s.handleAPINotificationCreate)
 	api.get("/notifications", app.ScopeRead, s.handleAPINotificationFind)
@@ -115,6 +116,7 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	op.get("/tenants/new", app.PermPlatform, s.handleTenantNew)
 	op.get("/tenants/:id", app.PermPlatform, s.handleTenantShow)
 	op.post("/tenants/:id", app.PermPlatform, s.handleTenantUpdate)
+	op.post("/tenants/:id/limits", app.PermPlatform, s.handleTenantLimits)
 	op.post("/tenants/:id/suspend", app.PermPlatform, s.handleTenantSuspend)
 	op.post("/tenants/:id/reactivate", app.PermPlatform, s.handleTenantReactivate)
 

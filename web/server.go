@@ -84,6 +84,9 @@ type Server struct {
 	// them on the Requests page.
 	Rejections       *app.Rejections
 	RejectionConsole *console.Rejections
+	// Limits holds each API key's token bucket and serves the tenant's
+	// limits to the API, the settings page and the operator.
+	Limits *app.IntakeLimits
 	// MetaTemplateConsole serves a WhatsApp account's Meta template page.
 	MetaTemplateConsole *console.MetaTemplates
 

@@ -30,6 +30,11 @@ func (s *Server) renderSettings(c *fiber.Ctx, f views.SettingsForm, errs views.F
 		return err
 	}
 	d.Rules, w.Windows = rules, windows
+	if s.Limits != nil {
+		if f.Limits, err = s.Limits.Usage(c.UserContext(), tenantID); err != nil {
+			return err
+		}
+	}
 	return s.render(c, views.SettingsPage(s.page(c, "Settings"), f, errs, d, w))
 }
 

@@ -117,6 +117,18 @@ func (s *Server) tenantDetail(c *fiber.Ctx, v views.TenantDetail) error {
 	if v.Plan == "" {
 		v.Plan = v.Tenant.Plan
 	}
+	if s.Limits != nil {
+		u, err := s.Limits.Usage(c.UserContext(), v.Tenant.ID)
+		if err != nil {
+			return err
+		}
+		v.Limits = u
+		if v.LimitForm.Errs == nil {
+			if v.LimitForm.In, err = s.Limits.Input(c.UserContext(), v.Tenant.ID); err != nil {
+				return err
+			}
+		}
+	}
 	p := s.page(c, v.Tenant.Name)
 	// The tenant's own times read in its time zone, as its users see them.
 	if loc, err := time.LoadLocation(v.Tenant.Timezone); err == nil {
@@ -214,4 +226,26 @@ func (s *Server) handleTenantReactivate(c *fiber.Ctx) error {
 	}
 	s.flash(c, "success", t.Name+" is active again: its API keys work.")
 	return c.Redirect("/tenants/"+t.ID.String(), fiber.StatusSeeOther)
+}
+
+// handleTenantLimits sets a tenant's limits at intake (an empty field
+// restores the default); the change is audited.
+func (s *Server) handleTenantLimits(c *fiber.Ctx) error {
+	t, err := s.tenantParam(c)
+	if err != nil {
+		return err
+	}
+	in := app.LimitInput{
+		IntakePerMinute: c.FormValue("intake_per_minute"), DailyEmail: c.FormValue("daily_email"),
+		DailySMS: c.FormValue("daily_sms"), DailyWhatsApp: c.FormValue("daily_whatsapp"), DailyWebhook: c.FormValue("daily_webhook"),
+		SMSCountries: c.FormValue("sms_countries"), SMSInternationalDaily: c.FormValue("sms_international_daily"),
+		SMSRecipientDaily: c.FormValue("sms_recipient_daily"),
+	}
+	if err := s.Limits.Set(c.UserContext(), userOf(c).Actor(), t.ID, in); err != nil {
+		return s.formFailure(c, err, func(errs views.FormErrors) error {
+			return s.tenantDetail(c, views.TenantDetail{Tenant: t, Retention: retentionField(t), LimitForm: views.LimitForm{In: in, Errs: errs}})
+		})
+	}
+	s.flash(c, "success", "Limits of "+t.Name+" saved.")
+	return c.Redirect("/tenants/"+t.ID.String()+"#limits", fiber.StatusSeeOther)
 }

@@ -86,6 +86,9 @@ type Services struct {
 	MetaTemplates *app.MetaTemplates
 	// Rejections keeps the tenants' rejected API requests.
 	Rejections *app.Rejections
+	// Limits are each API key's token bucket and the tenants' limits as
+	// the console and the API show and operators set them.
+	Limits *app.IntakeLimits
 	// ConfirmWindows manages tenants' confirmation windows; the
 	// dispatcher reads them in its own transaction.
 	ConfirmWindows *app.ConfirmWindows
@@ -285,6 +288,9 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Queue: queue, Now: now, Log: log}
 	s.Preferences = &app.Preferences{Store: db.Scope[app.PreferenceTx](store), Links: unsubscribe, Now: now}
 	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts, Rates: store}
+	// Buckets read the database's clock (as the dispatcher's do) unless a
+	// test injects one.
+	s.Limits = &app.IntakeLimits{Store: db.Scope[app.LimitAdminTx](store), Rates: store, BucketNow: opts.Now, Now: now}
 	s.Rejections = &app.Rejections{Store: db.Scope[app.RejectionTx](store), Lookup: store, Now: now, Log: log}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
@@ -338,7 +344,7 @@ func (s *Services) Web(version string) *web.Server {
 		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole, Trips: s.Console.Trips,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
 		Contacts: s.Contacts, ContactConsole: s.Console.ContactConsole,
-		Rejections: s.Rejections, RejectionConsole: s.Console.Rejections,
+		Rejections: s.Rejections, RejectionConsole: s.Console.Rejections, Limits: s.Limits,
 		Registry: s.Registry, Version: version, OpenAPI: s.OpenAPI,
 	}
 }
@@ -381,7 +387,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	}
 	workers := jobs.Workers(jobs.Deps{
 		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance,
-		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks, Rollups: s.Rollups,
+		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks, Rollups: s.Rollups, Limits: s.Limits,
 		DispatchTimeout: app.DispatchTimeout(jc.JobTimeout, s.Config.SendTimeout),
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)

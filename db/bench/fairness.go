@@ -52,6 +52,9 @@ func (b *bench) fairnessTenants(ctx context.Context) error {
 		if _, err := b.herald(ctx, "admin", "create-tenant", "--slug", t.slug, "--name", t.slug, "--plan", "ENTERPRISE"); err != nil {
 			return err
 		}
+		if err := b.unlimit(ctx, t.slug); err != nil {
+			return err
+		}
 		key, err := b.herald(ctx, "admin", "create-api-key", "--tenant", t.slug, "--name", "bench")
 		if err != nil {
 			return err

@@ -58,7 +58,15 @@ type Options struct {
 	// Logs, when set, records what the services log (warnings and
 	// errors), besides showing it with go test -v.
 	Logs *Logs
+	// DefaultLimits leaves Tenant at Herald's default limits at intake;
+	// otherwise it gets TestLimits.
+	DefaultLimits bool
 }
+
+// TestLimits are the limits at intake of the tests' tenant: the defaults
+// but for the SMS caps per number and abroad, which tests that text one
+// passenger many times would meet. Tests of the limits set their own.
+var TestLimits = app.LimitInput{SMSRecipientDaily: "100000", SMSInternationalDaily: "100000000"}
 
 // Herald is Herald wired as the herald binary wires it, on its own
 // database, with the HTTP app in front and, unless Options.NoWorkers, a River
@@ -170,6 +178,9 @@ func New(t *testing.T, opts Options) *Herald {
 	require.NoError(t, err)
 	_, h.Key, err = svc.APIKeys.Create(ctx, app.CLIActor, h.Tenant.ID, "booking system", app.Scopes...)
 	require.NoError(t, err)
+	if !opts.DefaultLimits {
+		require.NoError(t, svc.Limits.Set(ctx, app.CLIActor, h.Tenant.ID, TestLimits))
+	}
 
 	for name, prov := range opts.Providers {
 		svc.Providers[name] = prov

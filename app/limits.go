@@ -1,0 +1,375 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Limits are what a tenant may send through intake, after defaults: the
+// requests a minute per API key, the messages a day per channel, and the
+// SMS destination rules that stop SMS pumping (a public form that sends a
+// code to any number, used to run up traffic to premium numbers abroad).
+type Limits struct {
+	// IntakePerMinute is each API key's token bucket: this many requests
+	// at once, refilled at this many a minute.
+	IntakePerMinute int `json:"intake_per_minute"`
+	// Daily caps the messages a day (UTC) per channel that intake accepts.
+	Daily map[Channel]int `json:"daily"`
+	// SMSCountries are the ISO 3166 regions SMS may go to.
+	SMSCountries []string `json:"sms_countries"`
+	// SMSInternationalDaily caps the SMS a day to numbers outside the
+	// tenant's country; SMSRecipientDaily the SMS a day to one number.
+	SMSInternationalDaily int `json:"sms_international_daily"`
+	SMSRecipientDaily     int `json:"sms_recipient_daily"`
+}
+
+// Default limits: generous enough that no honest tenant meets them, tight
+// enough that a leaked key or an abused public form costs a day's cap, not
+// a fortune. A tenant's own settings (set by an operator) replace them.
+const (
+	DefaultIntakePerMinute       = 3000
+	DefaultSMSInternationalDaily = 100
+	DefaultSMSRecipientDaily     = 10
+)
+
+// DefaultDailyCaps are the messages a day per channel a tenant's intake
+// accepts unless an operator set its own.
+var DefaultDailyCaps = map[Channel]int{Email: 20000, WhatsApp: 10000, SMS: 1000, Webhook: 50000}
+
+// EUCountries are the member states of the European Union, which SMS may
+// go to by default besides the tenant's own country.
+var EUCountries = []string{"AT", "BE", "BG", "CY", "CZ", "DE", "DK", "EE", "ES", "FI", "FR", "GR", "HR", "HU", "IE",
+	"IT", "LT", "LU", "LV", "MT", "NL", "PL", "PT", "RO", "SE", "SI", "SK"}
+
+// LimitSettings are an operator's settings of one tenant's limits; a nil
+// field means the default.
+type LimitSettings struct {
+	TenantID              uuid.UUID  `db:"tenant_id"`
+	IntakePerMinute       *int       `db:"intake_per_minute"`
+	DailyEmail            *int       `db:"daily_email"`
+	DailySMS              *int       `db:"daily_sms"`
+	DailyWhatsApp         *int       `db:"daily_whatsapp"`
+	DailyWebhook          *int       `db:"daily_webhook"`
+	SMSCountries          StringList `db:"sms_countries"`
+	SMSInternationalDaily *int       `db:"sms_international_daily"`
+	SMSRecipientDaily     *int       `db:"sms_recipient_daily"`
+	UpdatedAt             time.Time  `db:"updated_at"`
+}
+
+// Effective returns the tenant's limits: its settings where set, the
+// defaults elsewhere. The default SMS countries are the tenant's country
+// (TenantCountry) and the EU.
+func (s *LimitSettings) Effective(t *Tenant) *Limits {
+	l := &Limits{
+		IntakePerMinute:       orDefault(s.IntakePerMinute, DefaultIntakePerMinute),
+		SMSInternationalDaily: orDefault(s.SMSInternationalDaily, DefaultSMSInternationalDaily),
+		SMSRecipientDaily:     orDefault(s.SMSRecipientDaily, DefaultSMSRecipientDaily),
+		Daily: map[Channel]int{
+			Email:    orDefault(s.DailyEmail, DefaultDailyCaps[Email]),
+			SMS:      orDefault(s.DailySMS, DefaultDailyCaps[SMS]),
+			WhatsApp: orDefault(s.DailyWhatsApp, DefaultDailyCaps[WhatsApp]),
+			Webhook:  orDefault(s.DailyWebhook, DefaultDailyCaps[Webhook]),
+		},
+	}
+	if s.SMSCountries != nil {
+		l.SMSCountries = slices.Clone([]string(s.SMSCountries))
+	} else {
+		l.SMSCountries = append([]string{}, EUCountries...)
+		if c := TenantCountry(t); c != "" && !slices.Contains(l.SMSCountries, c) {
+			l.SMSCountries = append(l.SMSCountries, c)
+		}
+		slices.Sort(l.SMSCountries)
+	}
+	return l
+}
+
+func orDefault(v *int, def int) int {
+	if v == nil {
+		return def
+	}
+	return *v
+}
+
+// LimitInput is an operator's change of a tenant's limits as typed: an
+// empty field restores the default.
+type LimitInput struct {
+	IntakePerMinute, DailyEmail, DailySMS, DailyWhatsApp, DailyWebhook string
+	// SMSCountries lists ISO 3166 codes separated by commas or spaces.
+	SMSCountries                             string
+	SMSInternationalDaily, SMSRecipientDaily string
+}
+
+// Settings validates the input and returns the settings it sets; the
+// error names the first field at fault.
+func (in LimitInput) Settings(tenantID uuid.UUID) (*LimitSettings, error) {
+	s := &LimitSettings{TenantID: tenantID}
+	fields := []struct {
+		name, raw string
+		dst       **int
+		min, max  int
+	}{
+		{"intake_per_minute", in.IntakePerMinute, &s.IntakePerMinute, 1, 1000000},
+		{"daily_email", in.DailyEmail, &s.DailyEmail, 0, 100000000},
+		{"daily_sms", in.DailySMS, &s.DailySMS, 0, 100000000},
+		{"daily_whatsapp", in.DailyWhatsApp, &s.DailyWhatsApp, 0, 100000000},
+		{"daily_webhook", in.DailyWebhook, &s.DailyWebhook, 0, 100000000},
+		{"sms_international_daily", in.SMSInternationalDaily, &s.SMSInternationalDaily, 0, 100000000},
+		{"sms_recipient_daily", in.SMSRecipientDaily, &s.SMSRecipientDaily, 0, 100000},
+	}
+	for _, f := range fields {
+		raw := strings.ReplaceAll(strings.TrimSpace(f.raw), ",", "")
+		if raw == "" {
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscan(raw, &n); err != nil || fmt.Sprint(n) != raw || n < f.min || n > f.max {
+			return nil, Invalid("invalid_limit", f.name, "%s must be a whole number from %d to %d (leave it empty for the default).", f.name, f.min, f.max)
+		}
+		*f.dst = &n
+	}
+	if raw := strings.TrimSpace(in.SMSCountries); raw != "" {
+		codes := strings.FieldsFunc(strings.ToUpper(raw), func(r rune) bool { return r == ',' || r == ' ' || r == ';' || r == '\n' || r == '\r' || r == '\t' })
+		for _, c := range codes {
+			if !phoneRegion(c) {
+				return nil, Invalid("invalid_country", "sms_countries", "%q is not a country code Herald knows numbers of (ISO 3166, such as DE or GB).", c)
+			}
+		}
+		slices.Sort(codes)
+		s.SMSCountries = StringList(slices.Compact(codes))
+	}
+	return s, nil
+}
+
+// LimitTx lists the statements limits run, in intake's transaction and on
+// their own.
+type LimitTx interface {
+	Tx
+	// LimitSettings returns the tenant's settings; a tenant without any
+	// has an empty row (every field the default).
+	LimitSettings(ctx context.Context, tenantID uuid.UUID) (*LimitSettings, error)
+	// TakeDayCounts adds each take's N to its counter of the tenant's day,
+	// each only where the count stays within the take's Cap, in one
+	// statement, and returns the counters it could not take.
+	TakeDayCounts(ctx context.Context, tenantID uuid.UUID, day time.Time, takes []DayTake) (refused []string, err error)
+	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
+}
+
+// LimitAdminTx lists the statements reading and setting limits run.
+type LimitAdminTx interface {
+	LimitTx
+	// DayCounts returns the tenant's counters of the day, by counter,
+	// with the per-number SMS counters folded into their highest.
+	DayCounts(ctx context.Context, tenantID uuid.UUID, day time.Time) (map[string]int, error)
+	SetLimitSettings(ctx context.Context, s *LimitSettings) error
+	// PruneDayCounts deletes up to limit day counters of days before the
+	// given one, across tenants.
+	PruneDayCounts(ctx context.Context, before time.Time, limit int) (int, error)
+	InsertAudit(ctx context.Context, e *AuditEntry) error
+}
+
+// DayTake is one counter a request takes from: N more, up to Cap.
+type DayTake struct {
+	Counter string
+	N, Cap  int
+}
+
+// Day counters.
+const (
+	counterChannel       = "channel:"
+	counterInternational = "sms:international"
+	// CounterSMSRecipient prefixes the per-number SMS counters; DayCounts
+	// answers the day's busiest number under it alone.
+	CounterSMSRecipient = "sms:to:"
+)
+
+// DayOf is the day counters count in: the UTC date of at.
+func DayOf(at time.Time) time.Time {
+	y, m, d := at.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+// untilTomorrow is how long from at until the UTC day's counters start
+// over, rounded up to whole seconds.
+func untilTomorrow(at time.Time) time.Duration {
+	return DayOf(at).AddDate(0, 0, 1).Sub(at.UTC()).Round(time.Second) + time.Second
+}
+
+// IntakeLimits runs the limits outside intake's transaction: each API
+// key's token bucket, and the tenant's and operator's view and settings.
+type IntakeLimits struct {
+	Store Store[LimitAdminTx]
+	// Rates holds the buckets, shared by every process.
+	Rates TokenTaker
+	// BucketNow is the clock buckets are read with; nil reads the
+	// database's (see RateLimiter.Now).
+	BucketNow Clock
+	Now       Clock
+}
+
+// TakeIntakeToken takes one token from the bucket of the key's tenant and
+// key, before the request's body is read. A key without a token gets
+// ETOOMANY rate_limited, with how long until one is there.
+func (s *IntakeLimits) TakeIntakeToken(ctx context.Context, key *APIKey) error {
+	var set *LimitSettings
+	err := s.Store.InTenant(ctx, key.TenantID, func(tx LimitAdminTx) (err error) {
+		set, err = tx.LimitSettings(ctx, key.TenantID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	perMinute := float64(orDefault(set.IntakePerMinute, DefaultIntakePerMinute))
+	var at time.Time
+	if s.BucketNow != nil {
+		at = s.BucketNow()
+	}
+	wait, err := s.Rates.TakeToken(ctx, "intake:"+key.TenantID.String()+":"+key.ID.String(), perMinute, perMinute/60, at, DefaultSlowDown)
+	if err != nil || wait <= 0 {
+		return err
+	}
+	secs := time.Duration(math.Ceil(wait.Seconds())) * time.Second
+	return &Error{Code: ETOOMANY, Reason: "rate_limited", RetryAfter: secs, Message: fmt.Sprintf(
+		"This API key sent more than %d requests a minute; try again in %d s. An operator can raise the limit.", int(perMinute), int(secs.Seconds()))}
+}
+
+// LimitUsage is a tenant's limits with what its day used of them.
+type LimitUsage struct {
+	Limits *Limits `json:"limits"`
+	// Day is the UTC day Used counts.
+	Day  string `json:"day"`
+	Used struct {
+		Daily            map[Channel]int `json:"daily"`
+		SMSInternational int             `json:"sms_international"`
+		// SMSBusiestRecipient is the most SMS any one number got today.
+		SMSBusiestRecipient int `json:"sms_busiest_recipient"`
+	} `json:"used"`
+	// Custom is true when an operator set any of the tenant's limits.
+	Custom bool `json:"custom"`
+}
+
+// Usage returns the tenant's limits and its day's usage.
+func (s *IntakeLimits) Usage(ctx context.Context, tenantID uuid.UUID) (*LimitUsage, error) {
+	day := DayOf(s.Now())
+	u := &LimitUsage{Day: day.Format(time.DateOnly)}
+	err := s.Store.InTenant(ctx, tenantID, func(tx LimitAdminTx) error {
+		t, err := tx.TenantByID(ctx, tenantID)
+		if err != nil {
+			return err
+		}
+		set, err := tx.LimitSettings(ctx, tenantID)
+		if err != nil {
+			return err
+		}
+		u.Limits, u.Custom = set.Effective(t), set.custom()
+		counts, err := tx.DayCounts(ctx, tenantID, day)
+		if err != nil {
+			return err
+		}
+		u.Used.Daily = map[Channel]int{}
+		for ch := range u.Limits.Daily {
+			u.Used.Daily[ch] = counts[counterChannel+string(ch)]
+		}
+		u.Used.SMSInternational, u.Used.SMSBusiestRecipient = counts[counterInternational], counts[CounterSMSRecipient]
+		return nil
+	})
+	return u, err
+}
+
+func (s *LimitSettings) custom() bool {
+	return s.IntakePerMinute != nil || s.DailyEmail != nil || s.DailySMS != nil || s.DailyWhatsApp != nil ||
+		s.DailyWebhook != nil || s.SMSCountries != nil || s.SMSInternationalDaily != nil || s.SMSRecipientDaily != nil
+}
+
+// Set replaces the tenant's limit settings (an operator's change) and
+// audits the new ones.
+func (s *IntakeLimits) Set(ctx context.Context, actor Actor, tenantID uuid.UUID, in LimitInput) error {
+	set, err := in.Settings(tenantID)
+	if err != nil {
+		return err
+	}
+	set.UpdatedAt = s.Now()
+	return s.Store.InPlatform(ctx, func(tx LimitAdminTx) error {
+		if _, err := tx.TenantByID(ctx, tenantID); err != nil {
+			return err
+		}
+		if err := tx.SetLimitSettings(ctx, set); err != nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "tenant.limits", "tenant", tenantID.String(), set.auditMetadata()))
+	})
+}
+
+func (s *LimitSettings) auditMetadata() map[string]any {
+	m := map[string]any{}
+	put := func(k string, v *int) {
+		if v != nil {
+			m[k] = *v
+		} else {
+			m[k] = "default"
+		}
+	}
+	put("intake_per_minute", s.IntakePerMinute)
+	put("daily_email", s.DailyEmail)
+	put("daily_sms", s.DailySMS)
+	put("daily_whatsapp", s.DailyWhatsApp)
+	put("daily_webhook", s.DailyWebhook)
+	put("sms_international_daily", s.SMSInternationalDaily)
+	put("sms_recipient_daily", s.SMSRecipientDaily)
+	if s.SMSCountries != nil {
+		m["sms_countries"] = []string(s.SMSCountries)
+	} else {
+		m["sms_countries"] = "default"
+	}
+	return m
+}
+
+// Input returns the tenant's settings as the operator's form shows them:
+// "" for each limit at its default.
+func (s *IntakeLimits) Input(ctx context.Context, tenantID uuid.UUID) (LimitInput, error) {
+	var set *LimitSettings
+	err := s.Store.InTenant(ctx, tenantID, func(tx LimitAdminTx) (err error) {
+		set, err = tx.LimitSettings(ctx, tenantID)
+		return err
+	})
+	if err != nil {
+		return LimitInput{}, err
+	}
+	text := func(v *int) string {
+		if v == nil {
+			return ""
+		}
+		return strconv.Itoa(*v)
+	}
+	return LimitInput{
+		IntakePerMinute: text(set.IntakePerMinute), DailyEmail: text(set.DailyEmail), DailySMS: text(set.DailySMS),
+		DailyWhatsApp: text(set.DailyWhatsApp), DailyWebhook: text(set.DailyWebhook),
+		SMSCountries:          strings.Join(set.SMSCountries, ", "),
+		SMSInternationalDaily: text(set.SMSInternationalDaily), SMSRecipientDaily: text(set.SMSRecipientDaily),
+	}, nil
+}
+
+// Prune deletes the day counters of days before yesterday, in batches: a
+// counter is read only on its own day, and yesterday's stay for a look
+// back.
+func (s *IntakeLimits) Prune(ctx context.Context) (int, error) {
+	before := DayOf(s.Now()).AddDate(0, 0, -1)
+	total := 0
+	for {
+		var n int
+		err := s.Store.InPlatform(ctx, func(tx LimitAdminTx) (err error) {
+			n, err = tx.PruneDayCounts(ctx, before, PruneBatch)
+			return err
+		})
+		total += n
+		if err != nil || n < PruneBatch {
+			return total, err
+		}
+	}
+}
