@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -211,17 +212,49 @@ type IntakeLimits struct {
 	// database's (see RateLimiter.Now).
 	BucketNow Clock
 	Now       Clock
+	// CacheTTL is how long a process trusts the settings it read for a
+	// tenant's bucket, as it trusts an authenticated API key
+	// (HERALD_API_KEY_CACHE_TTL): an operator's change reaches another
+	// process's bucket within it, and this process's at once (Set). 0
+	// reads them for every request.
+	CacheTTL time.Duration
+	// cache holds uuid.UUID -> cachedLimits.
+	cache sync.Map
+}
+
+// cachedLimits is a tenant's settings as a process read them, and when.
+type cachedLimits struct {
+	set *LimitSettings
+	at  time.Time
+}
+
+// bucketSettings returns the tenant's settings for its bucket: from the
+// cache while CacheTTL has not passed, else read, in a transaction of
+// their own (the bucket is taken before intake's transaction begins).
+func (s *IntakeLimits) bucketSettings(ctx context.Context, tenantID uuid.UUID) (*LimitSettings, error) {
+	now := s.Now()
+	if c, ok := s.cache.Load(tenantID); ok && s.CacheTTL > 0 && now.Sub(c.(cachedLimits).at) < s.CacheTTL {
+		return c.(cachedLimits).set, nil
+	}
+	var set *LimitSettings
+	err := s.Store.InTenant(ctx, tenantID, func(tx LimitAdminTx) (err error) {
+		set, err = tx.LimitSettings(ctx, tenantID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.CacheTTL > 0 {
+		s.cache.Store(tenantID, cachedLimits{set: set, at: now})
+	}
+	return set, nil
 }
 
 // TakeIntakeToken takes one token from the bucket of the key's tenant and
 // key, before the request's body is read. A key without a token gets
 // ETOOMANY rate_limited, with how long until one is there.
 func (s *IntakeLimits) TakeIntakeToken(ctx context.Context, key *APIKey) error {
-	var set *LimitSettings
-	err := s.Store.InTenant(ctx, key.TenantID, func(tx LimitAdminTx) (err error) {
-		set, err = tx.LimitSettings(ctx, key.TenantID)
-		return err
-	})
+	set, err := s.bucketSettings(ctx, key.TenantID)
 	if err != nil {
 		return err
 	}
@@ -295,7 +328,7 @@ func (s *IntakeLimits) Set(ctx context.Context, actor Actor, tenantID uuid.UUID,
 		return err
 	}
 	set.UpdatedAt = s.Now()
-	return s.Store.InPlatform(ctx, func(tx LimitAdminTx) error {
+	err = s.Store.InPlatform(ctx, func(tx LimitAdminTx) error {
 		if _, err := tx.TenantByID(ctx, tenantID); err != nil {
 			return err
 		}
@@ -304,6 +337,9 @@ func (s *IntakeLimits) Set(ctx context.Context, actor Actor, tenantID uuid.UUID,
 		}
 		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "tenant.limits", "tenant", tenantID.String(), set.auditMetadata()))
 	})
+	// After the commit, so that no request caches the old settings anew.
+	s.cache.Delete(tenantID)
+	return err
 }
 
 func (s *LimitSettings) auditMetadata() map[string]any {

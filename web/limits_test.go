@@ -226,3 +226,37 @@ func TestIntakeLimits_SMSDestinations(t *testing.T) {
 		require.Equal(t, 5, u.Used.Daily[app.SMS])
 	})
 }
+
+// TestIntakeLimits_SettingsCache: a process reads a tenant's bucket
+// settings once per HERALD_API_KEY_CACHE_TTL, not for every request. An
+// operator's change in this process applies at once; one made by another
+// process (the command line, another web machine) within the TTL.
+func TestIntakeLimits_SettingsCache(t *testing.T) {
+	t.Parallel()
+	b, clock := setupLimits(t, app.LimitInput{IntakePerMinute: "2"})
+	ttl := b.Services.Config.APIKeyCacheTTL
+	require.Positive(t, ttl)
+	require.Equal(t, http.StatusOK, b.Request(http.MethodGet, "/api/v1/tenant", nil, nil))
+
+	// Another process lowers the limit to 1 a minute: this one still
+	// holds 2 a minute until the TTL passes.
+	mine := b.Services.Limits
+	other := &app.IntakeLimits{Store: mine.Store, Rates: mine.Rates, Now: mine.Now, CacheTTL: mine.CacheTTL}
+	require.NoError(t, other.Set(b.Ctx, app.CLIActor, b.Tenant.ID, app.LimitInput{IntakePerMinute: "1"}))
+	require.Equal(t, http.StatusOK, b.Request(http.MethodGet, "/api/v1/tenant", nil, nil), "the second token of 2 a minute")
+
+	clock.Advance(ttl)
+	resp := b.do(t, apiRequest(b, http.MethodGet, "/api/v1/tenant", ""))
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	code, msg, _ := decodeError(t, resp)
+	require.Equal(t, "rate_limited", code)
+	require.Contains(t, msg, "more than 1 requests a minute", "read again after the TTL")
+
+	// This process's own change applies at once: the empty bucket's next
+	// refusal names the new rate.
+	require.NoError(t, mine.Set(b.Ctx, app.CLIActor, b.Tenant.ID, app.LimitInput{IntakePerMinute: "1000"}))
+	resp = b.do(t, apiRequest(b, http.MethodGet, "/api/v1/tenant", ""))
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	_, msg, _ = decodeError(t, resp)
+	require.Contains(t, msg, "more than 1000 requests a minute")
+}

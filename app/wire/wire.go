@@ -290,7 +290,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts, Rates: store}
 	// Buckets read the database's clock (as the dispatcher's do) unless a
 	// test injects one.
-	s.Limits = &app.IntakeLimits{Store: db.Scope[app.LimitAdminTx](store), Rates: store, BucketNow: opts.Now, Now: now}
+	s.Limits = &app.IntakeLimits{Store: db.Scope[app.LimitAdminTx](store), Rates: store, BucketNow: opts.Now, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
 	s.Rejections = &app.Rejections{Store: db.Scope[app.RejectionTx](store), Lookup: store, Now: now, Log: log}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
