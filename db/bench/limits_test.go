@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -34,7 +33,8 @@ func TestLimits(t *testing.T) {
 		require.Contains(t, text, "On 2 cores that caps delivery at about 500 messages/s (measured 480/s)")
 		// The report names the goal and the rate it would allow on the
 		// made-up cores: arithmetic on constants, no clock involved.
-		require.Contains(t, text, fmt.Sprintf("the goal of %s per message would allow %.0f/s", ms3(goalCPUPerMessage), coresAllow(2, goalCPUPerMessage)))
+		// 2 cores at the goal's 1.2 ms of CPU each: 2 / 0.0012 s.
+		require.Contains(t, text, "the goal of 1.200 ms per message would allow 1667/s")
 		require.Contains(t, text, "At 3200 events/s the arrivals exceed that ceiling")
 		require.Contains(t, text, "0.250 ms  INSERT INTO messages")
 		require.Contains(t, text, " 42.0%  app.(*Router).route")
