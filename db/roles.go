@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jmoiron/sqlx"
 )
 
 // Herald runs as two database roles. The owner runs the migrations (`herald
@@ -108,7 +109,8 @@ func GrantRuntime(ctx context.Context, sqlDB *sql.DB, role string) error {
 	if role == "" {
 		return nil
 	}
-	tx, err := sqlDB.BeginTx(ctx, nil)
+	// sqlx only for its SelectContext: the pool stays the caller's.
+	tx, err := sqlx.NewDb(sqlDB, "pgx").BeginTxx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -128,7 +130,7 @@ func GrantRuntime(ctx context.Context, sqlDB *sql.DB, role string) error {
 		return nil
 	}
 	var tables []string
-	if err := selectStrings(ctx, tx, &tables, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1`); err != nil {
+	if err := tx.SelectContext(ctx, &tables, `SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1`); err != nil {
 		return err
 	}
 	var undeclared []string
@@ -190,20 +192,4 @@ func (d *DB) OwnsSchema(ctx context.Context) (role string, owns bool, err error)
 		SELECT current_user::text, EXISTS (
 			SELECT FROM pg_tables WHERE schemaname = current_schema() AND pg_has_role(current_user, tableowner, 'MEMBER'))`).Scan(&role, &owns)
 	return role, owns, err
-}
-
-func selectStrings(ctx context.Context, tx *sql.Tx, out *[]string, q string, args ...any) error {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return err
-		}
-		*out = append(*out, s)
-	}
-	return rows.Err()
 }
