@@ -178,6 +178,7 @@ func admin(ctx context.Context, c cli, args []string) error {
 		fs.StringVar(&in.SMSCountries, "sms-countries", "", "ISO 3166 codes SMS may go to (default the tenant's country and the EU)")
 		fs.StringVar(&in.SMSInternationalDaily, "sms-international-daily", "", fmt.Sprintf("SMS a day to numbers abroad (default %d)", app.DefaultSMSInternationalDaily))
 		fs.StringVar(&in.SMSRecipientDaily, "sms-recipient-daily", "", fmt.Sprintf("SMS a day to one number (default %d)", app.DefaultSMSRecipientDaily))
+		fs.StringVar(&in.MaxSMSParts, "max-sms-parts", "", fmt.Sprintf("longest SMS in parts, 1 to %d (default %d)", app.MaxSMSPartsCeiling, app.DefaultMaxSMSParts))
 		parse = func() error { return fs.parse(args, "tenant") }
 		do = func(_ app.Config, svc *wire.Services) error {
 			t, err := svc.Tenants.BySlug(ctx, slug)

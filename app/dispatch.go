@@ -10,6 +10,7 @@ import (
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/google/uuid"
@@ -204,6 +205,8 @@ type send struct {
 	// server's own credentials, as the claim read; an accepted send ends
 	// that.
 	credentialsRefused bool
+	// maxSMSParts is the tenant's limit of an SMS's parts.
+	maxSMSParts int
 }
 
 // Dispatch runs the dispatch steps in order: the claim (one transaction
@@ -255,6 +258,14 @@ func (d *Dispatcher) gate(ctx context.Context, tx DispatchPlanTx, s *send) (refu
 		// Meta would refuse free-form text outside the window (131047):
 		// fail over now instead of spending a request on it.
 		return &sendRefusal{ReasonWhatsAppTemplateRequired, ReasonWhatsAppTemplateRequired, s.waRefusal}, 0, nil
+	}
+	if m.Channel == SMS && m.SMSParts != nil && *m.SMSParts > s.maxSMSParts {
+		// The text rendered longer than the template's sample (a long
+		// name, a long list): it is not sent at a cost nobody agreed to.
+		c := SMSCount{Parts: *m.SMSParts, Encoding: deref(m.SMSEncoding), Characters: utf8.RuneCountInString(m.Body)}
+		return &sendRefusal{ReasonSMSTooLong, ReasonSMSTooLong, fmt.Sprintf(
+			"The SMS text is %s long (%s, %s); this tenant's limit is %s, so it is not sent.",
+			plural(c.Parts, "part"), plural(c.Characters, "character"), EncodingLabel(c.Encoding), plural(s.maxSMSParts, "part"))}, 0, nil
 	}
 	if _, ok := d.providers[acct.Provider]; !ok {
 		return &sendRefusal{ReasonProviderRejected, "provider_unavailable", "Provider " + acct.Provider + " is not configured on this server."}, 0, nil

@@ -3,11 +3,14 @@ package app_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +34,8 @@ type awsAPI struct {
 	mu       sync.Mutex
 	requests int
 	answer   []byte
+	// last is the body of the last request, as it came over the wire.
+	last []byte
 	// before, when set, runs once a request is read, before the answer.
 	before func()
 }
@@ -39,9 +44,10 @@ func newAWSAPI(t *testing.T) *awsAPI {
 	t.Helper()
 	a := &awsAPI{}
 	a.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		got, _ := io.ReadAll(r.Body)
 		a.mu.Lock()
 		a.requests++
+		a.last = got
 		raw, before := a.answer, a.before
 		a.mu.Unlock()
 		if before != nil {
@@ -69,6 +75,16 @@ func (a *awsAPI) reply(t *testing.T, file string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.answer = raw
+}
+
+// lastForm is the last request's form (SNS's query protocol).
+func (a *awsAPI) lastForm(t *testing.T) url.Values {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	v, err := url.ParseQuery(string(a.last))
+	require.NoError(t, err)
+	return v
 }
 
 func (a *awsAPI) count() int {
@@ -251,7 +267,11 @@ func TestDispatcher_SMSLength(t *testing.T) {
 		tn := b.tenant(t, "acme")
 		_, api := b.useAWS(t, tn, app.SMS)
 		api.reply(t, "provider/sns/testdata/publish.http")
-		m := smsWithTour(t, b, tn, strings.Repeat("Süße Grüße aus Österreich – Übergänge über Flüsse, ", 28))
+		// Ten parts: past the default limit, within the highest an
+		// operator may set.
+		require.NoError(t, b.svc.Limits.Set(b.ctx, app.CLIActor, tn.ID, app.LimitInput{MaxSMSParts: "10"}))
+		m := smsWithTour(t, b, tn, strings.Repeat("Süße Grüße aus Österreich – Übergänge über Flüsse, ", 26))
+		require.Equal(t, 10, *m.SMSParts)
 		require.LessOrEqual(t, utf8.RuneCountInString(m.Body), 1600)
 		require.Greater(t, len(m.Body), 1600, "more bytes than SNS takes characters")
 
@@ -266,6 +286,9 @@ func TestDispatcher_SMSLength(t *testing.T) {
 		tn := b.tenant(t, "acme")
 		acct, api := b.useAWS(t, tn, app.SMS)
 		api.reply(t, "provider/sns/testdata/publish.http")
+		// SNS's 1,600 characters are eleven GSM-7 parts: no tenant's
+		// limit lets them through.
+		require.NoError(t, b.svc.Limits.Set(b.ctx, app.CLIActor, tn.ID, app.LimitInput{MaxSMSParts: strconv.Itoa(app.MaxSMSPartsCeiling)}))
 		m := smsWithTour(t, b, tn, strings.Repeat("Gardasee und Verona ", 80))
 		require.Greater(t, utf8.RuneCountInString(m.Body), 1600)
 
@@ -276,8 +299,87 @@ func TestDispatcher_SMSLength(t *testing.T) {
 		require.Zero(t, api.count(), "SNS is not called")
 		failed := b.message(t, tn.ID, m.ID)
 		require.Equal(t, app.MessageFailed, failed.Status)
-		require.Equal(t, app.ReasonProviderRejected, *failed.FailedReason)
-		require.Equal(t, "message_too_long", *failed.ErrorCode)
+		require.Equal(t, app.ReasonSMSTooLong, *failed.FailedReason)
+		require.Equal(t, app.ReasonSMSTooLong, *failed.ErrorCode)
+		require.Equal(t, app.AccountActive, b.account(t, tn.ID, acct.ID).Status)
+	})
+}
+
+// TestDispatcher_SMSParts sends SMS through the real SNS adapter: the text
+// that reaches the wire is the stored one, prepared for GSM-7 where that
+// costs the reader nothing, and its parts are stored with it.
+func TestDispatcher_SMSParts(t *testing.T) {
+	t.Parallel()
+
+	// smsWith routes a booking confirmation by SMS with the tour name and
+	// deposit given.
+	smsWith := func(t *testing.T, b *pipelineBundle, tn *app.Tenant, tour, deposit string) *app.Message {
+		t.Helper()
+		req := booking("evt-1", "BK-1", anna, "SMS")
+		req["context"].(map[string]any)["tour_name"] = tour
+		req["context"].(map[string]any)["deposit_amount"] = deposit
+		return b.routeOne(t, tn, req)
+	}
+
+	t.Run("NoBreakSpaceAndQuotesBecomeGSM7", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		_, api := b.useAWS(t, tn, app.SMS)
+		api.reply(t, "provider/sns/testdata/publish.http")
+		m := smsWith(t, b, tn, "„Gardasee“ – Frühling…", "150,00\u00a0€")
+		want := "Ihre Buchung BK-1 ist bestätigt: \"Gardasee\" - Frühling... am 2027-04-12. " +
+			"Ihre Anzahlung von 150,00 € haben wir erhalten. Wir freuen uns auf Sie!"
+		require.Equal(t, want, m.Body)
+		require.Equal(t, 1, *m.SMSParts)
+		written := app.CountSMS(strings.Replace(want, "150,00 €", "150,00\u00a0€", 1))
+		require.Equal(t, app.EncodingUCS2, written.Encoding, "the no-break space alone would make it UCS-2")
+		require.Greater(t, written.Parts, 1)
+		require.Equal(t, app.EncodingGSM7, *m.SMSEncoding)
+
+		sent := b.sendOK(t, m)
+		require.Equal(t, want, api.lastForm(t).Get("Message"), "what is counted is what is sent")
+		require.Equal(t, 1, *sent.SMSParts)
+		require.Equal(t, app.EncodingGSM7, *sent.SMSEncoding)
+	})
+
+	t.Run("CharacterWithoutGSM7FormKeepsTextAsWritten", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		_, api := b.useAWS(t, tn, app.SMS)
+		api.reply(t, "provider/sns/testdata/publish.http")
+		m := smsWith(t, b, tn, "Łódź – „Altstadt“ 🚌", "150,00\u00a0€")
+		require.Contains(t, m.Body, "Łódź – „Altstadt“ 🚌")
+		require.Contains(t, m.Body, "150,00\u00a0€")
+		require.Equal(t, app.EncodingUCS2, *m.SMSEncoding)
+		require.Equal(t, app.CountSMS(m.Body).Parts, *m.SMSParts)
+		require.Equal(t, 3, *m.SMSParts)
+
+		b.sendOK(t, m)
+		require.Equal(t, m.Body, api.lastForm(t).Get("Message"))
+	})
+
+	t.Run("LongerThanTenantLimitFailsUnsent", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		acct, api := b.useAWS(t, tn, app.SMS)
+		api.reply(t, "provider/sns/testdata/publish.http")
+		require.NoError(t, b.svc.Limits.Set(b.ctx, app.CLIActor, tn.ID, app.LimitInput{MaxSMSParts: "1"}))
+		m := smsWith(t, b, tn, "Gardasee, Verona und Venedig mit Bootsfahrt", "150,00 €")
+		require.Equal(t, 2, *m.SMSParts)
+
+		out, err := b.dispatch(m, 1, 5, &completion{})
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Done: true}, out)
+		require.Zero(t, api.count(), "SNS is not called")
+		failed := b.message(t, tn.ID, m.ID)
+		require.Equal(t, app.MessageFailed, failed.Status)
+		require.Equal(t, app.ReasonSMSTooLong, *failed.FailedReason)
+		tl := b.timeline(t, tn.ID, m.ID)
+		require.Contains(t, fmt.Sprint(tl[len(tl)-1].Detail), "2 parts long")
+		require.Contains(t, fmt.Sprint(tl[len(tl)-1].Detail), "limit is 1 part")
 		require.Equal(t, app.AccountActive, b.account(t, tn.ID, acct.ID).Status)
 	})
 }

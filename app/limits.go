@@ -29,6 +29,9 @@ type Limits struct {
 	// tenant's country; SMSRecipientDaily the SMS a day to one number.
 	SMSInternationalDaily int `json:"sms_international_daily"`
 	SMSRecipientDaily     int `json:"sms_recipient_daily"`
+	// MaxSMSParts is the longest SMS, in parts (CountSMS), that a
+	// template may be saved with and a message may be sent with.
+	MaxSMSParts int `json:"max_sms_parts"`
 }
 
 // Default limits: generous enough that no honest tenant meets them, tight
@@ -61,6 +64,7 @@ type LimitSettings struct {
 	SMSCountries          StringList `db:"sms_countries"`
 	SMSInternationalDaily *int       `db:"sms_international_daily"`
 	SMSRecipientDaily     *int       `db:"sms_recipient_daily"`
+	MaxSMSParts           *int       `db:"max_sms_parts"`
 	UpdatedAt             time.Time  `db:"updated_at"`
 }
 
@@ -72,6 +76,7 @@ func (s *LimitSettings) Effective(t *Tenant) *Limits {
 		IntakePerMinute:       orDefault(s.IntakePerMinute, DefaultIntakePerMinute),
 		SMSInternationalDaily: orDefault(s.SMSInternationalDaily, DefaultSMSInternationalDaily),
 		SMSRecipientDaily:     orDefault(s.SMSRecipientDaily, DefaultSMSRecipientDaily),
+		MaxSMSParts:           orDefault(s.MaxSMSParts, DefaultMaxSMSParts),
 		Daily: map[Channel]int{
 			Email:    orDefault(s.DailyEmail, DefaultDailyCaps[Email]),
 			SMS:      orDefault(s.DailySMS, DefaultDailyCaps[SMS]),
@@ -105,6 +110,7 @@ type LimitInput struct {
 	// SMSCountries lists ISO 3166 codes separated by commas or spaces.
 	SMSCountries                             string
 	SMSInternationalDaily, SMSRecipientDaily string
+	MaxSMSParts                              string
 }
 
 // Settings validates the input and returns the settings it sets; the
@@ -123,6 +129,7 @@ func (in LimitInput) Settings(tenantID uuid.UUID) (*LimitSettings, error) {
 		{"daily_webhook", in.DailyWebhook, &s.DailyWebhook, 0, 100000000},
 		{"sms_international_daily", in.SMSInternationalDaily, &s.SMSInternationalDaily, 0, 100000000},
 		{"sms_recipient_daily", in.SMSRecipientDaily, &s.SMSRecipientDaily, 0, 100000},
+		{"max_sms_parts", in.MaxSMSParts, &s.MaxSMSParts, 1, MaxSMSPartsCeiling},
 	}
 	for _, f := range fields {
 		raw := strings.ReplaceAll(strings.TrimSpace(f.raw), ",", "")
@@ -317,7 +324,8 @@ func (s *IntakeLimits) Usage(ctx context.Context, tenantID uuid.UUID) (*LimitUsa
 
 func (s *LimitSettings) custom() bool {
 	return s.IntakePerMinute != nil || s.DailyEmail != nil || s.DailySMS != nil || s.DailyWhatsApp != nil ||
-		s.DailyWebhook != nil || s.SMSCountries != nil || s.SMSInternationalDaily != nil || s.SMSRecipientDaily != nil
+		s.DailyWebhook != nil || s.SMSCountries != nil || s.SMSInternationalDaily != nil || s.SMSRecipientDaily != nil ||
+		s.MaxSMSParts != nil
 }
 
 // Set replaces the tenant's limit settings (an operator's change) and
@@ -358,6 +366,7 @@ func (s *LimitSettings) auditMetadata() map[string]any {
 	put("daily_webhook", s.DailyWebhook)
 	put("sms_international_daily", s.SMSInternationalDaily)
 	put("sms_recipient_daily", s.SMSRecipientDaily)
+	put("max_sms_parts", s.MaxSMSParts)
 	if s.SMSCountries != nil {
 		m["sms_countries"] = []string(s.SMSCountries)
 	} else {
@@ -388,6 +397,7 @@ func (s *IntakeLimits) Input(ctx context.Context, tenantID uuid.UUID) (LimitInpu
 		DailyWhatsApp: text(set.DailyWhatsApp), DailyWebhook: text(set.DailyWebhook),
 		SMSCountries:          strings.Join(set.SMSCountries, ", "),
 		SMSInternationalDaily: text(set.SMSInternationalDaily), SMSRecipientDaily: text(set.SMSRecipientDaily),
+		MaxSMSParts: text(set.MaxSMSParts),
 	}, nil
 }
 

@@ -34,6 +34,9 @@ const (
 	ReasonProviderRejected  = "provider_rejected"
 	ReasonRetriesExhausted  = "retries_exhausted"
 	ReasonFallbackTriggered = "fallback_triggered:"
+	// ReasonSMSTooLong: the SMS text is longer than the tenant's limit
+	// of parts (Limits.MaxSMSParts).
+	ReasonSMSTooLong = "sms_too_long"
 )
 
 // Timeline sources.
@@ -80,10 +83,15 @@ type Message struct {
 	// RecipientIndex is the position of the message's recipient in its
 	// event's recipients: a retry, resend or fallback reads that
 	// recipient's addresses from the event.
-	RecipientIndex    *int       `db:"recipient_index" json:"recipient_index,omitempty"`
-	ToAddress         string     `db:"to_address" json:"to"`
-	Subject           string     `db:"subject" json:"subject,omitempty"`
-	Body              string     `db:"body" json:"body"`
+	RecipientIndex *int   `db:"recipient_index" json:"recipient_index,omitempty"`
+	ToAddress      string `db:"to_address" json:"to"`
+	Subject        string `db:"subject" json:"subject,omitempty"`
+	Body           string `db:"body" json:"body"`
+	// SMSParts and SMSEncoding are what an SMS costs, counted from Body as
+	// it is sent (PrepareSMS) when the message is stored; nil on other
+	// channels.
+	SMSParts          *int       `db:"sms_parts" json:"sms_parts,omitempty"`
+	SMSEncoding       *string    `db:"sms_encoding" json:"sms_encoding,omitempty"`
 	Status            string     `db:"status" json:"status"`
 	FailedReason      *string    `db:"failed_reason" json:"failed_reason,omitempty"`
 	ErrorCode         *string    `db:"error_code" json:"error_code,omitempty"`

@@ -31,6 +31,7 @@ type InsertTx interface {
 // InsertMessage is InsertMessages for one message: it reports whether m is
 // new.
 func InsertMessage(ctx context.Context, tx InsertTx, m *Message, first *MessageEvent) (bool, error) {
+	m.prepareSMS()
 	inserted, err := tx.InsertMessages(ctx, []*Message{m}, []*MessageEvent{first})
 	if err != nil {
 		return false, err
@@ -134,6 +135,7 @@ func (r *Router) routeEvent(ctx context.Context, tx RouteTx, tenant *Tenant, e *
 	ms, firsts := make([]*Message, len(planned)), make([]*MessageEvent, len(planned))
 	for i, p := range planned {
 		ms[i], firsts[i] = p.m, p.first
+		ms[i].prepareSMS()
 	}
 	inserted, err := tx.InsertMessages(ctx, ms, firsts)
 	if err != nil {

@@ -51,6 +51,9 @@ type DispatchState struct {
 	// CredentialsRefused: the account is in a spell of refusals of the
 	// server's own credentials (see ServerCredentials).
 	CredentialsRefused bool
+	// MaxSMSParts is the operator's limit of the tenant's SMS length in
+	// parts; nil: DefaultMaxSMSParts.
+	MaxSMSParts *int
 }
 
 // SentRecord is a provider's acceptance of a message: the message becomes

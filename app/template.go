@@ -188,6 +188,7 @@ type TemplateTx interface {
 	UpdateTemplate(ctx context.Context, t *Template) error
 	InsertTemplateVersion(ctx context.Context, t *Template) error
 	InsertAudit(ctx context.Context, e *AuditEntry) error
+	SMSLimitTx
 }
 
 // Templates manages tenants' templates and their version history.
@@ -259,6 +260,9 @@ func (s *Templates) SaveChecked(ctx context.Context, actor Actor, tenantID, temp
 			return Errorf(EINVALID, "Template %s is for unknown event %s.", t.ID, t.TriggerEvent)
 		}
 		if warnings, err = ValidateTemplate(event, t.Channel, in); err != nil {
+			return err
+		}
+		if err := CheckSMSTemplate(ctx, tx, tenantID, event, t.Channel, t.Locale, in.Body); err != nil {
 			return err
 		}
 		if err := tx.InsertTemplateVersion(ctx, t); err != nil {

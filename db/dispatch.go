@@ -15,7 +15,8 @@ import (
 var dispatchQuery = `
 	SELECT ` + prefixed("m", messageColumns) + `, ` + prefixed("t", tenantColumns) + `, ` + prefixed("a", accountColumns) + `,
 		EXISTS (SELECT FROM server_credential_refusals r WHERE r.tenant_id = a.tenant_id AND r.channel_account_id = a.id)
-			AS credentials_refused
+			AS credentials_refused,
+		(SELECT l.max_sms_parts FROM tenant_limits l WHERE l.tenant_id = m.tenant_id) AS max_sms_parts
 	FROM messages m
 	JOIN tenants t ON t.id = m.tenant_id
 	JOIN channel_accounts a ON a.tenant_id = m.tenant_id AND a.id = m.channel_account_id
@@ -34,6 +35,7 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*a
 		// credentials: a primary-key probe of a table that is empty while
 		// they work, which spares every other send a statement to end it.
 		CredentialsRefused bool `db:"credentials_refused"`
+		MaxSMSParts        *int `db:"max_sms_parts"`
 	}
 	err := t.tx.GetContext(ctx, &row, dispatchQuery, tenantID, id)
 	if isNoRows(err) {
@@ -46,7 +48,8 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*a
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account, CredentialsRefused: row.CredentialsRefused}, nil
+	return &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account, CredentialsRefused: row.CredentialsRefused,
+		MaxSMSParts: row.MaxSMSParts}, nil
 }
 
 // usageShards is how many rows a tenant's usage of a channel in a month is

@@ -310,3 +310,16 @@ func msgTemplateName(m *app.Message) string {
 func msgTemplatePath(base string, m *app.Message) string {
 	return base + "/templates/" + m.TemplateID.String()
 }
+
+// msgSMSCount describes what an SMS cost, "2 parts · GSM-7"; "" for other
+// channels and for SMS stored before Herald counted parts.
+func msgSMSCount(m *app.Message) string {
+	if m.SMSParts == nil || m.SMSEncoding == nil {
+		return ""
+	}
+	parts := "1 part"
+	if *m.SMSParts != 1 {
+		parts = strconv.Itoa(*m.SMSParts) + " parts"
+	}
+	return parts + " · " + app.EncodingLabel(*m.SMSEncoding)
+}

@@ -113,7 +113,7 @@ func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale 
 	if def, ok := app.LookupEvent(e.Event); ok {
 		e.Variables = console.TemplateVariables(def)
 	}
-	e.Preview = previewOf(e.Event, e.Channel, in, nil)
+	e.Preview = s.previewOf(c, e.Event, e.Channel, in, nil)
 	if ch, ok := app.ParseChannel(e.Channel); ok {
 		// The accounts a test may go through; a failure to list them
 		// leaves the choice empty, which the form explains.
@@ -139,7 +139,7 @@ func (s *Server) localeChoices(c *fiber.Ctx) []string {
 }
 
 // previewOf renders the preview pane's content.
-func previewOf(event, channel string, in app.TemplateInput, samples map[string]string) *views.TemplatePreviewView {
+func (s *Server) previewOf(c *fiber.Ctx, event, channel string, in app.TemplateInput, samples map[string]string) *views.TemplatePreviewView {
 	def, ok := app.LookupEvent(event)
 	if !ok {
 		return &views.TemplatePreviewView{Hint: "Choose an event to see a preview."}
@@ -151,7 +151,15 @@ func previewOf(event, channel string, in app.TemplateInput, samples map[string]s
 	if strings.TrimSpace(in.Body) == "" && in.Subject == "" {
 		return &views.TemplatePreviewView{Hint: "Write the body to see a preview."}
 	}
-	return &views.TemplatePreviewView{Preview: console.PreviewTemplate(def, ch, in, samples)}
+	limit := app.DefaultMaxSMSParts
+	if ch == app.SMS {
+		// The preview refuses what saving would; a failure to read the
+		// limit shows the default rather than no preview.
+		if l, err := s.Templates.SMSPartsLimit(c.UserContext(), userOf(c), tenantOf(c).ID); err == nil {
+			limit = l
+		}
+	}
+	return &views.TemplatePreviewView{Preview: console.PreviewTemplate(def, ch, in, samples, limit)}
 }
 
 // handleTemplateNew shows the editor for a new template; ?event=, ?channel=
@@ -314,7 +322,7 @@ func (s *Server) handleTemplateTest(c *fiber.Ctx) error {
 	}
 	e.TestTo, e.TestAccount = in.To, in.AccountID
 	e.Variables = withSamples(e.Variables, in.Samples)
-	e.Preview = previewOf(e.Event, e.Channel, in.Content, in.Samples)
+	e.Preview = s.previewOf(c, e.Event, e.Channel, in.Content, in.Samples)
 	switch code {
 	case app.EINVALID:
 		c.Status(fiber.StatusUnprocessableEntity)
@@ -368,7 +376,7 @@ func templateTitle(t *app.Template) string {
 // fragment): the content typed, with the event's sample values or the ones
 // the editor tried.
 func (s *Server) handleTemplatePreview(c *fiber.Ctx) error {
-	return s.render(c, views.TemplatePreviewPane(previewOf(c.FormValue("event"), c.FormValue("channel"), templateFormOf(c), samplesOf(c))))
+	return s.render(c, views.TemplatePreviewPane(s.previewOf(c, c.FormValue("event"), c.FormValue("channel"), templateFormOf(c), samplesOf(c))))
 }
 
 // versionOf reads the version number in the path; anything else is not

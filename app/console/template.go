@@ -26,6 +26,7 @@ type Templates struct {
 // and activation. Creating and saving use TemplateStore.
 type TemplateTx interface {
 	app.Tx
+	app.SMSLimitTx
 	InsertAudit(ctx context.Context, e *app.AuditEntry) error
 	LockTemplate(ctx context.Context, tenantID, id uuid.UUID) (*app.Template, error)
 	UpdateTemplate(ctx context.Context, t *app.Template) error
@@ -241,6 +242,9 @@ func (s *Templates) Create(ctx context.Context, u app.Principal, tenantID uuid.U
 		case app.ErrorCode(err) != app.ENOTFOUND:
 			return err
 		}
+		if err := app.CheckSMSTemplate(ctx, tx, tenantID, def, t.Channel, t.Locale, t.Body); err != nil {
+			return err
+		}
 		if err := tx.CreateTemplates(ctx, []*app.Template{t}); err != nil {
 			// A race with another editor creating the same template.
 			if app.ErrorCode(err) == app.ECONFLICT {
@@ -429,6 +433,11 @@ func (s *Templates) Restore(ctx context.Context, u app.Principal, tenantID, id u
 		if err := checkBaseVersion(t, baseVersion); err != nil {
 			return err
 		}
+		if def, ok := app.LookupEvent(t.TriggerEvent); ok {
+			if err := app.CheckSMSTemplate(ctx, tx, tenantID, def, t.Channel, t.Locale, old.Body); err != nil {
+				return err
+			}
+		}
 		if err := tx.InsertTemplateVersion(ctx, t); err != nil {
 			return err
 		}
@@ -481,7 +490,7 @@ func (s *Templates) SetActive(ctx context.Context, u app.Principal, tenantID, id
 }
 
 // SampleRecipient is the recipient template previews are rendered for.
-var SampleRecipient = app.Recipient{Name: "Anna Schmidt", Phone: "+49 151 23456789", Email: "anna.schmidt@example.com", Locale: "de-DE"}
+var SampleRecipient = app.SampleRecipient
 
 // TemplateVariable is one placeholder a template may use, with the value
 // previews fill in.
@@ -545,15 +554,25 @@ type TemplatePreview struct {
 	// Problem says why the content could not be saved as it is (an empty
 	// body, an e-mail without subject), if so.
 	Problem string
+	// SMS is an SMS's count: its encoding and parts as Body is sent.
+	SMS *app.SMSCount
+	// SMSLimit is the tenant's limit of SMS parts, on an SMS preview.
+	SMSLimit int
 }
 
 // PreviewTemplate renders content for an event and channel with sample
 // values: e-mail bodies with HTML-escaped values, every other channel as
 // plain text, as routing does.
-func PreviewTemplate(def *app.EventDef, ch app.Channel, in app.TemplateInput, overrides map[string]string) *TemplatePreview {
+// An SMS is shown prepared as it is sent (app.PrepareSMS), with its count,
+// and refused past smsLimit parts as saving refuses it.
+func PreviewTemplate(def *app.EventDef, ch app.Channel, in app.TemplateInput, overrides map[string]string, smsLimit int) *TemplatePreview {
 	vars := SampleVars(def, overrides)
 	p := &TemplatePreview{Channel: ch}
 	p.Body, _ = app.Render(in.Body, vars, ch == app.Email)
+	if ch == app.SMS {
+		body, c := app.PrepareSMS(p.Body)
+		p.Body, p.SMS, p.SMSLimit = body, &c, smsLimit
+	}
 	subject, _ := app.Render(in.Subject, vars, false)
 	p.Subject = strings.TrimSpace(subject)
 	if ch == app.Email {
@@ -563,6 +582,9 @@ func PreviewTemplate(def *app.EventDef, ch app.Channel, in app.TemplateInput, ov
 		p.Problem = app.ErrorMessage(err)
 	} else if err := validateMetaSpec(in.WhatsAppTemplate); err != nil {
 		p.Problem = app.ErrorMessage(err)
+	} else if p.SMS != nil && p.SMS.Parts > smsLimit {
+		p.Problem = app.ErrorMessage(app.TooManySMSParts("This SMS, rendered with these sample values,", *p.SMS, smsLimit)) +
+			" It cannot be saved so."
 	}
 	p.Unknown = app.UnknownPlaceholders(def, in.Subject+" "+in.Body)
 	if s := in.WhatsAppTemplate; s != nil && ch == app.WhatsApp {
@@ -571,4 +593,20 @@ func PreviewTemplate(def *app.EventDef, ch app.Channel, in app.TemplateInput, ov
 		}
 	}
 	return p
+}
+
+// SMSPartsLimit is the tenant's limit of SMS parts, which previews show.
+func (s *Templates) SMSPartsLimit(ctx context.Context, u app.Principal, tenantID uuid.UUID) (int, error) {
+	if err := app.RequirePermission(u, app.PermViewTemplates); err != nil {
+		return 0, err
+	}
+	limit := app.DefaultMaxSMSParts
+	err := s.Store.InTenant(ctx, tenantID, func(tx TemplateTx) error {
+		set, err := tx.LimitSettings(ctx, tenantID)
+		if err == nil && set.MaxSMSParts != nil {
+			limit = *set.MaxSMSParts
+		}
+		return err
+	})
+	return limit, err
 }
