@@ -105,7 +105,7 @@ func NewRelyingParty(base *url.URL, name string) (*webauthn.WebAuthn, error) {
 type SecurityKeyTx interface {
 	app.Tx
 	InsertAudit(ctx context.Context, e *app.AuditEntry) error
-	factorTx
+	factorStore
 	// InsertSecurityKey stores a new key; ECONFLICT when its credential id
 	// is registered already.
 	InsertSecurityKey(ctx context.Context, k *SecurityKey) error
@@ -124,9 +124,9 @@ type SecurityKeyTx interface {
 	TakeCeremony(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID, purpose string) (*Ceremony, error)
 }
 
-// factorTx reads which second factors a user has and replaces their
+// factorStore reads which second factors a user has and replaces their
 // recovery codes; TwoFactorTx and SecurityKeyTx both do.
-type factorTx interface {
+type factorStore interface {
 	SecondFactor(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID) (*SecondFactor, error)
 	SecurityKeys(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID) ([]*SecurityKey, error)
 	ReplaceRecoveryCodes(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID, hashes [][]byte) error
@@ -458,7 +458,7 @@ func (s *TwoFactor) removeKey(ctx context.Context, u *app.User, id uuid.UUID) (*
 // dropCodesWhenNoFactor removes u's recovery codes once u has neither an
 // authenticator app nor a security key: codes stand in for a second
 // factor, and with none left they would be a way in of their own.
-func (s *TwoFactor) dropCodesWhenNoFactor(ctx context.Context, tx factorTx, u *app.User) error {
+func (s *TwoFactor) dropCodesWhenNoFactor(ctx context.Context, tx factorStore, u *app.User) error {
 	keys, err := tx.SecurityKeys(ctx, u.TenantID, u.ID)
 	if err != nil {
 		return err
