@@ -163,7 +163,7 @@ func admin(ctx context.Context, c cli, args []string) error {
 			if err := svc.Console.TwoFactor.ResetByEmail(ctx, app.CLIActor, email, strings.ToLower(strings.TrimSpace(slug))); err != nil {
 				return err
 			}
-			fmt.Fprintln(c.stdout, "second factor reset")
+			fmt.Fprintln(c.stdout, "second factors reset (authenticator app, security keys, recovery codes); sessions ended")
 			return nil
 		}
 	case "set-limits":

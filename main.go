@@ -56,7 +56,7 @@ func commands() []command {
 		{"admin create-tenant", "--slug S --name N [--plan FREE|PRO|ENTERPRISE] [--locale de-DE] [--timezone Europe/Berlin]", "create a tenant and print its id"},
 		{"admin create-user", "--email E --password P --role operator|manager|support [--tenant S] [--name N]", "create a console user and print its id"},
 		{"admin create-api-key", "--tenant S --name N", "create an API key for a tenant and print its secret"},
-		{"admin reset-two-factor", "--email E [--tenant S]", "remove an account's second factor (the operator's without --tenant), for a lost device"},
+		{"admin reset-two-factor", "--email E [--tenant S]", "remove an account's second factors: authenticator app, security keys, recovery codes (the operator's without --tenant), and end its sessions, for a lost device or key"},
 		{"admin set-limits", "--tenant S [--intake-per-minute N] [--daily-email N] [--daily-sms N] [--daily-whatsapp N] [--daily-webhook N] [--sms-countries DE,AT] [--sms-international-daily N] [--sms-recipient-daily N] [--max-sms-parts N]", "set a tenant's limits at intake (a flag left out: the default)"},
 		{"admin ensure-operator", "", "create the first operator admin (from HERALD_ADMIN_EMAIL/PASSWORD, or generated in dev)"},
 		{"demo", "[--if-missing]", "create the demo tenant with a manager, a support user and an API key; print them, ending with `export KEY=...`"},

@@ -82,6 +82,7 @@ var txInterfaces = map[string]reflect.Type{
 	"console.ScheduleTx":     reflect.TypeFor[console.ScheduleTx](),
 	"console.SessionTx":      reflect.TypeFor[console.SessionTx](),
 	"console.TwoFactorTx":    reflect.TypeFor[console.TwoFactorTx](),
+	"console.SecurityKeyTx":  reflect.TypeFor[console.SecurityKeyTx](),
 	"console.TemplateTx":     reflect.TypeFor[console.TemplateTx](),
 	"console.TenantTx":       reflect.TypeFor[console.TenantTx](),
 	"console.TrendTx":        reflect.TypeFor[console.TrendTx](),

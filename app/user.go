@@ -37,8 +37,9 @@ type User struct {
 	MustChangePassword bool      `db:"must_change_password"`
 	CreatedAt          time.Time `db:"created_at"`
 	UpdatedAt          time.Time `db:"updated_at"`
-	// TwoFactorAt is when the user confirmed a second factor (TOTP), nil
-	// while they have none. Read only: the second factor's own statements
+	// TwoFactorAt is when the user got their first second factor still
+	// held (a confirmed TOTP app or a security key), nil while they have
+	// none. Read only: the second factor's own statements
 	// change it.
 	TwoFactorAt *time.Time `db:"two_factor_at"`
 	// TwoFactorRequired is set when the user's tenant (or, for an

@@ -21,6 +21,9 @@ var constraintErrors = map[string]*app.Error{
 	"users_tenant_email_key":   {Code: app.ECONFLICT, Message: "A user with this e-mail address already exists.", Field: "email"},
 	"users_operator_email_key": {Code: app.ECONFLICT, Message: "An operator with this e-mail address already exists.", Field: "email"},
 	"api_keys_hash_key":        {Code: app.ECONFLICT, Message: "An API key with this secret already exists; try again."},
+	// An authenticator answering registration with a credential it gave
+	// before (to this account or another).
+	"user_security_keys_credential_id_key": {Code: app.ECONFLICT, Message: "This security key is registered already."},
 	// Two saves of one template both writing the version they replace.
 	"template_versions_pkey": {Code: app.ECONFLICT, Message: templateChanged},
 }

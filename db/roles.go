@@ -84,6 +84,8 @@ var runtimePrivileges = map[string]string{
 	"users":                      privWrite,
 	"user_second_factors":        privWrite,
 	"user_recovery_codes":        privWrite,
+	"user_security_keys":         privWrite,
+	"webauthn_ceremonies":        privWrite,
 	// Read by every scope, changed by operators.
 	"platform_settings": privWrite,
 	// Retention locks the receipts it prunes (FOR UPDATE needs UPDATE).

@@ -72,10 +72,6 @@ func (t *Tx) TakeTimeStep(ctx context.Context, tenantID *uuid.UUID, userID uuid.
 
 // DeleteSecondFactor serves console.TwoFactorTx.
 func (t *Tx) DeleteSecondFactor(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID) (bool, error) {
-	if _, err := t.tx.ExecContext(ctx, `
-		DELETE FROM user_recovery_codes WHERE tenant_id IS NOT DISTINCT FROM $1 AND user_id = $2`, tenantID, userID); err != nil {
-		return false, mapErr(err)
-	}
 	res, err := t.tx.ExecContext(ctx, `
 		DELETE FROM user_second_factors WHERE tenant_id IS NOT DISTINCT FROM $1 AND user_id = $2 AND confirmed_at IS NOT NULL`, tenantID, userID)
 	if err != nil {

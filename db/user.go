@@ -11,11 +11,13 @@ import (
 
 const userColumns = `id, tenant_id, email, name, password_hash, role, session_version, disabled_at, last_login_at, must_change_password, created_at, updated_at`
 
-// userReadColumns are userColumns and what reads add: whether the user has
-// confirmed a second factor, and whether their tenant (or, for operators,
+// userReadColumns are userColumns and what reads add: since when the user
+// has a second factor (a confirmed authenticator app or a security key),
+// and whether their tenant (or, for operators,
 // the platform) requires one.
 const userReadColumns = userColumns + `,
-	(SELECT f.confirmed_at FROM user_second_factors f WHERE f.user_id = users.id) AS two_factor_at,
+	LEAST((SELECT f.confirmed_at FROM user_second_factors f WHERE f.user_id = users.id),
+		(SELECT min(k.created_at) FROM user_security_keys k WHERE k.user_id = users.id)) AS two_factor_at,
 	COALESCE(CASE WHEN users.tenant_id IS NULL THEN (SELECT p.require_operator_two_factor FROM platform_settings p)
 		ELSE (SELECT tn.require_two_factor FROM tenants tn WHERE tn.id = users.tenant_id) END, false) AS two_factor_required`
 

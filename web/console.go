@@ -101,10 +101,10 @@ func (s *Server) requireUser(c *fiber.Ctx) error {
 		s.flash(c, "warning", "You signed in with a temporary password. Choose your own password to continue.")
 		return c.Redirect("/account/password", fiber.StatusSeeOther)
 	}
-	if u.NeedsTwoFactor() && !u.MustChangePassword && c.Path() != "/account/two-factor" && c.Path() != "/logout" {
+	if u.NeedsTwoFactor() && !u.MustChangePassword && !strings.HasPrefix(c.Path(), "/account/two-factor") && c.Path() != "/logout" {
 		// The tenant (or the platform) requires a second factor the user
-		// has not set up: they set it up before anything else (the page
-		// says why).
+		// has not set up: they set it up (an app or a key, whose routes
+		// are under the page's) before anything else (the page says why).
 		return c.Redirect("/account/two-factor", fiber.StatusSeeOther)
 	}
 

@@ -152,5 +152,5 @@ const retryAfterUnavailable = "5"
 // callers are programs.
 func wantsJSON(c *fiber.Ctx) bool {
 	p := c.Path()
-	return strings.HasPrefix(p, "/api/") || p == "/api" || strings.HasPrefix(p, "/webhooks/")
+	return strings.HasPrefix(p, "/api/") || p == "/api" || strings.HasPrefix(p, "/webhooks/") || keyOptionsPaths[p]
 }

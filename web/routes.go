@@ -101,6 +101,8 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	// The second step of a sign-in with a second factor: no session yet,
 	// a signed second-step cookie and the sign-in form's CSRF token.
 	a.Post("/login/two-factor", s.handleLoginSecondStep)
+	a.Post("/login/two-factor/key/options", s.handleLoginKeyOptions)
+	a.Post("/login/two-factor/key", s.handleLoginKey)
 	a.Get("/", s.requireUser, s.handleHome)
 	a.Post("/logout", s.requireUser, s.handleLogout)
 	a.Get("/account/password", s.requireUser, s.handlePasswordPage)
@@ -108,6 +110,10 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	a.Get("/account/two-factor", s.requireUser, s.handleTwoFactorPage)
 	a.Post("/account/two-factor", s.requireUser, s.handleTwoFactorConfirm)
 	a.Post("/account/two-factor/disable", s.requireUser, s.handleTwoFactorDisable)
+	a.Post("/account/two-factor/keys/options", s.requireUser, s.handleSecurityKeyOptions)
+	a.Post("/account/two-factor/keys", s.requireUser, s.handleSecurityKeyAdd)
+	a.Post("/account/two-factor/keys/:id/remove", s.requireUser, s.handleSecurityKeyRemove)
+	a.Post("/account/two-factor/recovery-codes", s.requireUser, s.handleRecoveryCodesRenew)
 
 	// Operator pages: every tenant, River's queues, the platform audit log.
 	op := consoleGroup{s: s, r: a, mw: []fiber.Handler{s.requireUser}}

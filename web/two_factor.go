@@ -1,6 +1,7 @@
 package web
 
 import (
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"time"
@@ -27,27 +28,37 @@ const secondStepTTL = 5 * time.Minute
 const secondStepIssuer = "herald-login-second-step"
 
 // secondStepClaims names the user whose password was right, at the session
-// version it had then, and where to go after signing in.
+// version it had then, which second factors they have, and where to go
+// after signing in. Its id (jti) binds a security key's challenge to this
+// sign-in.
 type secondStepClaims struct {
 	jwt.RegisteredClaims
 	Version int    `json:"sv"`
 	Next    string `json:"next,omitempty"`
+	Keys    bool   `json:"keys,omitempty"`
+	TOTP    bool   `json:"totp,omitempty"`
 }
 
-// toSecondStep sets the second-step cookie for u and asks for a code.
+// toSecondStep sets the second-step cookie for u and asks for a security
+// key or a code.
 func (s *Server) toSecondStep(c *fiber.Ctx, u *app.User, next string) error {
+	st, err := s.TwoFactor.StatusOf(c.UserContext(), u)
+	if err != nil {
+		return err
+	}
 	now := time.Now()
 	claims := secondStepClaims{RegisteredClaims: jwt.RegisteredClaims{
-		Issuer: secondStepIssuer, Subject: u.ID.String(),
+		Issuer: secondStepIssuer, Subject: u.ID.String(), ID: rand.Text(),
 		IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(secondStepTTL)),
-	}, Version: u.SessionVersion, Next: next}
+	}, Version: u.SessionVersion, Next: next, Keys: len(st.Keys) > 0 && s.TwoFactor.KeysAvailable(), TOTP: st.Enrolled}
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.Config.SessionKey)
 	if err != nil {
 		// HS256 over a byte key cannot fail.
 		panic(err)
 	}
 	s.setCookie(c, cookieSecondStep, token, now.Add(secondStepTTL))
-	return s.render(c, views.SecondStepPage(s.page(c, "Two-factor sign-in"), views.SecondStepForm{CSRF: s.loginCSRF(c), Next: next}))
+	return s.render(c, views.SecondStepPage(s.page(c, "Two-factor sign-in"),
+		views.SecondStepForm{CSRF: s.loginCSRF(c), Next: next, Keys: claims.Keys, TOTP: claims.TOTP}))
 }
 
 // parseSecondStep returns the claims of a valid, unexpired second-step
@@ -70,19 +81,20 @@ func (s *Server) parseSecondStep(token string) (*secondStepClaims, uuid.UUID, er
 // handleLoginSecondStep checks the code of the sign-in's second step and
 // starts the session.
 func (s *Server) handleLoginSecondStep(c *fiber.Ctx) error {
-	fail := func(status int, msg string) error {
-		c.Status(status)
-		return s.render(c, views.SecondStepPage(s.page(c, "Two-factor sign-in"),
-			views.SecondStepForm{CSRF: s.loginCSRF(c), Next: safeNext(c.FormValue("next"), ""), Error: msg}))
-	}
 	if !s.checkLoginCSRF(c) {
-		return fail(fiber.StatusForbidden, "The sign-in form expired. Please try again (your browser must accept cookies).")
+		return s.secondStepFailure(c, fiber.StatusForbidden, "The sign-in form expired. Please try again (your browser must accept cookies).")
 	}
 	claims, id, err := s.parseSecondStep(c.Cookies(cookieSecondStep))
 	if err != nil {
 		return s.secondStepEnded(c)
 	}
 	u, err := s.Sessions.SecondStep(c.UserContext(), id, claims.Version, c.FormValue("code"), c.IP())
+	return s.secondStepDone(c, claims, u, err)
+}
+
+// secondStepDone starts the session of a second step that passed, or says
+// why it did not.
+func (s *Server) secondStepDone(c *fiber.Ctx, claims *secondStepClaims, u *app.User, err error) error {
 	switch {
 	case err == nil:
 		s.clearCookie(c, cookieSecondStep)
@@ -91,11 +103,22 @@ func (s *Server) handleLoginSecondStep(c *fiber.Ctx) error {
 		return s.secondStepEnded(c)
 	case app.ErrorCode(err) == app.ETOOMANY:
 		setRetryAfter(c, console.RetryAfter(err))
-		return fail(fiber.StatusTooManyRequests, app.ErrorMessage(err))
+		return s.secondStepFailure(c, fiber.StatusTooManyRequests, app.ErrorMessage(err))
 	case app.ErrorCode(err) == app.EUNAUTHORIZED:
-		return fail(fiber.StatusUnauthorized, app.ErrorMessage(err))
+		return s.secondStepFailure(c, fiber.StatusUnauthorized, app.ErrorMessage(err))
 	}
 	return err
+}
+
+// secondStepFailure shows the second step again with msg, offering what
+// the second-step cookie says the user has.
+func (s *Server) secondStepFailure(c *fiber.Ctx, status int, msg string) error {
+	f := views.SecondStepForm{CSRF: s.loginCSRF(c), Next: safeNext(c.FormValue("next"), ""), Error: msg}
+	if claims, _, err := s.parseSecondStep(c.Cookies(cookieSecondStep)); err == nil {
+		f.Keys, f.TOTP = claims.Keys, claims.TOTP
+	}
+	c.Status(status)
+	return s.render(c, views.SecondStepPage(s.page(c, "Two-factor sign-in"), f))
 }
 
 // secondStepEnded sends back to the password a second step that expired or
@@ -121,7 +144,7 @@ func (s *Server) renderTwoFactor(c *fiber.Ctx, errs views.FormErrors) error {
 	if err != nil {
 		return err
 	}
-	v := views.TwoFactorView{Enrolled: st.Enrolled, ConfirmedAt: st.ConfirmedAt, RecoveryLeft: st.RecoveryCodes, Required: u.TwoFactorRequired, Errs: errs}
+	v := views.TwoFactorView{Enrolled: st.Enrolled, ConfirmedAt: st.ConfirmedAt, Keys: st.Keys, NoNewKeys: !s.TwoFactor.KeysAvailable(), RecoveryLeft: st.RecoveryCodes, Required: u.TwoFactorRequired, Errs: errs}
 	if !st.Enrolled {
 		e, err := s.TwoFactor.Begin(c.UserContext(), u)
 		if err != nil {
@@ -162,7 +185,11 @@ func (s *Server) handleTwoFactorDisable(c *fiber.Ctx) error {
 	default:
 		return s.formFailure(c, err, func(errs views.FormErrors) error { return s.renderTwoFactor(c, errs) })
 	}
-	s.flash(c, "success", "Two-factor sign-in is off.")
+	msg := "Two-factor sign-in is off."
+	if userOf(c).TwoFactorAt != nil {
+		msg = "The authenticator app is removed; your security keys still sign you in."
+	}
+	s.flash(c, "success", msg)
 	return c.Redirect("/account/two-factor", fiber.StatusSeeOther)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-webauthn/webauthn/webauthn"
 	"github.com/google/uuid"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
@@ -61,8 +62,8 @@ type TwoFactorTx interface {
 	// TakeTimeStep raises the confirmed enrolment's last step to step when
 	// it is below, and reports whether it did: a code is accepted once.
 	TakeTimeStep(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID, step int64) (bool, error)
-	// DeleteSecondFactor removes the enrolment and the recovery codes and
-	// reports whether there was an enrolment.
+	// DeleteSecondFactor removes the confirmed enrolment and reports
+	// whether there was one; the recovery codes stay.
 	DeleteSecondFactor(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID) (bool, error)
 	// ReplaceRecoveryCodes stores hashes as the user's only recovery codes.
 	ReplaceRecoveryCodes(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID, hashes [][]byte) error
@@ -81,6 +82,12 @@ type TwoFactorTx interface {
 	OperatorTwoFactor(ctx context.Context) (bool, error)
 	// ListOperators returns every operator account, oldest first.
 	ListOperators(ctx context.Context) ([]*app.User, error)
+	// SecurityKeys returns the user's security keys, oldest first.
+	SecurityKeys(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID) ([]*SecurityKey, error)
+	// DeleteSecurityKeys removes every key of the user and says how many.
+	DeleteSecurityKeys(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID) (int, error)
+	// BumpUserSessions ends every session of the user.
+	BumpUserSessions(ctx context.Context, tenantID *uuid.UUID, userID uuid.UUID, at time.Time) error
 }
 
 // Sealer seals and opens secrets at rest; app.Sealer is one.
@@ -89,15 +96,21 @@ type Sealer interface {
 	Open(tenantID, accountID uuid.UUID, keyID string, sealed []byte) (map[string]string, error)
 }
 
-// TwoFactor enrols console users in a second factor (TOTP with recovery
-// codes), checks their codes at sign-in, and lets managers and operators
-// require it and reset it for someone who lost their device.
+// TwoFactor enrols console users in a second factor (an authenticator
+// app's TOTP codes, security keys, or both, with recovery codes), checks
+// it at sign-in, and lets managers and operators require it and reset it
+// for someone who lost their device.
 type TwoFactor struct {
 	Store  app.Store[TwoFactorTx]
 	Sealer Sealer
 	Now    app.Clock
 	// Issuer names Herald in authenticator apps.
 	Issuer string
+	// Keys runs the statements of security keys and their ceremonies.
+	Keys app.Store[SecurityKeyTx]
+	// WebAuthn is the relying party security keys answer to (see
+	// NewRelyingParty).
+	WebAuthn *webauthn.WebAuthn
 }
 
 // Enrolment is an enrolment under way: the secret to type in and the
@@ -229,46 +242,56 @@ func (s *TwoFactor) Confirm(ctx context.Context, u *app.User, code string) ([]st
 	return codes, err
 }
 
-// Status is what the enrolment page shows of a user's second factor.
+// Status is what the enrolment page shows of a user's second factors:
+// Enrolled and ConfirmedAt are the authenticator app's, Keys the security
+// keys.
 type Status struct {
 	Enrolled      bool
 	ConfirmedAt   *time.Time
 	RecoveryCodes int
+	Keys          []*SecurityKey
 }
 
 // StatusOf returns u's second factor.
 func (s *TwoFactor) StatusOf(ctx context.Context, u *app.User) (Status, error) {
 	var st Status
-	err := s.in(ctx, u.TenantID, func(tx TwoFactorTx) error {
-		f, err := tx.SecondFactor(ctx, u.TenantID, u.ID)
-		if app.ErrorCode(err) == app.ENOTFOUND || (err == nil && f.ConfirmedAt == nil) {
-			return nil
-		}
-		if err != nil {
+	err := s.in(ctx, u.TenantID, func(tx TwoFactorTx) (err error) {
+		if st.Keys, err = tx.SecurityKeys(ctx, u.TenantID, u.ID); err != nil {
 			return err
 		}
-		st.Enrolled, st.ConfirmedAt = true, f.ConfirmedAt
+		f, err := tx.SecondFactor(ctx, u.TenantID, u.ID)
+		switch {
+		case err == nil && f.ConfirmedAt != nil:
+			st.Enrolled, st.ConfirmedAt = true, f.ConfirmedAt
+		case err != nil && app.ErrorCode(err) != app.ENOTFOUND:
+			return err
+		}
 		st.RecoveryCodes, err = tx.CountRecoveryCodes(ctx, u.TenantID, u.ID)
 		return err
 	})
 	return st, err
 }
 
-// Verify checks a code of u's confirmed second factor: a TOTP code of the
-// current step (give or take TOTPSkew) not used before, or an unused
-// recovery code, which is used up. It returns "totp" or "recovery_code",
-// or ErrBadSecondFactor. Using a recovery code is audited.
+// Verify checks a code of u's second factor: a TOTP code of the current
+// step (give or take TOTPSkew) not used before, when u has an
+// authenticator app, or an unused recovery code, which is used up. It
+// returns "totp" or "recovery_code", or ErrBadSecondFactor. Using a
+// recovery code is audited.
 func (s *TwoFactor) Verify(ctx context.Context, u *app.User, code string) (string, error) {
 	var method string
 	err := s.in(ctx, u.TenantID, func(tx TwoFactorTx) error {
-		f, err := tx.SecondFactor(ctx, u.TenantID, u.ID)
-		switch {
-		case app.ErrorCode(err) == app.ENOTFOUND || (err == nil && f.ConfirmedAt == nil):
+		if u.TwoFactorAt == nil {
 			return errNotEnrolled
-		case err != nil:
+		}
+		f, err := tx.SecondFactor(ctx, u.TenantID, u.ID)
+		if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 			return err
 		}
 		if norm := strings.TrimSpace(code); isDigits(norm) {
+			if f == nil || f.ConfirmedAt == nil {
+				// Security keys only: no code of six digits is right.
+				return ErrBadSecondFactor
+			}
 			secret, err := s.open(u, f)
 			if err != nil {
 				return err

@@ -11,24 +11,74 @@ import (
 // The second factor's administration: who must have one, and resets for
 // someone who lost their device.
 
-// remove deletes u's second factor and audits action by actor; ECONFLICT
-// when there is none.
-func (s *TwoFactor) remove(ctx context.Context, actor app.Actor, u *app.User, action string) error {
+// reset deletes every second factor of u (authenticator app, security
+// keys, recovery codes) for someone who lost them, ends u's sessions (a
+// session that got past a second factor should not outlive it) and audits
+// the reset by actor; ECONFLICT when u has no second factor.
+func (s *TwoFactor) reset(ctx context.Context, actor app.Actor, u *app.User) error {
+	return s.in(ctx, u.TenantID, func(tx TwoFactorTx) error {
+		had, err := tx.DeleteSecondFactor(ctx, u.TenantID, u.ID)
+		if err != nil {
+			return err
+		}
+		keys, err := tx.DeleteSecurityKeys(ctx, u.TenantID, u.ID)
+		if err != nil {
+			return err
+		}
+		if !had && keys == 0 {
+			return app.Errorf(app.ECONFLICT, "%s has no second factor.", u.Email)
+		}
+		if err := tx.ReplaceRecoveryCodes(ctx, u.TenantID, u.ID, nil); err != nil {
+			return err
+		}
+		if err := tx.BumpUserSessions(ctx, u.TenantID, u.ID, s.Now()); err != nil {
+			return err
+		}
+		u.TwoFactorAt = nil
+		return tx.InsertAudit(ctx, actor.Entry(u.TenantID, "user.two_factor_reset", "user", u.ID.String(),
+			map[string]any{"email": u.Email, "authenticator_app": had, "security_keys": keys}))
+	})
+}
+
+// removeTOTP deletes u's authenticator app, and the recovery codes when u
+// has no security key either, and audits it as u's own doing.
+func (s *TwoFactor) removeTOTP(ctx context.Context, u *app.User) error {
 	return s.in(ctx, u.TenantID, func(tx TwoFactorTx) error {
 		had, err := tx.DeleteSecondFactor(ctx, u.TenantID, u.ID)
 		if err != nil {
 			return err
 		}
 		if !had {
-			return app.Errorf(app.ECONFLICT, "%s has no second factor.", u.Email)
+			return app.Errorf(app.ECONFLICT, "You have no authenticator app to remove.")
 		}
-		u.TwoFactorAt = nil
-		return tx.InsertAudit(ctx, actor.Entry(u.TenantID, action, "user", u.ID.String(), map[string]any{"email": u.Email}))
+		if err := s.dropCodesWhenNoFactor(ctx, tx, u); err != nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, u.Actor().Entry(u.TenantID, "user.two_factor_disable", "user", u.ID.String(),
+			map[string]any{"email": u.Email, "method": "totp"}))
 	})
 }
 
-// ResetInTenant removes the second factor of one of the tenant's users for
-// someone who lost their device; a manager does it. The user enrols again
+// replaceRecoveryCodes gives u new recovery codes, in place of the old
+// ones, which stop working; ECONFLICT when u has no second factor.
+func (s *TwoFactor) replaceRecoveryCodes(ctx context.Context, u *app.User) ([]string, error) {
+	if u.TwoFactorAt == nil {
+		return nil, app.Errorf(app.ECONFLICT, "Recovery codes come with a second factor: set one up first.")
+	}
+	codes, hashes := newRecoveryCodes()
+	err := s.in(ctx, u.TenantID, func(tx TwoFactorTx) error {
+		if err := tx.ReplaceRecoveryCodes(ctx, u.TenantID, u.ID, hashes); err != nil {
+			return err
+		}
+		return tx.InsertAudit(ctx, u.Actor().Entry(u.TenantID, "user.two_factor_recovery_codes_replaced", "user", u.ID.String(),
+			map[string]any{"count": len(codes)}))
+	})
+	return codes, err
+}
+
+// ResetInTenant removes every second factor of one of the tenant's users
+// for someone who lost their device, and ends their sessions; a manager
+// does it. The user enrols again
 // at the next sign-in when the tenant requires it.
 func (s *TwoFactor) ResetInTenant(ctx context.Context, actor *app.User, tenantID, userID uuid.UUID) error {
 	if err := requireTenantAccess(actor, app.PermUsers, tenantID); err != nil {
@@ -45,11 +95,11 @@ func (s *TwoFactor) ResetInTenant(ctx context.Context, actor *app.User, tenantID
 	if err != nil {
 		return err
 	}
-	return s.remove(ctx, actor.Actor(), u, "user.two_factor_reset")
+	return s.reset(ctx, actor.Actor(), u)
 }
 
-// ResetOperator removes the second factor of an operator; another operator
-// does it (one who lost their own device asks a colleague).
+// ResetOperator removes every second factor of an operator and ends their
+// sessions; another operator does it (one who lost their own device asks a colleague).
 func (s *TwoFactor) ResetOperator(ctx context.Context, actor *app.User, userID uuid.UUID) error {
 	if !actor.Can(app.PermPlatform) {
 		return app.Errorf(app.EFORBIDDEN, "Only operators reset an operator's second factor.")
@@ -68,10 +118,11 @@ func (s *TwoFactor) ResetOperator(ctx context.Context, actor *app.User, userID u
 	if err != nil {
 		return err
 	}
-	return s.remove(ctx, actor.Actor(), u, "user.two_factor_reset")
+	return s.reset(ctx, actor.Actor(), u)
 }
 
-// ResetByEmail removes the second factor of the account under email: the
+// ResetByEmail removes every second factor of the account under email
+// and ends its sessions: the
 // operator's when tenantSlug is empty, else that tenant's user's. The
 // herald command does it, for an operator who lost their device with no
 // other operator to reset it.
@@ -107,7 +158,7 @@ func (s *TwoFactor) ResetByEmail(ctx context.Context, actor app.Actor, email, te
 	if err != nil {
 		return err
 	}
-	return s.remove(ctx, actor, u, "user.two_factor_reset")
+	return s.reset(ctx, actor, u)
 }
 
 // TenantRequired reports whether the tenant requires a second factor.

@@ -294,7 +294,14 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Rejections = &app.Rejections{Store: db.Scope[app.RejectionTx](store), Lookup: store, Now: now, Log: log}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
-	twoFactor := &console.TwoFactor{Store: db.Scope[console.TwoFactorTx](store), Sealer: sealer, Now: now}
+	// Security keys answer to the console's public address; one that is
+	// not a host name (an IP address) leaves them off, not the console.
+	relyingParty, err := console.NewRelyingParty(cfg.BaseURL, "Herald")
+	if err != nil {
+		log.Warn("security keys are unavailable", "err", err)
+	}
+	twoFactor := &console.TwoFactor{Store: db.Scope[console.TwoFactorTx](store), Sealer: sealer, Now: now,
+		Keys: db.Scope[console.SecurityKeyTx](store), WebAuthn: relyingParty}
 	s.Console = Console{
 		TwoFactor:  twoFactor,
 		Deadlines:  &console.Deadlines{Deadlines: s.Deadlines},
