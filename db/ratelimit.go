@@ -56,8 +56,8 @@ func clockParam(at time.Time) *time.Time {
 // TakeIntakeToken implements app.IntakeTokens: one upsert, outside any
 // transaction, refills the bucket to at (NULL: the database's clock once
 // the row is locked) and takes a token where one is there; a new bucket
-// starts full. Only a refusal reads the bucket again, for how long until a
-// token comes. Intake buckets are never throttled (no provider answers
+// starts full. Only a refusal runs a second statement, for how long until
+// a token comes. Intake buckets are never throttled (no provider answers
 // them), so unlike herald_take_token_at this ignores a block and a slow
 // factor, and needs no function of several statements.
 func (s *Store) TakeIntakeToken(ctx context.Context, key string, capacity, perSecond float64, at time.Time) (time.Duration, error) {
@@ -76,12 +76,16 @@ func (s *Store) TakeIntakeToken(ctx context.Context, key string, capacity, perSe
 	if len(taken) > 0 {
 		return 0, nil
 	}
-	// No token: the refused update changed nothing, so the bucket as it is
-	// now says when the next one comes.
+	// No token: the refused upsert changed nothing. The bucket is brought
+	// up to at, at the rate it had until now (a rate an operator changes
+	// counts from here on), and says when the next token comes.
 	var wait float64
 	err = s.db.GetContext(ctx, &wait, `
-		SELECT (1 - least($2::float8, tokens + extract(epoch FROM greatest(coalesce($4::timestamptz, clock_timestamp()), refilled_at) - refilled_at) * $3::float8)) / $3::float8
-		FROM rate_buckets WHERE key = $1`, key, capacity, perSecond, clockParam(at))
+		UPDATE rate_buckets SET
+			tokens = least($2::float8, tokens + extract(epoch FROM greatest(coalesce($4::timestamptz, clock_timestamp()), refilled_at) - refilled_at) * $3::float8),
+			refilled_at = greatest(coalesce($4::timestamptz, clock_timestamp()), refilled_at)
+		WHERE key = $1
+		RETURNING (1 - tokens) / $3::float8`, key, capacity, perSecond, clockParam(at))
 	if err != nil {
 		return 0, unavailable(mapErr(err))
 	}
