@@ -42,6 +42,11 @@ type APIKey struct {
 	// TenantStatus is the status of the key's tenant, filled in by the
 	// lookup that authenticates a request.
 	TenantStatus string `db:"tenant_status"`
+	// TenantLocale and TenantTimezone are the tenant's default locale and
+	// time zone, filled in by the same lookup: intake's limits count in the
+	// tenant's country and day (intake_limits.go).
+	TenantLocale   string `db:"tenant_locale"`
+	TenantTimezone string `db:"tenant_timezone"`
 }
 
 // API key scopes: what a key may do through the API. Every /api/v1 route

@@ -40,6 +40,7 @@ type IntakeTx interface {
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 	EntityTx
 	LimitTx
+	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
 }
 
 // Intake accepts notification requests and manages their events.

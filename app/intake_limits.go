@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/nyaruka/phonenumbers"
 )
@@ -69,40 +70,32 @@ func regionOf(phone string) string {
 }
 
 // checkLimits takes the request's counts from the tenant's day counters,
-// in intake's transaction after its event is inserted: a refusal rolls the
-// event back, so a refused request stores nothing, and a repeated request
-// (answered from the stored event) never counts twice. SMS to a country
-// the tenant does not send to is EINVALID sms_country_not_allowed; a cap
-// that would be passed is ETOOMANY naming it, with the time until the
-// day's counters start over.
+// in intake's transaction after its event is inserted, with one statement
+// that also reads the tenant's settings: a refusal rolls the event back, so
+// a refused request stores nothing, and a repeated request (answered from
+// the stored event) never counts twice. SMS to a country the tenant does
+// not send to is EINVALID sms_country_not_allowed; a cap that would be
+// passed is ETOOMANY naming it, with the time until the tenant's day's
+// counters start over.
 func checkLimits(ctx context.Context, tx IntakeTx, in *intakeRequest) error {
 	c := countRequest(in)
 	if len(c.perChannel) == 0 {
 		return nil
 	}
 	tenantID := in.key.TenantID
-	t, err := tx.TenantByID(ctx, tenantID)
+	t, err := keyTenant(ctx, tx, in.key)
 	if err != nil {
 		return err
 	}
-	set, err := tx.LimitSettings(ctx, tenantID)
-	if err != nil {
-		return err
-	}
-	l, home := set.Effective(t), TenantCountry(t)
+	home := TenantCountry(t)
 	takes, fields := []DayTake{}, map[string]string{}
 	for ch, n := range c.perChannel {
-		takes = append(takes, DayTake{Counter: counterChannel + string(ch), N: n, Cap: l.Daily[ch]})
+		takes = append(takes, DayTake{Counter: counterChannel + string(ch), N: n, Setting: dailySetting(ch), Default: DefaultDailyCaps[ch]})
 		fields[counterChannel+string(ch)] = "recipients"
 	}
 	perNumber, international := map[string]int{}, 0
 	for _, r := range c.sms {
 		field := fmt.Sprintf("recipients[%d].phone", r.index)
-		if !slices.Contains(l.SMSCountries, r.region) {
-			return &Error{Code: EINVALID, Reason: "sms_country_not_allowed", Field: field, Message: fmt.Sprintf(
-				"SMS to %s (%s) are not allowed for this tenant; it sends SMS to %v. An operator can allow more countries.",
-				CountryName(r.region), r.region, l.SMSCountries)}
-		}
 		if r.region != home {
 			international++
 			if _, ok := fields[counterInternational]; !ok {
@@ -115,44 +108,83 @@ func checkLimits(ctx context.Context, tx IntakeTx, in *intakeRequest) error {
 		}
 	}
 	if international > 0 {
-		takes = append(takes, DayTake{Counter: counterInternational, N: international, Cap: l.SMSInternationalDaily})
+		takes = append(takes, DayTake{Counter: counterInternational, N: international, Setting: settingInternational, Default: DefaultSMSInternationalDaily})
 	}
 	for key, n := range perNumber {
-		takes = append(takes, DayTake{Counter: key, N: n, Cap: l.SMSRecipientDaily})
+		takes = append(takes, DayTake{Counter: key, N: n, Setting: settingRecipient, Default: DefaultSMSRecipientDaily})
 	}
 	// One order for every request, so that two requests never wait for
 	// each other's counter rows in opposite orders.
 	sort.Slice(takes, func(i, j int) bool { return takes[i].Counter < takes[j].Counter })
-	refused, err := tx.TakeDayCounts(ctx, tenantID, DayOf(in.now), takes)
-	if err != nil || len(refused) == 0 {
+	set, refused, err := tx.TakeDayCounts(ctx, tenantID, DayOf(in.now, t.Timezone), takes)
+	if err != nil {
 		return err
 	}
-	return limitRefusal(takes, refused, fields, in)
+	// The counters were taken before the countries are checked: a refusal
+	// rolls them back with the event.
+	l := set.Effective(t)
+	for _, r := range c.sms {
+		if !slices.Contains(l.SMSCountries, r.region) {
+			return &Error{Code: EINVALID, Reason: ReasonSMSCountry, Field: fmt.Sprintf("recipients[%d].phone", r.index),
+				Message: countryRefusal(r.region, l)}
+		}
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	return limitRefusal(takes, refused, fields, l, in.now, t.Timezone)
+}
+
+// keyTenant is the tenant of an API key as limits need it: its locale and
+// time zone, which authentication read with the key; a key that did not
+// come through authentication has them read.
+func keyTenant(ctx context.Context, tx IntakeTx, key *APIKey) (*Tenant, error) {
+	if key.TenantTimezone != "" {
+		return &Tenant{ID: key.TenantID, DefaultLocale: key.TenantLocale, Timezone: key.TenantTimezone}, nil
+	}
+	return tx.TenantByID(ctx, key.TenantID)
+}
+
+// Reasons of SMS the destination rules refuse: intake's error codes, and
+// the failed reasons of messages routing refuses.
+const (
+	ReasonSMSCountry       = "sms_country_not_allowed"
+	ReasonSMSInternational = "sms_international_limit_exceeded"
+	ReasonSMSRecipient     = "sms_recipient_limit_exceeded"
+)
+
+func countryRefusal(region string, l *Limits) string {
+	return fmt.Sprintf("SMS to %s (%s) are not allowed for this tenant; it sends SMS to %v. An operator can allow more countries.",
+		CountryName(region), region, l.SMSCountries)
 }
 
 // limitRefusal is the error of the first refused take, in take order
 // (channel caps, then international SMS, then a number's SMS).
-func limitRefusal(takes []DayTake, refused []string, fields map[string]string, in *intakeRequest) error {
+func limitRefusal(takes []DayTake, refused []string, fields map[string]string, l *Limits, now time.Time, tz string) error {
 	for _, tk := range takes {
 		if !slices.Contains(refused, tk.Counter) {
 			continue
 		}
-		e := &Error{Code: ETOOMANY, Field: fields[tk.Counter], RetryAfter: untilTomorrow(in.now)}
-		switch {
-		case tk.Counter == counterInternational:
-			e.Reason = "sms_international_limit_exceeded"
-			e.Message = fmt.Sprintf("This request would pass the tenant's daily cap of %d SMS to numbers abroad; the cap starts over at midnight UTC.", tk.Cap)
-		case len(tk.Counter) > len(CounterSMSRecipient) && tk.Counter[:len(CounterSMSRecipient)] == CounterSMSRecipient:
-			e.Reason = "sms_recipient_limit_exceeded"
-			e.Message = fmt.Sprintf("This number would get more than %d SMS today, the tenant's cap per number; it starts over at midnight UTC.", tk.Cap)
-		default:
-			e.Reason = "daily_limit_exceeded"
-			e.Message = fmt.Sprintf("This request would pass the tenant's daily cap of %d %s messages (it counts %d); the cap starts over at midnight UTC.",
-				tk.Cap, tk.Counter[len(counterChannel):], tk.N)
-		}
+		e := &Error{Code: ETOOMANY, Field: fields[tk.Counter], RetryAfter: untilTomorrow(now, tz)}
+		e.Reason, e.Message = capRefusal(tk, l, tz)
 		return e
 	}
 	return fmt.Errorf("day counters refused %v, which the request did not take", refused)
+}
+
+// capRefusal is the reason and text of a cap a take would pass.
+func capRefusal(tk DayTake, l *Limits, tz string) (reason, text string) {
+	limit := tk.capOf(l)
+	switch tk.Setting {
+	case settingInternational:
+		return ReasonSMSInternational, fmt.Sprintf(
+			"This would pass the tenant's daily cap of %d SMS to numbers abroad; the cap starts over at midnight (%s).", limit, tz)
+	case settingRecipient:
+		return ReasonSMSRecipient, fmt.Sprintf(
+			"This number would get more than %d SMS today, the tenant's cap per number; it starts over at midnight (%s).", limit, tz)
+	}
+	return "daily_limit_exceeded", fmt.Sprintf("This request would pass the tenant's daily cap of %d %s messages (it counts %d); the cap starts over at midnight (%s).",
+		limit, tk.Counter[len(counterChannel):], tk.N, tz)
 }
 
 // numberHash names a phone number in the tenant's day counters without

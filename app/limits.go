@@ -21,7 +21,8 @@ type Limits struct {
 	// IntakePerMinute is each API key's token bucket: this many requests
 	// at once, refilled at this many a minute.
 	IntakePerMinute int `json:"intake_per_minute"`
-	// Daily caps the messages a day (UTC) per channel that intake accepts.
+	// Daily caps the messages a day per channel that intake accepts; a
+	// day is the tenant's, in its time zone.
 	Daily map[Channel]int `json:"daily"`
 	// SMSCountries are the ISO 3166 regions SMS may go to.
 	SMSCountries []string `json:"sms_countries"`
@@ -155,37 +156,64 @@ func (in LimitInput) Settings(tenantID uuid.UUID) (*LimitSettings, error) {
 	return s, nil
 }
 
-// LimitTx lists the statements limits run, in intake's transaction and on
-// their own.
+// LimitTx lists the statements limits run, in intake's and routing's
+// transactions and on their own.
 type LimitTx interface {
 	Tx
 	// LimitSettings returns the tenant's settings; a tenant without any
 	// has an empty row (every field the default).
 	LimitSettings(ctx context.Context, tenantID uuid.UUID) (*LimitSettings, error)
-	// TakeDayCounts adds each take's N to its counter of the tenant's day,
-	// each only where the count stays within the take's Cap, in one
-	// statement, and returns the counters it could not take.
-	TakeDayCounts(ctx context.Context, tenantID uuid.UUID, day time.Time, takes []DayTake) (refused []string, err error)
-	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
+	// TakeDayCounts reads the tenant's settings and adds each take's N to
+	// its counter of the tenant's day, each only where the count stays
+	// within the cap the settings give it, in one statement; it returns
+	// the settings and the counters it could not take.
+	TakeDayCounts(ctx context.Context, tenantID uuid.UUID, day time.Time, takes []DayTake) (set *LimitSettings, refused []string, err error)
 }
 
 // LimitAdminTx lists the statements reading and setting limits run.
 type LimitAdminTx interface {
 	LimitTx
+	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
 	// DayCounts returns the tenant's counters of the day, by counter,
 	// with the per-number SMS counters folded into their highest.
 	DayCounts(ctx context.Context, tenantID uuid.UUID, day time.Time) (map[string]int, error)
 	SetLimitSettings(ctx context.Context, s *LimitSettings) error
+	// LimitRefusals counts the tenant's requests refused since a time
+	// with one of the codes, by code.
+	LimitRefusals(ctx context.Context, tenantID uuid.UUID, since time.Time, codes []string) (map[string]int, error)
+	ListTenants(ctx context.Context) ([]*Tenant, error)
 	// PruneDayCounts deletes up to limit day counters of days before the
-	// given one, across tenants.
-	PruneDayCounts(ctx context.Context, before time.Time, limit int) (int, error)
+	// yesterday each tenant has at now (in its time zone), across tenants.
+	PruneDayCounts(ctx context.Context, now time.Time, limit int) (int, error)
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 }
 
-// DayTake is one counter a request takes from: N more, up to Cap.
+// DayTake is one counter a request takes from: N more, up to the cap the
+// tenant's setting (a LimitSettings column) gives, or Default where the
+// tenant has none.
 type DayTake struct {
-	Counter string
-	N, Cap  int
+	Counter, Setting string
+	N, Default       int
+}
+
+// Settings of the day caps, as DayTake names them.
+const (
+	settingInternational = "sms_international_daily"
+	settingRecipient     = "sms_recipient_daily"
+)
+
+// dailySetting is the setting of a channel's daily cap.
+func dailySetting(ch Channel) string { return "daily_" + strings.ToLower(string(ch)) }
+
+// capOf is the cap a take counted against, as l gives it.
+func (tk DayTake) capOf(l *Limits) int {
+	switch tk.Setting {
+	case settingInternational:
+		return l.SMSInternationalDaily
+	case settingRecipient:
+		return l.SMSRecipientDaily
+	}
+	return l.Daily[Channel(strings.ToUpper(strings.TrimPrefix(tk.Setting, "daily_")))]
 }
 
 // Day counters.
@@ -197,16 +225,30 @@ const (
 	CounterSMSRecipient = "sms:to:"
 )
 
-// DayOf is the day counters count in: the UTC date of at.
-func DayOf(at time.Time) time.Time {
-	y, m, d := at.UTC().Date()
+// DayOf is the day counters count in: the date at has in the tenant's
+// time zone (UTC when the zone is unknown), so that a day is the
+// operator's day. The date is returned as midnight UTC of that date.
+func DayOf(at time.Time, tz string) time.Time {
+	y, m, d := at.In(zoneOf(tz)).Date()
 	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 }
 
-// untilTomorrow is how long from at until the UTC day's counters start
-// over, rounded up to whole seconds.
-func untilTomorrow(at time.Time) time.Duration {
-	return DayOf(at).AddDate(0, 0, 1).Sub(at.UTC()).Round(time.Second) + time.Second
+// zoneOf loads a tenant's time zone; tenants' zones are validated when
+// they are set, so UTC stands only for a zone this build lacks.
+func zoneOf(tz string) *time.Location {
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// untilTomorrow is how long from at until the tenant's day's counters
+// start over at its midnight, rounded up to whole seconds.
+func untilTomorrow(at time.Time, tz string) time.Duration {
+	loc := zoneOf(tz)
+	y, m, d := at.In(loc).Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, loc).Sub(at).Round(time.Second) + time.Second
 }
 
 // IntakeLimits runs the limits outside intake's transaction: each API
@@ -214,7 +256,7 @@ func untilTomorrow(at time.Time) time.Duration {
 type IntakeLimits struct {
 	Store Store[LimitAdminTx]
 	// Rates holds the buckets, shared by every process.
-	Rates TokenTaker
+	Rates IntakeTokens
 	// BucketNow is the clock buckets are read with; nil reads the
 	// database's (see RateLimiter.Now).
 	BucketNow Clock
@@ -227,6 +269,14 @@ type IntakeLimits struct {
 	CacheTTL time.Duration
 	// cache holds uuid.UUID -> cachedLimits.
 	cache sync.Map
+}
+
+// IntakeTokens takes tokens from the intake buckets every process shares.
+type IntakeTokens interface {
+	// TakeIntakeToken takes one token at time at (zero: the store's own
+	// clock) in one statement and returns 0, or returns how long until a
+	// token will be there.
+	TakeIntakeToken(ctx context.Context, key string, capacity, perSecond float64, at time.Time) (time.Duration, error)
 }
 
 // cachedLimits is a tenant's settings as a process read them, and when.
@@ -270,7 +320,7 @@ func (s *IntakeLimits) TakeIntakeToken(ctx context.Context, key *APIKey) error {
 	if s.BucketNow != nil {
 		at = s.BucketNow()
 	}
-	wait, err := s.Rates.TakeToken(ctx, "intake:"+key.TenantID.String()+":"+key.ID.String(), perMinute, perMinute/60, at, DefaultSlowDown)
+	wait, err := s.Rates.TakeIntakeToken(ctx, "intake:"+key.TenantID.String()+":"+key.ID.String(), perMinute, perMinute/60, at)
 	if err != nil || wait <= 0 {
 		return err
 	}
@@ -282,9 +332,10 @@ func (s *IntakeLimits) TakeIntakeToken(ctx context.Context, key *APIKey) error {
 // LimitUsage is a tenant's limits with what its day used of them.
 type LimitUsage struct {
 	Limits *Limits `json:"limits"`
-	// Day is the UTC day Used counts.
-	Day  string `json:"day"`
-	Used struct {
+	// Day is the day Used counts, in the tenant's time zone Timezone.
+	Day      string `json:"day"`
+	Timezone string `json:"timezone"`
+	Used     struct {
 		Daily            map[Channel]int `json:"daily"`
 		SMSInternational int             `json:"sms_international"`
 		// SMSBusiestRecipient is the most SMS any one number got today.
@@ -296,30 +347,99 @@ type LimitUsage struct {
 
 // Usage returns the tenant's limits and its day's usage.
 func (s *IntakeLimits) Usage(ctx context.Context, tenantID uuid.UUID) (*LimitUsage, error) {
-	day := DayOf(s.Now())
-	u := &LimitUsage{Day: day.Format(time.DateOnly)}
+	var u *LimitUsage
 	err := s.Store.InTenant(ctx, tenantID, func(tx LimitAdminTx) error {
 		t, err := tx.TenantByID(ctx, tenantID)
 		if err != nil {
 			return err
 		}
-		set, err := tx.LimitSettings(ctx, tenantID)
-		if err != nil {
-			return err
-		}
-		u.Limits, u.Custom = set.Effective(t), set.custom()
-		counts, err := tx.DayCounts(ctx, tenantID, day)
-		if err != nil {
-			return err
-		}
-		u.Used.Daily = map[Channel]int{}
-		for ch := range u.Limits.Daily {
-			u.Used.Daily[ch] = counts[counterChannel+string(ch)]
-		}
-		u.Used.SMSInternational, u.Used.SMSBusiestRecipient = counts[counterInternational], counts[CounterSMSRecipient]
-		return nil
+		u, err = s.usage(ctx, tx, t)
+		return err
 	})
 	return u, err
+}
+
+// usage reads the tenant's limits and its day's usage in tx.
+func (s *IntakeLimits) usage(ctx context.Context, tx LimitAdminTx, t *Tenant) (*LimitUsage, error) {
+	day := DayOf(s.Now(), t.Timezone)
+	u := &LimitUsage{Day: day.Format(time.DateOnly), Timezone: t.Timezone}
+	set, err := tx.LimitSettings(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	u.Limits, u.Custom = set.Effective(t), set.custom()
+	counts, err := tx.DayCounts(ctx, t.ID, day)
+	if err != nil {
+		return nil, err
+	}
+	u.Used.Daily = map[Channel]int{}
+	for ch := range u.Limits.Daily {
+		u.Used.Daily[ch] = counts[counterChannel+string(ch)]
+	}
+	u.Used.SMSInternational, u.Used.SMSBusiestRecipient = counts[counterInternational], counts[CounterSMSRecipient]
+	return u, nil
+}
+
+// limitCodes are the codes of requests a limit refused.
+var limitCodes = []string{"rate_limited", "daily_limit_exceeded", ReasonSMSCountry, ReasonSMSInternational, ReasonSMSRecipient}
+
+// TenantLimits is one tenant's row of the operators' overview: its limits,
+// its day's usage, and what its limits refused that day.
+type TenantLimits struct {
+	Tenant *Tenant
+	Usage  *LimitUsage
+	// Refused counts the day's refused requests by code (rate_limited,
+	// daily_limit_exceeded, sms_*).
+	Refused map[string]int
+	// Hit names the limits the tenant met today: a refusal's code, or a
+	// cap its counters reached.
+	Hit []string
+}
+
+// Overview returns every tenant's limits and day's usage, for operators:
+// who is near a cap, and who hit one today.
+func (s *IntakeLimits) Overview(ctx context.Context) ([]*TenantLimits, error) {
+	var out []*TenantLimits
+	err := s.Store.InPlatform(ctx, func(tx LimitAdminTx) error {
+		ts, err := tx.ListTenants(ctx)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			u, err := s.usage(ctx, tx, t)
+			if err != nil {
+				return err
+			}
+			day := DayOf(s.Now(), t.Timezone)
+			midnight := time.Date(day.Year(), day.Month(), day.Day(), 0, 0, 0, 0, zoneOf(t.Timezone))
+			refused, err := tx.LimitRefusals(ctx, t.ID, midnight, limitCodes)
+			if err != nil {
+				return err
+			}
+			out = append(out, &TenantLimits{Tenant: t, Usage: u, Refused: refused, Hit: hitLimits(u, refused)})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// hitLimits names the limits a tenant met today.
+func hitLimits(u *LimitUsage, refused map[string]int) []string {
+	var hit []string
+	for _, code := range limitCodes {
+		if refused[code] > 0 {
+			hit = append(hit, code)
+		}
+	}
+	for _, ch := range []Channel{Email, SMS, WhatsApp, Webhook} {
+		if u.Used.Daily[ch] >= u.Limits.Daily[ch] && u.Used.Daily[ch] > 0 {
+			hit = append(hit, "daily "+string(ch)+" cap reached")
+		}
+	}
+	if u.Used.SMSInternational >= u.Limits.SMSInternationalDaily && u.Used.SMSInternational > 0 {
+		hit = append(hit, "SMS abroad cap reached")
+	}
+	return hit
 }
 
 func (s *LimitSettings) custom() bool {
@@ -401,16 +521,16 @@ func (s *IntakeLimits) Input(ctx context.Context, tenantID uuid.UUID) (LimitInpu
 	}, nil
 }
 
-// Prune deletes the day counters of days before yesterday, in batches: a
-// counter is read only on its own day, and yesterday's stay for a look
-// back.
+// Prune deletes the day counters of days before each tenant's yesterday,
+// in batches: a counter is read only on its own day, and yesterday's stay
+// for a look back.
 func (s *IntakeLimits) Prune(ctx context.Context) (int, error) {
-	before := DayOf(s.Now()).AddDate(0, 0, -1)
+	now := s.Now()
 	total := 0
 	for {
 		var n int
 		err := s.Store.InPlatform(ctx, func(tx LimitAdminTx) (err error) {
-			n, err = tx.PruneDayCounts(ctx, before, PruneBatch)
+			n, err = tx.PruneDayCounts(ctx, now, PruneBatch)
 			return err
 		})
 		total += n

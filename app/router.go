@@ -43,6 +43,7 @@ func InsertMessage(ctx context.Context, tx InsertTx, m *Message, first *MessageE
 type FallbackTx interface {
 	PlanTx
 	InsertTx
+	DestinationTx
 	// The status changes that run a fallback make their callbacks too.
 	CallbackEnqueueTx
 	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
@@ -56,6 +57,7 @@ type FallbackTx interface {
 type RouteTx interface {
 	PlanTx
 	InsertTx
+	DestinationTx
 	ContactResolveTx
 	EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*Event, *Tenant, error)
 	SetEventStatus(ctx context.Context, e *Event) error
@@ -191,6 +193,19 @@ func (r *Router) routeRecipient(ctx context.Context, tx RouteTx, tenant *Tenant,
 			routing.Skip(to.Index, ch, skip).Tried(to.localeChain(e, tenant))
 			passed = append(passed, SkippedChannel{Channel: ch, Reason: skip})
 			r.Log.WarnContext(ctx, "channel skipped", "event_id", e.ID, "channel", ch, "reason", skip)
+			continue
+		}
+		refused, err := r.refuseDestination(ctx, tx, tenant, e, m)
+		if err != nil {
+			return nil, err
+		}
+		if refused != nil {
+			// The SMS fails with the rule's reason on its own timeline; the
+			// recipient's other channels (or the chain's next) go on.
+			routing.Skip(to.Index, ch, *m.FailedReason).Tried(to.localeChain(e, tenant))
+			passed = append(passed, SkippedChannel{Channel: ch, Reason: *m.FailedReason})
+			openConversation(m, e)
+			planned = append(planned, plannedMessage{m: m, first: firstEntry(m, SourceRouting, refused), decision: -1})
 			continue
 		}
 		if chain {
@@ -561,6 +576,20 @@ func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (
 		if skip != "" {
 			record(routing.Skip(index, ch, skip))
 			passed = append(passed, SkippedChannel{Channel: ch, Reason: skip})
+			continue
+		}
+		refused, err := r.refuseDestination(ctx, tx, tenant, e, m)
+		if err != nil {
+			return nil, "", err
+		}
+		if refused != nil {
+			m.FallbackOf = &failed.ID
+			refused["fallback_of"] = failed.ID.String()
+			if _, err := r.Insert(ctx, tx, m, SourceDispatch, refused); err != nil {
+				return nil, "", err
+			}
+			record(routing.Skip(index, ch, *m.FailedReason))
+			passed = append(passed, SkippedChannel{Channel: ch, Reason: *m.FailedReason})
 			continue
 		}
 		m.FallbackOf, m.FallbackChain = &failed.ID, channelStrings(chain[i+1:])

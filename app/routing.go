@@ -169,6 +169,9 @@ var reasonTexts = map[string]string{
 	ReasonOptedOut:         "the recipient opted out of this channel",
 	ReasonChannelSuspended: "the channel account is suspended",
 	ReasonQuotaExceeded:    "the tenant's monthly quota for this channel is used up",
+	ReasonSMSCountry:       "the tenant does not send SMS to this number's country",
+	ReasonSMSInternational: "the tenant's daily cap of SMS abroad is used up",
+	ReasonSMSRecipient:     "this number got the tenant's daily cap of SMS per number",
 }
 
 // ReasonText says what a skip reason means. A reason it does not know (a

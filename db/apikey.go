@@ -47,12 +47,12 @@ func (t *Tx) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID, at time.T
 	return &k.APIKey, k.RevokedNow, nil
 }
 
-// APIKeyByHash looks an API key and its tenant's status up in one round
-// trip, outside any transaction, through the platform-scoped
-// herald_api_key_auth function.
+// APIKeyByHash looks an API key and its tenant's status, locale and time
+// zone up in one round trip, outside any transaction, through the
+// platform-scoped herald_api_key_auth function.
 func (s *Store) APIKeyByHash(ctx context.Context, hash []byte) (*app.APIKey, error) {
 	var k app.APIKey
-	err := s.db.GetContext(ctx, &k, `SELECT `+apiKeyColumns+`, tenant_status FROM herald_api_key_auth($1)`, hash)
+	err := s.db.GetContext(ctx, &k, `SELECT `+apiKeyColumns+`, tenant_status, tenant_locale, tenant_timezone FROM herald_api_key_auth($1)`, hash)
 	if err != nil {
 		return nil, unavailable(notFound(err, "API key not found."))
 	}

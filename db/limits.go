@@ -43,37 +43,57 @@ func (t *Tx) SetLimitSettings(ctx context.Context, s *app.LimitSettings) error {
 	return mapErr(err)
 }
 
-// TakeDayCounts serves app.LimitTx in one statement. Each counter is
-// inserted or added to only where its count stays within its cap; the
-// upsert waits for a concurrent request's uncommitted take of the same
-// counter and then checks the cap against the count it committed, so
-// concurrent requests never pass a cap together. Rows are taken in the
+// TakeDayCounts serves app.LimitTx in one statement: it reads the tenant's
+// settings, and adds each take to its counter only where the count stays
+// within the cap the settings give it (the take's default where they give
+// none). The upsert waits for a concurrent request's uncommitted take of
+// the same counter and then checks the cap against the count it committed,
+// so concurrent requests never pass a cap together. Rows are taken in the
 // order of takes (the caller sorts them).
-func (t *Tx) TakeDayCounts(ctx context.Context, tenantID uuid.UUID, day time.Time, takes []app.DayTake) ([]string, error) {
-	counters, ns, caps := make([]string, len(takes)), make([]int64, len(takes)), make([]int64, len(takes))
+func (t *Tx) TakeDayCounts(ctx context.Context, tenantID uuid.UUID, day time.Time, takes []app.DayTake) (*app.LimitSettings, []string, error) {
+	counters, ns := make([]string, len(takes)), make([]int64, len(takes))
+	settings, defaults := make([]string, len(takes)), make([]int64, len(takes))
 	for i, tk := range takes {
-		counters[i], ns[i], caps[i] = tk.Counter, int64(tk.N), int64(tk.Cap)
+		counters[i], ns[i], settings[i], defaults[i] = tk.Counter, int64(tk.N), tk.Setting, int64(tk.Default)
 	}
-	var taken []string
-	err := t.tx.SelectContext(ctx, &taken, `
-		INSERT INTO intake_day_counts AS c (tenant_id, day, counter, count, cap)
-		SELECT $1, $2::date, w.counter, w.n, w.cap
-		FROM unnest($3::text[], $4::int[], $5::int[]) WITH ORDINALITY AS w(counter, n, cap, i)
-		WHERE w.n <= w.cap
-		ORDER BY w.i
-		ON CONFLICT (tenant_id, day, counter) DO UPDATE SET count = c.count + EXCLUDED.count, cap = EXCLUDED.cap
-		WHERE c.count + EXCLUDED.count <= EXCLUDED.cap
-		RETURNING c.counter`, tenantID, dateParam(day), app.StringList(counters), ns, caps)
+	var row struct {
+		app.LimitSettings
+		Taken app.StringList `db:"taken"`
+	}
+	err := t.tx.GetContext(ctx, &row, `
+		WITH s AS (SELECT * FROM tenant_limits WHERE tenant_id = $1),
+		w AS (
+			SELECT w.counter, w.n, w.i, coalesce(CASE w.setting
+				WHEN 'daily_email' THEN s.daily_email WHEN 'daily_sms' THEN s.daily_sms
+				WHEN 'daily_whatsapp' THEN s.daily_whatsapp WHEN 'daily_webhook' THEN s.daily_webhook
+				WHEN 'sms_international_daily' THEN s.sms_international_daily
+				WHEN 'sms_recipient_daily' THEN s.sms_recipient_daily END, w.def) AS cap
+			FROM unnest($3::text[], $4::int[], $5::text[], $6::int[]) WITH ORDINALITY AS w(counter, n, setting, def, i)
+			LEFT JOIN s ON true),
+		taken AS (
+			INSERT INTO intake_day_counts AS c (tenant_id, day, counter, count, cap)
+			SELECT $1, $2::date, w.counter, w.n, w.cap FROM w
+			WHERE w.n <= w.cap
+			ORDER BY w.i
+			ON CONFLICT (tenant_id, day, counter) DO UPDATE SET count = c.count + EXCLUDED.count, cap = EXCLUDED.cap
+			WHERE c.count + EXCLUDED.count <= EXCLUDED.cap
+			RETURNING c.counter)
+		SELECT $1::uuid AS tenant_id, s.intake_per_minute, s.daily_email, s.daily_sms, s.daily_whatsapp, s.daily_webhook,
+			s.sms_countries, s.sms_international_daily, s.sms_recipient_daily, coalesce(s.updated_at, 'epoch') AS updated_at,
+			(SELECT coalesce(array_agg(counter), '{}') FROM taken) AS taken
+		FROM (VALUES (1)) AS one LEFT JOIN s ON true`,
+		tenantID, dateParam(day), app.StringList(counters), ns, app.StringList(settings), defaults)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, nil, mapErr(err)
 	}
 	var refused []string
 	for _, c := range counters {
-		if !slices.Contains(taken, c) {
+		if !slices.Contains(row.Taken, c) {
 			refused = append(refused, c)
 		}
 	}
-	return refused, nil
+	set := row.LimitSettings
+	return &set, refused, nil
 }
 
 // DayCounts serves app.LimitAdminTx: the day's counters, with the counters
@@ -99,11 +119,15 @@ func (t *Tx) DayCounts(ctx context.Context, tenantID uuid.UUID, day time.Time) (
 }
 
 // PruneDayCounts serves app.LimitAdminTx: up to limit day counters of
-// days before the given one, across tenants.
-func (t *Tx) PruneDayCounts(ctx context.Context, before time.Time, limit int) (int, error) {
+// days before their tenant's yesterday at now, across tenants. Every such
+// day is before now's UTC date, which the index on day finds first; a
+// deleted tenant's counters go by UTC.
+func (t *Tx) PruneDayCounts(ctx context.Context, now time.Time, limit int) (int, error) {
 	res, err := t.tx.ExecContext(ctx, `
 		DELETE FROM intake_day_counts WHERE ctid IN (
-			SELECT ctid FROM intake_day_counts WHERE day < $1::date LIMIT $2)`, dateParam(before), limit)
+			SELECT c.ctid FROM intake_day_counts c LEFT JOIN tenants tn ON tn.id = c.tenant_id
+			WHERE c.day < $2::date AND c.day < ($1::timestamptz AT TIME ZONE coalesce(tn.timezone, 'UTC'))::date - 1
+			LIMIT $3)`, now, dateParam(now), limit)
 	if err != nil {
 		return 0, mapErr(err)
 	}
@@ -114,3 +138,24 @@ func (t *Tx) PruneDayCounts(ctx context.Context, before time.Time, limit int) (i
 // dateParam is a day as a date parameter: its UTC date, whatever the
 // session's time zone.
 func dateParam(day time.Time) string { return day.UTC().Format(time.DateOnly) }
+
+// LimitRefusals serves app.LimitAdminTx: the tenant's refused requests
+// since a time, by code, of the codes given.
+func (t *Tx) LimitRefusals(ctx context.Context, tenantID uuid.UUID, since time.Time, codes []string) (map[string]int, error) {
+	var rows []struct {
+		Code  string `db:"code"`
+		Count int    `db:"count"`
+	}
+	err := t.tx.SelectContext(ctx, &rows, `
+		SELECT code, count(*) AS count FROM api_rejections
+		WHERE tenant_id = $1 AND at >= $2 AND code = ANY($3::text[])
+		GROUP BY code`, tenantID, since, app.StringList(codes))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.Code] = r.Count
+	}
+	return out, nil
+}

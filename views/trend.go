@@ -240,6 +240,12 @@ func failureLabel(reason string) string {
 		return "The channel account is suspended"
 	case app.ReasonQuotaExceeded:
 		return "The monthly quota was used up"
+	case app.ReasonSMSCountry:
+		return "The tenant does not send SMS to the number's country"
+	case app.ReasonSMSInternational:
+		return "The tenant's daily cap of SMS abroad was used up"
+	case app.ReasonSMSRecipient:
+		return "The number had its daily cap of SMS"
 	case app.ReasonProviderRejected:
 		return "The provider refused the message"
 	case app.ReasonRetriesExhausted:

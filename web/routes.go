@@ -123,6 +123,7 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	op.get("/tenants/:id", app.PermPlatform, s.handleTenantShow)
 	op.post("/tenants/:id", app.PermPlatform, s.handleTenantUpdate)
 	op.post("/tenants/:id/limits", app.PermPlatform, s.handleTenantLimits)
+	op.get("/limits", app.PermPlatform, s.handleLimitsOverview)
 	op.post("/tenants/:id/suspend", app.PermPlatform, s.handleTenantSuspend)
 	op.post("/tenants/:id/reactivate", app.PermPlatform, s.handleTenantReactivate)
 

@@ -228,6 +228,18 @@ func (s *Server) handleTenantReactivate(c *fiber.Ctx) error {
 	return c.Redirect("/tenants/"+t.ID.String(), fiber.StatusSeeOther)
 }
 
+// handleLimitsOverview lists every tenant's limits and day's usage.
+func (s *Server) handleLimitsOverview(c *fiber.Ctx) error {
+	if s.Limits == nil {
+		return app.Errorf(app.ENOTFOUND, "Limits are not set up on this Herald.")
+	}
+	rows, err := s.Limits.Overview(c.UserContext())
+	if err != nil {
+		return err
+	}
+	return s.render(c, views.LimitsOverviewPage(s.page(c, "Limits"), rows))
+}
+
 // handleTenantLimits sets a tenant's limits at intake (an empty field
 // restores the default); the change is audited.
 func (s *Server) handleTenantLimits(c *fiber.Ctx) error {
