@@ -87,6 +87,7 @@ type DispatchPlanTx interface {
 	TemplateByID(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
 	ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*Contact, error)
+	FileTx
 }
 
 // DispatcherOptions are the dispatcher's optional parts. The zero value of
@@ -115,6 +116,12 @@ type DispatcherOptions struct {
 	// of every send they had refused and of the next one accepted; nil:
 	// nobody does.
 	Credentials *ServerCredentials
+	// Fetcher fetches the files given by URL; nil: such files cannot be
+	// sent (their messages fail attachment_unavailable).
+	Fetcher FileFetcher
+	// FetchTimeout bounds the fetching of one message's files;
+	// zero: DefaultFetchTimeout.
+	FetchTimeout time.Duration
 	// Now is the clock; nil: time.Now.
 	Now Clock
 	// Log is where the dispatcher reports; nil: nowhere.
@@ -141,6 +148,9 @@ func (o DispatcherOptions) withDefaults() DispatcherOptions {
 	}
 	if o.SendTimeout <= 0 {
 		o.SendTimeout = DefaultSendTimeout
+	}
+	if o.FetchTimeout <= 0 {
+		o.FetchTimeout = DefaultFetchTimeout
 	}
 	if o.CallTimer == nil {
 		o.CallTimer = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
@@ -196,7 +206,9 @@ type send struct {
 	tenant     *Tenant
 	waTemplate *provider.WhatsAppTemplate
 	waRefusal  string
-	attempt    int
+	// files are the message's files, with their bytes.
+	files   []*Attachment
+	attempt int
 	// maxAttempts is the job's attempts in all: the last one fails the
 	// message instead of retrying.
 	maxAttempts int
@@ -215,6 +227,9 @@ type send struct {
 // behind the breaker, and the recording of its outcome.
 func (d *Dispatcher) Dispatch(ctx context.Context, job DispatchJob, attempt, maxAttempts int, complete CompleteFunc) (DispatchOutcome, error) {
 	s := &send{attempt: attempt, maxAttempts: maxAttempts, complete: complete}
+	if out, fetched, err := d.fetchFiles(ctx, job, attempt, maxAttempts); fetched || err != nil {
+		return out, err
+	}
 	var plan sendPlan
 	err := d.stores.Send.InTenant(ctx, job.TenantID, func(tx SendTx) (err error) {
 		plan, err = d.claim(ctx, tx, job, s)
@@ -324,7 +339,8 @@ func (d *Dispatcher) call(ctx context.Context, s *send, p provider.Provider, sec
 	out := provider.Outbound{
 		MessageID: m.ID, TenantID: m.TenantID, Channel: string(m.Channel), To: m.ToAddress,
 		Subject: m.Subject, Body: m.Body, Attempt: s.attempt, Template: s.waTemplate,
-		Account: provider.Account{ID: acct.ID, TenantID: acct.TenantID, Provider: acct.Provider, Config: acct.Config, Secrets: secrets},
+		Account:     provider.Account{ID: acct.ID, TenantID: acct.TenantID, Provider: acct.Provider, Config: acct.Config, Secrets: secrets},
+		Attachments: d.outboundFiles(s.files),
 	}
 	if m.Channel == Email && m.ContactID != nil && d.opts.Unsubscribe != nil && OptionalEvent(m.TriggerEvent) {
 		out.UnsubscribeURL = d.opts.Unsubscribe.URL(UnsubscribeTarget{TenantID: m.TenantID, ContactID: *m.ContactID, MessageID: m.ID})

@@ -38,6 +38,8 @@ type IntakeTx interface {
 	// yet and have a relative schedule, in id order.
 	PendingRelativeEvents(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*Event, error)
 	InsertAudit(ctx context.Context, e *AuditEntry) error
+	// InsertAttachments stores a new event's files.
+	InsertAttachments(ctx context.Context, files []*Attachment) error
 	EntityTx
 	LimitTx
 	TenantByID(ctx context.Context, id uuid.UUID) (*Tenant, error)
@@ -93,6 +95,8 @@ type intakeRequest struct {
 // newIntakeRequest redacts a valid request of key's tenant, size bytes long,
 // and builds the event it stores.
 func newIntakeRequest(key *APIKey, req *NotificationRequest, size int, now time.Time) *intakeRequest {
+	// The event keeps the request without its inline files' bytes.
+	size -= inlineBytes(req)
 	redacted := redactRequest(req)
 	// ParseNotificationRequest refused unknown events.
 	def, _ := LookupEvent(req.TriggerEvent)
@@ -119,7 +123,12 @@ func eventOf(key *APIKey, req *NotificationRequest, def *EventDef, size int, now
 		// An audience: routing stores the passengers it expands to.
 		req.Recipients = []Recipient{}
 	}
-	recipients, _ := json.Marshal(req.Recipients)
+	stored := make([]Recipient, len(req.Recipients))
+	for i, rc := range req.Recipients {
+		rc.Attachments = withoutContent(rc.Attachments)
+		stored[i] = rc
+	}
+	recipients, _ := json.Marshal(stored)
 	contextJSON, _ := json.Marshal(req.Context)
 	e := &Event{
 		ID: NewID(), TenantID: key.TenantID, SourceEventID: req.EventID, TriggerEvent: req.TriggerEvent,
@@ -174,6 +183,11 @@ func (s *Intake) store(ctx context.Context, tx IntakeTx, in *intakeRequest) (*Su
 	}
 	if err := checkLimits(ctx, tx, in); err != nil {
 		return nil, err
+	}
+	if files := attachmentsOf(in.req, e); len(files) > 0 {
+		if err := tx.InsertAttachments(ctx, files); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.accept(ctx, tx, in); err != nil {
 		return nil, err

@@ -53,6 +53,8 @@ type NotificationRequest struct {
 	// Audience, instead of Recipients, sends to every current passenger
 	// of a trip (see entity.go).
 	Audience *Audience `json:"audience,omitempty"`
+	// Attachments go with every message of the event (attachment.go).
+	Attachments []AttachmentInput `json:"attachments,omitempty"`
 }
 
 // Recipient is one person to notify. Context, Locale and Timezone, when
@@ -67,6 +69,9 @@ type Recipient struct {
 	Locale             string         `json:"locale,omitempty"`
 	Timezone           string         `json:"timezone,omitempty"`
 	Context            map[string]any `json:"context,omitempty"`
+	// Attachments go with this recipient's messages only (a ticket per
+	// passenger), after the event's.
+	Attachments []AttachmentInput `json:"attachments,omitempty"`
 }
 
 // ConversationContext links the messages to a booking, trip or invoice.
@@ -77,10 +82,12 @@ type ConversationContext struct {
 
 // ParseNotificationRequest decodes and validates a request body. Unknown
 // fields are refused, so a misspelt field is an error rather than ignored.
+//
+// Inline files (attachments[].content) may take a body past
+// MaxPayloadBytes, up to MaxRequestBytes: the rest of it must stay within.
 func ParseNotificationRequest(body []byte, now time.Time) (*NotificationRequest, error) {
-	if len(body) > MaxPayloadBytes {
-		return nil, &Error{Code: ETOOLARGE, Reason: "payload_too_large",
-			Message: fmt.Sprintf("The request is %d bytes; the limit is %d (16 KiB).", len(body), MaxPayloadBytes)}
+	if len(body) > MaxRequestBytes {
+		return nil, payloadTooLarge(len(body))
 	}
 	if err := CheckJSONDepth(body); err != nil {
 		return nil, err
@@ -98,10 +105,20 @@ func ParseNotificationRequest(body []byte, now time.Time) (*NotificationRequest,
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, &Error{Code: EMALFORMED, Reason: "malformed_json", Message: "The body must be one JSON object."}
 	}
+	if size := len(body) - inlineBytes(&req); size > MaxPayloadBytes {
+		return nil, payloadTooLarge(size)
+	}
 	if err := req.Validate(now); err != nil {
 		return nil, err
 	}
 	return &req, nil
+}
+
+// payloadTooLarge refuses a request of size bytes, its inline files not
+// counted.
+func payloadTooLarge(size int) error {
+	return &Error{Code: ETOOLARGE, Reason: "payload_too_large",
+		Message: fmt.Sprintf("The request is %d bytes without its inline files; the limit is %d (16 KiB). Inline files may add up to %d bytes in all; give larger ones by url.", size, MaxPayloadBytes, MaxRequestBytes)}
 }
 
 func decodeError(err error) error {
@@ -202,6 +219,7 @@ func (r *NotificationRequest) Validate(now time.Time) error {
 			r.Recipients[i].validate(&p, fmt.Sprintf("recipients[%d]", i))
 		}
 	}
+	r.validateAttachments(&p)
 	r.Channels = normalizeChannels(&p, "channels", r.Channels)
 	r.FallbackChain = normalizeChannels(&p, "fallback_chain", r.FallbackChain)
 	if def, ok := LookupEvent(r.TriggerEvent); ok {
@@ -232,6 +250,23 @@ func (r *NotificationRequest) Validate(now time.Time) error {
 		}
 	}
 	return p.err()
+}
+
+// validateAttachments checks the event's files, then each recipient's with
+// the event's counted: a message carries both.
+func (r *NotificationRequest) validateAttachments(p *problems) {
+	before := len(*p)
+	validateAttachments(p, "attachments", r.Attachments, 0, 0)
+	if len(*p) > before {
+		return
+	}
+	var shared int64
+	for _, a := range r.Attachments {
+		shared += int64(len(a.data))
+	}
+	for i := range r.Recipients {
+		validateAttachments(p, fmt.Sprintf("recipients[%d].attachments", i), r.Recipients[i].Attachments, len(r.Attachments), shared)
+	}
 }
 
 // validateAudience checks an audience, which replaces the recipients: it

@@ -201,6 +201,12 @@ func (d *Dispatcher) claim(ctx context.Context, tx SendTx, job DispatchJob, s *s
 	case m.Deferred(now):
 		return sendPlan{deferred: m.DeferredUntil.Sub(now)}, nil
 	}
+	if s.files, err = tx.MessageFiles(ctx, m.TenantID, m.ID, true); err != nil {
+		return sendPlan{}, err
+	}
+	if r := filesRefusal(s.files); r != nil {
+		return sendPlan{refusal: r}, nil
+	}
 	if m.Channel == WhatsApp && s.account.Provider == "meta" {
 		if s.waTemplate, s.waRefusal, err = d.whatsAppPlan(ctx, tx, m, s.account); err != nil {
 			return sendPlan{}, err
@@ -399,9 +405,7 @@ func (d *Dispatcher) recordSent(ctx context.Context, s *send, rec acceptedSend) 
 		res, err := tx.RecordSent(ctx, SentRecord{
 			TenantID: m.TenantID, MessageID: m.ID, Provider: s.account.Provider, ExternalID: rec.externalID,
 			Attempt: rec.attempt, At: now, Channel: m.Channel, UsageMonth: MonthOf(now),
-			Detail: map[string]any{
-				"provider": s.account.Provider, "external_id": rec.externalID, "attempt": rec.attempt, "provider_ms": rec.took.Milliseconds(),
-			},
+			Detail:        sentDetail(s, rec),
 			CallbackEvent: CallbackMessageSent,
 		})
 		if err != nil {

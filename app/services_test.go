@@ -82,6 +82,25 @@ type pipelineBundle struct {
 	// callTimer, when set before connect, ends the provider calls of the
 	// dispatcher connect builds (app.DispatcherOptions.CallTimer).
 	callTimer func(time.Duration, func()) func() bool
+	// fetcher, when set, fetches the files by URL instead of the wired
+	// fetcher (which refuses loopback addresses, as in production).
+	fetcher app.FileFetcher
+}
+
+// bundleFetcher fetches through the bundle's fetcher when a test set one.
+type bundleFetcher struct {
+	b   *pipelineBundle
+	def app.FileFetcher
+}
+
+func (f bundleFetcher) Fetch(ctx context.Context, rawURL string, limit int64) ([]byte, error) {
+	f.b.mu.Lock()
+	use := f.b.fetcher
+	f.b.mu.Unlock()
+	if use == nil {
+		use = f.def
+	}
+	return use.Fetch(ctx, rawURL, limit)
 }
 
 // setupPipeline builds Herald with the test harness's configuration
@@ -129,6 +148,7 @@ func (b *pipelineBundle) connect(t *testing.T) *wire.Services {
 			return f(n)
 		}
 		o.RecordTimer = &hookTimer{b: b}
+		o.Fetcher = bundleFetcher{b: b, def: o.Fetcher}
 		o.CallTimer = b.callTimer
 	}})
 	require.NoError(t, err)

@@ -45,6 +45,7 @@ var txInterfaces = map[string]reflect.Type{
 	"app.EntityTx":           reflect.TypeFor[app.EntityTx](),
 	"app.ExpiryTx":           reflect.TypeFor[app.ExpiryTx](),
 	"app.FallbackTx":         reflect.TypeFor[app.FallbackTx](),
+	"app.FileTx":             reflect.TypeFor[app.FileTx](),
 	"app.HookTx":             reflect.TypeFor[app.HookTx](),
 	"app.InboundTx":          reflect.TypeFor[app.InboundTx](),
 	"app.InsertTx":           reflect.TypeFor[app.InsertTx](),

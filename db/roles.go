@@ -49,6 +49,7 @@ var runtimePrivileges = map[string]string{
 	"river_migration":   privRead,
 
 	"api_keys":                   privWrite,
+	"attachments":                privWrite,
 	"api_rejection_counters":     privWrite,
 	"api_rejections":             privWrite,
 	"callback_deliveries":        privWrite,

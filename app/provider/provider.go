@@ -96,6 +96,21 @@ type Outbound struct {
 	// unsubscribes its recipient in one click (RFC 8058): e-mail adapters
 	// send it as List-Unsubscribe with List-Unsubscribe-Post.
 	UnsubscribeURL string
+	// Attachments are the files the message carries, in order, with
+	// their bytes; a provider that cannot carry a file sends its Link.
+	Attachments []File
+}
+
+// File is one file of a message.
+type File struct {
+	Filename    string
+	ContentType string
+	Content     []byte
+	// SHA256 is Content's hash in lower-case hex.
+	SHA256 string
+	// Link, when set, is a signed, expiring https link that serves the
+	// file, for channels that carry links rather than files.
+	Link string
 }
 
 // Provider sends messages.

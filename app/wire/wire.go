@@ -269,6 +269,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	dispatchOpts := app.DispatcherOptions{
 		Quotas: cfg.Quotas, Limiter: s.Limiter, Breakers: s.Breakers, Callbacks: s.Callbacks, Unsubscribe: unsubscribe,
 		Backoff: opts.Backoff, Metrics: metrics, Credentials: s.Credentials, Now: now, Log: log, SendTimeout: cfg.SendTimeout,
+		// Files by URL come through the webhook channel's guarded client.
+		Fetcher: webhook.NewFetcher(webhook.Options{Timeout: app.DefaultFetchTimeout, AllowPrivate: cfg.Dev() && cfg.WebhookAllowPrivate}, cfg.Dev()),
 	}
 	if opts.Dispatcher != nil {
 		opts.Dispatcher(&dispatchOpts)

@@ -143,8 +143,16 @@ func input(m provider.Outbound) (*sesv2.SendEmailInput, error) {
 			in.ReplyToAddresses = append(in.ReplyToAddresses, display(a.Name, addr))
 		}
 	}
+	if len(m.Attachments) > 0 {
+		if err := withFiles(in, m); err != nil {
+			return nil, err
+		}
+	}
 	return in, nil
 }
+
+// sesv2Input is SendEmail's input.
+type sesv2Input = sesv2.SendEmailInput
 
 // sender returns the From address, "Name <addr>" when the account has a
 // sender name.
