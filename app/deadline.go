@@ -82,6 +82,15 @@ func (s *Deadlines) Set(ctx context.Context, actor Actor, tenantID uuid.UUID, tr
 	})
 }
 
+// OverdueTx lists the statements FallBackOverdue runs: finding the SENT
+// messages past their delivery deadline and continuing their chains.
+type OverdueTx interface {
+	FallbackTx
+	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Message, error)
+	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
+	OverdueMessages(ctx context.Context, now time.Time, limit int) ([]OverdueMessage, error)
+}
+
 // FallBackOverdue continues the fallback chain of every SENT message that
 // missed its tenant's delivery deadline and has not fallen back yet, each in
 // a transaction of its tenant that holds the message, and returns how many
@@ -92,7 +101,7 @@ func (m *Maintenance) FallBackOverdue(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	var overdue []OverdueMessage
-	err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
+	err := m.Overdue.InPlatform(ctx, func(tx OverdueTx) (err error) {
 		overdue, err = tx.OverdueMessages(ctx, m.Now(), 500)
 		return err
 	})
@@ -101,7 +110,7 @@ func (m *Maintenance) FallBackOverdue(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, o := range overdue {
-		err := m.Store.InTenant(ctx, o.TenantID, func(tx MaintenanceTx) error {
+		err := m.Overdue.InTenant(ctx, o.TenantID, func(tx OverdueTx) error {
 			msg, err := tx.MessageByID(ctx, o.TenantID, o.MessageID, true)
 			if err != nil || msg.Status != MessageSent {
 				return err

@@ -31,11 +31,8 @@ const DefaultPruneBudget = 2 * time.Minute
 
 // MaintenanceTx lists the statements Maintenance runs.
 type MaintenanceTx interface {
-	FallbackTx
 	ExpiryTx
-	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Message, error)
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
-	OverdueMessages(ctx context.Context, now time.Time, limit int) ([]OverdueMessage, error)
 	ListTenants(ctx context.Context) ([]*Tenant, error)
 	// SweepTenants lists, in platform scope, the tenants the sweep has
 	// work for at the time.
@@ -58,9 +55,12 @@ type MessagePrune struct {
 // Maintenance is Herald's periodic housekeeping.
 type Maintenance struct {
 	Store Store[MaintenanceTx]
-	Queue Queue
-	Now   Clock
-	Log   *slog.Logger
+	// Overdue is where FallBackOverdue continues fallback chains; it is
+	// needed only with Router.
+	Overdue Store[OverdueTx]
+	Queue   Queue
+	Now     Clock
+	Log     *slog.Logger
 	// StuckAfter is how long a QUEUED message may wait without a live job
 	// before it is enqueued again; 0 means five minutes.
 	StuckAfter time.Duration

@@ -280,7 +280,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	}, queue, s.Router, s.Accounts, s.Providers, dispatchOpts)
 	s.Messages = &app.Messages{Store: db.Scope[app.MessagesTx](store), Queue: queue, Router: s.Router, Now: now}
 	s.Contacts = &app.Contacts{Store: db.Scope[app.ContactsTx](store), Now: now}
-	s.Maintenance = &app.Maintenance{Store: db.Scope[app.MaintenanceTx](store), Queue: queue, Now: now, Log: log,
+	s.Maintenance = &app.Maintenance{Store: db.Scope[app.MaintenanceTx](store), Overdue: db.Scope[app.OverdueTx](store), Queue: queue, Now: now, Log: log,
 		PendingHorizon: cfg.PendingReceiptHorizon, Metrics: metrics, Router: s.Router, Callbacks: s.Callbacks}
 	s.Rollups = &app.Rollups{Store: db.Scope[app.RollupTx](store), Now: now}
 	s.Deadlines = &app.Deadlines{Store: db.Scope[app.DeadlineTx](store), Now: now}
