@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -31,10 +32,11 @@ func TestLimits(t *testing.T) {
 		text := strings.Join(Limits(r), "\n")
 		require.Contains(t, text, "1.000 ms of worker CPU and 3.000 ms of its Postgres sessions' CPU, 4.000 ms in all")
 		require.Contains(t, text, "On 2 cores that caps delivery at about 500 messages/s (measured 480/s)")
-		// The report names the goal and the rate it would allow on the
-		// made-up cores: arithmetic on constants, no clock involved.
-		// 2 cores at the goal's 1.2 ms of CPU each: 2 / 0.0012 s.
-		require.Contains(t, text, "the goal of 1.200 ms per message would allow 1667/s")
+		// The report names the goal and the ceiling it would give the
+		// made-up cores, computed as the measured ceiling is: constants
+		// only, no clock involved.
+		require.Contains(t, text, "the goal of 1.200 ms per message")
+		require.Contains(t, text, fmt.Sprintf("would allow %.0f", coresAllow(2, goalCPUPerMessage)))
 		require.Contains(t, text, "At 3200 events/s the arrivals exceed that ceiling")
 		require.Contains(t, text, "0.250 ms  INSERT INTO messages")
 		require.Contains(t, text, " 42.0%  app.(*Router).route")
