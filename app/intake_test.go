@@ -375,6 +375,14 @@ func (s lockTimeoutStore) InTenant(ctx context.Context, tenantID uuid.UUID, fn f
 			if _, err := tx.(*db.Tx).SQL().ExecContext(ctx, `SELECT set_config('lock_timeout', '20ms', true)`); err != nil {
 				return err
 			}
+			if err := fn(tx); err != nil {
+				return err
+			}
+			// The commit waits as production's does: it takes the lock
+			// of the notification queue, which a busy machine may hold
+			// past 20 ms, and that is no lock the request waits for.
+			_, err := tx.(*db.Tx).SQL().ExecContext(ctx, `SET LOCAL lock_timeout TO DEFAULT`)
+			return err
 		}
 		return fn(tx)
 	})
