@@ -23,6 +23,47 @@
     }
   });
 
+  // Tables with a header read as one block per row on a phone (herald.css,
+  // table.stack): each cell gets its column's name as data-label, and
+  // tables without a phone layout of their own get the class. Pages and
+  // htmx swaps alike.
+  var ownPhoneLayout = "table.msg-table, table.msg-list, table.route-table, table.diff";
+  var stackTables = function (root) {
+    var tables = root.querySelectorAll ? root.querySelectorAll("table") : [];
+    Array.prototype.forEach.call(tables, function (table) {
+      if (table.matches(ownPhoneLayout)) {
+        return;
+      }
+      var head = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
+      var names = [];
+      if (head) {
+        Array.prototype.forEach.call(head.cells, function (th) {
+          for (var i = 0; i < th.colSpan; i++) {
+            names.push(th.textContent.replace(/\s+/g, " ").trim());
+          }
+        });
+      }
+      var label = function (section) {
+        Array.prototype.forEach.call(section.rows, function (tr) {
+          var col = 0;
+          Array.prototype.forEach.call(tr.cells, function (cell) {
+            if (names[col] && !cell.hasAttribute("data-label")) {
+              cell.setAttribute("data-label", names[col]);
+            }
+            col += cell.colSpan;
+          });
+        });
+      };
+      Array.prototype.forEach.call(table.tBodies, label);
+      if (table.tFoot) {
+        label(table.tFoot);
+      }
+      table.classList.add("stack");
+    });
+  };
+  stackTables(document);
+  document.addEventListener("htmx:afterSwap", function (e) { stackTables(e.target); });
+
   // htmx requests carry the session's CSRF token like forms do.
   document.addEventListener("htmx:configRequest", function (e) {
     var meta = document.querySelector('meta[name="csrf-token"]');

@@ -154,6 +154,7 @@ func requireFits(t *testing.T, ctx context.Context, name string) {
 		})()`)
 		assert.Empty(t, over, "%s at %s size", name, size.name)
 		if size.name != "laptop" {
+			assert.Empty(t, evalString(t, ctx, phoneReadable), "%s's tables at phone size", name)
 			continue
 		}
 		clipped := evalString(t, ctx, `[...document.querySelectorAll('table')].map(tbl => {
@@ -166,6 +167,57 @@ func requireFits(t *testing.T, ctx context.Context, name string) {
 		assert.Empty(t, clipped, "%s at laptop size", name)
 	}
 }
+
+// phoneReadable is the script requireFits runs at phone size: what it
+// finds wrong with the page's tables, one line each. A row taller than
+// maxRowLines lines, a word of wordMax characters or fewer broken across
+// lines (a long address or id may break where it must, and any line after
+// a hyphen or a slash; a channel name or a status must not), and a cell past the screen's right edge.
+const phoneReadable = `(() => {
+	const maxRowLines = 20, wordMax = 24;
+	const w = document.documentElement.clientWidth;
+	// What a person sees: not in a closed <details>, not in a hidden header.
+	const seen = (el) => { const r = el.getBoundingClientRect(); return r.width > 1 && r.height > 1 && el.checkVisibility(); };
+	const what = (el) => (el.innerText || el.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 40);
+	const out = [];
+	for (const tr of document.querySelectorAll('table tr')) {
+		if (!seen(tr)) continue;
+		const lh = parseFloat(getComputedStyle(tr).lineHeight) || 1.5 * parseFloat(getComputedStyle(tr).fontSize);
+		const h = tr.getBoundingClientRect().height;
+		if (h > maxRowLines * lh) out.push('row "' + what(tr) + '" is ' + Math.round(h / lh) + ' lines tall');
+	}
+	for (const cell of document.querySelectorAll('table td, table th')) {
+		if (!seen(cell)) continue;
+		const r = cell.getBoundingClientRect();
+		if (r.right > w + 1) out.push('cell "' + what(cell) + '" ends ' + Math.round(r.right - w) + 'px past the right edge');
+		// The cell's words, across inline elements: text nodes in boxes of
+		// their own (blocks, inline-blocks) are apart as if by a space. A
+		// line may break after a hyphen or a slash, as in a name or a zone.
+		const nodes = [];
+		let text = '', lastBox = null;
+		const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+		for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+			if (!n.parentElement.checkVisibility()) continue;
+			let box = n.parentElement;
+			while (box !== cell && getComputedStyle(box).display === 'inline') box = box.parentElement;
+			if (lastBox && box !== lastBox) text += ' ';
+			lastBox = box;
+			nodes.push({n, at: text.length});
+			text += n.textContent;
+		}
+		const place = (i) => { let k = nodes.length - 1; while (k > 0 && nodes[k].at > i) k--; return [nodes[k].n, Math.min(i - nodes[k].at, nodes[k].n.length)]; };
+		for (const m of text.matchAll(/[^\s\/-]+/g)) {
+			if (m[0].length < 2 || m[0].length > wordMax) continue;
+			const range = document.createRange();
+			range.setStart(...place(m.index));
+			range.setEnd(...place(m.index + m[0].length - 1));
+			range.setEnd(range.endContainer, range.endOffset + 1);
+			const lines = new Set([...range.getClientRects()].filter(q => q.width > 0).map(q => Math.round(q.top)));
+			if (lines.size > 1) out.push('"' + m[0] + '" is broken over ' + lines.size + ' lines');
+		}
+	}
+	return [...new Set(out)].slice(0, 12).join('; ');
+})()`
 
 // requireNavOnPhone checks, at phone size, that every item of the page's
 // navigation can be reached: hidden behind the Menu button at first, each
