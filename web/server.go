@@ -15,9 +15,10 @@ import (
 	"github.com/heraldhq/herald/app/provider/awsnotify"
 )
 
-// BodyLimit caps request bodies. The API's own limit for a notification is
-// smaller (16 KiB) and answered with its own error; this one protects the
-// server from anything larger, provider webhooks included.
+// BodyLimit caps request bodies, uploads' aside (UploadBodyLimit). The
+// API's own limit for a notification is smaller (16 KiB) and answered with
+// its own error; this one protects the server from anything larger,
+// provider webhooks included. limitBody enforces it.
 const BodyLimit = 1 << 20
 
 // Server holds what the handlers need; app/wire builds it.
@@ -30,10 +31,14 @@ type Server struct {
 	Credentials *app.ServerCredentials
 
 	// The API and provider webhooks.
-	Intake   *app.Intake
-	Messages *app.Messages
-	Receipts *app.Receipts
-	Inbound  *app.Inbound
+	Intake *app.Intake
+	// Uploads stores passenger lists and starts them; UploadReader shows
+	// their progress, preview and error file.
+	Uploads      *app.Uploads
+	UploadReader *app.UploadReader
+	Messages     *app.Messages
+	Receipts     *app.Receipts
+	Inbound      *app.Inbound
 	// Preferences serves the unsubscribe links of optional e-mails.
 	Preferences *app.Preferences
 	Hooks       *app.Hooks
@@ -107,6 +112,12 @@ func (s *Server) App() *fiber.App {
 	a := fiber.New(fiber.Config{
 		AppName:               "herald",
 		BodyLimit:             BodyLimit,
+		// Bodies are streamed so that each route bounds what it reads
+		// (limitBody), an upload's 16 MiB and everything else's BodyLimit;
+		// a multipart form is parsed only when a handler asks for it, after
+		// limitBody, never ahead of routing.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
 		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           2 * time.Minute,
