@@ -463,7 +463,7 @@ func (s *Uploads) checkQuotas(ctx context.Context, tx UploadTx, in *intakeReques
 	for _, ch := range chs {
 		q := Quota(s.Quotas, t.Plan, ch)
 		if q != Unlimited && used[ch]+counts[ch] > q {
-			return &Error{Code: ETOOMANY, Reason: "quota_exceeded", Field: "rows",
+			return &Error{Code: ETOOMANY, Reason: "quota_exceeded", Field: "rows", RetryAfter: MonthOf(now).AddDate(0, 1, 0).Sub(now),
 				Message: fmt.Sprintf("The upload may send up to %d %s messages; the %s plan's quota leaves %d this month (%d of %d used).",
 					counts[ch], ch, t.Plan, max(q-used[ch], 0), used[ch], q)}
 		}

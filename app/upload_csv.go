@@ -105,6 +105,11 @@ func separatorOf(br *bufio.Reader) rune {
 
 // malformedCSV is the error of a file the CSV reader cannot read past.
 func malformedCSV(n int, err error) error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		// The body's own bound (a file past its size).
+		return ae
+	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		return &Error{Code: EMALFORMED, Reason: "malformed_csv", Field: rowField(n, ""),

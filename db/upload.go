@@ -149,9 +149,33 @@ func (t *Tx) UploadFailures(ctx context.Context, tenantID, uploadID uuid.UUID) (
 			SELECT r.row_number, coalesce(r.error_field, '') AS field, r.error_code AS code, coalesce(r.error_message, '') AS message, 0 AS k
 			FROM upload_rows r WHERE r.tenant_id = $1 AND r.upload_id = $2 AND r.error_code IS NOT NULL
 			UNION ALL
-			SELECT r.row_number, lower(m.channel), coalesce(m.failed_reason, 'failed'), coalesce(m.error_code, ''), 1
+			SELECT r.row_number, lower(m.channel::text), coalesce(m.failed_reason, 'failed'),
+				coalesce('provider code ' || m.error_code, ''), 1
 			FROM upload_rows r JOIN messages m ON m.tenant_id = r.tenant_id AND m.event_id = r.event_id
 			WHERE r.tenant_id = $1 AND r.upload_id = $2 AND r.event_id IS NOT NULL AND m.status = 'FAILED'
 		) f ORDER BY row_number, k, field`, tenantID, uploadID)
 	return out, mapErr(err)
+}
+
+// PruneUploads serves app.MaintenanceTx: rows of uploads done (or never
+// started) before the time, a batch at a time, then the uploads whose rows
+// an earlier batch deleted.
+func (t *Tx) PruneUploads(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
+	var n int
+	err := t.tx.GetContext(ctx, &n, `
+		WITH old AS (
+			SELECT id FROM uploads WHERE tenant_id = $1
+			  AND ((status = 'DONE' AND finished_at < $2) OR (status = 'READY' AND created_at < $2))),
+		r AS (
+			DELETE FROM upload_rows WHERE tenant_id = $1 AND (upload_id, row_number) IN (
+				SELECT upload_id, row_number FROM upload_rows
+				WHERE tenant_id = $1 AND upload_id IN (SELECT id FROM old)
+				LIMIT $3 FOR UPDATE SKIP LOCKED)
+			RETURNING 1),
+		u AS (
+			DELETE FROM uploads WHERE tenant_id = $1 AND id IN (SELECT id FROM old)
+			  AND NOT EXISTS (SELECT 1 FROM upload_rows x WHERE x.tenant_id = $1 AND x.upload_id = uploads.id)
+			RETURNING 1)
+		SELECT (SELECT count(*) FROM r) + (SELECT count(*) FROM u)`, tenantID, before, limit)
+	return n, mapErr(err)
 }

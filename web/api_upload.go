@@ -3,11 +3,9 @@ package web
 import (
 	"bytes"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
-	"mime/multipart"
 	"strconv"
 	"strings"
 
@@ -17,83 +15,58 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-// maxUploadField bounds one form field of an upload besides its file.
-const maxUploadField = 64 << 10
-
 // uploadRequest is an upload as posted: its settings, from the query or
-// the form's fields, and its file, read from the body as it arrives.
+// the form's fields, and its file.
 type uploadRequest struct {
 	in    app.UploadInput
 	start bool
-	// csrf is the console form's token (its first field).
-	csrf string
-	file io.Reader
+	file  io.Reader
+	close func()
 }
 
 // readUploadRequest reads an upload's settings and opens its file: a
-// multipart form's field "file" (the fields before it are the settings;
-// the file is the form's last field), or else the whole body as CSV with
-// the settings in the query. beforeFile runs when the settings are read
-// and before a byte of the file is, to refuse a form (its CSRF token)
-// without reading on.
-func readUploadRequest(c *fiber.Ctx, beforeFile func(*uploadRequest) error) (*uploadRequest, error) {
+// multipart form's field "file" (the settings being the form's other
+// fields), or else the whole body as CSV with the settings in the query.
+// The file is read from the body fasthttp holds (for a form, from the
+// part it parsed), never copied first. Close it with close.
+func readUploadRequest(c *fiber.Ctx) (*uploadRequest, error) {
 	fields := map[string][]string{}
 	c.Request().URI().QueryArgs().VisitAll(func(k, v []byte) {
 		fields[string(k)] = append(fields[string(k)], string(v))
 	})
-	req := &uploadRequest{}
-	mediaType, params, _ := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
+	req := &uploadRequest{close: func() {}}
+	mediaType, _, _ := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
 	if mediaType == fiber.MIMEMultipartForm {
-		file, name, err := readUploadForm(multipart.NewReader(uploadBody(c), params["boundary"]), fields)
+		form, err := c.MultipartForm()
 		if err != nil {
-			return nil, err
+			return nil, &app.Error{Code: app.EMALFORMED, Reason: "malformed_form", Message: "The multipart form could not be read: " + err.Error() + "."}
 		}
-		req.file = file
-		fields["filename"] = append(fields["filename"], name)
+		for k, vs := range form.Value {
+			fields[k] = append(fields[k], vs...)
+		}
+		files := form.File["file"]
+		if len(files) != 1 {
+			return nil, app.Invalid("missing_file", "file", "The form needs one field \"file\" holding the CSV file.")
+		}
+		f, err := files[0].Open()
+		if err != nil {
+			return nil, fmt.Errorf("open uploaded file: %w", err)
+		}
+		req.file, req.close = f, func() { _ = f.Close() }
+		fields["filename"] = append(fields["filename"], files[0].Filename)
 	} else {
-		req.file = uploadBody(c)
+		// The bytes as sent: refuseEncodedBody refused a content coding.
+		req.file = bytes.NewReader(c.Request().Body())
 	}
 	if err := req.settings(fields); err != nil {
-		return nil, err
-	}
-	if err := beforeFile(req); err != nil {
+		req.close()
 		return nil, err
 	}
 	return req, nil
 }
 
-// readUploadForm reads a multipart form's fields into fields up to its
-// file, and returns the file's part, positioned at its first byte.
-func readUploadForm(mr *multipart.Reader, fields map[string][]string) (io.Reader, string, error) {
-	for {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			return nil, "", app.Invalid("missing_file", "file", "The form has no field \"file\" with the CSV file (it must be the form's last field).")
-		}
-		if err != nil {
-			var ae *app.Error
-			if errors.As(err, &ae) {
-				return nil, "", err
-			}
-			return nil, "", &app.Error{Code: app.EMALFORMED, Reason: "malformed_form", Message: "The multipart form could not be read: " + err.Error() + "."}
-		}
-		if part.FormName() == "file" {
-			return part, part.FileName(), nil
-		}
-		v, err := io.ReadAll(io.LimitReader(part, maxUploadField+1))
-		if err != nil {
-			return nil, "", &app.Error{Code: app.EMALFORMED, Reason: "malformed_form", Message: "The multipart form could not be read: " + err.Error() + "."}
-		}
-		if len(v) > maxUploadField {
-			return nil, "", &app.Error{Code: app.ETOOLARGE, Reason: "payload_too_large", Field: part.FormName(),
-				Message: fmt.Sprintf("Field %s is longer than %d bytes.", part.FormName(), maxUploadField)}
-		}
-		fields[part.FormName()] = append(fields[part.FormName()], string(v))
-	}
-}
-
 // settings reads the upload's settings from its fields: trigger_event,
-// map (lines of column=target), send_at, trip_id, start, csrf.
+// map (lines of column=target), send_at, trip_id and start.
 func (r *uploadRequest) settings(fields map[string][]string) error {
 	for k, vs := range fields {
 		for _, v := range vs {
@@ -109,7 +82,6 @@ func (r *uploadRequest) settings(fields map[string][]string) error {
 		return ""
 	}
 	r.in = app.UploadInput{TriggerEvent: first("trigger_event"), SendAt: first("send_at"), TripID: first("trip_id"), Filename: first("filename")}
-	r.csrf = first("csrf")
 	switch first("start") {
 	case "", "false", "0":
 	case "true", "1", "on":
@@ -147,10 +119,11 @@ func parseUploadMapping(values []string) (map[string]string, error) {
 // handleAPIUploadCreate stores an upload (201), or answers the same
 // upload stored before (200, duplicate); with start=true it starts it.
 func (s *Server) handleAPIUploadCreate(c *fiber.Ctx) error {
-	req, err := readUploadRequest(c, func(*uploadRequest) error { return nil })
+	req, err := readUploadRequest(c)
 	if err != nil {
 		return err
 	}
+	defer req.close()
 	key := apiKeyOf(c)
 	res, err := s.Uploads.Create(c.UserContext(), key.TenantID, app.UploadActor{Key: key}, req.in, req.file)
 	if err != nil {

@@ -20,7 +20,7 @@ func (s *Server) refuseNUL(c *fiber.Ctx) error {
 		return err
 	}
 	// An upload's CSV is not JSON; its reader refuses NUL in any row.
-	if streamedBody(c) {
+	if isUpload(c) {
 		return c.Next()
 	}
 	if body := c.Body(); len(body) > 0 {
@@ -56,10 +56,6 @@ func queryText(c *fiber.Ctx) error {
 
 // formText refuses a NUL character in a URL-encoded or multipart form.
 func formText(c *fiber.Ctx) error {
-	if streamedBody(c) {
-		// An upload form's fields are checked as its handler reads them.
-		return nil
-	}
 	if err := argsText(c.Request().PostArgs().VisitAll); err != nil {
 		return err
 	}
@@ -111,8 +107,8 @@ func pathText(c *fiber.Ctx) error {
 // of the API key, so that a request without one costs no more than the
 // scan, and ahead of the webhooks' signature checks and parsers.
 func (s *Server) refuseDeepBody(c *fiber.Ctx) error {
-	if streamedBody(c) {
-		// An upload's CSV is not JSON, and is its handler's to read.
+	if isUpload(c) {
+		// An upload's CSV is not JSON.
 		return c.Next()
 	}
 	if err := app.CheckJSONDepth(c.Body()); err != nil {
@@ -128,7 +124,7 @@ func (s *Server) refuseDeepBody(c *fiber.Ctx) error {
 // browser and no provider compresses what it posts to Herald. Every
 // Content-Encoding header counts: Body decodes by the last one.
 func (s *Server) refuseEncodedBody(c *fiber.Ctx) error {
-	if c.Request().Header.ContentLength() == 0 {
+	if len(c.Request().Body()) == 0 {
 		return c.Next()
 	}
 	encoded := false

@@ -67,9 +67,9 @@ func (s *Server) recordRejections(c *fiber.Ctx) error {
 		}
 	}
 	// The bytes as sent: Body would decode a content coding, unbounded.
-	// An upload's body is streamed by its handler and not kept.
+	// An upload's body is a passenger list: not kept.
 	var body []byte
-	if !streamedBody(c) {
+	if !isUpload(c) {
 		body = c.Request().Body()
 	}
 	r.BodySize = len(body)

@@ -9,7 +9,7 @@ import (
 // routes lists every route Herald serves, so the whole surface reads in one
 // screen.
 func (s *Server) routes(a *fiber.App) {
-	a.Use(s.requestID, s.observe, s.recoverPanic, s.securityHeaders, s.limitBody, s.refuseEncodedBody)
+	a.Use(s.requestID, s.observe, s.recoverPanic, s.securityHeaders, s.markUpload, s.refuseEncodedBody)
 
 	a.Get("/healthz", s.handleHealthz)
 	a.Get("/readyz", s.handleReadyz)

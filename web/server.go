@@ -18,7 +18,7 @@ import (
 // BodyLimit caps request bodies, uploads' aside (UploadBodyLimit). The
 // API's own limit for a notification is smaller (16 KiB) and answered with
 // its own error; this one protects the server from anything larger,
-// provider webhooks included. limitBody enforces it.
+// provider webhooks included.
 const BodyLimit = 1 << 20
 
 // Server holds what the handlers need; app/wire builds it.
@@ -112,12 +112,6 @@ func (s *Server) App() *fiber.App {
 	a := fiber.New(fiber.Config{
 		AppName:               "herald",
 		BodyLimit:             BodyLimit,
-		// Bodies are streamed so that each route bounds what it reads
-		// (limitBody), an upload's 16 MiB and everything else's BodyLimit;
-		// a multipart form is parsed only when a handler asks for it, after
-		// limitBody, never ahead of routing.
-		StreamRequestBody:            true,
-		DisablePreParseMultipartForm: true,
 		ReadTimeout:           30 * time.Second,
 		WriteTimeout:          30 * time.Second,
 		IdleTimeout:           2 * time.Minute,
@@ -135,6 +129,8 @@ func (s *Server) App() *fiber.App {
 		// cache keys and goroutine arguments, and would change under them.
 		Immutable: true,
 	})
+	// BodyLimit above is the default; uploads get their own (body.go).
+	limitBodies(a)
 	s.metrics = newHTTPMetrics(s.Registry)
 	if s.OpenAPI == nil {
 		// The document is embedded in the binary, so it fails to load only

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"crypto/hmac"
 	"slices"
 
 	"github.com/gofiber/fiber/v2"
@@ -39,24 +38,17 @@ func (s *Server) uploadsPage(c *fiber.Ctx, form views.UploadForm, problems []*ap
 	}))
 }
 
-// handleUploadCreate checks and stores an uploaded file, streamed from the
-// form: the form's token is checked before a byte of the file is read. A
-// refused file shows every problem on the uploads page; a stored one its
-// own page, with the first rows and the start button.
+// handleUploadCreate checks and stores an uploaded file. A refused file
+// shows every problem on the uploads page; a stored one its own page, with
+// the first rows and the start button.
 func (s *Server) handleUploadCreate(c *fiber.Ctx) error {
-	claims, _ := c.Locals(localClaims).(*sessionClaims)
-	req, err := readUploadRequest(c, func(r *uploadRequest) error {
-		if c.Get("X-CSRF-Token") == "" && (claims == nil || !hmac.Equal([]byte(r.csrf), []byte(s.csrfToken(claims)))) {
-			return app.Errorf(app.EFORBIDDEN, "This form has expired or did not come from this console. Reload the page and try again.")
-		}
-		return nil
-	})
-	if err != nil {
-		if app.ErrorCode(err) == app.EFORBIDDEN {
-			return err
-		}
+	req, err := readUploadRequest(c)
+	if code := app.ErrorCode(err); code == app.EINTERNAL || code == app.EUNAVAILABLE {
+		return err
+	} else if err != nil {
 		return s.uploadsPage(c, views.UploadForm{}, uploadProblems(err))
 	}
+	defer req.close()
 	form := views.UploadForm{TriggerEvent: req.in.TriggerEvent, SendAt: req.in.SendAt, TripID: req.in.TripID}
 	for col, target := range req.in.Mapping {
 		form.Map += col + "=" + target + "\n"
