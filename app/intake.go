@@ -77,6 +77,19 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 	return res, nil
 }
 
+// submitIn validates and stores a request of key's tenant in tx, an open
+// transaction of that tenant: Submit's path for callers that batch
+// requests of one tenant (an upload's rows), so that every event is
+// stored one way.
+func (s *Intake) submitIn(ctx context.Context, tx IntakeTx, key *APIKey, body []byte) (*SubmitResult, error) {
+	now := s.Now()
+	req, err := ParseNotificationRequest(body, now)
+	if err != nil {
+		return nil, err
+	}
+	return s.store(ctx, tx, newIntakeRequest(key, req, len(body), now))
+}
+
 // intakeRequest is a valid request on its way into its tenant's transaction.
 type intakeRequest struct {
 	key *APIKey
@@ -133,8 +146,12 @@ func eventOf(key *APIKey, req *NotificationRequest, def *EventDef, size int, now
 	e := &Event{
 		ID: NewID(), TenantID: key.TenantID, SourceEventID: req.EventID, TriggerEvent: req.TriggerEvent,
 		Recipients: recipients, Context: contextJSON, Channels: req.Channels, FallbackChain: req.FallbackChain,
-		SendAt: req.SendAt, ExpiresAt: req.ExpiresAt, Version: 1, Status: EventReceived, PayloadSize: size, APIKeyID: &key.ID,
+		SendAt: req.SendAt, ExpiresAt: req.ExpiresAt, Version: 1, Status: EventReceived, PayloadSize: size,
 		CreatedAt: now, UpdatedAt: now,
+	}
+	if key.ID != uuid.Nil {
+		// A console upload's rows come with no API key.
+		e.APIKeyID = &key.ID
 	}
 	if req.SendAtRule != nil {
 		e.SendAtRule, _ = json.Marshal(req.SendAtRule)

@@ -43,6 +43,10 @@ type MaintenanceTx interface {
 	PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneRejections(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+	// PruneUploads deletes up to limit rows of uploads that finished (or
+	// were never started) before the time, and those uploads once their
+	// rows are gone; it returns what it deleted.
+	PruneUploads(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PrunePendingReceipts(ctx context.Context, receivedBefore time.Time, limit int) ([]string, error)
 }
 
@@ -240,6 +244,8 @@ type PruneResult struct {
 	Messages, Timeline, Events, Receipts, Callbacks int
 	// Rejections counts rejected API requests (the Requests page).
 	Rejections int
+	// Uploads counts uploads and their rows.
+	Uploads int
 	// More is set when the run stopped at its budget with old rows left.
 	More bool
 }
@@ -251,6 +257,7 @@ func (r *PruneResult) add(o PruneResult) {
 	r.Receipts += o.Receipts
 	r.Callbacks += o.Callbacks
 	r.Rejections += o.Rejections
+	r.Uploads += o.Uploads
 }
 
 // Prune deletes, for every tenant, what is older than its retention:
@@ -294,7 +301,7 @@ func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
 		if res != (PruneResult{}) {
 			m.Log.InfoContext(ctx, "retention pruned", "tenant_id", t.ID, "retention_days", t.Retention(),
 				"messages", res.Messages, "timeline", res.Timeline, "events", res.Events,
-				"receipts", res.Receipts, "callbacks", res.Callbacks, "rejections", res.Rejections)
+				"receipts", res.Receipts, "callbacks", res.Callbacks, "rejections", res.Rejections, "uploads", res.Uploads)
 		}
 		if err != nil {
 			return total, err
@@ -335,6 +342,11 @@ func (m *Maintenance) pruneTenant(ctx context.Context, t *Tenant, p *pacer) (Pru
 		func(tx MaintenanceTx) (n int, err error) {
 			n, err = tx.PruneRejections(ctx, t.ID, before, limit)
 			res.Rejections += n
+			return n, err
+		},
+		func(tx MaintenanceTx) (n int, err error) {
+			n, err = tx.PruneUploads(ctx, t.ID, before, limit)
+			res.Uploads += n
 			return n, err
 		},
 	}

@@ -77,6 +77,8 @@ var txInterfaces = map[string]reflect.Type{
 	"app.TemplateTx":         reflect.TypeFor[app.TemplateTx](),
 	"app.TenantTx":           reflect.TypeFor[app.TenantTx](),
 	"app.Tx":                 reflect.TypeFor[app.Tx](),
+	"app.UploadReadTx":       reflect.TypeFor[app.UploadReadTx](),
+	"app.UploadTx":           reflect.TypeFor[app.UploadTx](),
 	"app.UserTx":             reflect.TypeFor[app.UserTx](),
 	"app.WhatsAppTx":         reflect.TypeFor[app.WhatsAppTx](),
 	"console.APIKeyTx":       reflect.TypeFor[console.APIKeyTx](),

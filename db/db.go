@@ -128,6 +128,8 @@ func Scope[T app.Tx](s *Store) app.Store[T] {
 // all, checked when db compiles.
 var (
 	_ app.AccountTx       = (*Tx)(nil)
+	_ app.UploadTx        = (*Tx)(nil)
+	_ app.UploadReadTx    = (*Tx)(nil)
 	_ app.APIKeyTx        = (*Tx)(nil)
 	_ app.AuditTx         = (*Tx)(nil)
 	_ app.BreakerTx       = (*Tx)(nil)

@@ -81,6 +81,8 @@ var runtimePrivileges = map[string]string{
 	"tenant_limits":              privWrite,
 	"tenants":                    privWrite,
 	"trip_bookings":              privWrite,
+	"upload_rows":                privWrite,
+	"uploads":                    privWrite,
 	"usage_counters":             privWrite,
 	"users":                      privWrite,
 	"user_second_factors":        privWrite,

@@ -110,3 +110,8 @@ func (q *Queue) EnqueueTemplateSync(ctx context.Context, tx app.Tx, tenantID, ac
 	return q.Insert(ctx, tx, MetaTemplateSyncArgs{TenantID: tenantID, AccountID: accountID},
 		&river.InsertOpts{Queue: app.QueueMaintenance, MaxAttempts: 3})
 }
+
+// EnqueueUploadBatch implements app.UploadQueue.
+func (q *Queue) EnqueueUploadBatch(ctx context.Context, tx app.Tx, tenantID, uploadID uuid.UUID, from int) error {
+	return q.Insert(ctx, tx, UploadBatchArgs{TenantID: tenantID, UploadID: uploadID, From: from}, nil)
+}

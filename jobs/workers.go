@@ -26,6 +26,9 @@ type Deps struct {
 	Rollups *app.Rollups
 	// Limits prunes the intake day counters; nil leaves them.
 	Limits *app.IntakeLimits
+	// Uploads turns uploads' rows into events; nil leaves their worker
+	// unregistered.
+	Uploads *app.Uploads
 	// DispatchTimeout bounds one run of a dispatch job
 	// (app.DispatchTimeout); zero: the client's JobTimeout.
 	DispatchTimeout time.Duration
@@ -47,6 +50,9 @@ func Workers(d Deps) *river.Workers {
 	river.AddWorker(w, &RollupWorker{Rollups: d.Rollups})
 	if d.MetaTemplates != nil {
 		river.AddWorker(w, &MetaTemplateSyncWorker{MetaTemplates: d.MetaTemplates})
+	}
+	if d.Uploads != nil {
+		river.AddWorker(w, &UploadBatchWorker{Uploads: d.Uploads})
 	}
 	return w
 }

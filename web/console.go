@@ -251,6 +251,7 @@ var tenantNav = []navItem{
 	{"Requests", "/requests", app.PermMessages},
 	{"Scheduled", "/scheduled", app.PermSchedules},
 	{"Approvals", "/approvals", app.PermSchedules},
+	{"Uploads", "/uploads", app.PermSchedules},
 	{"Templates", "/templates", app.PermTemplates},
 	{"Channels", "/channels", app.PermChannels},
 	{"API keys", "/api-keys", app.PermAPIKeys},

@@ -67,7 +67,11 @@ func (s *Server) recordRejections(c *fiber.Ctx) error {
 		}
 	}
 	// The bytes as sent: Body would decode a content coding, unbounded.
-	body := c.Request().Body()
+	// An upload's body is a passenger list: not kept.
+	var body []byte
+	if !isUpload(c) {
+		body = c.Request().Body()
+	}
 	r.BodySize = len(body)
 	r.Body = console.RedactBody(body)
 	r.EventID = bodyEventID(body)

@@ -9,7 +9,7 @@ import (
 // routes lists every route Herald serves, so the whole surface reads in one
 // screen.
 func (s *Server) routes(a *fiber.App) {
-	a.Use(s.requestID, s.observe, s.recoverPanic, s.securityHeaders, s.refuseEncodedBody)
+	a.Use(s.requestID, s.observe, s.recoverPanic, s.securityHeaders, s.markUpload, s.refuseEncodedBody)
 
 	a.Get("/healthz", s.handleHealthz)
 	a.Get("/readyz", s.handleReadyz)
@@ -34,6 +34,11 @@ func (s *Server) routes(a *fiber.App) {
 	api.get("/messages", app.ScopeRead, s.handleAPIMessageList)
 	api.get("/messages/:id", app.ScopeRead, s.handleAPIMessageGet)
 	api.post("/bookings/:id/resend", app.ScopeSend, s.handleAPIBookingResend)
+	// Passenger lists: the file's body is streamed to its reader.
+	api.post("/uploads", app.ScopeSend, s.handleAPIUploadCreate)
+	api.get("/uploads/:id", app.ScopeRead, s.handleAPIUploadGet)
+	api.post("/uploads/:id/start", app.ScopeSend, s.handleAPIUploadStart)
+	api.get("/uploads/:id/errors", app.ScopeRead, s.handleAPIUploadErrors)
 	api.get("/delivery-deadlines", app.ScopeRead, s.handleAPIDeadlineList)
 	api.put("/delivery-deadlines", app.ScopeManage, s.handleAPIDeadlineSet)
 	api.get("/confirmation-windows", app.ScopeRead, s.handleAPIConfirmWindowList)
@@ -215,6 +220,13 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.post("/approvals/:id/approve", app.PermApprove, s.handleApprovalApprove)
 	t.post("/approvals/:id/reject", app.PermApprove, s.handleApprovalReject)
 	t.get("/audit", app.PermAudit, s.handleTenantAudit)
+
+	// Passenger lists by upload: the form's body is streamed to its reader.
+	t.get("/uploads", app.PermSchedules, s.handleUploads)
+	t.post("/uploads", app.PermManageSchedules, s.handleUploadCreate)
+	t.get("/uploads/:id", app.PermSchedules, s.handleUploadShow)
+	t.post("/uploads/:id/start", app.PermManageSchedules, s.handleUploadStart)
+	t.get("/uploads/:id/errors", app.PermSchedules, s.handleUploadErrors)
 
 	// Settings, users and API keys.
 	t.get("/settings", app.PermSettings, s.handleSettings)

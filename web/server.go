@@ -15,9 +15,10 @@ import (
 	"github.com/heraldhq/herald/app/provider/awsnotify"
 )
 
-// BodyLimit caps request bodies. The API's own limit for a notification is
-// smaller (16 KiB) and answered with its own error; this one protects the
-// server from anything larger, provider webhooks included.
+// BodyLimit caps request bodies, uploads' aside (UploadBodyLimit). The
+// API's own limit for a notification is smaller (16 KiB) and answered with
+// its own error; this one protects the server from anything larger,
+// provider webhooks included.
 const BodyLimit = 1 << 20
 
 // Server holds what the handlers need; app/wire builds it.
@@ -30,10 +31,14 @@ type Server struct {
 	Credentials *app.ServerCredentials
 
 	// The API and provider webhooks.
-	Intake   *app.Intake
-	Messages *app.Messages
-	Receipts *app.Receipts
-	Inbound  *app.Inbound
+	Intake *app.Intake
+	// Uploads stores passenger lists and starts them; UploadReader shows
+	// their progress, preview and error file.
+	Uploads      *app.Uploads
+	UploadReader *app.UploadReader
+	Messages     *app.Messages
+	Receipts     *app.Receipts
+	Inbound      *app.Inbound
 	// Preferences serves the unsubscribe links of optional e-mails.
 	Preferences *app.Preferences
 	Hooks       *app.Hooks
@@ -124,6 +129,8 @@ func (s *Server) App() *fiber.App {
 		// cache keys and goroutine arguments, and would change under them.
 		Immutable: true,
 	})
+	// BodyLimit above is the default; uploads get their own (body.go).
+	limitBodies(a)
 	s.metrics = newHTTPMetrics(s.Registry)
 	if s.OpenAPI == nil {
 		// The document is embedded in the binary, so it fails to load only

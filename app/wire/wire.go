@@ -49,14 +49,18 @@ type Services struct {
 	Registry *prometheus.Registry
 
 	// The pipeline.
-	Tenants    *app.Tenants
-	Users      *app.Users
-	APIKeys    *app.APIKeys
-	Accounts   *app.Accounts
-	Templates  *app.Templates
-	Intake     *app.Intake
-	Router     *app.Router
-	Dispatcher *app.Dispatcher
+	Tenants   *app.Tenants
+	Users     *app.Users
+	APIKeys   *app.APIKeys
+	Accounts  *app.Accounts
+	Templates *app.Templates
+	Intake    *app.Intake
+	// Uploads stores passenger lists and turns their rows into events;
+	// UploadReader shows them.
+	Uploads      *app.Uploads
+	UploadReader *app.UploadReader
+	Router       *app.Router
+	Dispatcher   *app.Dispatcher
 	// Providers are the dispatcher's providers by name (tests replace one
 	// with a fake).
 	Providers provider.Set
@@ -228,6 +232,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.APIKeys = &app.APIKeys{Store: db.Scope[app.APIKeyTx](store), Lookup: store, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
 	s.Templates = &app.Templates{Store: db.Scope[app.TemplateTx](store), Now: now}
 	s.Intake = &app.Intake{Store: db.Scope[app.IntakeTx](store), Queue: queue, Now: now}
+	s.Uploads = &app.Uploads{Store: db.Scope[app.UploadTx](store), Intake: s.Intake, Queue: queue, Quotas: cfg.Quotas, Now: now}
+	s.UploadReader = &app.UploadReader{Store: db.Scope[app.UploadReadTx](store)}
 	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log}
 	s.Callbacks = &app.Callbacks{
 		Store: db.Scope[app.CallbackTx](store), Queue: queue, Sealer: sealer, Now: now, Log: log,
@@ -342,7 +348,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health, Credentials: s.Credentials,
-		Intake: s.Intake, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Hooks: s.Hooks,
+		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Hooks: s.Hooks,
 		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,
 		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,
@@ -396,7 +402,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	}
 	workers := jobs.Workers(jobs.Deps{
 		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance,
-		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks, Rollups: s.Rollups, Limits: s.Limits,
+		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks, Rollups: s.Rollups, Limits: s.Limits, Uploads: s.Uploads,
 		DispatchTimeout: app.DispatchTimeout(jc.JobTimeout, s.Config.SendTimeout),
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)
