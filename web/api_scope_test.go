@@ -84,6 +84,10 @@ func keyWith(t *testing.T, h *webtest.Herald, tenantID uuid.UUID, scopes ...stri
 // scope is a decision, not an accident.
 var apiRouteScopes = map[string]string{
 	"GET /api/v1/tenant":                                              app.ScopeRead,
+	"GET /api/v1/uploads/:id":                                         app.ScopeRead,
+	"GET /api/v1/uploads/:id/errors":                                  app.ScopeRead,
+	"POST /api/v1/uploads":                                            app.ScopeSend,
+	"POST /api/v1/uploads/:id/start":                                  app.ScopeSend,
 	"PATCH /api/v1/tenant":                                            app.ScopeManage,
 	"GET /api/v1/events":                                              app.ScopeRead,
 	"GET /api/v1/limits":                                              app.ScopeRead,
