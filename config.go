@@ -84,7 +84,7 @@ func envVars() []envVar {
 			jobDuration("HERALD_SEND_TIMEOUT", 5*time.Minute, func(c *app.Config) *time.Duration { return &c.SendTimeout })},
 		envVar{"HERALD_RESCUE_STUCK_AFTER", app.DefaultRescueStuckAfter.String(), "how long a job may stay running before it is taken for a crashed worker's and run again; at least HERALD_JOB_TIMEOUT + 2 x HERALD_SEND_TIMEOUT + " + app.RecordSentRetryFor.String() + " (a send's claim, two provider calls and the recording of its result); at most 24h",
 			jobDuration("HERALD_RESCUE_STUCK_AFTER", 24*time.Hour, func(c *app.Config) *time.Duration { return &c.RescueStuckAfter })},
-		envVar{"HERALD_WEBHOOK_ALLOW_PRIVATE", "false", "true lets webhook channel accounts call loopback receivers (127.0.0.0/8, ::1, internal host names) on any port, to try one on this machine; dev only (refused with HERALD_ENV=prod)", parseWebhookAllowPrivate},
+		envVar{"HERALD_WEBHOOK_ALLOW_PRIVATE", "false", "true lets webhook channel accounts and status callback endpoints call loopback receivers (127.0.0.0/8, ::1, internal host names) on any port, to try one on this machine; dev only (refused with HERALD_ENV=prod)", parseWebhookAllowPrivate},
 		// The data directory is main's own business, not app.Config's: dataDir
 		// reads it where it is needed. The row is here so that help lists it.
 		envVar{"HERALD_DATA_DIR", defaultDataDir, "directory for the dev keys and the dev admin and demo credentials", func(*app.Config, string) error { return nil }},

@@ -235,12 +235,17 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Uploads = &app.Uploads{Store: db.Scope[app.UploadTx](store), Intake: s.Intake, Queue: queue, Quotas: cfg.Quotas, Now: now}
 	s.UploadReader = &app.UploadReader{Store: db.Scope[app.UploadReadTx](store)}
 	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log}
+	// Private receivers only where the configuration allows them (dev;
+	// refused in prod at start), for the webhook channel and status
+	// callbacks alike: the console's checks and the posts.
+	allowPrivate := cfg.Dev() && cfg.WebhookAllowPrivate
+	callbackCheck := &webhook.Provider{AllowHTTP: cfg.Dev(), AllowPrivate: allowPrivate}
 	s.Callbacks = &app.Callbacks{
 		Store: db.Scope[app.CallbackTx](store), Queue: queue, Sealer: sealer, Now: now, Log: log,
 		// The webhook channel's guarded client: tenants' URLs never reach
 		// private, loopback or metadata addresses.
-		Client:       webhook.NewClient(webhook.Options{Timeout: app.CallbackTimeout}),
-		CheckURLFunc: func(raw string) error { return webhook.CheckURL(raw, cfg.Dev()) },
+		Client:       webhook.NewClient(webhook.Options{Timeout: app.CallbackTimeout, AllowPrivate: allowPrivate, AnyPort: allowPrivate}),
+		CheckURLFunc: callbackCheck.CheckURL,
 	}
 	s.Receipts = &app.Receipts{Callbacks: s.Callbacks, Store: db.Scope[app.ReceiptTx](store), InboxStore: db.Scope[app.ReceiptInboxTx](store),
 		Inbox: store, Router: s.Router, Queue: queue, Metrics: metrics, Now: now, Log: log}
@@ -250,9 +255,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	}
 	// One Meta client sends messages and manages templates.
 	metaProvider := &meta.Provider{BaseURL: cfg.MetaBaseURL, Log: log}
-	// Private receivers only where the configuration allows them (dev;
-	// refused in prod at start), for the console's checks and the sends.
-	webhookProvider := &webhook.Provider{AllowHTTP: cfg.Dev(), AllowPrivate: cfg.Dev() && cfg.WebhookAllowPrivate}
+	webhookProvider := &webhook.Provider{AllowHTTP: cfg.Dev(), AllowPrivate: allowPrivate}
 	s.Providers = provider.Set{
 		"meta":    metaProvider,
 		"webhook": webhookProvider,
@@ -276,7 +279,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		Quotas: cfg.Quotas, Limiter: s.Limiter, Breakers: s.Breakers, Callbacks: s.Callbacks, Unsubscribe: unsubscribe,
 		Backoff: opts.Backoff, Metrics: metrics, Credentials: s.Credentials, Now: now, Log: log, SendTimeout: cfg.SendTimeout,
 		// Files by URL come through the webhook channel's guarded client.
-		Fetcher: webhook.NewFetcher(webhook.Options{Timeout: app.DefaultFetchTimeout, AllowPrivate: cfg.Dev() && cfg.WebhookAllowPrivate}, cfg.Dev()),
+		Fetcher: webhook.NewFetcher(webhook.Options{Timeout: app.DefaultFetchTimeout, AllowPrivate: allowPrivate}, cfg.Dev()),
 	}
 	if opts.Dispatcher != nil {
 		opts.Dispatcher(&dispatchOpts)
