@@ -115,16 +115,16 @@ func (m *Maintenance) FallBackOverdue(ctx context.Context) (int, error) {
 			if err != nil || msg.Status != MessageSent {
 				return err
 			}
-			next, channel, err := m.Router.fallback(ctx, tx, msg)
-			if err != nil || next == nil {
+			chain, err := m.Router.fallback(ctx, tx, msg)
+			if err != nil || (chain.Job == nil && len(chain.Skipped) == 0) {
 				return err
 			}
 			if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: msg.TenantID, MessageID: msg.ID, Source: SourceSystem, At: m.Now(),
-				Detail: map[string]any{"fallback": channel, "fallback_message_id": next.MessageID.String(),
-					"reason": "not_delivered_within", "minutes": o.Minutes},
-			}); err != nil {
+				Detail: chain.detail(map[string]any{"reason": "not_delivered_within", "minutes": o.Minutes}),
+			}); err != nil || chain.Job == nil {
 				return err
 			}
+			next, channel := chain.Job, chain.Channel
 			if err := m.Callbacks.Notify(ctx, tx, msg.TenantID, msg.ID, CallbackMessageFallback,
 				CallbackNote{FallbackMessageID: next.MessageID, FallbackChannel: channel}); err != nil {
 				return err

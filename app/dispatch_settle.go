@@ -163,13 +163,13 @@ func (d *Dispatcher) fail(ctx context.Context, s *send, reason, code, detail str
 	d.opts.Metrics.MessageOutcome(m.Channel, "failed")
 	now := d.Now()
 	err := d.stores.Settle.InTenant(ctx, m.TenantID, func(tx SettleTx) error {
-		next, nextChannel, err := d.router.fallback(ctx, tx, m)
+		chain, err := d.router.fallback(ctx, tx, m)
 		if err != nil {
 			return err
 		}
 		finalReason := reason
-		if next != nil {
-			finalReason = ReasonFallbackTriggered + nextChannel
+		if chain.Job != nil {
+			finalReason = ReasonFallbackTriggered + chain.Channel
 		}
 		// The message was not sent: its quota goes back, and no call of it
 		// is left in flight.
@@ -188,11 +188,11 @@ func (d *Dispatcher) fail(ctx context.Context, s *send, reason, code, detail str
 		}
 		from, to := MessageQueued, MessageFailed
 		if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, FromStatus: &from, ToStatus: &to,
-			Source: SourceDispatch, At: now, Detail: map[string]any{"reason": reason, "error_code": code, "error": detail, "fallback": nextChannel},
+			Source: SourceDispatch, At: now, Detail: chain.detail(map[string]any{"reason": reason, "error_code": code, "error": detail}),
 		}); err != nil {
 			return err
 		}
-		if err := d.continueChain(ctx, tx, m, detail, next, nextChannel); err != nil {
+		if err := d.continueChain(ctx, tx, m, detail, chain.Job, chain.Channel); err != nil {
 			return err
 		}
 		return s.complete(ctx, tx)

@@ -275,6 +275,55 @@ func TestDispatcher_Dispatch(t *testing.T) {
 		require.Equal(t, app.AccountActive, b.account(t, tn.ID, acct.ID).Status, "a recipient's problem leaves the account alone")
 	})
 
+	t.Run("ChainWithoutTemplateSaysSo", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "acme")
+		b.useMeta(t, tn, nil)
+		// The tenant switched its SMS confirmations off: the chain's SMS
+		// has no template, and the chain ends with the WhatsApp message.
+		type template struct {
+			ID            uuid.UUID
+			Subject, Body string
+		}
+		var smsTemplates []template
+		require.NoError(t, b.svc.Store.InPlatform(b.ctx, func(tx *db.Tx) error {
+			rows, err := tx.SQL().QueryContext(b.ctx, `SELECT id, subject, body FROM templates
+				WHERE tenant_id = $1 AND trigger_event = 'BOOKING_CONFIRMED' AND channel = 'SMS'`, tn.ID)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var tpl template
+				if err := rows.Scan(&tpl.ID, &tpl.Subject, &tpl.Body); err != nil {
+					return err
+				}
+				smsTemplates = append(smsTemplates, tpl)
+			}
+			return rows.Err()
+		}))
+		require.NotEmpty(t, smsTemplates)
+		for _, tpl := range smsTemplates {
+			_, _, err := b.svc.Templates.Save(b.ctx, app.CLIActor, tn.ID, tpl.ID, app.TemplateInput{Subject: tpl.Subject, Body: tpl.Body})
+			require.NoError(t, err)
+		}
+		wa := b.routeOne(t, tn, withFallback(booking("evt-1", "BK-1", anna), "WHATSAPP", "SMS"))
+		b.meta.reply(graphError(t, "131026"))
+
+		out, err := b.dispatch(wa, 1, 5, &completion{})
+		require.NoError(t, err)
+		require.Equal(t, app.DispatchOutcome{Done: true}, out)
+		failed := b.message(t, tn.ID, wa.ID)
+		require.Equal(t, app.ReasonProviderRejected, *failed.FailedReason, "no channel took over")
+		last := b.timeline(t, tn.ID, wa.ID)
+		detail := last[len(last)-1].Detail
+		require.Equal(t, "SMS: "+strings.ReplaceAll(app.ReasonNoTemplates, "_", " "), detail["fallback_skipped"])
+		require.Equal(t, "none: every channel left in the chain was passed over", detail["fallback"],
+			"the timeline says why the chain ended instead of an empty fallback")
+		require.Len(t, b.messagesOf(t, tn.ID, *wa.EventID), 1)
+	})
+
 	t.Run("PermanentErrorFallsBack", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)

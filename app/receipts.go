@@ -439,16 +439,19 @@ func (s *Receipts) fallBack(ctx context.Context, tx ReceiptApplyTx, m *Message, 
 	if s.Router == nil {
 		return nil
 	}
-	next, channel, err := s.Router.fallback(ctx, tx, m)
-	if err != nil || next == nil {
+	chain, err := s.Router.fallback(ctx, tx, m)
+	if err != nil || (chain.Job == nil && len(chain.Skipped) == 0) {
 		return err
 	}
-	if err := tx.SetFailedReason(ctx, m.TenantID, m.ID, ReasonFallbackTriggered+channel); err != nil {
-		return err
+	next, channel := chain.Job, chain.Channel
+	if next != nil {
+		if err := tx.SetFailedReason(ctx, m.TenantID, m.ID, ReasonFallbackTriggered+channel); err != nil {
+			return err
+		}
 	}
 	if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: m.TenantID, MessageID: m.ID, Source: SourceWebhook, At: r.At,
-		Detail: map[string]any{"fallback": channel, "fallback_message_id": next.MessageID.String(), "receipt_id": r.ReceiptID},
-	}); err != nil {
+		Detail: chain.detail(map[string]any{"receipt_id": r.ReceiptID}),
+	}); err != nil || next == nil {
 		return err
 	}
 	if err := s.Callbacks.Notify(ctx, tx, m.TenantID, m.ID, CallbackMessageFallback,

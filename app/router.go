@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -527,39 +528,75 @@ func firstEntry(m *Message, source string, detail map[string]any) *MessageEvent 
 	}
 }
 
+// nextInChain is what a failed message's chain goes on with: the next
+// channel's dispatch job, or none, and the channels passed over on the way
+// (no template, no address, opted out, ...), which the failed message's
+// timeline names so that a chain that ends early says why.
+type nextInChain struct {
+	Job     *DispatchJob
+	Channel string
+	Skipped []SkippedChannel
+}
+
+// detail adds the chain's outcome to a failed message's timeline entry:
+// the channel that takes over, or which channels were passed over and why.
+func (n nextInChain) detail(d map[string]any) map[string]any {
+	if n.Job != nil {
+		d["fallback"] = n.Channel
+		d["fallback_message_id"] = n.Job.MessageID.String()
+	}
+	if len(n.Skipped) > 0 {
+		parts := make([]string, len(n.Skipped))
+		for i, s := range n.Skipped {
+			parts[i] = string(s.Channel) + ": " + strings.ReplaceAll(s.Reason, "_", " ")
+		}
+		d["fallback_skipped"] = strings.Join(parts, "; ")
+		if n.Job == nil {
+			d["fallback"] = "none: every channel left in the chain was passed over"
+		}
+	}
+	return d
+}
+
 // fallback queues the next channel of a failed message's chain, skipping
-// channels that cannot be used, and returns its dispatch job (nil when the
-// chain is used up). The failed message's reason names the channel.
-func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (*DispatchJob, string, error) {
+// channels that cannot be used, and returns its dispatch job (none when the
+// chain is used up) with the channels it passed over. The failed message's
+// reason names the channel.
+func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (nextInChain, error) {
+	next, channel, passed, err := r.fallbackStep(ctx, tx, failed)
+	return nextInChain{Job: next, Channel: channel, Skipped: passed}, err
+}
+
+func (r *Router) fallbackStep(ctx context.Context, tx FallbackTx, failed *Message) (*DispatchJob, string, []SkippedChannel, error) {
 	if len(failed.FallbackChain) == 0 || failed.EventID == nil || failed.ContactID == nil {
-		return nil, "", nil
+		return nil, "", nil, nil
 	}
 	e, err := tx.EventByID(ctx, failed.TenantID, *failed.EventID, false)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	def, err := e.Def()
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	tenant, err := tx.TenantByID(ctx, failed.TenantID)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	contact, err := tx.ContactByID(ctx, failed.TenantID, *failed.ContactID)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	// The next channel goes to the address the event gave this recipient
 	// on it, not to whatever the contact holds now.
 	recipients, err := e.DecodeRecipients()
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	rc, index, ok := RecipientOf(recipients, failed)
 	if !ok {
 		r.Log.WarnContext(ctx, "fallback skipped: the event no longer names the message's recipient", "message_id", failed.ID)
-		return nil, "", nil
+		return nil, "", nil, nil
 	}
 	to := Addressee{Contact: contact, Recipient: rc, Index: index}
 	chain := toChannels(failed.FallbackChain)
@@ -571,7 +608,7 @@ func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (
 	for i, ch := range chain {
 		m, acct, skip, err := r.plan(ctx, tx, tenant, e, def, to, failed.ConversationID, ch, nil)
 		if err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 		if skip != "" {
 			record(routing.Skip(index, ch, skip))
@@ -580,13 +617,13 @@ func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (
 		}
 		refused, err := r.refuseDestination(ctx, tx, tenant, e, m)
 		if err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 		if refused != nil {
 			m.FallbackOf = &failed.ID
 			refused["fallback_of"] = failed.ID.String()
 			if _, err := r.Insert(ctx, tx, m, SourceDispatch, refused); err != nil {
-				return nil, "", err
+				return nil, "", nil, err
 			}
 			record(routing.Skip(index, ch, *m.FailedReason))
 			passed = append(passed, SkippedChannel{Channel: ch, Reason: *m.FailedReason})
@@ -596,19 +633,19 @@ func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (
 		expireWhileDeferred(m)
 		inserted, err := r.Insert(ctx, tx, m, SourceDispatch, skippedDetail(map[string]any{"fallback_of": failed.ID.String()}, passed))
 		if err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 		record(routing.Queued(index, m, acct, inserted))
 		if err := tx.AppendEventRouting(ctx, e.TenantID, e.ID, routing.JSON()); err != nil || !inserted || m.Status != MessageQueued {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 		job := m.DispatchJob()
-		return &job, string(ch), nil
+		return &job, string(ch), passed, nil
 	}
 	if len(routing.Decisions) > 0 {
-		return nil, "", tx.AppendEventRouting(ctx, e.TenantID, e.ID, routing.JSON())
+		return nil, "", passed, tx.AppendEventRouting(ctx, e.TenantID, e.ID, routing.JSON())
 	}
-	return nil, "", nil
+	return nil, "", passed, nil
 }
 
 // eventTemplate is the stand-in template of the WEBHOOK channel: the body
