@@ -138,13 +138,44 @@ type Queue interface {
 type EventDetail struct {
 	*Event
 	Messages []*Message `json:"messages"`
+	// Skipped are the channels routing passed over, per recipient, with
+	// why: an opted-out channel, a missing template or address.
+	Skipped []EventSkip `json:"skipped"`
+}
+
+// EventSkip is a channel routing passed over for one of an event's
+// recipients, and why.
+type EventSkip struct {
+	Recipient int     `json:"recipient"`
+	Channel   Channel `json:"channel"`
+	Reason    string  `json:"reason"`
+	// Text says the reason in words.
+	Text string `json:"text"`
+	// FallbackOf is the failed message whose fallback chain passed the
+	// channel over; nil for the event's first routing.
+	FallbackOf *uuid.UUID `json:"fallback_of,omitempty"`
+	At         time.Time  `json:"at"`
+}
+
+// Skips are the channels the event's routing passed over (its Routing
+// must be loaded), in the order routing decided them.
+func (e *Event) Skips() []EventSkip {
+	out := []EventSkip{}
+	for _, d := range e.RouteDecisions() {
+		if d.Outcome != DecisionSkipped {
+			continue
+		}
+		out = append(out, EventSkip{Recipient: d.Recipient, Channel: d.Channel, Reason: d.Reason, Text: ReasonText(d.Reason),
+			FallbackOf: d.FallbackOf, At: d.At})
+	}
+	return out
 }
 
 // Get returns the event with its messages.
 func (s *Intake) Get(ctx context.Context, tenantID, eventID uuid.UUID) (*EventDetail, error) {
 	var d EventDetail
 	err := s.Store.InTenant(ctx, tenantID, func(tx IntakeTx) (err error) {
-		if d.Event, err = tx.EventByID(ctx, tenantID, eventID, false); err != nil {
+		if d.Event, err = tx.EventWithRouting(ctx, tenantID, eventID); err != nil {
 			return err
 		}
 		d.Messages, err = tx.MessagesByEvent(ctx, tenantID, eventID)
@@ -153,6 +184,7 @@ func (s *Intake) Get(ctx context.Context, tenantID, eventID uuid.UUID) (*EventDe
 	if err != nil {
 		return nil, err
 	}
+	d.Skipped = d.Event.Skips()
 	return &d, nil
 }
 
@@ -164,12 +196,16 @@ func (s *Intake) GetBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID
 		if d.Event, err = tx.EventBySourceID(ctx, tenantID, sourceID); err != nil {
 			return err
 		}
+		if d.Event, err = tx.EventWithRouting(ctx, tenantID, d.Event.ID); err != nil {
+			return err
+		}
 		d.Messages, err = tx.MessagesByEvent(ctx, tenantID, d.Event.ID)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	d.Skipped = d.Event.Skips()
 	return &d, nil
 }
 

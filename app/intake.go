@@ -30,6 +30,8 @@ type IntakeTx interface {
 	InsertEvent(ctx context.Context, e *Event, peers []string) (inserted bool, recent int, err error)
 	EventBySourceID(ctx context.Context, tenantID uuid.UUID, sourceID string) (*Event, error)
 	EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Event, error)
+	// EventWithRouting is the event with its route decisions.
+	EventWithRouting(ctx context.Context, tenantID, id uuid.UUID) (*Event, error)
 	MessagesByEvent(ctx context.Context, tenantID, eventID uuid.UUID) ([]*Message, error)
 	CancelQueuedMessages(ctx context.Context, tenantID, eventID uuid.UUID, at time.Time) (int, error)
 	SetEventStatus(ctx context.Context, e *Event) error

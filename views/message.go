@@ -215,6 +215,18 @@ func msgRecipients(e *app.Event) []app.Recipient {
 	return rs
 }
 
+// msgSkips are the channels routing passed over for the event's recipient
+// at index i, each as "SMS: the recipient opted out of this channel".
+func msgSkips(e *app.Event, i int) []app.EventSkip {
+	var out []app.EventSkip
+	for _, s := range e.Skips() {
+		if s.Recipient == i {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // msgApproval describes where an event stands on approval.
 func msgApproval(e *app.Event) string {
 	switch {

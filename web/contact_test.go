@@ -105,9 +105,23 @@ func TestConsoleContacts_OptOut(t *testing.T) {
 		id.String(), c.users[asManager].ID))
 
 	// An optional event skips the opted-out channel; e-mail still goes.
-	ms := c.routeNow(c.Tenant.ID, c.Submit(webtest.Reminder("evt-2", "BK-2")))
+	reminder := c.Submit(webtest.Reminder("evt-2", "BK-2"))
+	ms := c.routeNow(c.Tenant.ID, reminder)
 	require.Len(t, ms, 1)
 	require.Equal(t, app.Email, ms[0].Channel)
+	// The booking panel and the API's answer say which channel was not
+	// sent and why, not only the event's page.
+	skip := c.signIn(asSupport).page("/t/acme/bookings/booking/BK-2").Find(`#event-` + reminder.String() + ` .skip`)
+	require.Equal(t, 1, skip.Length())
+	require.Equal(t, "WHATSAPP", skip.AttrOr("data-skip-channel", ""))
+	require.Equal(t, app.ReasonOptedOut, skip.AttrOr("data-skip-reason", ""))
+	require.Equal(t, "WHATSAPP not sent: "+app.ReasonText(app.ReasonOptedOut), text(skip))
+	var answer app.EventDetail
+	require.Equal(t, http.StatusOK, c.Request(http.MethodGet, "/api/v1/notifications/"+reminder.String(), nil, &answer))
+	require.Len(t, answer.Skipped, 1)
+	require.Equal(t, app.EventSkip{Recipient: 0, Channel: app.WhatsApp, Reason: app.ReasonOptedOut, Text: app.ReasonText(app.ReasonOptedOut),
+		At: answer.Skipped[0].At}, answer.Skipped[0])
+	require.False(t, answer.Skipped[0].At.IsZero())
 	// A transactional one is sent on every channel all the same.
 	ms = c.routeNow(c.Tenant.ID, c.Submit(webtest.Notification("evt-2b", "BK-2")))
 	require.Len(t, ms, 2)

@@ -232,7 +232,9 @@ func (s *Server) handleMessageRetry(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.MessageConsole.Retry(c.UserContext(), userOf(c), tenantOf(c).ID, id)
+	// The retry button of a message whose address the provider refused
+	// carries anyway=1 behind a warning; a form without it is refused.
+	m, err := s.MessageConsole.Retry(c.UserContext(), userOf(c), tenantOf(c).ID, id, c.FormValue("anyway") == "1")
 	if app.ErrorCode(err) == app.ECONFLICT {
 		s.flash(c, "error", app.ErrorMessage(err))
 		return c.Redirect(tenantPath(c, "/messages/"+id.String()), fiber.StatusSeeOther)

@@ -821,3 +821,41 @@ func TestConsoleMessages_PanelPaginated(t *testing.T) {
 	require.Contains(t, text(doc.Find("#messages ~ p")), "No messages on this page")
 	require.Equal(t, 1, doc.Find(`tr#event-`+id.String()).Length(), "past the last page the booking is still found")
 }
+
+// TestConsoleMessages_RetryRefusedAddress: Meta said the number is not on
+// WhatsApp (131026). The message page and the booking panel say so beside
+// the retry, whose confirmation repeats it; a retry without that
+// confirmation (an old page, a hand-made form) is refused and sends
+// nothing, one with it is queued like any retry.
+func TestConsoleMessages_RetryRefusedAddress(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	id := c.Submit(webtest.Notification("evt-refused", "BK-REF"))
+	wa := byChannel(c.routeNow(c.Tenant.ID, id), app.WhatsApp)
+	require.NotNil(t, wa)
+	c.Exec(`UPDATE messages SET status = 'FAILED', failed_reason = 'meta_131026', error_code = '131026', failed_at = now() WHERE id = $1`, wa.ID)
+
+	support := c.signIn(asSupport)
+	retryPath := "/t/acme/messages/" + wa.ID.String() + "/retry"
+	for _, page := range []string{"/t/acme/messages/" + wa.ID.String(), "/t/acme/bookings/booking/BK-REF"} {
+		form := support.page(page).Find(`form[action="` + retryPath + `"]`)
+		require.Equal(t, 1, form.Length(), page)
+		require.Equal(t, "1", form.Find(`input[name=anyway]`).AttrOr("value", ""), page)
+		require.Contains(t, text(form.Find(".refused-note")), "not on WhatsApp", page)
+		require.Contains(t, form.AttrOr("data-confirm", ""), "(131026)", page)
+		require.Contains(t, form.AttrOr("data-confirm", ""), "Send anyway?", page)
+	}
+
+	resp := support.post(retryPath, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Contains(t, text(support.follow(resp).Find(".flash-error")), "most likely fail the same way")
+	require.Zero(t, c.Count(`SELECT count(*) FROM messages WHERE idempotency_key = $1`, "retry:"+wa.ID.String()), "nothing queued without the confirmation")
+
+	support.page("/t/acme/messages/" + wa.ID.String())
+	resp = support.post(retryPath, url.Values{"anyway": {"1"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Contains(t, text(support.follow(resp).Find(".flash-success")), "Retry queued")
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE idempotency_key = $1 AND status = 'QUEUED'`, "retry:"+wa.ID.String()))
+	require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'message.retry' AND target_id = $1
+		AND metadata->>'address_refused' = 'true'`, wa.ID.String()))
+}

@@ -321,6 +321,10 @@ func TestConsoleApprovals(t *testing.T) {
 		require.Equal(t, "skipped", wa.AttrOr("data-role", ""))
 		require.Contains(t, text(wa), "No active channel account")
 		require.Equal(t, "send", doc.Find(`.planned[data-channel=SMS]`).AttrOr("data-role", ""), "SMS moves up the chain")
+		// The decision comes before the recipients, so a long list does
+		// not hide it.
+		require.NotZero(t, doc.Find(`section.approval > .decision ~ .recipient-plan`).Length())
+		require.Zero(t, doc.Find(`section.approval > .recipient-plan ~ .decision`).Length())
 	})
 
 	t.Run("SupportSeesMaskedWithoutButtons", func(t *testing.T) {

@@ -423,7 +423,11 @@ func TestConsoleTrends_Pages(t *testing.T) {
 		require.Equal(t, "1", text(doc.Find(`[data-figure=failed] .stat-num`)))
 		doc = c.signIn(asManager).page("/t/acme/templates?event=BOOKING_CONFIRMED&channel=EMAIL")
 		require.Equal(t, "2", doc.Find(`tr[data-id="`+tplID+`"] td.tpl-stats`).AttrOr("data-stats", ""))
-		require.Equal(t, "1 failed", text(doc.Find(`tr[data-id="`+tplID+`"] [data-stat=failed]`)))
+		row := doc.Find(`tr[data-id="` + tplID + `"]`)
+		require.Equal(t, "2 sent or failed", text(row.Find(`[data-stat=attempted]`)), "the base every figure counts from")
+		require.Equal(t, "1 delivered (50.0 %)", text(row.Find(`[data-stat=delivered]`)), "the read message was delivered")
+		require.Equal(t, "1 read (50.0 %)", text(row.Find(`[data-stat=read]`)))
+		require.Equal(t, "1 failed (50.0 %)", text(row.Find(`[data-stat=failed]`)))
 	})
 }
 

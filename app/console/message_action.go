@@ -32,8 +32,10 @@ func (s *MessageConsole) Resend(ctx context.Context, u *app.User, tenantID uuid.
 // address the failed message went to, with the
 // idempotency key retry:{failed message id}, triggered_by the user, and a
 // dispatch job. The failed message keeps its status and gets a timeline
-// note naming its retry; an audit entry records both.
-func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uuid.UUID) (*app.Message, error) {
+// note naming its retry; an audit entry records both. A message whose
+// address the provider refused (app.AddressRefusal) is retried only with
+// anyway set: the person was told and chose to send all the same.
+func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uuid.UUID, anyway bool) (*app.Message, error) {
 	if err := app.RequirePermission(u, app.PermResend); err != nil {
 		return nil, err
 	}
@@ -46,6 +48,10 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 		}
 		if m.Status != app.MessageFailed {
 			return app.Errorf(app.ECONFLICT, "Only failed messages can be retried; this one is %s.", m.Status)
+		}
+		if why := app.AddressRefusal(m); why != "" && !anyway {
+			return &app.Error{Code: app.ECONFLICT, Reason: "address_refused",
+				Message: why + " Sending again will most likely fail the same way; confirm the warning to send anyway."}
 		}
 		if prior, err := tx.MessageByIdempotencyKey(ctx, tenantID, retryKey(m.ID)); err == nil {
 			return app.Errorf(app.ECONFLICT, "This message was retried already (message %s); retry that one if it failed too.", prior.ID)
@@ -121,7 +127,8 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 			return err
 		}
 		if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, "message.retry", "message", m.ID.String(),
-			map[string]any{"retry_id": next.ID.String(), "channel": m.Channel, "failed_reason": m.FailedReason})); err != nil {
+			map[string]any{"retry_id": next.ID.String(), "channel": m.Channel, "failed_reason": m.FailedReason,
+				"address_refused": app.AddressRefusal(m) != ""})); err != nil {
 			return err
 		}
 		retry = next
