@@ -24,7 +24,7 @@
   });
 
   // Tables with a header read as one block per row on a phone (herald.css,
-  // table.stack): each cell gets its column's name as data-label, and
+  // table.phone-rows): each cell gets its column's name as data-label, and
   // tables without a phone layout of their own get the class. Pages and
   // htmx swaps alike.
   var ownPhoneLayout = "table.msg-table, table.msg-list, table.route-table, table.diff";
@@ -58,7 +58,7 @@
       if (table.tFoot) {
         label(table.tFoot);
       }
-      table.classList.add("stack");
+      table.classList.add("phone-rows");
     });
   };
   stackTables(document);

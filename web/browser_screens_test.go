@@ -165,8 +165,25 @@ func requireFits(t *testing.T, ctx context.Context, name string) {
 			return '';
 		}).filter(Boolean).join('; ')`)
 		assert.Empty(t, clipped, "%s at laptop size", name)
+		assert.Empty(t, evalString(t, ctx, headersAligned), "%s's table headers at laptop size", name)
 	}
 }
+
+// headersAligned is the laptop check of requireFits: each table's header
+// cells stand over their columns (the left edge of a header within 2 px of
+// its column's first-row cell), which a table laid out as anything but a
+// table (a flex box, a block) breaks while every cell still shows.
+const headersAligned = `[...document.querySelectorAll('table')].map(tbl => {
+	const head = tbl.tHead && tbl.tHead.rows[tbl.tHead.rows.length - 1];
+	const row = tbl.tBodies.length && tbl.tBodies[0].rows[0];
+	if (!head || !row || head.cells.length !== row.cells.length || !tbl.checkVisibility()) return '';
+	for (let i = 0; i < head.cells.length; i++) {
+		const h = head.cells[i].getBoundingClientRect(), c = row.cells[i].getBoundingClientRect();
+		if (Math.abs(h.left - c.left) > 2)
+			return 'table.' + (tbl.className || '(no class)') + ': header "' + head.cells[i].textContent.trim() + '" ' + Math.round(h.left - c.left) + 'px off its column';
+	}
+	return '';
+}).filter(Boolean).join('; ')`
 
 // phoneReadable is the script requireFits runs at phone size: what it
 // finds wrong with the page's tables, one line each. A row taller than
