@@ -485,7 +485,7 @@ func Status(status string) templ.Component {
 
 func statusTone(s string) string {
 	switch strings.ToUpper(s) {
-	case "DELIVERED", "READ", "ACTIVE", "SENT", "COMPLETED", "ROUTED", "APPROVED", "CLOSED", "HEALTHY":
+	case "DELIVERED", "READ", "ACTIVE", "SENT", "COMPLETED", "ROUTED", "APPROVED", "CLOSED", "HEALTHY", "DONE":
 		return "ok"
 	case "FAILED", "SUSPENDED", "REJECTED", "DISCARDED", "OPEN", "UNHEALTHY", "REVOKED", "DISABLED":
 		return "err"

@@ -90,15 +90,15 @@ func UploadsPage(p Page, v UploadsProps) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var3 string
-				templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(len(v.Problems)))
+				templ_7745c5c3_Var3, templ_7745c5c3_Err = templ.JoinStringErrs(dashPlural(len(v.Problems), "problem", "problems"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/upload.templ`, Line: 43, Col: 64}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/upload.templ`, Line: 43, Col: 85}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var3))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, " problems</h2><p class=\"muted\">Nothing was stored or sent. Fix the file (or the mapping) and upload it again.</p><div class=\"table-wrap\"><table><thead><tr><th>Where</th><th>Code</th><th>Problem</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "</h2><p class=\"muted\">Nothing was stored or sent. Fix the file (or the mapping) and upload it again.</p><div class=\"table-wrap\"><table><thead><tr><th>Where</th><th>Code</th><th>Problem</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -406,6 +407,9 @@ func TestUpload_Console(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		require.Contains(t, string(body), "rows[2].phone")
 		require.Contains(t, string(body), "invalid_phone")
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(string(body)))
+		require.NoError(t, err)
+		require.Equal(t, "The file was not stored: 1 problem", text(doc.Find(".upload-problems h2")))
 		require.Zero(t, c.Count(`SELECT count(*) FROM uploads`))
 	})
 
