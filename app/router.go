@@ -16,6 +16,9 @@ type PlanTx interface {
 	Tx
 	ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch Channel) (*ChannelAccount, error)
 	FindTemplate(ctx context.Context, tenantID uuid.UUID, event string, ch Channel, locales []string) (*Template, error)
+	// EventFiles returns the event's files, every recipient's, in order,
+	// without their bytes: an SMS links its recipient's.
+	EventFiles(ctx context.Context, tenantID, eventID uuid.UUID) ([]*Attachment, error)
 }
 
 // InsertTx lists the statements storing a planned message runs (Router.Insert).
@@ -76,6 +79,9 @@ type Router struct {
 	Queue Queue
 	Now   Clock
 	Log   *slog.Logger
+	// Files makes the short links an SMS carries its files as; nil: an
+	// SMS carries none (its timeline says attachments_not_sent).
+	Files *FileLinks
 }
 
 // Route routes the event if job.Version is still its version and it is
@@ -420,6 +426,11 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 		return nil, nil, "", err
 	}
 	body, missing := Render(t.Body, vars, ch == Email)
+	if ch == SMS {
+		if body, err = r.smsFiles(ctx, tx, e, to, t.Body, vars); err != nil {
+			return nil, nil, "", err
+		}
+	}
 	subject, missingSubject := Render(t.Subject, vars, false)
 	if missing = append(missing, missingSubject...); len(missing) > 0 {
 		r.Log.WarnContext(ctx, "template variables missing; rendered empty", "event_id", e.ID, "template_id", t.ID, "missing", missing)

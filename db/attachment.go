@@ -11,7 +11,7 @@ import (
 
 // attachmentColumns are the columns of attachments but the bytes.
 const attachmentColumns = `a.id, a.tenant_id, a.event_id, a.recipient_index, a.position, a.filename, a.content_type,
-	a.source_url, a.declared_sha256, a.size_bytes, a.sha256, a.fetched_at, a.fetch_error, a.created_at`
+	a.source_url, a.declared_sha256, a.size_bytes, a.sha256, a.fetched_at, a.fetch_error, a.created_at, a.token_nonce`
 
 // InsertAttachments serves app.IntakeTx.
 func (t *Tx) InsertAttachments(ctx context.Context, files []*app.Attachment) error {
@@ -67,4 +67,23 @@ func (t *Tx) RecordFileFetch(ctx context.Context, tenantID, id uuid.UUID, conten
 			tenantID, id, fetchErr, at)
 	}
 	return n == 1, err
+}
+
+// FileByID serves app.FileServeTx.
+func (t *Tx) FileByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Attachment, error) {
+	var f app.Attachment
+	err := t.tx.GetContext(ctx, &f, `SELECT `+attachmentColumns+`, a.content FROM attachments a WHERE a.tenant_id = $1 AND a.id = $2`, tenantID, id)
+	if err != nil {
+		return nil, notFound(err, "file %s not found", id)
+	}
+	return &f, nil
+}
+
+// EventFiles serves app.PlanTx: the event's files, all recipients', in
+// order, without their bytes.
+func (t *Tx) EventFiles(ctx context.Context, tenantID, eventID uuid.UUID) ([]*app.Attachment, error) {
+	files := []*app.Attachment{}
+	err := t.tx.SelectContext(ctx, &files, `SELECT `+attachmentColumns+` FROM attachments a
+		WHERE a.tenant_id = $1 AND a.event_id = $2 ORDER BY a.recipient_index NULLS FIRST, a.position`, tenantID, eventID)
+	return files, mapErr(err)
 }

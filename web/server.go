@@ -41,6 +41,8 @@ type Server struct {
 	Inbound      *app.Inbound
 	// Preferences serves the unsubscribe links of optional e-mails.
 	Preferences *app.Preferences
+	// Files serves the short links of messages' files.
+	Files *app.FileServer
 	Hooks       *app.Hooks
 	// Deadlines serves the tenant's delivery deadlines, to the API and on
 	// the console's settings page.
