@@ -83,7 +83,7 @@ type Services struct {
 	Preferences *app.Preferences
 	// Files serves the short links of messages' files.
 	Files *app.FileServer
-	Hooks       *app.Hooks
+	Hooks *app.Hooks
 	// Callbacks manages tenants' callback endpoints and posts their
 	// status callbacks.
 	Callbacks *app.Callbacks
