@@ -61,7 +61,7 @@ func (t *Tx) UpsertMetaTemplate(ctx context.Context, mt *app.MetaTemplate) error
 			category = coalesce(nullif(EXCLUDED.category, ''), meta_templates.category),
 			rejected_reason = EXCLUDED.rejected_reason,
 			body = coalesce(nullif(EXCLUDED.body, ''), meta_templates.body),
-			-- A status webhook says nothing of the header: it keeps the
+			-- A status webhook says nothing of the header, so it keeps the
 			-- format the last sync read.
 			header_format = coalesce(nullif(EXCLUDED.header_format, ''), meta_templates.header_format),
 			synced_at = EXCLUDED.synced_at`, mt)
