@@ -16,9 +16,6 @@ type PlanTx interface {
 	Tx
 	ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch Channel) (*ChannelAccount, error)
 	FindTemplate(ctx context.Context, tenantID uuid.UUID, event string, ch Channel, locales []string) (*Template, error)
-	// EventFiles returns the event's files, every recipient's, in order,
-	// without their bytes: an SMS links its recipient's.
-	EventFiles(ctx context.Context, tenantID, eventID uuid.UUID) ([]*Attachment, error)
 }
 
 // InsertTx lists the statements storing a planned message runs (Router.Insert).
@@ -427,9 +424,7 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 	}
 	body, missing := Render(t.Body, vars, ch == Email)
 	if ch == SMS {
-		if body, err = r.smsFiles(ctx, tx, e, to, t.Body, vars); err != nil {
-			return nil, nil, "", err
-		}
+		body = r.smsFiles(e, to, t.Body, vars)
 	}
 	subject, missingSubject := Render(t.Subject, vars, false)
 	if missing = append(missing, missingSubject...); len(missing) > 0 {

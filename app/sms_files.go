@@ -1,7 +1,8 @@
 package app
 
 import (
-	"context"
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -20,21 +21,17 @@ var filesPattern = regexp.MustCompile(`[ \t]*\{\{\s*(?i:files)\s*\}\}`)
 // is dropped silently. The links are in the stored text, so its parts are
 // counted with the links at their real length. Without a FileLinks the
 // links are left out, and dispatch notes attachments_not_sent.
-func (r *Router) smsFiles(ctx context.Context, tx PlanTx, e *Event, to Addressee, body string, vars map[string]string) (string, error) {
-	files, err := tx.EventFiles(ctx, e.TenantID, e.ID)
-	if err != nil {
-		return "", err
-	}
+func (r *Router) smsFiles(e *Event, to Addressee, body string, vars map[string]string) string {
 	var links []string
 	if r.Files != nil {
 		now := r.Now()
-		for _, f := range files {
+		for _, f := range e.Files {
 			if f.RecipientIndex == nil || (to.Index >= 0 && *f.RecipientIndex == to.Index) {
 				links = append(links, r.Files.URL(f, now))
 			}
 		}
 	}
-	return RenderSMSFiles(body, vars, links), nil
+	return RenderSMSFiles(body, vars, links)
 }
 
 // RenderSMSFiles renders an SMS template with vars and the links of the
@@ -55,4 +52,27 @@ func RenderSMSFiles(body string, vars map[string]string, links []string) string 
 		text = strings.TrimRight(text, " \t\n") + "\n" + joined
 	}
 	return strings.TrimRight(text, " \t\n")
+}
+
+// EventFiles are an event's files as routing reads them with the event
+// (every recipient's, in order, without their bytes): the links of an
+// SMS are made from them, in the transaction that routes, without a
+// statement of their own.
+type EventFiles []*Attachment
+
+// Scan implements sql.Scanner: the files come as a JSON array.
+func (f *EventFiles) Scan(src any) error {
+	var raw []byte
+	switch v := src.(type) {
+	case nil:
+		*f = nil
+		return nil
+	case string:
+		raw = []byte(v)
+	case []byte:
+		raw = v
+	default:
+		return fmt.Errorf("event files: cannot scan %T", src)
+	}
+	return json.Unmarshal(raw, (*[]*Attachment)(f))
 }
