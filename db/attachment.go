@@ -84,5 +84,5 @@ func (t *Tx) FileByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Attachm
 // them, and an event without files costs one index probe.
 const eventFiles = `(SELECT coalesce(json_agg(json_build_object('ID', a.id, 'TenantID', a.tenant_id, 'EventID', a.event_id,
 		'RecipientIndex', a.recipient_index, 'Position', a.position, 'Filename', a.filename, 'ContentType', a.content_type,
-		'TokenNonce', encode(a.token_nonce, 'base64')) ORDER BY a.recipient_index NULLS FIRST, a.position), '[]')
+		'Size', a.size_bytes, 'SHA256', a.sha256, 'TokenNonce', encode(a.token_nonce, 'base64')) ORDER BY a.recipient_index NULLS FIRST, a.position), '[]')
 	FROM attachments a WHERE a.tenant_id = e.tenant_id AND a.event_id = e.id)`

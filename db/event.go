@@ -166,7 +166,7 @@ func (t *Tx) SetEventStatus(ctx context.Context, e *app.Event) error {
 func (t *Tx) LatestEventForEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID, trigger string) (*app.Event, error) {
 	var e app.Event
 	err := t.tx.GetContext(ctx, &e, `
-		SELECT `+eventColumns+` FROM events
+		SELECT `+eventColumns+`, `+eventFiles+` AS files FROM events e
 		WHERE tenant_id = $1 AND entity_type = $2 AND entity_id = $3 AND ($4 = '' OR trigger_event = $4)
 		ORDER BY created_at DESC LIMIT 1`, tenantID, entityType, entityID, trigger)
 	if err != nil {
