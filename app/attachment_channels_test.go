@@ -208,6 +208,32 @@ func TestAttachments_WhatsApp(t *testing.T) {
 		require.NotContains(t, string(notSent), "Rechnung.pdf")
 	})
 
+	t.Run("InsideWindowNoDocumentGoesAsLinks", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "walinks")
+		acct := b.useMeta(t, tn, nil)
+		b.inbound(t, tn, acct, anna, b.clock.Now().Add(-time.Hour))
+		req := booking("4", "GARDA-4", anna, "WHATSAPP")
+		// A calendar entry and a GIF: Meta takes neither as a document
+		// or image message.
+		req["attachments"] = []map[string]any{attachment("reise.ics", "text/calendar", icsBytes),
+			attachment("bus.gif", "image/gif", []byte("GIF89a\x01\x00\x01\x00\x00\x00\x00;"))}
+		m := b.routeOne(t, tn, req)
+		b.sendOK(t, m)
+
+		body := b.meta.received()[0].Body
+		require.Equal(t, "text", body["type"])
+		text := body["text"].(map[string]any)["body"].(string)
+		require.True(t, strings.HasPrefix(text, m.Body), text)
+		links := fileLinks(text)
+		require.Len(t, links, 2, "each file as its link")
+		f, err := b.svc.Files.Open(b.ctx, linkToken(links[1]))
+		require.NoError(t, err)
+		require.Equal(t, "image/gif", f.ContentType)
+		require.NotContains(t, b.sentDetail(t, m), app.ReasonAttachmentsNotSent)
+	})
+
 	t.Run("OutsideWindowTemplateWithoutHeader", func(t *testing.T) {
 		t.Parallel()
 		b := setupPipeline(t, nil)
