@@ -84,6 +84,9 @@ type Attachment struct {
 	FetchedAt      *time.Time `db:"fetched_at"`
 	FetchError     *string    `db:"fetch_error"`
 	CreatedAt      time.Time  `db:"created_at"`
+	// TokenNonce is the file's random nonce, which its short links'
+	// signature covers (FileLinks); the database sets it.
+	TokenNonce []byte `db:"token_nonce"`
 }
 
 // Ready reports whether the file's bytes are stored.

@@ -102,7 +102,8 @@ func filesRefusal(files []*Attachment) *sendRefusal {
 	return nil
 }
 
-// outboundFiles are the files as the provider gets them.
+// outboundFiles are the files as the provider gets them, each with its
+// short link when the dispatcher makes links.
 func (d *Dispatcher) outboundFiles(files []*Attachment) []provider.File {
 	if len(files) == 0 {
 		return nil
@@ -110,8 +111,41 @@ func (d *Dispatcher) outboundFiles(files []*Attachment) []provider.File {
 	out := make([]provider.File, len(files))
 	for i, f := range files {
 		out[i] = provider.File{Filename: f.Filename, ContentType: f.ContentType, Content: f.Content, SHA256: *f.SHA256}
+		if d.opts.Files != nil {
+			out[i].Link = d.opts.Files.URL(f, d.Now())
+		}
 	}
 	return out
+}
+
+// fitFiles fits the call's files to what its channel carries and returns
+// those it cannot: e-mail carries each file; an SMS carries their links,
+// written into its text when it was routed; WhatsApp carries what one
+// Meta message can (fitWhatsApp); a webhook receiver gets the event, not
+// its files.
+func (d *Dispatcher) fitFiles(m *Message, acct *ChannelAccount, out *provider.Outbound) []notSentFile {
+	if len(out.Attachments) == 0 {
+		return nil
+	}
+	var reason string
+	switch {
+	case m.Channel == WhatsApp && acct.Provider == "meta":
+		return fitWhatsApp(out)
+	case m.Channel == Email:
+		return nil
+	case m.Channel == SMS && d.opts.Files != nil:
+		return nil
+	case m.Channel == SMS:
+		reason = "this server makes no file links for an SMS to carry"
+	default:
+		reason = "the " + string(m.Channel) + " channel carries no files"
+	}
+	notSent := make([]notSentFile, len(out.Attachments))
+	for i, f := range out.Attachments {
+		notSent[i] = notSentFile{f, reason}
+	}
+	out.Attachments = nil
+	return notSent
 }
 
 // sentDetail is the timeline detail of an accepted send: with the name,
@@ -120,12 +154,21 @@ func sentDetail(s *send, rec acceptedSend) map[string]any {
 	detail := map[string]any{
 		"provider": s.account.Provider, "external_id": rec.externalID, "attempt": rec.attempt, "provider_ms": rec.took.Milliseconds(),
 	}
-	if len(s.files) > 0 {
-		files := make([]map[string]any, len(s.files))
-		for i, f := range s.files {
-			files[i] = map[string]any{"filename": f.Filename, "content_type": f.ContentType, "size": *f.Size, "sha256": *f.SHA256}
+	notSent := map[string]bool{}
+	for _, n := range s.notSent {
+		notSent[n.file.SHA256+"/"+n.file.Filename] = true
+	}
+	var files []map[string]any
+	for _, f := range s.files {
+		if !notSent[*f.SHA256+"/"+f.Filename] {
+			files = append(files, map[string]any{"filename": f.Filename, "content_type": f.ContentType, "size": *f.Size, "sha256": *f.SHA256})
 		}
+	}
+	if len(files) > 0 {
 		detail["attachments"] = files
+	}
+	if len(s.notSent) > 0 {
+		detail[ReasonAttachmentsNotSent] = notSentDetail(s.notSent)
 	}
 	return detail
 }

@@ -116,6 +116,11 @@ type DispatcherOptions struct {
 	// of every send they had refused and of the next one accepted; nil:
 	// nobody does.
 	Credentials *ServerCredentials
+	// Files makes the short links of a message's files, which WhatsApp
+	// fetches its document from and which carry the files Meta does not
+	// take; nil: no links (such files are not sent, and the timeline
+	// says so).
+	Files *FileLinks
 	// Fetcher fetches the files given by URL; nil: such files cannot be
 	// sent (their messages fail attachment_unavailable).
 	Fetcher FileFetcher
@@ -207,7 +212,9 @@ type send struct {
 	waTemplate *provider.WhatsAppTemplate
 	waRefusal  string
 	// files are the message's files, with their bytes.
-	files   []*Attachment
+	files []*Attachment
+	// notSent are the files the call could not carry (fitFiles).
+	notSent []notSentFile
 	attempt int
 	// maxAttempts is the job's attempts in all: the last one fails the
 	// message instead of retrying.
@@ -342,6 +349,7 @@ func (d *Dispatcher) call(ctx context.Context, s *send, p provider.Provider, sec
 		Account:     provider.Account{ID: acct.ID, TenantID: acct.TenantID, Provider: acct.Provider, Config: acct.Config, Secrets: secrets},
 		Attachments: d.outboundFiles(s.files),
 	}
+	s.notSent = d.fitFiles(m, acct, &out)
 	if m.Channel == Email && m.ContactID != nil && d.opts.Unsubscribe != nil && OptionalEvent(m.TriggerEvent) {
 		out.UnsubscribeURL = d.opts.Unsubscribe.URL(UnsubscribeTarget{TenantID: m.TenantID, ContactID: *m.ContactID, MessageID: m.ID})
 	}
@@ -355,7 +363,7 @@ func (d *Dispatcher) call(ctx context.Context, s *send, p provider.Provider, sec
 	if wait > 0 {
 		return "", wait, nil
 	}
-	externalID, err = d.retryAsTemplate(ctx, p, out, m, acct, externalID, err)
+	externalID, err = d.retryAsTemplate(ctx, p, out, s, externalID, err)
 	return externalID, 0, err
 }
 

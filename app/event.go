@@ -73,6 +73,9 @@ type Event struct {
 	// Superseding, read with the event for routing, is the accepted event
 	// that makes it pointless, if any.
 	Superseding *SupersedingRef `db:"-" json:"-"`
+	// Files, read with the event for routing and for a fallback, are its
+	// files without their bytes (EventFiles).
+	Files EventFiles `db:"files" json:"-"`
 }
 
 // Def returns the event's registry entry.

@@ -98,7 +98,7 @@ func (s *MetaTemplates) Sync(ctx context.Context, tenantID, accountID uuid.UUID)
 		if key := l.Name + "\x00" + l.Language; !seen[key] {
 			seen[key] = true
 			ts = append(ts, &MetaTemplate{TenantID: tenantID, ChannelAccountID: a.ID, Name: l.Name, Language: l.Language,
-				MetaID: l.ID, Status: l.Status, Category: l.Category, RejectedReason: l.RejectedReason, Body: l.Body, SyncedAt: now})
+				MetaID: l.ID, Status: l.Status, Category: l.Category, RejectedReason: l.RejectedReason, Body: l.Body, HeaderFormat: l.HeaderFormat, SyncedAt: now})
 		}
 	}
 	err = s.Store.InTenant(ctx, tenantID, func(tx MetaTemplateTx) error {

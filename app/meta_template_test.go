@@ -142,7 +142,31 @@ func TestMetaTemplates_Sync(t *testing.T) {
 		require.Equal(t, "UTILITY", got["herald_booking_cancelled/de"].Category)
 		require.Equal(t, "Hallo {{1}}, danke.", got["herald_booking_cancelled/de"].Body)
 		require.True(t, got["herald_booking_cancelled/de"].SyncedAt.Equal(b.clock.Now()))
+		require.Empty(t, got["herald_booking_confirmed/de"].HeaderFormat, "no header")
 		require.Empty(t, b.meta.received(), "no message was sent")
+	})
+
+	t.Run("LearnsHeaderFormats", func(t *testing.T) {
+		t.Parallel()
+		b := setupPipeline(t, nil)
+		tn := b.tenant(t, "headers")
+		acct := b.useMeta(t, tn, nil)
+		b.meta.catalog.set([4]string{"herald_booking_confirmed", "de", "APPROVED", "NONE"})
+		b.meta.catalog.mu.Lock()
+		b.meta.catalog.templates[0]["components"] = []map[string]any{
+			{"type": "HEADER", "format": "DOCUMENT", "example": map[string]any{"header_handle": []string{"4::aW..."}}},
+			{"type": "BODY", "text": "Hallo {{1}}, Ihre Rechnung."},
+		}
+		b.meta.catalog.mu.Unlock()
+		_, err := b.svc.MetaTemplates.Sync(b.ctx, tn.ID, acct.ID)
+		require.NoError(t, err)
+		got := b.metaTemplates(t, tn, acct)["herald_booking_confirmed/de"]
+		require.Equal(t, "DOCUMENT", got.HeaderFormat)
+		require.Equal(t, "Hallo {{1}}, Ihre Rechnung.", got.Body)
+
+		// A status webhook says nothing of the header: the format stays.
+		b.metaStatus(t, tn, acct, "herald_booking_confirmed", "de", app.MetaTemplatePaused)
+		require.Equal(t, "DOCUMENT", b.metaTemplates(t, tn, acct)["herald_booking_confirmed/de"].HeaderFormat)
 	})
 
 	t.Run("DispatchFollowsTheSync", func(t *testing.T) {

@@ -123,9 +123,26 @@ type UnsubscribeLinks struct {
 // secret key (its own key, so that a link never says anything about the
 // key that seals channel secrets).
 func NewUnsubscribeLinks(baseURL string, secretKey []byte) *UnsubscribeLinks {
+	return &UnsubscribeLinks{BaseURL: strings.TrimRight(baseURL, "/"), key: linkKey(secretKey, "herald unsubscribe links v1")}
+}
+
+// linkKey derives the signing key of one kind of public link from the
+// deployment's secret key: each kind (unsubscribe links, file links) has
+// its own, named by purpose, so a token of one kind never verifies as
+// another.
+func linkKey(secretKey []byte, purpose string) []byte {
 	mac := hmac.New(sha256.New, secretKey)
-	mac.Write([]byte("herald unsubscribe links v1"))
-	return &UnsubscribeLinks{BaseURL: strings.TrimRight(baseURL, "/"), key: mac.Sum(nil)}
+	mac.Write([]byte(purpose))
+	return mac.Sum(nil)
+}
+
+// linkMAC is the HMAC-SHA256 of payload under a link key.
+func linkMAC(key []byte, payload ...[]byte) []byte {
+	m := hmac.New(sha256.New, key)
+	for _, p := range payload {
+		m.Write(p)
+	}
+	return m.Sum(nil)
 }
 
 // UnsubscribeTarget is what an unsubscribe link names.
@@ -172,11 +189,7 @@ func (l *UnsubscribeLinks) Parse(token string) (UnsubscribeTarget, error) {
 	return t, nil
 }
 
-func (l *UnsubscribeLinks) mac(payload []byte) []byte {
-	m := hmac.New(sha256.New, l.key)
-	m.Write(payload)
-	return m.Sum(nil)
-}
+func (l *UnsubscribeLinks) mac(payload []byte) []byte { return linkMAC(l.key, payload) }
 
 // PreferenceTrigger is the trigger event of the confirmation Herald sends
 // when a passenger's keyword changed their preferences. It is outside the

@@ -77,6 +77,9 @@ type Router struct {
 	Queue Queue
 	Now   Clock
 	Log   *slog.Logger
+	// Files makes the short links an SMS carries its files as; nil: an
+	// SMS carries none (its timeline says attachments_not_sent).
+	Files *FileLinks
 }
 
 // Route routes the event if job.Version is still its version and it is
@@ -421,6 +424,9 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 		return nil, nil, "", err
 	}
 	body, missing := Render(t.Body, vars, ch == Email)
+	if ch == SMS {
+		body = r.smsFiles(e, to, t.Body, vars)
+	}
 	subject, missingSubject := Render(t.Subject, vars, false)
 	if missing = append(missing, missingSubject...); len(missing) > 0 {
 		r.Log.WarnContext(ctx, "template variables missing; rendered empty", "event_id", e.ID, "template_id", t.ID, "missing", missing)

@@ -44,6 +44,7 @@ var txInterfaces = map[string]reflect.Type{
 	"app.ContactSearchTx":    reflect.TypeFor[app.ContactSearchTx](),
 	"app.ContactsTx":         reflect.TypeFor[app.ContactsTx](),
 	"app.CredentialTx":       reflect.TypeFor[app.CredentialTx](),
+	"app.FileServeTx":        reflect.TypeFor[app.FileServeTx](),
 	"app.DeadlineTx":         reflect.TypeFor[app.DeadlineTx](),
 	"app.DestinationTx":      reflect.TypeFor[app.DestinationTx](),
 	"app.DispatchPlanTx":     reflect.TypeFor[app.DispatchPlanTx](),

@@ -219,8 +219,9 @@ type SMSLimitTx interface {
 // SampleSMS is an SMS template's text rendered with the event's sample
 // values and prepared as it is sent, with its count.
 func SampleSMS(event *EventDef, body string) (string, SMSCount) {
-	text, _ := Render(body, TemplateVars(event.Sample, SampleRecipient), false)
-	return PrepareSMS(text)
+	// The sample carries no files: {{files}} renders empty, as for a
+	// message without any.
+	return PrepareSMS(RenderSMSFiles(body, TemplateVars(event.Sample, SampleRecipient), nil))
 }
 
 // CheckSMSTemplate refuses an SMS template whose text, rendered with the

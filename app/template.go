@@ -108,6 +108,7 @@ func UnknownPlaceholders(event *EventDef, text string) []string {
 	for _, v := range RecipientVariables {
 		known[v] = true
 	}
+	known[FilesPlaceholder] = true
 	var out []string
 	for _, p := range Placeholders(text) {
 		if !known[p] {

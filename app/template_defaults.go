@@ -108,11 +108,11 @@ Your travel team</p>`,
 	},
 	{
 		Event: "BOOKING_CONFIRMED", Channel: SMS, Locale: "de-DE",
-		Body: "Ihre Buchung {{booking_reference}} ist bestätigt: {{tour_name}} am {{departure_date}}. Ihre Anzahlung von {{deposit_amount}} haben wir erhalten. Wir freuen uns auf Sie!",
+		Body: "Ihre Buchung {{booking_reference}} ist bestätigt: {{tour_name}} am {{departure_date}}. Ihre Anzahlung von {{deposit_amount}} haben wir erhalten. Wir freuen uns auf Sie! {{files}}",
 	},
 	{
 		Event: "BOOKING_CONFIRMED", Channel: SMS, Locale: "en",
-		Body: "Your booking {{booking_reference}} is confirmed: {{tour_name}} on {{departure_date}}. We have received your deposit of {{deposit_amount}}. We look forward to seeing you!",
+		Body: "Your booking {{booking_reference}} is confirmed: {{tour_name}} on {{departure_date}}. We have received your deposit of {{deposit_amount}}. We look forward to seeing you! {{files}}",
 	},
 
 	// BOOKING_FULLY_PAID
@@ -910,11 +910,11 @@ Your travel team</p>`,
 	},
 	{
 		Event: "PRE_TRIP_REMINDER", Channel: SMS, Locale: "de-DE",
-		Body: "Morgen geht es los: {{tour_name}} am {{departure_date}}. Zustieg um {{boarding_time}} Uhr, {{boarding_point_name}}. Bitte beachten Sie: {{passenger_instructions}}",
+		Body: "Morgen geht es los: {{tour_name}} am {{departure_date}}. Zustieg um {{boarding_time}} Uhr, {{boarding_point_name}}. Bitte beachten Sie: {{passenger_instructions}} {{files}}",
 	},
 	{
 		Event: "PRE_TRIP_REMINDER", Channel: SMS, Locale: "en",
-		Body: "Your trip {{tour_name}} starts tomorrow, {{departure_date}}. Boarding at {{boarding_time}}, {{boarding_point_name}}. Please note: {{passenger_instructions}}",
+		Body: "Your trip {{tour_name}} starts tomorrow, {{departure_date}}. Boarding at {{boarding_time}}, {{boarding_point_name}}. Please note: {{passenger_instructions}} {{files}}",
 	},
 
 	// DEPARTURE_CHANGED

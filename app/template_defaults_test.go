@@ -195,7 +195,9 @@ func TestDefaultTemplates(t *testing.T) {
 			for _, text := range []string{d.Subject, d.Body} {
 				for _, m := range placeholderRE.FindAllStringSubmatch(text, -1) {
 					name := strings.ToLower(m[1])
-					known := slices.Contains(e.Variables, name) || slices.Contains(app.RecipientVariables, name)
+					// An SMS links the message's files where it says {{files}}.
+					files := name == app.FilesPlaceholder && d.Channel == app.SMS
+					known := slices.Contains(e.Variables, name) || slices.Contains(app.RecipientVariables, name) || files
 					require.True(t, known, "%s: %s is neither a variable of the event nor a recipient variable", keyOf(d), m[0])
 					// The defaults are what tenants copy from: spell them
 					// exactly as the registry does.

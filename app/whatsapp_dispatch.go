@@ -82,7 +82,8 @@ func (d *Dispatcher) templatePlan(ctx context.Context, tx DispatchPlanTx, m *Mes
 	if err != nil {
 		return nil, "", err
 	}
-	wt := &provider.WhatsAppTemplate{Name: spec.Name, Language: spec.Language, Parameters: make([]string, len(spec.Parameters))}
+	wt := &provider.WhatsAppTemplate{Name: spec.Name, Language: spec.Language, Parameters: make([]string, len(spec.Parameters)),
+		HeaderFormat: mt.HeaderFormat}
 	for i, name := range spec.Parameters {
 		wt.Parameters[i] = vars[strings.ToLower(name)]
 	}
@@ -95,8 +96,9 @@ func (d *Dispatcher) templatePlan(ctx context.Context, tx DispatchPlanTx, m *Mes
 // of the window is the one that counts, so the message goes out once more
 // as its approved Meta template, if it has one. Otherwise, and for any
 // other outcome, the send's own result stands.
-func (d *Dispatcher) retryAsTemplate(ctx context.Context, p provider.Provider, out provider.Outbound, m *Message, acct *ChannelAccount,
+func (d *Dispatcher) retryAsTemplate(ctx context.Context, p provider.Provider, out provider.Outbound, s *send,
 	externalID string, sendErr error) (string, error) {
+	m, acct := s.message, s.account
 	if sendErr == nil || out.Template != nil || m.Channel != WhatsApp || acct.Provider != "meta" {
 		return externalID, sendErr
 	}
@@ -113,7 +115,9 @@ func (d *Dispatcher) retryAsTemplate(ctx context.Context, p provider.Provider, o
 	}
 	d.note(ctx, m, map[string]any{"error_code": "131047", "error": "Meta says the 24-hour window is closed",
 		"retry": "as Meta template " + wt.Name + " (" + wt.Language + ")"})
-	out.Template = wt
+	// The files fit the template instead of the text.
+	out.Template, out.Body, out.Attachments = wt, m.Body, d.outboundFiles(s.files)
+	s.notSent = d.fitFiles(m, acct, &out)
 	return d.send(ctx, p, out)
 }
 

@@ -168,7 +168,10 @@ type MetaTemplate struct {
 	Category         string    `db:"category"`
 	RejectedReason   string    `db:"rejected_reason"`
 	Body             string    `db:"body"`
-	SyncedAt         time.Time `db:"synced_at"`
+	// HeaderFormat is the template's header format as Meta reports it
+	// (provider.MessageTemplate.HeaderFormat).
+	HeaderFormat string    `db:"header_format"`
+	SyncedAt     time.Time `db:"synced_at"`
 }
 
 // Approved reports whether Meta lets the template be sent.

@@ -11,7 +11,7 @@ import (
 
 // attachmentColumns are the columns of attachments but the bytes.
 const attachmentColumns = `a.id, a.tenant_id, a.event_id, a.recipient_index, a.position, a.filename, a.content_type,
-	a.source_url, a.declared_sha256, a.size_bytes, a.sha256, a.fetched_at, a.fetch_error, a.created_at`
+	a.source_url, a.declared_sha256, a.size_bytes, a.sha256, a.fetched_at, a.fetch_error, a.created_at, a.token_nonce`
 
 // InsertAttachments serves app.IntakeTx.
 func (t *Tx) InsertAttachments(ctx context.Context, files []*app.Attachment) error {
@@ -68,3 +68,21 @@ func (t *Tx) RecordFileFetch(ctx context.Context, tenantID, id uuid.UUID, conten
 	}
 	return n == 1, err
 }
+
+// FileByID serves app.FileServeTx.
+func (t *Tx) FileByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Attachment, error) {
+	var f app.Attachment
+	err := t.tx.GetContext(ctx, &f, `SELECT `+attachmentColumns+`, a.content FROM attachments a WHERE a.tenant_id = $1 AND a.id = $2`, tenantID, id)
+	if err != nil {
+		return nil, notFound(err, "file %s not found", id)
+	}
+	return &f, nil
+}
+
+// eventFiles selects, with an event e, its files (app.EventFiles) as
+// the JSON array they scan from: the index on (tenant_id, event_id) finds
+// them, and an event without files costs one index probe.
+const eventFiles = `(SELECT coalesce(json_agg(json_build_object('ID', a.id, 'TenantID', a.tenant_id, 'EventID', a.event_id,
+		'RecipientIndex', a.recipient_index, 'Position', a.position, 'Filename', a.filename, 'ContentType', a.content_type,
+		'Size', a.size_bytes, 'SHA256', a.sha256, 'TokenNonce', encode(a.token_nonce, 'base64')) ORDER BY a.recipient_index NULLS FIRST, a.position), '[]')
+	FROM attachments a WHERE a.tenant_id = e.tenant_id AND a.event_id = e.id)`

@@ -140,6 +140,7 @@ var (
 	_ app.ContactSearchTx = (*Tx)(nil)
 	_ app.DeadlineTx      = (*Tx)(nil)
 	_ app.DispatchPlanTx  = (*Tx)(nil)
+	_ app.FileServeTx     = (*Tx)(nil)
 	_ app.HookTx          = (*Tx)(nil)
 	_ app.InboundTx       = (*Tx)(nil)
 	_ app.IntakeTx        = (*Tx)(nil)

@@ -64,9 +64,9 @@ var burstWindowSecs = strconv.FormatFloat(app.BurstWindow.Seconds(), 'f', -1, 64
 // EventByID serves app.IntakeTx, app.FallbackTx, console.MessageTx and
 // console.ScheduleTx.
 func (t *Tx) EventByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Event, error) {
-	q := `SELECT ` + eventColumns + ` FROM events WHERE tenant_id = $1 AND id = $2`
+	q := `SELECT ` + eventColumns + `, ` + eventFiles + ` AS files FROM events e WHERE tenant_id = $1 AND id = $2`
 	if forUpdate {
-		q += ` FOR UPDATE`
+		q += ` FOR UPDATE OF e`
 	}
 	var e app.Event
 	if err := t.tx.GetContext(ctx, &e, q, tenantID, id); err != nil {
@@ -93,7 +93,7 @@ func (t *Tx) EventForRouting(ctx context.Context, tenantID, id uuid.UUID) (*app.
 	// with the event: routing needs them for every message, and reading
 	// them here saves two statements per message (see routeLookups).
 	err := t.tx.GetContext(ctx, &row, `
-		SELECT `+prefixed("e", eventColumns)+`, `+prefixed("t", tenantColumns)+`,
+		SELECT `+prefixed("e", eventColumns)+`, `+eventFiles+` AS "e.files", `+prefixed("t", tenantColumns)+`,
 			s.event_id AS superseded_by, s.trigger_event AS superseding_trigger,
 			(SELECT coalesce(json_agg(`+accountJSON+`), '[]') FROM channel_accounts a
 				WHERE a.tenant_id = e.tenant_id AND a.status = 'ACTIVE') AS route_accounts,
@@ -166,7 +166,7 @@ func (t *Tx) SetEventStatus(ctx context.Context, e *app.Event) error {
 func (t *Tx) LatestEventForEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID, trigger string) (*app.Event, error) {
 	var e app.Event
 	err := t.tx.GetContext(ctx, &e, `
-		SELECT `+eventColumns+` FROM events
+		SELECT `+eventColumns+`, `+eventFiles+` AS files FROM events e
 		WHERE tenant_id = $1 AND entity_type = $2 AND entity_id = $3 AND ($4 = '' OR trigger_event = $4)
 		ORDER BY created_at DESC LIMIT 1`, tenantID, entityType, entityID, trigger)
 	if err != nil {

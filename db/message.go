@@ -598,7 +598,7 @@ func (t *Tx) customPlans(ctx context.Context) error {
 func (t *Tx) PanelEvents(ctx context.Context, tenantID uuid.UUID, entityType, entityID string, limit int) ([]*app.Event, error) {
 	es := []*app.Event{}
 	err := t.tx.SelectContext(ctx, &es, `
-		SELECT `+eventColumns+`, routing FROM events
+		SELECT `+eventColumns+`, routing, `+eventFiles+` AS files FROM events e
 		WHERE tenant_id = $1 AND entity_type = $2 AND entity_id = $3
 		ORDER BY created_at DESC, id DESC LIMIT $4`, tenantID, entityType, entityID, limit)
 	return es, mapErr(err)

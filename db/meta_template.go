@@ -9,7 +9,7 @@ import (
 	"github.com/heraldhq/herald/app"
 )
 
-const metaTemplateColumns = `tenant_id, channel_account_id, name, language, meta_id, status, category, rejected_reason, body, synced_at`
+const metaTemplateColumns = `tenant_id, channel_account_id, name, language, meta_id, status, category, rejected_reason, body, header_format, synced_at`
 
 // MetaTemplate returns one of an account's Meta templates by name and
 // language. It serves app.DispatchTx.
@@ -54,13 +54,16 @@ func (t *Tx) ReplaceMetaTemplates(ctx context.Context, tenantID, accountID uuid.
 func (t *Tx) UpsertMetaTemplate(ctx context.Context, mt *app.MetaTemplate) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO meta_templates (`+metaTemplateColumns+`)
-		VALUES (:tenant_id, :channel_account_id, :name, :language, :meta_id, :status, :category, :rejected_reason, :body, :synced_at)
+		VALUES (:tenant_id, :channel_account_id, :name, :language, :meta_id, :status, :category, :rejected_reason, :body, :header_format, :synced_at)
 		ON CONFLICT (tenant_id, channel_account_id, name, language) DO UPDATE SET
 			meta_id = coalesce(nullif(EXCLUDED.meta_id, ''), meta_templates.meta_id),
 			status = EXCLUDED.status,
 			category = coalesce(nullif(EXCLUDED.category, ''), meta_templates.category),
 			rejected_reason = EXCLUDED.rejected_reason,
 			body = coalesce(nullif(EXCLUDED.body, ''), meta_templates.body),
+			-- A status webhook says nothing of the header, so it keeps the
+			-- format the last sync read.
+			header_format = coalesce(nullif(EXCLUDED.header_format, ''), meta_templates.header_format),
 			synced_at = EXCLUDED.synced_at`, mt)
 	return mapErr(err)
 }

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"fmt"
 	"html"
 	"net/url"
 	"regexp"
@@ -334,4 +335,18 @@ func msgSMSCount(m *app.Message) string {
 		parts = strconv.Itoa(*m.SMSParts) + " parts"
 	}
 	return parts + " · " + app.EncodingLabel(*m.SMSEncoding)
+}
+
+// msgFileFacts describes a message's file on the booking panel: its type,
+// size and the start of its SHA-256 (enough to match the timeline's proof
+// of what was sent); "not fetched yet" for a file by URL no send fetched.
+func msgFileFacts(f *app.Attachment) string {
+	if f.Size == nil || f.SHA256 == nil {
+		return f.ContentType + " · not fetched yet"
+	}
+	size := fmt.Sprintf("%d bytes", *f.Size)
+	if *f.Size >= 1024 {
+		size = fmt.Sprintf("%.1f KiB", float64(*f.Size)/1024)
+	}
+	return fmt.Sprintf("%s · %s · sha256 %s", f.ContentType, size, (*f.SHA256)[:12])
 }

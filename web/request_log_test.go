@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -69,6 +70,7 @@ func TestRequestLog_MasksPathTokens(t *testing.T) {
 	})
 	require.NoError(t, err)
 	unsubscribe := h.Services.Preferences.Links.Token(app.UnsubscribeTarget{TenantID: h.Tenant.ID, ContactID: uuid.New(), MessageID: uuid.New()})
+	file := h.Services.Files.Links.Token(&app.Attachment{TenantID: h.Tenant.ID, ID: uuid.New(), TokenNonce: make([]byte, 16)}, time.Now().Add(time.Hour))
 
 	send := func(method, path string) int {
 		t.Helper()
@@ -84,6 +86,7 @@ func TestRequestLog_MasksPathTokens(t *testing.T) {
 		{http.MethodGet, "/unsubscribe/", unsubscribe, http.StatusNotFound},
 		{http.MethodPost, "/unsubscribe/", unsubscribe, http.StatusNotFound},
 		{http.MethodGet, "/unsubscribe/", "not-a-token-but-still-long", http.StatusUnauthorized},
+		{http.MethodGet, "/f/", file, http.StatusNotFound},
 		{http.MethodPost, "/webhooks/meta/a/", acct.WebhookToken, http.StatusUnauthorized},
 		{http.MethodGet, "/webhooks/meta/a/", acct.WebhookToken + "?hub.mode=subscribe&hub.challenge=1&hub.verify_token=x", http.StatusForbidden},
 	} {
@@ -100,10 +103,11 @@ func TestRequestLog_MasksPathTokens(t *testing.T) {
 		"/unsubscribe/" + unsubscribe[:4] + "…",
 		"/unsubscribe/" + unsubscribe[:4] + "…",
 		"/unsubscribe/not-…",
+		"/f/" + file[:4] + "…",
 		"/webhooks/meta/a/" + acct.WebhookToken[:4] + "…",
 		"/webhooks/meta/a/" + acct.WebhookToken[:4] + "…",
 	}, paths)
-	for _, secret := range []string{unsubscribe[:12], acct.WebhookToken[:12], "not-a-token"} {
+	for _, secret := range []string{unsubscribe[:12], file[:12], acct.WebhookToken[:12], "not-a-token"} {
 		require.NotContains(t, logs.String(), secret, "no line of the log holds the token")
 	}
 

@@ -92,6 +92,8 @@ func (s *Server) routes(a *fiber.App) {
 	// An optional e-mail's one-click unsubscribe link (RFC 8058): no login.
 	a.Get("/unsubscribe/:token", s.handleUnsubscribePage)
 	a.Post("/unsubscribe/:token", s.handleUnsubscribe)
+	// A message's file behind its signed short link: no login.
+	a.Get("/f/:token", s.handleFile)
 
 	s.consoleRoutesOn(a)
 }

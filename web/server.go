@@ -41,7 +41,9 @@ type Server struct {
 	Inbound      *app.Inbound
 	// Preferences serves the unsubscribe links of optional e-mails.
 	Preferences *app.Preferences
-	Hooks       *app.Hooks
+	// Files serves the short links of messages' files.
+	Files *app.FileServer
+	Hooks *app.Hooks
 	// Deadlines serves the tenant's delivery deadlines, to the API and on
 	// the console's settings page.
 	Deadlines *console.Deadlines

@@ -217,6 +217,27 @@ type BookingPanel struct {
 	Superseding map[uuid.UUID]*app.Event
 }
 
+// Files returns the files a message carries, as its event (one of the
+// panel's) lists them: the event's own and the message's recipient's, in
+// order. A message whose event is not on the panel lists none.
+func (p *BookingPanel) Files(m *app.Message) []*app.Attachment {
+	if m.EventID == nil {
+		return nil
+	}
+	var out []*app.Attachment
+	for _, e := range p.Events {
+		if e.ID != *m.EventID {
+			continue
+		}
+		for _, f := range e.Files {
+			if f.RecipientIndex == nil || (m.RecipientIndex != nil && *f.RecipientIndex == *m.RecipientIndex) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
 // Found reports whether Herald knows anything about the entity.
 func (p *BookingPanel) Found() bool { return len(p.Events) > 0 || p.MessageCount > 0 }
 

@@ -77,6 +77,11 @@ type WhatsAppTemplate struct {
 	Name       string
 	Language   string
 	Parameters []string
+	// Header, when set, is the file a template with a DOCUMENT or IMAGE
+	// header (HeaderFormat) carries: its Link is sent as the header's
+	// parameter.
+	Header       *File
+	HeaderFormat string
 }
 
 // Outbound is one message to send.
@@ -109,9 +114,36 @@ type File struct {
 	// SHA256 is Content's hash in lower-case hex.
 	SHA256 string
 	// Link, when set, is a signed, expiring https link that serves the
-	// file, for channels that carry links rather than files.
+	// file, for channels that carry links rather than files (and that
+	// Meta fetches a WhatsApp document from).
 	Link string
+	// MediaID, when set, is the id of the file uploaded to the provider
+	// (Meta's media endpoint), sent instead of the link.
+	MediaID string
 }
+
+// WhatsAppMedia is how WhatsApp carries a file of contentType: "document"
+// (PDF), "image" (JPEG, PNG), or "" for a type Meta takes as neither (a
+// calendar entry, a wallet pass, a GIF, a WebP, which WhatsApp knows only
+// as a sticker). Meta's list of supported media types (Cloud API,
+// "Supported media types") has no .ics or .pkpass: such files travel as
+// links.
+func WhatsAppMedia(contentType string) string {
+	switch contentType {
+	case "application/pdf":
+		return "document"
+	case "image/jpeg", "image/png":
+		return "image"
+	}
+	return ""
+}
+
+// WhatsApp's size limits of the files Meta takes: documents up to 100 MB,
+// images up to 5 MB.
+const (
+	MaxWhatsAppDocumentBytes = 100 << 20
+	MaxWhatsAppImageBytes    = 5 << 20
+)
 
 // Provider sends messages.
 type Provider interface {

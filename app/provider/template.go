@@ -17,6 +17,10 @@ type MessageTemplate struct {
 	RejectedReason string
 	// Body is the text of the template's body component.
 	Body string
+	// HeaderFormat is the format of the template's header component
+	// (TEXT, IMAGE, VIDEO, DOCUMENT, LOCATION), "" without a header: a
+	// DOCUMENT or IMAGE header carries a file when the template is sent.
+	HeaderFormat string
 }
 
 // TemplateDraft is a template submitted for review: a body with numbered

@@ -81,7 +81,9 @@ type Services struct {
 	Inbound     *app.Inbound
 	// Preferences serves the unsubscribe links of optional e-mails.
 	Preferences *app.Preferences
-	Hooks       *app.Hooks
+	// Files serves the short links of messages' files.
+	Files *app.FileServer
+	Hooks *app.Hooks
 	// Callbacks manages tenants' callback endpoints and posts their
 	// status callbacks.
 	Callbacks *app.Callbacks
@@ -226,6 +228,9 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	}
 	s.Accounts = &app.Accounts{Store: db.Scope[app.AccountTx](store), Sealer: sealer, Now: now}
 	unsubscribe := app.NewUnsubscribeLinks(baseURL(cfg), cfg.SecretKey)
+	// Routing writes an SMS's file links, dispatch gives WhatsApp its
+	// document's, and /f/ serves them: one signer for all three.
+	fileLinks := app.NewFileLinks(baseURL(cfg), cfg.SecretKey)
 	provisioner := &app.Provisioner{Accounts: s.Accounts, Now: now}
 	s.Tenants = &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: now, Provision: provisioner.Provision, QuietHours: cfg.QuietHours}
 	s.Users = &app.Users{Store: db.Scope[app.UserTx](store), Now: now}
@@ -234,7 +239,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Intake = &app.Intake{Store: db.Scope[app.IntakeTx](store), Queue: queue, Now: now}
 	s.Uploads = &app.Uploads{Store: db.Scope[app.UploadTx](store), Intake: s.Intake, Queue: queue, Quotas: cfg.Quotas, Now: now}
 	s.UploadReader = &app.UploadReader{Store: db.Scope[app.UploadReadTx](store)}
-	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log}
+	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log, Files: fileLinks}
 	// Private receivers only where the configuration allows them (dev;
 	// refused in prod at start), for the webhook channel and status
 	// callbacks alike: the console's checks and the posts.
@@ -280,6 +285,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		Backoff: opts.Backoff, Metrics: metrics, Credentials: s.Credentials, Now: now, Log: log, SendTimeout: cfg.SendTimeout,
 		// Files by URL come through the webhook channel's guarded client.
 		Fetcher: webhook.NewFetcher(webhook.Options{Timeout: app.DefaultFetchTimeout, AllowPrivate: allowPrivate}, cfg.Dev()),
+		Files:   fileLinks,
 	}
 	if opts.Dispatcher != nil {
 		opts.Dispatcher(&dispatchOpts)
@@ -298,6 +304,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Health = &app.Health{Probe: d, Now: now, Credentials: s.Credentials}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Queue: queue, Now: now, Log: log}
 	s.Preferences = &app.Preferences{Store: db.Scope[app.PreferenceTx](store), Links: unsubscribe, Now: now}
+	// A file link fetches a file given by URL as a send would.
+	s.Files = &app.FileServer{Store: db.Scope[app.FileServeTx](store), Links: fileLinks, Fetcher: dispatchOpts.Fetcher, Now: now}
 	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts, Rates: store}
 	// Buckets read the database's clock (as the dispatcher's do) unless a
 	// test injects one.
@@ -351,7 +359,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health, Credentials: s.Credentials,
-		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Hooks: s.Hooks,
+		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Files: s.Files, Hooks: s.Hooks,
 		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,
 		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,

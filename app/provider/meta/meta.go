@@ -117,6 +117,8 @@ type sendRequest struct {
 	To               string        `json:"to"`
 	Type             string        `json:"type"`
 	Text             *textBody     `json:"text,omitempty"`
+	Document         *media        `json:"document,omitempty"`
+	Image            *media        `json:"image,omitempty"`
 	Template         *templateBody `json:"template,omitempty"`
 	// BizOpaqueCallbackData is echoed by Meta in every status webhook of
 	// the message (CallbackData).
@@ -148,8 +150,53 @@ type component struct {
 }
 
 type parameter struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	Document *media `json:"document,omitempty"`
+	Image    *media `json:"image,omitempty"`
+}
+
+// media is a document or image object, of a message or of a template
+// header's parameter, as Meta documents it (Messages API, "Document
+// messages" and "Image messages"): the file by the link Meta fetches it
+// from (id instead, for uploaded media), the file name a document shows,
+// and a caption of at most 1024 characters.
+type media struct {
+	ID       string `json:"id,omitempty"`
+	Link     string `json:"link,omitempty"`
+	Caption  string `json:"caption,omitempty"`
+	Filename string `json:"filename,omitempty"`
+}
+
+// maxCaptionRunes is Meta's limit on a media caption.
+const maxCaptionRunes = 1024
+
+// mediaOf is the media object of a file, checked against Meta's limits.
+func mediaOf(kind string, f provider.File) (*media, error) {
+	if kind == "" || provider.WhatsAppMedia(f.ContentType) != kind {
+		return nil, &provider.Error{Code: "unsupported_media", Class: provider.Permanent,
+			Reason: fmt.Sprintf("WhatsApp takes %s (%s) neither as a document nor as an image here: only PDF documents and JPEG or PNG images.", f.Filename, f.ContentType)}
+	}
+	limit := provider.MaxWhatsAppDocumentBytes
+	if kind == "image" {
+		limit = provider.MaxWhatsAppImageBytes
+	}
+	if len(f.Content) > limit {
+		return nil, &provider.Error{Code: "media_too_large", Class: provider.Permanent,
+			Reason: fmt.Sprintf("%s has %d bytes; WhatsApp takes a %s of at most %d MB.", f.Filename, len(f.Content), kind, limit>>20)}
+	}
+	if f.Link == "" && f.MediaID == "" {
+		return nil, &provider.Error{Code: "media_without_link", Class: provider.Permanent,
+			Reason: f.Filename + " has neither a link nor a media id for Meta to take it from."}
+	}
+	m := &media{ID: f.MediaID}
+	if m.ID == "" {
+		m.Link = f.Link
+	}
+	if kind == "document" {
+		m.Filename = f.Filename
+	}
+	return m, nil
 }
 
 // sendResponse is the success body; only the message id matters to Herald.
@@ -237,14 +284,20 @@ func buildRequest(m provider.Outbound) (*sendRequest, error) {
 		req.Template = &templateBody{Name: t.Name, Language: language{Policy: "deterministic", Code: t.Language}}
 		// A template without variables takes no components; an empty body
 		// component is rejected by Meta as a parameter count mismatch.
+		if err := templateHeader(req.Template, t); err != nil {
+			return nil, err
+		}
 		if len(t.Parameters) > 0 {
 			params := make([]parameter, len(t.Parameters))
 			for i, v := range t.Parameters {
 				params[i] = parameter{Type: "text", Text: parameterText(v)}
 			}
-			req.Template.Components = []component{{Type: "body", Parameters: params}}
+			req.Template.Components = append(req.Template.Components, component{Type: "body", Parameters: params})
 		}
 		return req, nil
+	}
+	if len(m.Attachments) > 0 {
+		return mediaRequest(req, m)
 	}
 	if n := utf8.RuneCountInString(m.Body); n > maxTextRunes {
 		return nil, &provider.Error{Code: "text_too_long", Class: provider.Permanent,
@@ -254,6 +307,60 @@ func buildRequest(m provider.Outbound) (*sendRequest, error) {
 	// Link previews stay off: the body is tenant content, and a preview
 	// would fetch whatever URL it contains on the recipient's phone.
 	req.Text = &textBody{PreviewURL: false, Body: m.Body}
+	return req, nil
+}
+
+// templateHeader adds the header component of a template whose header is a
+// document or an image: its one parameter is the file, as Meta documents a
+// template message's media header ({"type": "header", "parameters":
+// [{"type": "document", "document": {"link", "filename"}}]}).
+func templateHeader(b *templateBody, t *provider.WhatsAppTemplate) error {
+	kind := strings.ToLower(t.HeaderFormat)
+	if kind != "document" && kind != "image" {
+		return nil
+	}
+	if t.Header == nil {
+		return &provider.Error{Code: "missing_header_file", Class: provider.Permanent,
+			Reason: fmt.Sprintf("Meta template %s has a %s header, and the message has no file for it.", t.Name, t.HeaderFormat)}
+	}
+	m, err := mediaOf(kind, *t.Header)
+	if err != nil {
+		return err
+	}
+	p := parameter{Type: kind, Document: m}
+	if kind == "image" {
+		p.Document, p.Image = nil, m
+	}
+	b.Components = append(b.Components, component{Type: "header", Parameters: []parameter{p}})
+	return nil
+}
+
+// mediaRequest sends a message's one file as a document or image message
+// with the text as its caption. A WhatsApp message is one Meta message:
+// the dispatcher gives the adapter at most one file, the others' links
+// being in the text already.
+func mediaRequest(req *sendRequest, m provider.Outbound) (*sendRequest, error) {
+	if len(m.Attachments) != 1 {
+		return nil, &provider.Error{Code: "too_many_files", Class: provider.Permanent,
+			Reason: fmt.Sprintf("A WhatsApp message carries one file; this one has %d.", len(m.Attachments))}
+	}
+	if n := utf8.RuneCountInString(m.Body); n > maxCaptionRunes {
+		return nil, &provider.Error{Code: "caption_too_long", Class: provider.Permanent,
+			Reason: fmt.Sprintf("A WhatsApp caption may have at most %d characters; this one has %d.", maxCaptionRunes, n)}
+	}
+	f := m.Attachments[0]
+	kind := provider.WhatsAppMedia(f.ContentType)
+	md, err := mediaOf(kind, f)
+	if err != nil {
+		return nil, err
+	}
+	md.Caption = m.Body
+	req.Type = kind
+	if kind == "image" {
+		req.Image = md
+	} else {
+		req.Document = md
+	}
 	return req, nil
 }
 

@@ -32,8 +32,9 @@ type templateList struct {
 		Category       string `json:"category"`
 		RejectedReason string `json:"rejected_reason"`
 		Components     []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
+			Type   string `json:"type"`
+			Format string `json:"format"`
+			Text   string `json:"text"`
 		} `json:"components"`
 	} `json:"data"`
 	Paging struct {
@@ -70,8 +71,14 @@ func (p *Provider) ListTemplates(ctx context.Context, a provider.Account) ([]pro
 				t.RejectedReason = ""
 			}
 			for _, c := range d.Components {
-				if strings.EqualFold(c.Type, "BODY") {
+				switch {
+				case strings.EqualFold(c.Type, "BODY"):
 					t.Body = c.Text
+				case strings.EqualFold(c.Type, "HEADER"):
+					// Meta writes the header's format in capitals
+					// (message_templates components: format TEXT, IMAGE,
+					// VIDEO, DOCUMENT or LOCATION).
+					t.HeaderFormat = strings.ToUpper(c.Format)
 				}
 			}
 			out = append(out, t)

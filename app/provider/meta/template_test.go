@@ -41,12 +41,14 @@ func TestProvider_ListTemplates(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, ts, 3)
 		require.Equal(t, provider.MessageTemplate{ID: "1187366262797213", Name: "herald_booking_confirmed", Language: "de",
-			Status: "APPROVED", Category: "UTILITY",
+			Status: "APPROVED", Category: "UTILITY", HeaderFormat: "DOCUMENT",
 			Body: "Hallo {{1}},\n\nvielen Dank für Ihre Buchung! Ihre Reise *{{2}}* am *{{3}}* ist bestätigt, Ihre Anzahlung von {{4}} ist bei uns eingegangen.\n\nBuchungsnummer: {{5}}\n\nWir freuen uns auf Sie!"}, ts[0])
 		require.Equal(t, "PENDING", ts[1].Status)
 		require.Equal(t, "REJECTED", ts[2].Status)
 		require.Equal(t, "INVALID_FORMAT", ts[2].RejectedReason)
 		require.Equal(t, "Hallo {{1}}, Ihre Buchung für *{{2}}* ist noch nicht abgeschlossen: {{3}} Bis bald!", ts[2].Body, "the body, not the header")
+		require.Equal(t, "TEXT", ts[2].HeaderFormat, "the header's format, as Meta writes it")
+		require.Empty(t, ts[1].HeaderFormat, "no header")
 
 		b.mu.Lock()
 		defer b.mu.Unlock()
