@@ -66,7 +66,11 @@ type LimitSettings struct {
 	SMSInternationalDaily *int       `db:"sms_international_daily"`
 	SMSRecipientDaily     *int       `db:"sms_recipient_daily"`
 	MaxSMSParts           *int       `db:"max_sms_parts"`
-	UpdatedAt             time.Time  `db:"updated_at"`
+	// Budget* are the monthly budgets of a channel, nil for none.
+	BudgetEmail    *Money    `db:"budget_email"`
+	BudgetSMS      *Money    `db:"budget_sms"`
+	BudgetWhatsApp *Money    `db:"budget_whatsapp"`
+	UpdatedAt      time.Time `db:"updated_at"`
 }
 
 // Effective returns the tenant's limits: its settings where set, the
@@ -112,6 +116,8 @@ type LimitInput struct {
 	SMSCountries                             string
 	SMSInternationalDaily, SMSRecipientDaily string
 	MaxSMSParts                              string
+	// Budgets per month, as amounts ("250.00"); empty for none.
+	BudgetEmail, BudgetSMS, BudgetWhatsApp string
 }
 
 // Settings validates the input and returns the settings it sets; the
@@ -142,6 +148,20 @@ func (in LimitInput) Settings(tenantID uuid.UUID) (*LimitSettings, error) {
 			return nil, Invalid("invalid_limit", f.name, "%s must be a whole number from %d to %d (leave it empty for the default).", f.name, f.min, f.max)
 		}
 		*f.dst = &n
+	}
+	budgets := []struct {
+		name, raw string
+		dst       **Money
+	}{{"budget_email", in.BudgetEmail, &s.BudgetEmail}, {"budget_sms", in.BudgetSMS, &s.BudgetSMS}, {"budget_whatsapp", in.BudgetWhatsApp, &s.BudgetWhatsApp}}
+	for _, b := range budgets {
+		if strings.TrimSpace(b.raw) == "" {
+			continue
+		}
+		m, err := ParseMoney(b.name, b.raw, MaxBudget)
+		if err != nil {
+			return nil, err
+		}
+		*b.dst = &m
 	}
 	if raw := strings.TrimSpace(in.SMSCountries); raw != "" {
 		codes := strings.FieldsFunc(strings.ToUpper(raw), func(r rune) bool { return r == ',' || r == ' ' || r == ';' || r == '\n' || r == '\r' || r == '\t' })
@@ -445,7 +465,20 @@ func hitLimits(u *LimitUsage, refused map[string]int) []string {
 func (s *LimitSettings) custom() bool {
 	return s.IntakePerMinute != nil || s.DailyEmail != nil || s.DailySMS != nil || s.DailyWhatsApp != nil ||
 		s.DailyWebhook != nil || s.SMSCountries != nil || s.SMSInternationalDaily != nil || s.SMSRecipientDaily != nil ||
-		s.MaxSMSParts != nil
+		s.MaxSMSParts != nil || s.BudgetEmail != nil || s.BudgetSMS != nil || s.BudgetWhatsApp != nil
+}
+
+// Budget is the tenant's monthly budget of a channel, nil for none.
+func (s *LimitSettings) Budget(ch Channel) *Money {
+	switch ch {
+	case Email:
+		return s.BudgetEmail
+	case SMS:
+		return s.BudgetSMS
+	case WhatsApp:
+		return s.BudgetWhatsApp
+	}
+	return nil
 }
 
 // Set replaces the tenant's limit settings (an operator's change) and
@@ -487,6 +520,13 @@ func (s *LimitSettings) auditMetadata() map[string]any {
 	put("sms_international_daily", s.SMSInternationalDaily)
 	put("sms_recipient_daily", s.SMSRecipientDaily)
 	put("max_sms_parts", s.MaxSMSParts)
+	for k, v := range map[string]*Money{"budget_email": s.BudgetEmail, "budget_sms": s.BudgetSMS, "budget_whatsapp": s.BudgetWhatsApp} {
+		if v != nil {
+			m[k] = v.String()
+		} else {
+			m[k] = "none"
+		}
+	}
 	if s.SMSCountries != nil {
 		m["sms_countries"] = []string(s.SMSCountries)
 	} else {
@@ -518,7 +558,16 @@ func (s *IntakeLimits) Input(ctx context.Context, tenantID uuid.UUID) (LimitInpu
 		SMSCountries:          strings.Join(set.SMSCountries, ", "),
 		SMSInternationalDaily: text(set.SMSInternationalDaily), SMSRecipientDaily: text(set.SMSRecipientDaily),
 		MaxSMSParts: text(set.MaxSMSParts),
+		BudgetEmail: money(set.BudgetEmail), BudgetSMS: money(set.BudgetSMS), BudgetWhatsApp: money(set.BudgetWhatsApp),
 	}, nil
+}
+
+// money is an amount as the operator's form shows it, "" for none.
+func money(m *Money) string {
+	if m == nil {
+		return ""
+	}
+	return m.String()
 }
 
 // Prune deletes the day counters of days before each tenant's yesterday,

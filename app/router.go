@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,6 +17,9 @@ type PlanTx interface {
 	Tx
 	ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch Channel) (*ChannelAccount, error)
 	FindTemplate(ctx context.Context, tenantID uuid.UUID, event string, ch Channel, locales []string) (*Template, error)
+	// MetaTemplate gives a WhatsApp message its template's Meta pricing
+	// category.
+	MetaTemplate(ctx context.Context, tenantID, accountID uuid.UUID, name, language string) (*MetaTemplate, error)
 }
 
 // InsertTx lists the statements storing a planned message runs (Router.Insert).
@@ -26,12 +30,17 @@ type InsertTx interface {
 	// ms[i]), all in one statement; inserted[i] reports whether ms[i] is
 	// new. A message with OpenConversation gets its conversation.
 	InsertMessages(ctx context.Context, ms []*Message, firsts []*MessageEvent) (inserted []bool, err error)
+	// The price table prices each message as it is stored.
+	PriceReader
 }
 
 // InsertMessage is InsertMessages for one message: it reports whether m is
 // new.
 func InsertMessage(ctx context.Context, tx InsertTx, m *Message, first *MessageEvent) (bool, error) {
 	m.prepareSMS()
+	if err := priceMessages(ctx, tx, []*Message{m}); err != nil {
+		return false, err
+	}
 	inserted, err := tx.InsertMessages(ctx, []*Message{m}, []*MessageEvent{first})
 	if err != nil {
 		return false, err
@@ -138,6 +147,9 @@ func (r *Router) routeEvent(ctx context.Context, tx RouteTx, tenant *Tenant, e *
 	for i, p := range planned {
 		ms[i], firsts[i] = p.m, p.first
 		ms[i].prepareSMS()
+	}
+	if err := priceMessages(ctx, tx, ms); err != nil {
+		return err
 	}
 	inserted, err := tx.InsertMessages(ctx, ms, firsts)
 	if err != nil {
@@ -440,7 +452,52 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 		QueuedAt: now, CreatedAt: now, UpdatedAt: now,
 	}
 	applyTimeRules(m, e, def, tenant, rc, now)
+	if ch == WhatsApp {
+		if m.PriceCategory, err = metaCategory(ctx, tx, tenant.ID, acct.ID, t); err != nil {
+			return nil, nil, "", err
+		}
+	}
 	return m, acct, "", nil
+}
+
+// metaCategory is the Meta pricing category of the Meta template a
+// WhatsApp template names ("" without one, or when the account does not
+// know it): what Meta bills the message as outside the customer service
+// window.
+func metaCategory(ctx context.Context, tx PlanTx, tenantID, accountID uuid.UUID, t *Template) (string, error) {
+	spec, err := t.Spec()
+	if err != nil || spec == nil {
+		return "", err
+	}
+	mt, err := tx.MetaTemplate(ctx, tenantID, accountID, spec.Name, spec.Language)
+	switch {
+	case ErrorCode(err) == ENOTFOUND:
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	if c := strings.ToUpper(mt.Category); slices.Contains(PriceCategories, c) {
+		return c, nil
+	}
+	return "", nil
+}
+
+// priceMessages gives each queued message its estimated cost by the price
+// table, read once for all of them; a message that fails before it is
+// sent costs nothing.
+func priceMessages(ctx context.Context, tx PriceReader, ms []*Message) error {
+	rows, err := tx.Prices(ctx)
+	if err != nil {
+		return err
+	}
+	t := NewPriceTable("", rows)
+	for _, m := range ms {
+		m.EstimatedCost = nil
+		if m.Status == MessageQueued {
+			m.EstimatedCost = EstimateCost(t, m)
+		}
+	}
+	return nil
 }
 
 // RecipientVars are the template variables of one recipient of an event:

@@ -13,7 +13,7 @@ import (
 )
 
 const limitColumns = `tenant_id, intake_per_minute, daily_email, daily_sms, daily_whatsapp, daily_webhook,
-	sms_countries, sms_international_daily, sms_recipient_daily, max_sms_parts, updated_at`
+	sms_countries, sms_international_daily, sms_recipient_daily, max_sms_parts, budget_email, budget_sms, budget_whatsapp, updated_at`
 
 // LimitSettings serves app.LimitTx: a tenant without a row has every
 // limit at its default.
@@ -34,12 +34,15 @@ func (t *Tx) SetLimitSettings(ctx context.Context, s *app.LimitSettings) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO tenant_limits (`+limitColumns+`)
 		VALUES (:tenant_id, :intake_per_minute, :daily_email, :daily_sms, :daily_whatsapp, :daily_webhook,
-			:sms_countries, :sms_international_daily, :sms_recipient_daily, :max_sms_parts, :updated_at)
+			:sms_countries, :sms_international_daily, :sms_recipient_daily, :max_sms_parts,
+			:budget_email, :budget_sms, :budget_whatsapp, :updated_at)
 		ON CONFLICT (tenant_id) DO UPDATE SET
 			intake_per_minute = EXCLUDED.intake_per_minute, daily_email = EXCLUDED.daily_email,
 			daily_sms = EXCLUDED.daily_sms, daily_whatsapp = EXCLUDED.daily_whatsapp, daily_webhook = EXCLUDED.daily_webhook,
 			sms_countries = EXCLUDED.sms_countries, sms_international_daily = EXCLUDED.sms_international_daily,
-			sms_recipient_daily = EXCLUDED.sms_recipient_daily, max_sms_parts = EXCLUDED.max_sms_parts, updated_at = EXCLUDED.updated_at`, s)
+			sms_recipient_daily = EXCLUDED.sms_recipient_daily, max_sms_parts = EXCLUDED.max_sms_parts,
+			budget_email = EXCLUDED.budget_email, budget_sms = EXCLUDED.budget_sms, budget_whatsapp = EXCLUDED.budget_whatsapp,
+			updated_at = EXCLUDED.updated_at`, s)
 	return mapErr(err)
 }
 

@@ -93,6 +93,8 @@ type Services struct {
 	// Limits are each API key's token bucket and the tenants' limits as
 	// the console and the API show and operators set them.
 	Limits *app.IntakeLimits
+	// Prices are the installation's price table, which operators edit.
+	Prices *app.Prices
 	// ConfirmWindows manages tenants' confirmation windows; the
 	// dispatcher reads them in its own transaction.
 	ConfirmWindows *app.ConfirmWindows
@@ -299,6 +301,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	// Buckets read the database's clock (as the dispatcher's do) unless a
 	// test injects one.
 	s.Limits = &app.IntakeLimits{Store: db.Scope[app.LimitAdminTx](store), Rates: store, BucketNow: opts.Now, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
+	s.Prices = &app.Prices{Store: db.Scope[app.PriceTx](store), Now: now, Currency: cfg.Currency}
 	s.Rejections = &app.Rejections{Store: db.Scope[app.RejectionTx](store), Lookup: store, Now: now, Log: log}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
