@@ -201,6 +201,9 @@ type LimitAdminTx interface {
 	// LimitRefusals counts the tenant's requests refused since a time
 	// with one of the codes, by code.
 	LimitRefusals(ctx context.Context, tenantID uuid.UUID, since time.Time, codes []string) (map[string]int, error)
+	// MonthSpent returns the cost the tenant's sends of the month reserved,
+	// per channel.
+	MonthSpent(ctx context.Context, tenantID uuid.UUID, month time.Time) (map[Channel]Money, error)
 	ListTenants(ctx context.Context) ([]*Tenant, error)
 	// PruneDayCounts deletes up to limit day counters of days before the
 	// yesterday each tenant has at now (in its time zone), across tenants.
@@ -281,6 +284,8 @@ type IntakeLimits struct {
 	// database's (see RateLimiter.Now).
 	BucketNow Clock
 	Now       Clock
+	// Currency is HERALD_CURRENCY, which budgets are in.
+	Currency string
 	// CacheTTL is how long a process trusts the settings it read for a
 	// tenant's bucket, as it trusts an authenticated API key
 	// (HERALD_API_KEY_CACHE_TTL): an operator's change reaches another
@@ -363,6 +368,24 @@ type LimitUsage struct {
 	} `json:"used"`
 	// Custom is true when an operator set any of the tenant's limits.
 	Custom bool `json:"custom"`
+	// Budgets are the month's budgets and spend per priced channel
+	// (GET /api/v1/budgets serves them).
+	Budgets []BudgetUse `json:"-"`
+}
+
+// BudgetUse is a channel's monthly budget, what the month's sends cost of
+// it so far, and what remains; Budget and Remaining are nil without a
+// budget. Amounts are decimal strings in Currency.
+type BudgetUse struct {
+	Channel   Channel `json:"channel"`
+	Budget    *string `json:"budget"`
+	Spent     string  `json:"spent"`
+	Remaining *string `json:"remaining"`
+	// Month is the calendar month (UTC) the spend counts, "2026-11".
+	Month    string `json:"month"`
+	Currency string `json:"currency"`
+	// Over is true when nothing more of the budget can be spent.
+	Over bool `json:"-"`
 }
 
 // Usage returns the tenant's limits and its day's usage.
@@ -397,6 +420,19 @@ func (s *IntakeLimits) usage(ctx context.Context, tx LimitAdminTx, t *Tenant) (*
 		u.Used.Daily[ch] = counts[counterChannel+string(ch)]
 	}
 	u.Used.SMSInternational, u.Used.SMSBusiestRecipient = counts[counterInternational], counts[CounterSMSRecipient]
+	month := MonthOf(s.Now())
+	spent, err := tx.MonthSpent(ctx, t.ID, month)
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range PricedChannels {
+		b := BudgetUse{Channel: ch, Spent: spent[ch].String(), Month: month.Format("2006-01"), Currency: s.Currency}
+		if budget := set.Budget(ch); budget != nil {
+			left := max(*budget-spent[ch], 0)
+			b.Budget, b.Remaining, b.Over = new(budget.String()), new(left.String()), left == 0
+		}
+		u.Budgets = append(u.Budgets, b)
+	}
 	return u, nil
 }
 

@@ -142,6 +142,24 @@ func (t *Tx) PruneDayCounts(ctx context.Context, now time.Time, limit int) (int,
 // session's time zone.
 func dateParam(day time.Time) string { return day.UTC().Format(time.DateOnly) }
 
+// MonthSpent serves app.LimitAdminTx: the cost the month's sends
+// reserved (ReserveQuota), per channel.
+func (t *Tx) MonthSpent(ctx context.Context, tenantID uuid.UUID, month time.Time) (map[app.Channel]app.Money, error) {
+	var rows []struct {
+		Channel app.Channel `db:"channel"`
+		Spent   app.Money   `db:"spent"`
+	}
+	err := t.tx.SelectContext(ctx, &rows, `SELECT channel, spent FROM quota_usage WHERE tenant_id = $1 AND month = $2`, tenantID, month)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make(map[app.Channel]app.Money, len(rows))
+	for _, r := range rows {
+		out[r.Channel] = r.Spent
+	}
+	return out, nil
+}
+
 // LimitRefusals serves app.LimitAdminTx: the tenant's refused requests
 // since a time, by code, of the codes given.
 func (t *Tx) LimitRefusals(ctx context.Context, tenantID uuid.UUID, since time.Time, codes []string) (map[string]int, error) {

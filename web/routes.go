@@ -129,6 +129,9 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	op.post("/tenants/:id", app.PermPlatform, s.handleTenantUpdate)
 	op.post("/tenants/:id/limits", app.PermPlatform, s.handleTenantLimits)
 	op.get("/limits", app.PermPlatform, s.handleLimitsOverview)
+	op.get("/prices", app.PermPlatform, s.handlePriceList)
+	op.post("/prices", app.PermPlatform, s.handlePricePut)
+	op.post("/prices/delete", app.PermPlatform, s.handlePriceDelete)
 	op.post("/tenants/:id/suspend", app.PermPlatform, s.handleTenantSuspend)
 	op.post("/tenants/:id/reactivate", app.PermPlatform, s.handleTenantReactivate)
 

@@ -300,7 +300,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts, Rates: store}
 	// Buckets read the database's clock (as the dispatcher's do) unless a
 	// test injects one.
-	s.Limits = &app.IntakeLimits{Store: db.Scope[app.LimitAdminTx](store), Rates: store, BucketNow: opts.Now, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
+	s.Limits = &app.IntakeLimits{Store: db.Scope[app.LimitAdminTx](store), Rates: store, BucketNow: opts.Now, Now: now, CacheTTL: cfg.APIKeyCacheTTL,
+		Currency: cfg.Currency}
 	s.Prices = &app.Prices{Store: db.Scope[app.PriceTx](store), Now: now, Currency: cfg.Currency}
 	s.Rejections = &app.Rejections{Store: db.Scope[app.RejectionTx](store), Lookup: store, Now: now, Log: log}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
@@ -362,7 +363,7 @@ func (s *Services) Web(version string) *web.Server {
 		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole, Trips: s.Console.Trips,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
 		Contacts: s.Contacts, ContactConsole: s.Console.ContactConsole,
-		Rejections: s.Rejections, RejectionConsole: s.Console.Rejections, Limits: s.Limits,
+		Rejections: s.Rejections, RejectionConsole: s.Console.Rejections, Limits: s.Limits, Prices: s.Prices,
 		Registry: s.Registry, Version: version, OpenAPI: s.OpenAPI,
 	}
 }
