@@ -23,6 +23,7 @@ func (s *Server) routes(a *fiber.App) {
 	api.get("/tenant", app.ScopeRead, s.handleAPITenant)
 	api.patch("/tenant", app.ScopeManage, s.handleAPITenantUpdate)
 	api.get("/limits", app.ScopeRead, s.handleAPILimits)
+	api.get("/budgets", app.ScopeRead, s.handleAPIBudgets)
 	api.get("/events", app.ScopeRead, s.handleAPIEvents)
 	api.post("/notifications", app.ScopeSend, s.handleAPINotificationCreate)
 	api.get("/notifications", app.ScopeRead, s.handleAPINotificationFind)
