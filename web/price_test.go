@@ -4,8 +4,11 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
 
 	"github.com/heraldhq/herald/web/webtest"
 )
@@ -91,4 +94,25 @@ func TestConsoleBudgets(t *testing.T) {
 	require.Equal(t, "1000.50", doc.Find(`input[name=budget_sms]`).AttrOr("value", ""))
 	require.Equal(t, 1, c.Count(`SELECT count(*) FROM tenant_limits WHERE tenant_id = $1 AND budget_whatsapp = 250000000 AND budget_email IS NULL`, c.Tenant.ID))
 	require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'tenant.limits' AND metadata->>'budget_whatsapp' = '250.00'`, c.Tenant.ID))
+}
+
+// TestConsoleDashboard_Costs: the dashboard shows the month's cost per
+// channel so far, the tenant's own only, against its budget.
+func TestConsoleDashboard_Costs(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{NoWorkers: true})
+	month := time.Now().UTC()
+	month = time.Date(month.Year(), month.Month(), 1, 0, 0, 0, 0, time.UTC)
+	c.Exec(`INSERT INTO quota_usage (tenant_id, channel, month, used, spent) VALUES ($1, 'WHATSAPP', $2, 3, 150000), ($1, 'SMS', $2, 1, 75000),
+		($1, 'EMAIL', $3, 9, 900000), ($4, 'EMAIL', $2, 9, 900000)`, c.Tenant.ID, month, month.AddDate(0, -1, 0), c.other.ID)
+	require.NoError(t, c.Services.Limits.Set(c.Ctx, app.CLIActor, c.Tenant.ID, app.LimitInput{BudgetWhatsApp: "0.15"}))
+	c.dashMessage(c.Tenant.ID, app.Email, app.MessageDelivered, time.Now().Add(-time.Minute), false)
+
+	doc := c.signIn(asManager).page("/t/acme/")
+	require.Contains(t, text(doc.Find("#cost-heading")), month.Format("2006-01"))
+	whatsApp := doc.Find(`table.costs tr[data-cost=whatsapp] td`)
+	require.Equal(t, "0.15 of 0.15 EUR spent", text(whatsApp))
+	require.True(t, whatsApp.HasClass("quota-warn"), "a spent budget warns")
+	require.Equal(t, "0.075 EUR spent, no budget", text(doc.Find(`table.costs tr[data-cost=sms] td`)))
+	require.Equal(t, "0.00 EUR spent, no budget", text(doc.Find(`table.costs tr[data-cost=email] td`)), "last month's and another tenant's do not count")
 }
