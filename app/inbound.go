@@ -52,7 +52,6 @@ type InboundTx interface {
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 	AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*ChannelAccount, error)
 	InsertMessages(ctx context.Context, ms []*Message, firsts []*MessageEvent) ([]bool, error)
-	PriceReader
 }
 
 // Inbound records what people send back, and acts on their STOP and START

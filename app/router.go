@@ -17,9 +17,6 @@ type PlanTx interface {
 	Tx
 	ActiveAccount(ctx context.Context, tenantID uuid.UUID, ch Channel) (*ChannelAccount, error)
 	FindTemplate(ctx context.Context, tenantID uuid.UUID, event string, ch Channel, locales []string) (*Template, error)
-	// MetaTemplate gives a WhatsApp message its template's Meta pricing
-	// category.
-	MetaTemplate(ctx context.Context, tenantID, accountID uuid.UUID, name, language string) (*MetaTemplate, error)
 }
 
 // InsertTx lists the statements storing a planned message runs (Router.Insert).
@@ -30,8 +27,6 @@ type InsertTx interface {
 	// ms[i]), all in one statement; inserted[i] reports whether ms[i] is
 	// new. A message with OpenConversation gets its conversation.
 	InsertMessages(ctx context.Context, ms []*Message, firsts []*MessageEvent) (inserted []bool, err error)
-	// The price table prices each message as it is stored.
-	PriceReader
 }
 
 // InsertMessage is InsertMessages for one message: it reports whether m is
@@ -453,7 +448,7 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 	}
 	applyTimeRules(m, e, def, tenant, rc, now)
 	if ch == WhatsApp {
-		if m.PriceCategory, err = metaCategory(ctx, tx, tenant.ID, acct.ID, t); err != nil {
+		if m.PriceCategory, err = metaCategory(t); err != nil {
 			return nil, nil, "", err
 		}
 	}
@@ -461,22 +456,15 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 }
 
 // metaCategory is the Meta pricing category of the Meta template a
-// WhatsApp template names ("" without one, or when the account does not
-// know it): what Meta bills the message as outside the customer service
-// window.
-func metaCategory(ctx context.Context, tx PlanTx, tenantID, accountID uuid.UUID, t *Template) (string, error) {
+// WhatsApp template names, as the template declares it (the category it
+// is submitted to Meta with), "" without one: what Meta bills the message
+// as outside the customer service window.
+func metaCategory(t *Template) (string, error) {
 	spec, err := t.Spec()
 	if err != nil || spec == nil {
 		return "", err
 	}
-	mt, err := tx.MetaTemplate(ctx, tenantID, accountID, spec.Name, spec.Language)
-	switch {
-	case ErrorCode(err) == ENOTFOUND:
-		return "", nil
-	case err != nil:
-		return "", err
-	}
-	if c := strings.ToUpper(mt.Category); slices.Contains(PriceCategories, c) {
+	if c := strings.ToUpper(spec.Category); slices.Contains(PriceCategories, c) {
 		return c, nil
 	}
 	return "", nil
@@ -484,9 +472,15 @@ func metaCategory(ctx context.Context, tx PlanTx, tenantID, accountID uuid.UUID,
 
 // priceMessages gives each queued message its estimated cost by the price
 // table, read once for all of them; a message that fails before it is
-// sent costs nothing.
-func priceMessages(ctx context.Context, tx PriceReader, ms []*Message) error {
-	rows, err := tx.Prices(ctx)
+// sent costs nothing. Every store's transaction reads prices (db.Tx
+// does); the transaction interfaces that store messages leave the method
+// out, as they are at their size, so it is asked for here.
+func priceMessages(ctx context.Context, tx any, ms []*Message) error {
+	pr, ok := tx.(PriceReader)
+	if !ok {
+		return fmt.Errorf("price messages: the transaction %T does not read prices", tx)
+	}
+	rows, err := pr.Prices(ctx)
 	if err != nil {
 		return err
 	}

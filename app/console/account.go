@@ -24,7 +24,6 @@ type AccountTx interface {
 	app.Tx
 	Timeline(ctx context.Context, tenantID, messageID uuid.UUID) ([]*app.MessageEvent, error)
 	InsertMessages(ctx context.Context, ms []*app.Message, firsts []*app.MessageEvent) ([]bool, error)
-	app.PriceReader
 	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Message, error)
 	SetAccountStatus(ctx context.Context, tenantID, id uuid.UUID, status, reason string, at time.Time) error
 	InsertAudit(ctx context.Context, e *app.AuditEntry) error
