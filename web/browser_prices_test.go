@@ -19,7 +19,7 @@ func TestBrowser_PricesAndEstimate(t *testing.T) {
 		{"name": "Cleo", "email": "cleo@example.com"}}
 	require.Equal(t, http.StatusAccepted, sendAs(t, c.Herald, c.Key, http.MethodPost, "/api/v1/notifications", jsonOf(t, body), "estimate", false))
 
-	ops := newBrowser(t)
+	ops, manager := newBrowser(t), newBrowser(t)
 	login(t, ops, c.base, c.users[asOperator].Email, consolePassword)
 	clickNav(t, ops, "Prices")
 	requireHeading(t, ops, "Prices")
@@ -39,7 +39,6 @@ func TestBrowser_PricesAndEstimate(t *testing.T) {
 	require.Equal(t, []string{"0.50 per message"}, textsOf(t, ops, `tr[data-price="EMAIL/*/"] [data-unit-price]`))
 	capture(t, ops, "02-prices")
 
-	manager := newBrowser(t)
 	login(t, manager, c.base, c.users[asManager].Email, consolePassword)
 	visit(t, manager, c.base+"/t/acme/approvals")
 	follow(t, manager, chromedp.Click(chromedp.CSS(`section.approval h2 a`)))
