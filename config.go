@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,6 +75,7 @@ func envVars() []envVar {
 		envVar{"HERALD_SMS_STATUS_SECRET", "", "secret (24+ characters) for SMS status records posted without an SNS envelope (header X-Herald-Webhook-Secret); unset: refused", parseSMSStatusSecret},
 		envVar{"HERALD_PENDING_RECEIPT_HORIZON", "24h", "how long a receipt that arrives before its send is recorded waits for it (1m to 720h); maintenance then deletes and counts it", parsePendingReceiptHorizon},
 		envVar{"HERALD_META_BASE_URL", "", "Meta Graph API URL the WhatsApp adapter calls (or a stand-in); unset: https://graph.facebook.com", parseMetaBaseURL},
+		envVar{"HERALD_CURRENCY", "EUR", "ISO 4217 code of the currency prices and budgets are in (one for the installation)", parseCurrency},
 		envVar{"HERALD_PPROF_ADDR", "", "private host:port to serve Go's profiler on; unset: off", parsePprofAddr},
 		envVar{"HERALD_METRICS_ADDR", "", "private host:port to serve /metrics on, in every role (workers too); set: /metrics leaves the public port", parseMetricsAddr},
 		envVar{"HERALD_METRICS_TOKEN", "", "bearer token (24+ characters) a scraper sends for /metrics on the public port; unset: /metrics is public in dev only", parseMetricsToken},
@@ -451,6 +453,14 @@ func parseMetaBaseURL(c *app.Config, v string) error {
 		return fmt.Errorf("HERALD_META_BASE_URL must be an absolute URL such as https://graph.facebook.com, got %q", v)
 	}
 	c.MetaBaseURL = v
+	return nil
+}
+
+func parseCurrency(c *app.Config, v string) error {
+	if !regexp.MustCompile(`^[A-Z]{3}$`).MatchString(v) {
+		return fmt.Errorf("HERALD_CURRENCY must be an ISO 4217 code of three capital letters such as EUR, got %q", v)
+	}
+	c.Currency = v
 	return nil
 }
 

@@ -112,6 +112,9 @@ type Config struct {
 	// MetaBaseURL points the WhatsApp adapter at Meta's Graph API (or a
 	// stand-in); empty means https://graph.facebook.com.
 	MetaBaseURL string
+	// Currency is the ISO 4217 code of the installation's prices and
+	// budgets (HERALD_CURRENCY).
+	Currency string
 	// PprofAddr, when set, serves Go's profiler there (keep it private).
 	PprofAddr string
 	// MetricsAddr, when set, serves /metrics on its own listener (a private

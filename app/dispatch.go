@@ -324,6 +324,10 @@ func (d *Dispatcher) followPlan(ctx context.Context, s *send, plan sendPlan) (Di
 	case plan.optedOut:
 		out, err = d.fail(ctx, s, ReasonOptedOut, ReasonOptedOut,
 			fmt.Sprintf("The contact opted out of %s after the message was queued; %s is optional, so it is not sent.", m.Channel, m.TriggerEvent))
+	case plan.budget != nil:
+		out, err = d.fail(ctx, s, ReasonBudgetExceeded, ReasonBudgetExceeded,
+			fmt.Sprintf("This %s message costs about %s; the tenant's monthly %s budget is %s and %s of it is spent.", m.Channel,
+				costText(m.EstimatedCost), m.Channel, plan.budget.Budget.String(), plan.budget.Spent.String()))
 	case !plan.quotaOK:
 		out, err = d.fail(ctx, s, ReasonQuotaExceeded, "quota_exceeded",
 			fmt.Sprintf("The %s plan allows %d %s messages a month; %d were sent.", s.tenant.Plan, plan.limit, m.Channel, plan.used))
@@ -458,6 +462,25 @@ func Quota(q map[string]map[Channel]int, plan string, ch Channel) int {
 		return limit
 	}
 	return Unlimited
+}
+
+// QuotaTake is what ReserveQuota did: whether the message holds the
+// month's quota and budget now, the month's use, and, when the budget
+// refused it, the budget and what is spent of it.
+type QuotaTake struct {
+	OK   bool
+	Used int
+	// BudgetRefused: the quota had room, the budget did not.
+	BudgetRefused bool
+	Budget, Spent Money
+}
+
+// costText is an estimated cost as a refusal states it.
+func costText(c *Money) string {
+	if c == nil {
+		return "nothing"
+	}
+	return c.String()
 }
 
 // MonthOf is the first instant of t's calendar month in UTC: quotas count

@@ -66,7 +66,11 @@ type LimitSettings struct {
 	SMSInternationalDaily *int       `db:"sms_international_daily"`
 	SMSRecipientDaily     *int       `db:"sms_recipient_daily"`
 	MaxSMSParts           *int       `db:"max_sms_parts"`
-	UpdatedAt             time.Time  `db:"updated_at"`
+	// Budget* are the monthly budgets of a channel, nil for none.
+	BudgetEmail    *Money    `db:"budget_email"`
+	BudgetSMS      *Money    `db:"budget_sms"`
+	BudgetWhatsApp *Money    `db:"budget_whatsapp"`
+	UpdatedAt      time.Time `db:"updated_at"`
 }
 
 // Effective returns the tenant's limits: its settings where set, the
@@ -112,6 +116,8 @@ type LimitInput struct {
 	SMSCountries                             string
 	SMSInternationalDaily, SMSRecipientDaily string
 	MaxSMSParts                              string
+	// Budgets per month, as amounts ("250.00"); empty for none.
+	BudgetEmail, BudgetSMS, BudgetWhatsApp string
 }
 
 // Settings validates the input and returns the settings it sets; the
@@ -142,6 +148,20 @@ func (in LimitInput) Settings(tenantID uuid.UUID) (*LimitSettings, error) {
 			return nil, Invalid("invalid_limit", f.name, "%s must be a whole number from %d to %d (leave it empty for the default).", f.name, f.min, f.max)
 		}
 		*f.dst = &n
+	}
+	budgets := []struct {
+		name, raw string
+		dst       **Money
+	}{{"budget_email", in.BudgetEmail, &s.BudgetEmail}, {"budget_sms", in.BudgetSMS, &s.BudgetSMS}, {"budget_whatsapp", in.BudgetWhatsApp, &s.BudgetWhatsApp}}
+	for _, b := range budgets {
+		if strings.TrimSpace(b.raw) == "" {
+			continue
+		}
+		m, err := ParseMoney(b.name, b.raw, MaxBudget)
+		if err != nil {
+			return nil, err
+		}
+		*b.dst = &m
 	}
 	if raw := strings.TrimSpace(in.SMSCountries); raw != "" {
 		codes := strings.FieldsFunc(strings.ToUpper(raw), func(r rune) bool { return r == ',' || r == ' ' || r == ';' || r == '\n' || r == '\r' || r == '\t' })
@@ -181,6 +201,9 @@ type LimitAdminTx interface {
 	// LimitRefusals counts the tenant's requests refused since a time
 	// with one of the codes, by code.
 	LimitRefusals(ctx context.Context, tenantID uuid.UUID, since time.Time, codes []string) (map[string]int, error)
+	// MonthSpent returns the cost the tenant's sends of the month reserved,
+	// per channel.
+	MonthSpent(ctx context.Context, tenantID uuid.UUID, month time.Time) (map[Channel]Money, error)
 	ListTenants(ctx context.Context) ([]*Tenant, error)
 	// PruneDayCounts deletes up to limit day counters of days before the
 	// yesterday each tenant has at now (in its time zone), across tenants.
@@ -261,6 +284,8 @@ type IntakeLimits struct {
 	// database's (see RateLimiter.Now).
 	BucketNow Clock
 	Now       Clock
+	// Currency is HERALD_CURRENCY, which budgets are in.
+	Currency string
 	// CacheTTL is how long a process trusts the settings it read for a
 	// tenant's bucket, as it trusts an authenticated API key
 	// (HERALD_API_KEY_CACHE_TTL): an operator's change reaches another
@@ -343,6 +368,24 @@ type LimitUsage struct {
 	} `json:"used"`
 	// Custom is true when an operator set any of the tenant's limits.
 	Custom bool `json:"custom"`
+	// Budgets are the month's budgets and spend per priced channel
+	// (GET /api/v1/budgets serves them).
+	Budgets []BudgetUse `json:"-"`
+}
+
+// BudgetUse is a channel's monthly budget, what the month's sends cost of
+// it so far, and what remains; Budget and Remaining are nil without a
+// budget. Amounts are decimal strings in Currency.
+type BudgetUse struct {
+	Channel   Channel `json:"channel"`
+	Budget    *string `json:"budget"`
+	Spent     string  `json:"spent"`
+	Remaining *string `json:"remaining"`
+	// Month is the calendar month (UTC) the spend counts, "2026-11".
+	Month    string `json:"month"`
+	Currency string `json:"currency"`
+	// Over is true when nothing more of the budget can be spent.
+	Over bool `json:"-"`
 }
 
 // Usage returns the tenant's limits and its day's usage.
@@ -377,6 +420,19 @@ func (s *IntakeLimits) usage(ctx context.Context, tx LimitAdminTx, t *Tenant) (*
 		u.Used.Daily[ch] = counts[counterChannel+string(ch)]
 	}
 	u.Used.SMSInternational, u.Used.SMSBusiestRecipient = counts[counterInternational], counts[CounterSMSRecipient]
+	month := MonthOf(s.Now())
+	spent, err := tx.MonthSpent(ctx, t.ID, month)
+	if err != nil {
+		return nil, err
+	}
+	for _, ch := range PricedChannels {
+		b := BudgetUse{Channel: ch, Spent: spent[ch].String(), Month: month.Format("2006-01"), Currency: s.Currency}
+		if budget := set.Budget(ch); budget != nil {
+			left := max(*budget-spent[ch], 0)
+			b.Budget, b.Remaining, b.Over = new(budget.String()), new(left.String()), left == 0
+		}
+		u.Budgets = append(u.Budgets, b)
+	}
 	return u, nil
 }
 
@@ -445,7 +501,20 @@ func hitLimits(u *LimitUsage, refused map[string]int) []string {
 func (s *LimitSettings) custom() bool {
 	return s.IntakePerMinute != nil || s.DailyEmail != nil || s.DailySMS != nil || s.DailyWhatsApp != nil ||
 		s.DailyWebhook != nil || s.SMSCountries != nil || s.SMSInternationalDaily != nil || s.SMSRecipientDaily != nil ||
-		s.MaxSMSParts != nil
+		s.MaxSMSParts != nil || s.BudgetEmail != nil || s.BudgetSMS != nil || s.BudgetWhatsApp != nil
+}
+
+// Budget is the tenant's monthly budget of a channel, nil for none.
+func (s *LimitSettings) Budget(ch Channel) *Money {
+	switch ch {
+	case Email:
+		return s.BudgetEmail
+	case SMS:
+		return s.BudgetSMS
+	case WhatsApp:
+		return s.BudgetWhatsApp
+	}
+	return nil
 }
 
 // Set replaces the tenant's limit settings (an operator's change) and
@@ -487,6 +556,13 @@ func (s *LimitSettings) auditMetadata() map[string]any {
 	put("sms_international_daily", s.SMSInternationalDaily)
 	put("sms_recipient_daily", s.SMSRecipientDaily)
 	put("max_sms_parts", s.MaxSMSParts)
+	for k, v := range map[string]*Money{"budget_email": s.BudgetEmail, "budget_sms": s.BudgetSMS, "budget_whatsapp": s.BudgetWhatsApp} {
+		if v != nil {
+			m[k] = v.String()
+		} else {
+			m[k] = "none"
+		}
+	}
 	if s.SMSCountries != nil {
 		m["sms_countries"] = []string(s.SMSCountries)
 	} else {
@@ -518,7 +594,16 @@ func (s *IntakeLimits) Input(ctx context.Context, tenantID uuid.UUID) (LimitInpu
 		SMSCountries:          strings.Join(set.SMSCountries, ", "),
 		SMSInternationalDaily: text(set.SMSInternationalDaily), SMSRecipientDaily: text(set.SMSRecipientDaily),
 		MaxSMSParts: text(set.MaxSMSParts),
+		BudgetEmail: money(set.BudgetEmail), BudgetSMS: money(set.BudgetSMS), BudgetWhatsApp: money(set.BudgetWhatsApp),
 	}, nil
+}
+
+// money is an amount as the operator's form shows it, "" for none.
+func money(m *Money) string {
+	if m == nil {
+		return ""
+	}
+	return m.String()
 }
 
 // Prune deletes the day counters of days before each tenant's yesterday,

@@ -25,12 +25,15 @@ const (
 
 // Failure reasons recorded on messages.
 const (
-	ReasonNoTemplates       = "no_templates_found"
-	ReasonNoActiveChannels  = "no_active_channels"
-	ReasonNoAddress         = "no_recipient_address"
-	ReasonOptedOut          = "opted_out"
-	ReasonChannelSuspended  = "channel_suspended"
-	ReasonQuotaExceeded     = "quota_exceeded"
+	ReasonNoTemplates      = "no_templates_found"
+	ReasonNoActiveChannels = "no_active_channels"
+	ReasonNoAddress        = "no_recipient_address"
+	ReasonOptedOut         = "opted_out"
+	ReasonChannelSuspended = "channel_suspended"
+	ReasonQuotaExceeded    = "quota_exceeded"
+	// ReasonBudgetExceeded: the message's estimated cost would pass the
+	// tenant's monthly budget of its channel.
+	ReasonBudgetExceeded    = "budget_exceeded"
 	ReasonProviderRejected  = "provider_rejected"
 	ReasonRetriesExhausted  = "retries_exhausted"
 	ReasonFallbackTriggered = "fallback_triggered:"
@@ -90,8 +93,15 @@ type Message struct {
 	// SMSParts and SMSEncoding are what an SMS costs, counted from Body as
 	// it is sent (PrepareSMS) when the message is stored; nil on other
 	// channels.
-	SMSParts          *int       `db:"sms_parts" json:"sms_parts,omitempty"`
-	SMSEncoding       *string    `db:"sms_encoding" json:"sms_encoding,omitempty"`
+	SMSParts    *int    `db:"sms_parts" json:"sms_parts,omitempty"`
+	SMSEncoding *string `db:"sms_encoding" json:"sms_encoding,omitempty"`
+	// EstimatedCost is what the message costs by the price table when it
+	// was stored (EstimateCost); nil when no price row priced it.
+	EstimatedCost *Money `db:"estimated_cost" json:"-"`
+	// PriceCategory is the Meta pricing category of a WhatsApp message's
+	// template, read when routing plans it ("" for free-form text); not
+	// stored, EstimatedCost is.
+	PriceCategory     string     `db:"-" json:"-"`
 	Status            string     `db:"status" json:"status"`
 	FailedReason      *string    `db:"failed_reason" json:"failed_reason,omitempty"`
 	ErrorCode         *string    `db:"error_code" json:"error_code,omitempty"`

@@ -33,6 +33,9 @@ type InsertTx interface {
 // new.
 func InsertMessage(ctx context.Context, tx InsertTx, m *Message, first *MessageEvent) (bool, error) {
 	m.prepareSMS()
+	if err := priceMessages(ctx, tx, []*Message{m}); err != nil {
+		return false, err
+	}
 	inserted, err := tx.InsertMessages(ctx, []*Message{m}, []*MessageEvent{first})
 	if err != nil {
 		return false, err
@@ -142,6 +145,9 @@ func (r *Router) routeEvent(ctx context.Context, tx RouteTx, tenant *Tenant, e *
 	for i, p := range planned {
 		ms[i], firsts[i] = p.m, p.first
 		ms[i].prepareSMS()
+	}
+	if err := priceMessages(ctx, tx, ms); err != nil {
+		return err
 	}
 	inserted, err := tx.InsertMessages(ctx, ms, firsts)
 	if err != nil {
@@ -447,7 +453,51 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 		QueuedAt: now, CreatedAt: now, UpdatedAt: now,
 	}
 	applyTimeRules(m, e, def, tenant, rc, now)
+	if ch == WhatsApp {
+		if m.PriceCategory, err = metaCategory(t); err != nil {
+			return nil, nil, "", err
+		}
+	}
 	return m, acct, "", nil
+}
+
+// metaCategory is the Meta pricing category of the Meta template a
+// WhatsApp template names, as the template declares it (the category it
+// is submitted to Meta with), "" without one: what Meta bills the message
+// as outside the customer service window.
+func metaCategory(t *Template) (string, error) {
+	spec, err := t.Spec()
+	if err != nil || spec == nil {
+		return "", err
+	}
+	if c := strings.ToUpper(spec.Category); slices.Contains(PriceCategories, c) {
+		return c, nil
+	}
+	return "", nil
+}
+
+// priceMessages gives each queued message its estimated cost by the price
+// table, read once for all of them; a message that fails before it is
+// sent costs nothing. Every store's transaction reads prices (db.Tx
+// does); the transaction interfaces that store messages leave the method
+// out, as they are at their size, so it is asked for here.
+func priceMessages(ctx context.Context, tx any, ms []*Message) error {
+	pr, ok := tx.(PriceReader)
+	if !ok {
+		return fmt.Errorf("price messages: the transaction %T does not read prices", tx)
+	}
+	rows, err := pr.Prices(ctx)
+	if err != nil {
+		return err
+	}
+	t := NewPriceTable("", rows)
+	for _, m := range ms {
+		m.EstimatedCost = nil
+		if m.Status == MessageQueued {
+			m.EstimatedCost = EstimateCost(t, m)
+		}
+	}
+	return nil
 }
 
 // RecipientVars are the template variables of one recipient of an event:

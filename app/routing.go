@@ -169,6 +169,7 @@ var reasonTexts = map[string]string{
 	ReasonOptedOut:         "the recipient opted out of this channel",
 	ReasonChannelSuspended: "the channel account is suspended",
 	ReasonQuotaExceeded:    "the tenant's monthly quota for this channel is used up",
+	ReasonBudgetExceeded:   "the tenant's monthly budget for this channel is used up",
 	ReasonSMSCountry:       "the tenant does not send SMS to this number's country",
 	ReasonSMSInternational: "the tenant's daily cap of SMS abroad is used up",
 	ReasonSMSRecipient:     "this number got the tenant's daily cap of SMS per number",

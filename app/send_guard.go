@@ -74,7 +74,10 @@ type SendTx interface {
 	// contact's row, whether the contact opted out of the message's
 	// channel, in the same statement.
 	LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) (marker *SendMarker, quotaMonth *time.Time, queued, optedOut bool, err error)
-	ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch Channel, month time.Time, limit int, held *time.Time) (ok bool, used int, err error)
+	// ReserveQuota takes one of the month's quota (limit, or Unlimited)
+	// and the message's cost from the month's budget of its channel, in
+	// one conditional statement.
+	ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch Channel, month time.Time, limit int, cost *Money, held *time.Time) (QuotaTake, error)
 	MarkSendStarted(ctx context.Context, tenantID, id uuid.UUID, m SendMarker) error
 	ClearSendStarted(ctx context.Context, tenantID, id uuid.UUID) error
 	// MarkSendUnknown records that the message's current call had no
@@ -149,6 +152,8 @@ type sendPlan struct {
 	// month's use.
 	quotaOK bool
 	used    int
+	// budget is set when the month's budget refused the send.
+	budget *QuotaTake
 	// wait, without proceed: the outcome of an earlier call of the
 	// message is unknown; hold off this long for its confirmation.
 	wait time.Duration
@@ -257,10 +262,17 @@ func (d *Dispatcher) reserve(ctx context.Context, tx SendTx, s *send, plan *send
 	}
 	plan.quotaOK = true
 	marker := SendMarker{At: now, By: d.guard.self(), Attempt: s.attempt}
-	if plan.limit != Unlimited {
+	if plan.limit != Unlimited || m.EstimatedCost != nil {
 		month := MonthOf(now)
-		if plan.quotaOK, plan.used, err = tx.ReserveQuota(ctx, m.TenantID, m.ID, m.Channel, month, plan.limit, held); err != nil || !plan.quotaOK {
+		take, err := tx.ReserveQuota(ctx, m.TenantID, m.ID, m.Channel, month, plan.limit, m.EstimatedCost, held)
+		if err != nil {
 			return err
+		}
+		if plan.quotaOK, plan.used = take.OK, take.Used; !take.OK {
+			if take.BudgetRefused {
+				plan.budget = &take
+			}
+			return nil
 		}
 		marker.QuotaMonth = &month
 	}

@@ -57,6 +57,7 @@ var txInterfaces = map[string]reflect.Type{
 	"app.InsertTx":           reflect.TypeFor[app.InsertTx](),
 	"app.IntakeTx":           reflect.TypeFor[app.IntakeTx](),
 	"app.LimitAdminTx":       reflect.TypeFor[app.LimitAdminTx](),
+	"app.PriceTx":            reflect.TypeFor[app.PriceTx](),
 	"app.LimitTx":            reflect.TypeFor[app.LimitTx](),
 	"app.SMSLimitTx":         reflect.TypeFor[app.SMSLimitTx](),
 	"app.OverdueTx":          reflect.TypeFor[app.OverdueTx](),

@@ -179,37 +179,61 @@ func (t *Tx) LockSend(ctx context.Context, tenantID, id uuid.UUID, optOut bool) 
 // month's use. Call it after LockSend, in the same transaction, and record
 // the hold with the call's marker (MarkSendStarted with QuotaMonth): one
 // change of the message's row for both.
-func (t *Tx) ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch app.Channel, month time.Time, limit int, held *time.Time) (bool, int, error) {
+//
+// The message's estimated cost is taken from the month's budget of the
+// channel (tenant_limits, read by the same statement) in the same UPDATE,
+// under the same row lock: a send whose cost would pass the budget is
+// refused (BudgetRefused) however many workers send at once, and an
+// operator's new budget counts from the next send on.
+func (t *Tx) ReserveQuota(ctx context.Context, tenantID, id uuid.UUID, ch app.Channel, month time.Time, limit int, cost *app.Money, held *time.Time) (app.QuotaTake, error) {
 	if held != nil && held.Equal(month) {
 		var used int
 		err := t.tx.GetContext(ctx, &used, `SELECT used FROM quota_usage WHERE tenant_id = $1 AND channel = $2 AND month = $3`, tenantID, ch, month)
 		if isNoRows(err) {
 			err = nil // the message holds its place; the row's figure is gone
 		}
-		return true, used, mapErr(err)
+		return app.QuotaTake{OK: true, Used: used}, mapErr(err)
 	}
 	if held != nil {
 		if err := t.releaseQuota(ctx, tenantID, id, ch, *held); err != nil {
-			return false, 0, err
+			return app.QuotaTake{}, err
 		}
+	}
+	var amount app.Money
+	if cost != nil {
+		amount = *cost
 	}
 	if _, err := t.tx.ExecContext(ctx, `
 		INSERT INTO quota_usage (tenant_id, channel, month, used)
 		SELECT $1, $2, $3, coalesce(sum(count), 0) FROM usage_counters WHERE tenant_id = $1 AND channel = $2 AND month = $3
 		ON CONFLICT (tenant_id, channel, month) DO NOTHING`, tenantID, ch, month); err != nil {
-		return false, 0, mapErr(err)
+		return app.QuotaTake{}, mapErr(err)
 	}
-	var used int
-	err := t.tx.GetContext(ctx, &used, `
-		UPDATE quota_usage SET used = used + 1
-		WHERE tenant_id = $1 AND channel = $2 AND month = $3 AND used < $4
-		RETURNING used`, tenantID, ch, month, limit)
+	var row struct {
+		Used   int        `db:"used"`
+		Spent  app.Money  `db:"spent"`
+		Budget *app.Money `db:"budget"`
+	}
+	err := t.tx.GetContext(ctx, &row, `
+		UPDATE quota_usage SET used = used + 1, spent = spent + $5
+		WHERE tenant_id = $1 AND channel = $2 AND month = $3 AND ($4 < 0 OR used < $4)
+			AND ($5 = 0 OR spent + $5 <= coalesce((`+budgetOf+`), spent + $5))
+		RETURNING used, spent, NULL::bigint AS budget`, tenantID, ch, month, limit, amount)
 	if isNoRows(err) {
-		err = t.tx.GetContext(ctx, &used, `SELECT used FROM quota_usage WHERE tenant_id = $1 AND channel = $2 AND month = $3`, tenantID, ch, month)
-		return false, used, mapErr(err)
+		err = t.tx.GetContext(ctx, &row, `
+			SELECT used, spent, (`+budgetOf+`) AS budget FROM quota_usage WHERE tenant_id = $1 AND channel = $2 AND month = $3`, tenantID, ch, month)
+		take := app.QuotaTake{Used: row.Used, Spent: row.Spent}
+		if (limit < 0 || row.Used < limit) && row.Budget != nil {
+			take.BudgetRefused, take.Budget = true, *row.Budget
+		}
+		return take, mapErr(err)
 	}
-	return true, used, mapErr(err)
+	return app.QuotaTake{OK: err == nil, Used: row.Used, Spent: row.Spent}, mapErr(err)
 }
+
+// budgetOf reads the tenant's ($1) budget of the channel ($2).
+const budgetOf = `SELECT CASE $2::text WHEN 'EMAIL' THEN l.budget_email WHEN 'SMS' THEN l.budget_sms
+	WHEN 'WHATSAPP' THEN l.budget_whatsapp END FROM tenant_limits l WHERE l.tenant_id = $1`
 
 // ReleaseQuota serves app.DispatchTx: the message gives back the
 // reservation it holds, if any (a send that ended without going out).
@@ -230,8 +254,10 @@ func (t *Tx) ReleaseQuota(ctx context.Context, tenantID, id uuid.UUID) error {
 
 func (t *Tx) releaseQuota(ctx context.Context, tenantID, id uuid.UUID, ch app.Channel, month time.Time) error {
 	if _, err := t.tx.ExecContext(ctx, `
-		UPDATE quota_usage SET used = greatest(used - 1, 0) WHERE tenant_id = $1 AND channel = $2 AND month = $3`,
-		tenantID, ch, month); err != nil {
+		UPDATE quota_usage SET used = greatest(used - 1, 0),
+			spent = greatest(spent - coalesce((SELECT estimated_cost FROM messages WHERE tenant_id = $1 AND id = $4), 0), 0)
+		WHERE tenant_id = $1 AND channel = $2 AND month = $3`,
+		tenantID, ch, month, id); err != nil {
 		return mapErr(err)
 	}
 	_, err := t.tx.ExecContext(ctx, `UPDATE messages SET quota_month = NULL WHERE tenant_id = $1 AND id = $2`, tenantID, id)

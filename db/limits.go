@@ -13,7 +13,7 @@ import (
 )
 
 const limitColumns = `tenant_id, intake_per_minute, daily_email, daily_sms, daily_whatsapp, daily_webhook,
-	sms_countries, sms_international_daily, sms_recipient_daily, max_sms_parts, updated_at`
+	sms_countries, sms_international_daily, sms_recipient_daily, max_sms_parts, budget_email, budget_sms, budget_whatsapp, updated_at`
 
 // LimitSettings serves app.LimitTx: a tenant without a row has every
 // limit at its default.
@@ -34,12 +34,15 @@ func (t *Tx) SetLimitSettings(ctx context.Context, s *app.LimitSettings) error {
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO tenant_limits (`+limitColumns+`)
 		VALUES (:tenant_id, :intake_per_minute, :daily_email, :daily_sms, :daily_whatsapp, :daily_webhook,
-			:sms_countries, :sms_international_daily, :sms_recipient_daily, :max_sms_parts, :updated_at)
+			:sms_countries, :sms_international_daily, :sms_recipient_daily, :max_sms_parts,
+			:budget_email, :budget_sms, :budget_whatsapp, :updated_at)
 		ON CONFLICT (tenant_id) DO UPDATE SET
 			intake_per_minute = EXCLUDED.intake_per_minute, daily_email = EXCLUDED.daily_email,
 			daily_sms = EXCLUDED.daily_sms, daily_whatsapp = EXCLUDED.daily_whatsapp, daily_webhook = EXCLUDED.daily_webhook,
 			sms_countries = EXCLUDED.sms_countries, sms_international_daily = EXCLUDED.sms_international_daily,
-			sms_recipient_daily = EXCLUDED.sms_recipient_daily, max_sms_parts = EXCLUDED.max_sms_parts, updated_at = EXCLUDED.updated_at`, s)
+			sms_recipient_daily = EXCLUDED.sms_recipient_daily, max_sms_parts = EXCLUDED.max_sms_parts,
+			budget_email = EXCLUDED.budget_email, budget_sms = EXCLUDED.budget_sms, budget_whatsapp = EXCLUDED.budget_whatsapp,
+			updated_at = EXCLUDED.updated_at`, s)
 	return mapErr(err)
 }
 
@@ -138,6 +141,24 @@ func (t *Tx) PruneDayCounts(ctx context.Context, now time.Time, limit int) (int,
 // dateParam is a day as a date parameter: its UTC date, whatever the
 // session's time zone.
 func dateParam(day time.Time) string { return day.UTC().Format(time.DateOnly) }
+
+// MonthSpent serves app.LimitAdminTx: the cost the month's sends
+// reserved (ReserveQuota), per channel.
+func (t *Tx) MonthSpent(ctx context.Context, tenantID uuid.UUID, month time.Time) (map[app.Channel]app.Money, error) {
+	var rows []struct {
+		Channel app.Channel `db:"channel"`
+		Spent   app.Money   `db:"spent"`
+	}
+	err := t.tx.SelectContext(ctx, &rows, `SELECT channel, spent FROM quota_usage WHERE tenant_id = $1 AND month = $2`, tenantID, month)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make(map[app.Channel]app.Money, len(rows))
+	for _, r := range rows {
+		out[r.Channel] = r.Spent
+	}
+	return out, nil
+}
 
 // LimitRefusals serves app.LimitAdminTx: the tenant's refused requests
 // since a time, by code, of the codes given.

@@ -71,9 +71,9 @@ func TestMessageLife_UpdatesInPlace(t *testing.T) {
 
 	month := app.MonthOf(now)
 	upd, hot = step(t, func(tx *db.Tx) error {
-		ok, used, err := tx.ReserveQuota(b.ctx, tn.ID, m.ID, app.WhatsApp, month, 10, nil)
-		require.True(t, ok)
-		require.Equal(t, 1, used)
+		take, err := tx.ReserveQuota(b.ctx, tn.ID, m.ID, app.WhatsApp, month, 10, nil, nil)
+		require.True(t, take.OK)
+		require.Equal(t, 1, take.Used)
 		if err != nil {
 			return err
 		}

@@ -73,6 +73,7 @@ var runtimePrivileges = map[string]string{
 	"message_template_counts":    privWrite,
 	"messages":                   privWrite,
 	"meta_templates":             privWrite,
+	"prices":                     privWrite,
 	"quota_usage":                privWrite,
 	"rate_buckets":               privWrite,
 	"receipt_inbox":              privWrite,

@@ -240,6 +240,8 @@ func failureLabel(reason string) string {
 		return "The channel account is suspended"
 	case app.ReasonQuotaExceeded:
 		return "The monthly quota was used up"
+	case app.ReasonBudgetExceeded:
+		return "The monthly budget was used up"
 	case app.ReasonSMSCountry:
 		return "The tenant does not send SMS to the number's country"
 	case app.ReasonSMSInternational:

@@ -29,6 +29,41 @@ type approvalJSON struct {
 	// SubmittedByThisKey is true when the asking key submitted the event:
 	// it may not decide it (separation of duties).
 	SubmittedByThisKey bool `json:"submitted_by_this_key"`
+	// Estimate is what the notification would cost by the price table,
+	// over all its recipients; absent once routed or without prices.
+	Estimate *estimateJSON `json:"estimate,omitempty"`
+}
+
+// estimateJSON is an approval's estimated cost.
+type estimateJSON struct {
+	Currency string `json:"currency"`
+	// Total is a decimal string, such as "23.40".
+	Total string             `json:"total"`
+	Text  string             `json:"text"`
+	Lines []estimateLineJSON `json:"lines"`
+	// Unpriced counts the messages no price priced.
+	Unpriced int `json:"unpriced"`
+}
+
+// estimateLineJSON is one kind of message of an estimate.
+type estimateLineJSON struct {
+	Channel  string `json:"channel"`
+	Category string `json:"category,omitempty"`
+	SMSParts int    `json:"sms_parts,omitempty"`
+	Count    int    `json:"count"`
+	Cost     string `json:"cost"`
+}
+
+func estimateOut(e *app.Estimate) *estimateJSON {
+	if e == nil {
+		return nil
+	}
+	out := &estimateJSON{Currency: e.Currency, Total: e.Total.String(), Text: e.String(), Unpriced: e.Unpriced, Lines: []estimateLineJSON{}}
+	for _, l := range e.Lines {
+		out.Lines = append(out.Lines, estimateLineJSON{Channel: string(l.Kind.Channel), Category: l.Kind.Category, SMSParts: l.Kind.Parts,
+			Count: l.Count, Cost: l.Cost.String()})
+	}
+	return out
 }
 
 // recipientPlanJSON is what one recipient would receive.
@@ -57,7 +92,7 @@ type plannedJSON struct {
 func approvalOut(p *console.ApprovalPreview, key *app.APIKey) approvalJSON {
 	out := approvalJSON{Notification: scheduledOut(p.Event), Chain: p.Chain, Routed: p.Stored, HiddenRecipients: p.Hidden,
 		Recipients:         make([]recipientPlanJSON, len(p.Recipients)),
-		SubmittedByThisKey: app.SubmittedBy(&p.Event.Event, key.Actor())}
+		SubmittedByThisKey: app.SubmittedBy(&p.Event.Event, key.Actor()), Estimate: estimateOut(p.Estimate)}
 	for i, r := range p.Recipients {
 		rp := recipientPlanJSON{Name: r.Name, Known: r.Known, Nothing: r.Nothing, Messages: make([]plannedJSON, len(r.Messages))}
 		for j, m := range r.Messages {

@@ -13,3 +13,13 @@ func (s *Server) handleAPILimits(c *fiber.Ctx) error {
 	}
 	return c.JSON(u)
 }
+
+// handleAPIBudgets answers the tenant's monthly budget per priced channel
+// with the month's spend and what remains, in the installation's currency.
+func (s *Server) handleAPIBudgets(c *fiber.Ctx) error {
+	u, err := s.Limits.Usage(c.UserContext(), apiKeyOf(c).TenantID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"budgets": u.Budgets})
+}

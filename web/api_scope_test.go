@@ -91,6 +91,7 @@ var apiRouteScopes = map[string]string{
 	"PATCH /api/v1/tenant":                                            app.ScopeManage,
 	"GET /api/v1/events":                                              app.ScopeRead,
 	"GET /api/v1/limits":                                              app.ScopeRead,
+	"GET /api/v1/budgets":                                             app.ScopeRead,
 	"POST /api/v1/notifications":                                      app.ScopeSend,
 	"GET /api/v1/notifications":                                       app.ScopeRead,
 	"GET /api/v1/notifications/:id":                                   app.ScopeRead,

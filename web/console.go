@@ -264,6 +264,7 @@ var tenantNav = []navItem{
 var platformNav = []navItem{
 	{"Tenants", "/tenants", app.PermPlatform},
 	{"Queues", "/queues", app.PermQueues},
+	{"Prices", "/prices", app.PermPlatform},
 	{"Audit", "/audit", app.PermPlatform},
 }
 
@@ -296,7 +297,7 @@ func nav(c *fiber.Ctx, u *app.User, t *app.Tenant) []views.NavItem {
 // page returns the layout properties of a console page: the user, the
 // tenant, the navigation, pending notices and the CSRF token.
 func (s *Server) page(c *fiber.Ctx, title string) views.Page {
-	p := views.Page{Title: title, Version: s.Version, Location: time.UTC}
+	p := views.Page{Title: title, Version: s.Version, Location: time.UTC, Currency: s.currency()}
 	u := userOf(c)
 	if u == nil {
 		return p

@@ -269,7 +269,7 @@ func TestConsole_Authorization(t *testing.T) {
 		}
 		require.Equal(t, []string{"Dashboard", "Search", "Bookings", "Messages", "Requests", "Scheduled", "Approvals", "Uploads"}, labels(asSupport, "/t/acme/"))
 		require.Contains(t, labels(asManager, "/t/acme/"), "Channels")
-		require.Equal(t, []string{"Tenants", "Queues", "Audit"}, labels(asOperator, "/tenants"))
+		require.Equal(t, []string{"Tenants", "Queues", "Prices", "Audit"}, labels(asOperator, "/tenants"))
 		require.Contains(t, labels(asOperator, "/t/globex/"), "Templates", "operators work inside any tenant")
 	})
 }

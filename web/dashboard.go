@@ -77,6 +77,13 @@ func (s *Server) handleDashboard(c *fiber.Ctx) error {
 	if user.Can(app.PermAPIKeys) {
 		v.APIKeysHref = tenantPath(c, "/api-keys")
 	}
+	if s.Limits != nil && d.HasMessages {
+		u, err := s.Limits.Usage(ctx, tenant.ID)
+		if err != nil {
+			return err
+		}
+		v.Costs = u.Budgets
+	}
 	return s.render(c, views.DashboardPage(p, v))
 }
 

@@ -23,6 +23,7 @@ func (s *Server) routes(a *fiber.App) {
 	api.get("/tenant", app.ScopeRead, s.handleAPITenant)
 	api.patch("/tenant", app.ScopeManage, s.handleAPITenantUpdate)
 	api.get("/limits", app.ScopeRead, s.handleAPILimits)
+	api.get("/budgets", app.ScopeRead, s.handleAPIBudgets)
 	api.get("/events", app.ScopeRead, s.handleAPIEvents)
 	api.post("/notifications", app.ScopeSend, s.handleAPINotificationCreate)
 	api.get("/notifications", app.ScopeRead, s.handleAPINotificationFind)
@@ -131,6 +132,9 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	op.post("/tenants/:id", app.PermPlatform, s.handleTenantUpdate)
 	op.post("/tenants/:id/limits", app.PermPlatform, s.handleTenantLimits)
 	op.get("/limits", app.PermPlatform, s.handleLimitsOverview)
+	op.get("/prices", app.PermPlatform, s.handlePriceList)
+	op.post("/prices", app.PermPlatform, s.handlePricePut)
+	op.post("/prices/delete", app.PermPlatform, s.handlePriceDelete)
 	op.post("/tenants/:id/suspend", app.PermPlatform, s.handleTenantSuspend)
 	op.post("/tenants/:id/reactivate", app.PermPlatform, s.handleTenantReactivate)
 

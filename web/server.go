@@ -94,6 +94,9 @@ type Server struct {
 	// Limits holds each API key's token bucket and serves the tenant's
 	// limits to the API, the settings page and the operator.
 	Limits *app.IntakeLimits
+	// Prices is the price table operators edit; routing, budgets and
+	// approvals price messages by it.
+	Prices *app.Prices
 	// MetaTemplateConsole serves a WhatsApp account's Meta template page.
 	MetaTemplateConsole *console.MetaTemplates
 

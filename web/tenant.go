@@ -252,6 +252,7 @@ func (s *Server) handleTenantLimits(c *fiber.Ctx) error {
 		DailySMS: c.FormValue("daily_sms"), DailyWhatsApp: c.FormValue("daily_whatsapp"), DailyWebhook: c.FormValue("daily_webhook"),
 		SMSCountries: c.FormValue("sms_countries"), SMSInternationalDaily: c.FormValue("sms_international_daily"),
 		SMSRecipientDaily: c.FormValue("sms_recipient_daily"), MaxSMSParts: c.FormValue("max_sms_parts"),
+		BudgetEmail: c.FormValue("budget_email"), BudgetSMS: c.FormValue("budget_sms"), BudgetWhatsApp: c.FormValue("budget_whatsapp"),
 	}
 	if err := s.Limits.Set(c.UserContext(), userOf(c).Actor(), t.ID, in); err != nil {
 		return s.formFailure(c, err, func(errs views.FormErrors) error {

@@ -71,6 +71,10 @@ type ApprovalPreview struct {
 	// Stored is true when the event was routed: the messages shown are the
 	// stored ones, not a plan.
 	Stored bool
+	// Estimate is what the event would cost, over all its recipients
+	// (hidden ones too), by the price table and app.EstimateCost; nil for
+	// a routed event or without prices.
+	Estimate *app.Estimate
 }
 
 // Pending returns one page of the tenant's events awaiting approval, each
@@ -144,11 +148,12 @@ func (s *Schedules) previews(ctx context.Context, tx *previewTx, u app.Principal
 			return nil, err
 		}
 		se.RecipientCount = len(rs)
+		all := rs
 		if maxRecipients > 0 && len(rs) > maxRecipients {
 			p.Hidden = len(rs) - maxRecipients
 			rs = rs[:maxRecipients]
 		}
-		planned[i] = &plannedEvent{recipients: rs}
+		planned[i] = &plannedEvent{recipients: rs, all: all}
 		recipients = append(recipients, rs...)
 	}
 	if len(recipients) == 0 {
@@ -237,6 +242,9 @@ func audienceRecipients(ctx context.Context, tx ScheduleTx, e *app.Event) ([]app
 type plannedEvent struct {
 	recipients []app.Recipient
 	keys       [][]string
+	// all are every recipient, previewed or hidden, which the estimate
+	// counts.
+	all []app.Recipient
 }
 
 // plan renders an event awaiting approval as routing would: the same
@@ -257,15 +265,35 @@ func (s *Schedules) plan(ctx context.Context, tx *previewTx, p *ApprovalPreview,
 	}
 	channels, chain := app.RouteChannels(e, def)
 	p.Chain = chain
-	for i, rc := range pe.recipients {
+	prices, err := s.priceTable(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if prices != nil {
+		p.Estimate = &app.Estimate{Currency: prices.Currency}
+	}
+	for i, rc := range pe.all {
 		contact, known := tx.previewContact(tenant.ID, rc)
+		if i >= len(pe.recipients) {
+			// A hidden recipient counts in the estimate only.
+			if err := s.estimate(ctx, tx, p, prices, tenant, e, def, app.Addressee{Contact: contact, Recipient: rc, Index: i}, channels); err != nil {
+				return err
+			}
+			continue
+		}
 		rp := RecipientPlan{Name: rc.Name, Known: known}
 		keys := make([]string, 0, len(channels))
 		skipped := []string{}
+		counted := false
 		for _, ch := range channels {
 			m, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, app.Addressee{Contact: contact, Recipient: rc, Index: i}, nil, ch, nil)
 			if err != nil {
 				return err
+			}
+			if skip == "" && p.Estimate != nil && (!chain || !counted) {
+				// A fallback chain sends its first usable channel.
+				counted = true
+				estimateMessage(p.Estimate, prices, m)
 			}
 			if skip != "" {
 				rp.Messages = append(rp.Messages, PlannedMessage{Channel: ch, Role: PlanSkipped, Skip: skip})
@@ -288,6 +316,47 @@ func (s *Schedules) plan(ctx context.Context, tx *previewTx, p *ApprovalPreview,
 		pe.keys = append(pe.keys, keys)
 	}
 	return nil
+}
+
+// priceTable reads the price table for an estimate; nil without prices.
+func (s *Schedules) priceTable(ctx context.Context, tx *previewTx) (*app.PriceTable, error) {
+	if s.Prices == nil {
+		return nil, nil
+	}
+	return s.Prices.Table(ctx, tx)
+}
+
+// estimate adds what routing would send one hidden recipient to the
+// preview's estimate: every usable channel, or a chain's first.
+func (s *Schedules) estimate(ctx context.Context, tx *previewTx, p *ApprovalPreview, prices *app.PriceTable, tenant *app.Tenant, e *app.Event,
+	def *app.EventDef, to app.Addressee, channels []app.Channel) error {
+	if p.Estimate == nil {
+		return nil
+	}
+	for _, ch := range channels {
+		m, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, to, nil, ch, nil)
+		if err != nil {
+			return err
+		}
+		if skip != "" {
+			continue
+		}
+		estimateMessage(p.Estimate, prices, m)
+		if p.Chain {
+			return nil
+		}
+	}
+	return nil
+}
+
+// estimateMessage counts a planned message in an estimate, its SMS parts
+// counted as routing counts them when it stores the message.
+func estimateMessage(est *app.Estimate, prices *app.PriceTable, m *app.Message) {
+	if m.Channel == app.SMS {
+		_, c := app.PrepareSMS(m.Body)
+		m.SMSParts = &c.Parts
+	}
+	est.Add(prices, m)
 }
 
 // storedMessagesPerRecipient bounds the stored messages read per recipient

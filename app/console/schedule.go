@@ -33,6 +33,8 @@ type ScheduleFilter struct {
 // show. Changes go through Intake, as they do for the API.
 type ScheduleTx interface {
 	app.PlanTx
+	// The price table prices the estimate of an approval.
+	app.PriceReader
 	// TripPassengers expands a trip audience (app.AudienceTx).
 	TripPassengers(ctx context.Context, tenantID uuid.UUID, tripID string) ([]app.TripPassenger, error)
 	TenantByID(ctx context.Context, id uuid.UUID) (*app.Tenant, error)
@@ -75,6 +77,9 @@ type Schedules struct {
 	// Router plans the messages an event awaiting approval would send,
 	// with the same template lookup and channel rules as routing.
 	Router *app.Router
+	// Prices price what an event awaiting approval would send (nil: no
+	// estimate).
+	Prices *app.Prices
 	Now    app.Clock
 }
 

@@ -95,6 +95,8 @@ type Services struct {
 	// Limits are each API key's token bucket and the tenants' limits as
 	// the console and the API show and operators set them.
 	Limits *app.IntakeLimits
+	// Prices are the installation's price table, which operators edit.
+	Prices *app.Prices
 	// ConfirmWindows manages tenants' confirmation windows; the
 	// dispatcher reads them in its own transaction.
 	ConfirmWindows *app.ConfirmWindows
@@ -309,7 +311,9 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts, Rates: store}
 	// Buckets read the database's clock (as the dispatcher's do) unless a
 	// test injects one.
-	s.Limits = &app.IntakeLimits{Store: db.Scope[app.LimitAdminTx](store), Rates: store, BucketNow: opts.Now, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
+	s.Limits = &app.IntakeLimits{Store: db.Scope[app.LimitAdminTx](store), Rates: store, BucketNow: opts.Now, Now: now, CacheTTL: cfg.APIKeyCacheTTL,
+		Currency: cfg.Currency}
+	s.Prices = &app.Prices{Store: db.Scope[app.PriceTx](store), Now: now, Currency: cfg.Currency}
 	s.Rejections = &app.Rejections{Store: db.Scope[app.RejectionTx](store), Lookup: store, Now: now, Log: log}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
@@ -343,7 +347,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		},
 		MessageConsole: &console.MessageConsole{Store: db.Scope[console.MessageTx](store), Queue: queue, Router: s.Router, Messages: s.Messages, Now: now},
 		Trips:          &console.Trips{Store: db.Scope[console.TripTx](store)},
-		Schedules:      &console.Schedules{Store: db.Scope[console.ScheduleTx](store), Intake: s.Intake, Router: s.Router, Now: now},
+		Schedules: &console.Schedules{Store: db.Scope[console.ScheduleTx](store), Intake: s.Intake, Router: s.Router,
+			Prices: s.Prices, Now: now},
 		ContactConsole: &console.ContactConsole{Contacts: s.Contacts, Searcher: &app.ContactSearcher{Store: db.Scope[app.ContactSearchTx](store)}},
 		AuditLog:       &console.AuditLog{Store: db.Scope[console.AuditLogTx](store), Audit: s.Audit, Now: now},
 		MetaTemplates:  &console.MetaTemplates{Store: db.Scope[console.MetaTemplateTx](store), MetaTemplates: s.MetaTemplates},
@@ -370,7 +375,7 @@ func (s *Services) Web(version string) *web.Server {
 		Accounts: s.Console.Accounts, MessageConsole: s.Console.MessageConsole, Trips: s.Console.Trips,
 		Schedules: s.Console.Schedules, AuditLog: s.Console.AuditLog,
 		Contacts: s.Contacts, ContactConsole: s.Console.ContactConsole,
-		Rejections: s.Rejections, RejectionConsole: s.Console.Rejections, Limits: s.Limits,
+		Rejections: s.Rejections, RejectionConsole: s.Console.Rejections, Limits: s.Limits, Prices: s.Prices,
 		Registry: s.Registry, Version: version, OpenAPI: s.OpenAPI,
 	}
 }

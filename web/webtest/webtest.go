@@ -134,6 +134,7 @@ func Config(databaseURL string) app.Config {
 		RescueStuckAfter:   app.DefaultRescueStuckAfter,
 
 		PendingReceiptHorizon: 24 * time.Hour,
+		Currency:              "EUR",
 	}
 }
 
