@@ -43,6 +43,8 @@ require (
 	golang.org/x/text v0.43.0
 )
 
+require github.com/yuin/goldmark v1.8.7 // indirect
+
 require (
 	cel.dev/expr v0.25.2 // indirect
 	charm.land/bubbles/v2 v2.1.0 // indirect

@@ -419,7 +419,10 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 	if err != nil {
 		return nil, nil, "", err
 	}
-	body, missing := Render(t.Body, vars, ch == Email)
+	body, missing := Render(t.Body, vars, false)
+	if ch == Email {
+		body, missing = RenderEmailBody(t.Body, t.BodyFormat, vars)
+	}
 	subject, missingSubject := Render(t.Subject, vars, false)
 	if missing = append(missing, missingSubject...); len(missing) > 0 {
 		r.Log.WarnContext(ctx, "template variables missing; rendered empty", "event_id", e.ID, "template_id", t.ID, "missing", missing)

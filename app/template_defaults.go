@@ -13,6 +13,8 @@ type DefaultTemplate struct {
 	// Body uses {{variable}} placeholders. E-mail bodies are HTML; WhatsApp
 	// and SMS bodies are plain text.
 	Body string
+	// Format is an e-mail body's format; empty is HTML.
+	Format BodyFormat
 	// WhatsApp is, for WhatsApp texts, the Meta template derived from Body
 	// (DeriveMetaTemplate): what the tenant submits for approval, and what
 	// is sent outside the 24-hour customer-service window.

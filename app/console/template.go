@@ -64,12 +64,13 @@ type TemplateFilter struct {
 // TemplateVersion is one version of a template's content: an earlier one
 // from template_versions, or the current one.
 type TemplateVersion struct {
-	TemplateID       uuid.UUID  `db:"template_id"`
-	Version          int        `db:"version"`
-	Subject          string     `db:"subject"`
-	Body             string     `db:"body"`
-	WhatsAppTemplate app.JSON   `db:"whatsapp_template"`
-	UpdatedBy        *uuid.UUID `db:"updated_by"`
+	TemplateID       uuid.UUID      `db:"template_id"`
+	Version          int            `db:"version"`
+	Subject          string         `db:"subject"`
+	Body             string         `db:"body"`
+	BodyFormat       app.BodyFormat `db:"body_format"`
+	WhatsAppTemplate app.JSON       `db:"whatsapp_template"`
+	UpdatedBy        *uuid.UUID     `db:"updated_by"`
 	// AuthorEmail is the author's address when the author is a user of the
 	// tenant (operators' accounts are not the tenant's to read).
 	AuthorEmail *string `db:"author_email"`
