@@ -71,7 +71,8 @@ func (s *Server) handleTemplateList(c *fiber.Ctx) error {
 // line endings; templates keep LF, like the provisioned ones.
 func templateFormOf(c *fiber.Ctx) app.TemplateInput {
 	crlf := strings.NewReplacer("\r\n", "\n")
-	in := app.TemplateInput{Subject: strings.TrimSpace(c.FormValue("subject")), Body: crlf.Replace(c.FormValue("body"))}
+	in := app.TemplateInput{Subject: strings.TrimSpace(c.FormValue("subject")), Body: crlf.Replace(c.FormValue("body")),
+		BodyFormat: app.BodyFormat(strings.TrimSpace(c.FormValue("body_format")))}
 	name, lang := strings.TrimSpace(c.FormValue("wa_name")), strings.TrimSpace(c.FormValue("wa_language"))
 	params := parameterList(c.FormValue("wa_parameters"))
 	if name != "" || lang != "" || len(params) > 0 {
@@ -159,7 +160,11 @@ func (s *Server) previewOf(c *fiber.Ctx, event, channel string, in app.TemplateI
 			limit = l
 		}
 	}
-	return &views.TemplatePreviewView{Preview: console.PreviewTemplate(def, ch, in, samples, limit)}
+	var frame *app.EmailFrame
+	if ch == app.Email {
+		frame = s.emailFrame(c)
+	}
+	return &views.TemplatePreviewView{Preview: console.PreviewTemplate(def, ch, in, samples, limit, frame)}
 }
 
 // handleTemplateNew shows the editor for a new template; ?event=, ?channel=

@@ -566,16 +566,25 @@ type TemplatePreview struct {
 // plain text, as routing does.
 // An SMS is shown prepared as it is sent (app.PrepareSMS), with its count,
 // and refused past smsLimit parts as saving refuses it.
-func PreviewTemplate(def *app.EventDef, ch app.Channel, in app.TemplateInput, overrides map[string]string, smsLimit int) *TemplatePreview {
+//
+// An e-mail is shown in frame's layout (app.EmailLayout, which the
+// dispatcher wraps every e-mail in) when frame is given.
+func PreviewTemplate(def *app.EventDef, ch app.Channel, in app.TemplateInput, overrides map[string]string, smsLimit int, frame *app.EmailFrame) *TemplatePreview {
 	vars := SampleVars(def, overrides)
 	p := &TemplatePreview{Channel: ch}
-	p.Body, _ = app.Render(in.Body, vars, ch == app.Email)
+	p.Body, _ = app.Render(in.Body, vars, false)
+	if ch == app.Email {
+		p.Body, _ = app.RenderEmailBody(in.Body, in.BodyFormat, vars)
+	}
 	if ch == app.SMS {
 		body, c := app.PrepareSMS(p.Body)
 		p.Body, p.SMS, p.SMSLimit = body, &c, smsLimit
 	}
 	subject, _ := app.Render(in.Subject, vars, false)
 	p.Subject = strings.TrimSpace(subject)
+	if ch == app.Email && frame != nil {
+		p.Body = app.EmailLayout(*frame, p.Subject, p.Body)
+	}
 	if ch == app.Email {
 		p.Text = ses.PlainText(p.Body)
 	}
