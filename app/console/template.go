@@ -226,7 +226,10 @@ func (s *Templates) Create(ctx context.Context, u app.Principal, tenantID uuid.U
 	actor := u.Actor()
 	t := &app.Template{
 		ID: uuid.New(), TenantID: tenantID, TriggerEvent: def.Name, Channel: ch, Locale: locale,
-		Subject: in.Subject, Body: in.Body, Version: 1, IsActive: true, UpdatedBy: actor.ID, CreatedAt: now, UpdatedAt: now,
+		Subject: in.Subject, Body: in.Body, BodyFormat: app.BodyHTML, Version: 1, IsActive: true, UpdatedBy: actor.ID, CreatedAt: now, UpdatedAt: now,
+	}
+	if ch == app.Email && in.BodyFormat != "" {
+		t.BodyFormat = in.BodyFormat
 	}
 	if in.WhatsAppTemplate != nil {
 		t.WhatsAppTemplate, _ = json.Marshal(in.WhatsAppTemplate)
@@ -442,7 +445,7 @@ func (s *Templates) Restore(ctx context.Context, u app.Principal, tenantID, id u
 		if err := tx.InsertTemplateVersion(ctx, t); err != nil {
 			return err
 		}
-		t.Subject, t.Body, t.WhatsAppTemplate = old.Subject, old.Body, old.WhatsAppTemplate
+		t.Subject, t.Body, t.BodyFormat, t.WhatsAppTemplate = old.Subject, old.Body, old.BodyFormat, old.WhatsAppTemplate
 		t.Version++
 		t.UpdatedBy, t.UpdatedAt = actor.ID, s.Now()
 		if err := tx.UpdateTemplate(ctx, t); err != nil {
