@@ -236,8 +236,6 @@ func ValidateTemplate(event *EventDef, channel Channel, in TemplateInput) ([]str
 		return nil, &Error{Code: EINVALID, Reason: "invalid_subject", Field: "subject", Message: "The subject must be one line, without line breaks."}
 	case in.BodyFormat != "" && in.BodyFormat != BodyHTML && in.BodyFormat != BodyMarkdown:
 		return nil, FieldErrorf("body_format", "The body format must be html or markdown.")
-	case in.BodyFormat == BodyMarkdown && channel != Email:
-		return nil, FieldErrorf("body_format", "Only e-mail bodies can be Markdown.")
 	case strings.IndexByte(in.Subject+in.Body, 0) >= 0:
 		return nil, &Error{Code: EINVALID, Reason: "invalid_text", Field: "body", Message: "The template contains a NUL character."}
 	}

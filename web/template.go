@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"net/url"
 	"strconv"
@@ -101,11 +102,16 @@ func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale 
 	allowEmailPreview(c)
 	e := views.TemplateEditor{
 		Template: t, Base: tenantPath(c, "/templates"), Events: app.Events(),
-		Event: event, Channel: channel, Locale: locale, Subject: in.Subject, Body: in.Body, Errors: errs,
+		Event: event, Channel: channel, Locale: locale, Subject: in.Subject, Body: in.Body, BodyFormat: in.BodyFormat, Errors: errs,
 		Locales: s.localeChoices(c),
 	}
 	if t != nil {
 		e.Event, e.Channel, e.Locale, e.BaseVersion = t.TriggerEvent, string(t.Channel), t.Locale, t.Version
+		if e.BodyFormat == "" {
+			// A saved template shows its own format; a new one
+			// preselects Markdown.
+			e.BodyFormat = cmp.Or(t.BodyFormat, app.BodyHTML)
+		}
 	}
 	if spec := in.WhatsAppTemplate; spec != nil {
 		e.WAName, e.WALanguage, e.WAParameters = spec.Name, spec.Language, strings.Join(spec.Parameters, ", ")
