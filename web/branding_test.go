@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/web/webtest"
@@ -122,4 +124,43 @@ func TestConsoleBranding(t *testing.T) {
 		_, resp := support.get(path)
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 	})
+}
+
+// TestBrowser_Branding walks a manager through the branding page in
+// Chromium: type the branding, preview it, save it, and see the saved
+// preview in the light and the dark colour scheme.
+func TestBrowser_Branding(t *testing.T) {
+	t.Parallel()
+	c := serveConsole(t)
+	ctx := newBrowser(t)
+
+	login(t, ctx, c.base, c.users[asManager].Email, consolePassword)
+	clickNav(t, ctx, "Settings")
+	follow(t, ctx, chromedp.Click(chromedp.CSS(`.page-head a[href$="/settings/branding"]`)))
+	requireHeading(t, ctx, "E-mail branding")
+	capture(t, ctx, "01-branding-neutral")
+
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`input[name=sender_name]`), "Acme Reisen"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=brand_color]`), "#1d70b8"),
+		chromedp.SendKeys(chromedp.CSS(`textarea[name=footer_text]`), "Acme Travel GmbH, Hauptstraße 1, 10115 Berlin"),
+	))
+	follow(t, ctx, chromedp.Click(chromedp.CSS(`button[value=preview]`)))
+	requireText(t, ctx, "Not saved yet")
+	require.Contains(t, evalString(t, ctx, `document.querySelector('iframe.email-preview').getAttribute('srcdoc')`), "background:#1d70b8")
+	capture(t, ctx, "02-branding-preview")
+
+	follow(t, ctx, chromedp.Click(chromedp.CSS(`button[value=save]`)))
+	requireText(t, ctx, "Branding saved")
+	b, err := c.Services.Brandings.Get(c.Ctx, c.Tenant.ID)
+	require.NoError(t, err)
+	require.Equal(t, "#1d70b8", b.BrandColor)
+	require.Equal(t, "Acme Reisen", b.SenderName)
+	screenshot(t, ctx, "03-branding-saved-light")
+
+	_, err = chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+	require.NoError(t, err)
+	require.Equal(t, "true", evalString(t, ctx, `String(matchMedia('(prefers-color-scheme: dark)').matches)`))
+	screenshot(t, ctx, "04-branding-saved-dark")
 }
