@@ -33,7 +33,7 @@ func TestBranding_SESWire(t *testing.T) {
 		tp, err = tx.FindTemplate(b.ctx, tn.ID, "BOOKING_CONFIRMED", app.Email, []string{"de-DE"})
 		return err
 	}))
-	require.Equal(t, app.BodyHTML, tp.BodyFormat, "a provisioned template is stored with its format")
+	require.Equal(t, app.BodyMarkdown, tp.BodyFormat, "a provisioned e-mail template is Markdown")
 	_, _, err = b.svc.Templates.Save(b.ctx, app.SystemActor, tn.ID, tp.ID, app.TemplateInput{
 		Subject: "Bestätigung {{booking_reference}}", BodyFormat: app.BodyMarkdown, IsActive: true,
 		Body: "## Hallo {{passenger_name}}\n\n{{#if seat}}Platz: {{seat}}{{else}}Freie Platzwahl.{{/if}}\n\n> Reise: **{{tour_name}}**\n",
