@@ -108,13 +108,20 @@ func TestMigrate_BodyFormatKeepsHTML(t *testing.T) {
 
 	body := "<p>Hallo {{passenger_name}},</p>\n# no heading\n<p>*kein Markdown* {{seat}}</p>"
 	tenantID, templateID := uuid.New(), uuid.New()
-	_, err = d.SQL.ExecContext(ctx, `INSERT INTO tenants (id, slug, name) VALUES ($1, 'alt', 'Alt Reisen')`, tenantID)
+	// One connection in the platform scope, which row level security lets
+	// write every tenant's rows.
+	conn, err := d.SQL.Conn(ctx)
 	require.NoError(t, err)
-	_, err = d.SQL.ExecContext(ctx, `
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, `SELECT set_config('herald.scope', 'platform', false)`)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, `INSERT INTO tenants (id, slug, name) VALUES ($1, 'alt', 'Alt Reisen')`, tenantID)
+	require.NoError(t, err)
+	_, err = conn.ExecContext(ctx, `
 		INSERT INTO templates (id, tenant_id, trigger_event, channel, locale, subject, body, version, is_active, created_at, updated_at)
 		VALUES ($1, $2, 'BOOKING_CONFIRMED', 'EMAIL', 'de-DE', 'Betreff', $3, 2, true, now(), now())`, templateID, tenantID, body)
 	require.NoError(t, err)
-	_, err = d.SQL.ExecContext(ctx, `
+	_, err = conn.ExecContext(ctx, `
 		INSERT INTO template_versions (template_id, version, tenant_id, subject, body, is_active, created_at)
 		VALUES ($1, 1, $2, 'Alt', '<p>old</p>', true, now())`, templateID, tenantID)
 	require.NoError(t, err)
@@ -122,12 +129,19 @@ func TestMigrate_BodyFormatKeepsHTML(t *testing.T) {
 	_, err = provider.UpTo(ctx, 18)
 	require.NoError(t, err)
 	var formats []string
-	require.NoError(t, d.SQL.SelectContext(ctx, &formats, `
-		SELECT body_format FROM templates WHERE id = $1 UNION ALL SELECT body_format FROM template_versions WHERE template_id = $1`, templateID))
+	rows, err := conn.QueryContext(ctx, `
+		SELECT body_format FROM templates WHERE id = $1 UNION ALL SELECT body_format FROM template_versions WHERE template_id = $1`, templateID)
+	require.NoError(t, err)
+	for rows.Next() {
+		var f string
+		require.NoError(t, rows.Scan(&f))
+		formats = append(formats, f)
+	}
+	require.NoError(t, rows.Err())
 	require.Equal(t, []string{"html", "html"}, formats)
 
 	var tp app.Template
-	require.NoError(t, d.SQL.GetContext(ctx, &tp, `SELECT id, body, body_format FROM templates WHERE id = $1`, templateID))
+	require.NoError(t, conn.QueryRowContext(ctx, `SELECT body, body_format FROM templates WHERE id = $1`, templateID).Scan(&tp.Body, &tp.BodyFormat))
 	after, _ := app.RenderEmailBody(tp.Body, tp.BodyFormat, map[string]string{"passenger_name": "Anna <A>", "seat": "12"})
 	require.Equal(t, "<p>Hallo Anna &lt;A&gt;,</p>\n# no heading\n<p>*kein Markdown* 12</p>", after,
 		"an HTML template renders as it did before the migration: markup kept, values escaped, no Markdown")
