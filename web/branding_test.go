@@ -4,6 +4,7 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/cdproto/emulation"
@@ -50,7 +51,7 @@ func TestAPI_Branding(t *testing.T) {
 			{"HTTPLogo", map[string]any{"logo_url": "http://cdn.example/logo.png"}, 422, "invalid", "logo_url"},
 			{"LowContrast", map[string]any{"brand_color": "#ffdd00"}, 422, "invalid", "brand_color"},
 			{"NotAColour", map[string]any{"brand_color": "red"}, 422, "invalid", "brand_color"},
-			{"LongFooter", map[string]any{"footer_text": string(make([]byte, 501))}, 422, "invalid", "footer_text"},
+			{"LongFooter", map[string]any{"footer_text": strings.Repeat("a", 501)}, 422, "invalid", "footer_text"},
 			{"HeaderInjection", map[string]any{"sender_name": "Acme\r\nBcc: all@example.com"}, 422, "invalid", "sender_name"},
 			{"SpoofedAddress", map[string]any{"sender_name": `"ceo@acme.example"`}, 422, "invalid", "sender_name"},
 			{"UnknownField", map[string]any{"colour": "#000000"}, 422, "unknown_field", "colour"},
