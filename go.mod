@@ -43,7 +43,10 @@ require (
 	golang.org/x/text v0.43.0
 )
 
-require github.com/shopspring/decimal v1.5.0 // indirect
+require (
+	github.com/shopspring/decimal v1.5.0
+	github.com/yuin/goldmark v1.8.7
+)
 
 require (
 	cel.dev/expr v0.25.2 // indirect

@@ -226,6 +226,9 @@ type send struct {
 	credentialsRefused bool
 	// maxSMSParts is the tenant's limit of an SMS's parts.
 	maxSMSParts int
+	// branding is the tenant's e-mail branding (empty: the neutral
+	// layout).
+	branding Branding
 }
 
 // Dispatch runs the dispatch steps in order: the claim (one transaction
@@ -356,6 +359,17 @@ func (d *Dispatcher) call(ctx context.Context, s *send, p provider.Provider, sec
 	s.notSent = d.fitFiles(m, acct, &out)
 	if m.Channel == Email && m.ContactID != nil && d.opts.Unsubscribe != nil && OptionalEvent(m.TriggerEvent) {
 		out.UnsubscribeURL = d.opts.Unsubscribe.URL(UnsubscribeTarget{TenantID: m.TenantID, ContactID: *m.ContactID, MessageID: m.ID})
+	}
+	if m.Channel == Email {
+		// Every e-mail leaves in the tenant's layout, wrapped here at the
+		// send so that the stored body stays the content (which the console
+		// shows and a resend renders again) and the unsubscribe link can be
+		// in the footer.
+		f := EmailFrame{Branding: s.branding, TenantName: s.tenant.Name, UnsubscribeURL: out.UnsubscribeURL}
+		if m.Locale != nil {
+			f.Locale = *m.Locale
+		}
+		out.Body, out.SenderName = EmailLayout(f, m.Subject, m.Body), s.branding.SenderName
 	}
 	// Every call the breaker lets through is watched, its probes
 	// included, whose failures never reach refusal.

@@ -429,8 +429,11 @@ func (r *Router) plan(ctx context.Context, tx PlanTx, tenant *Tenant, e *Event, 
 	if err != nil {
 		return nil, nil, "", err
 	}
-	body, missing := Render(t.Body, vars, ch == Email)
-	if ch == SMS {
+	body, missing := Render(t.Body, vars, false)
+	switch ch {
+	case Email:
+		body, missing = RenderEmailBody(t.Body, t.BodyFormat, vars)
+	case SMS:
 		body = r.smsFiles(e, to, t.Body, vars)
 	}
 	subject, missingSubject := Render(t.Subject, vars, false)

@@ -192,6 +192,9 @@ func (d *Dispatcher) claim(ctx context.Context, tx SendTx, job DispatchJob, s *s
 	m := st.Message
 	s.message, s.tenant, s.account, s.credentialsRefused = m, st.Tenant, st.Account, st.CredentialsRefused
 	s.maxSMSParts = orDefault(st.MaxSMSParts, DefaultMaxSMSParts)
+	if st.Branding != nil {
+		s.branding = *st.Branding
+	}
 	now := d.Now()
 	switch {
 	case m.Status != MessageQueued || s.account == nil:

@@ -37,6 +37,7 @@ var txInterfaces = map[string]reflect.Type{
 	"app.AudienceTx":         reflect.TypeFor[app.AudienceTx](),
 	"app.AuditTx":            reflect.TypeFor[app.AuditTx](),
 	"app.BreakerTx":          reflect.TypeFor[app.BreakerTx](),
+	"app.BrandingTx":         reflect.TypeFor[app.BrandingTx](),
 	"app.CallbackEnqueueTx":  reflect.TypeFor[app.CallbackEnqueueTx](),
 	"app.CallbackTx":         reflect.TypeFor[app.CallbackTx](),
 	"app.ConfirmWindowTx":    reflect.TypeFor[app.ConfirmWindowTx](),

@@ -54,6 +54,9 @@ type DispatchState struct {
 	// MaxSMSParts is the operator's limit of the tenant's SMS length in
 	// parts; nil: DefaultMaxSMSParts.
 	MaxSMSParts *int
+	// Branding is the tenant's e-mail branding, on an e-mail whose tenant
+	// set one; nil: the neutral layout.
+	Branding *Branding
 }
 
 // SentRecord is a provider's acceptance of a message: the message becomes

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,6 +28,10 @@ type Template struct {
 	Locale       string    `db:"locale"`
 	Subject      string    `db:"subject"`
 	Body         string    `db:"body"`
+	// BodyFormat is how an e-mail body is written: HTML or Markdown.
+	// Other channels' bodies are plain text and keep the zero value's
+	// default, HTML, which they never read.
+	BodyFormat BodyFormat `db:"body_format"`
 	// WhatsAppTemplate, when set, makes Meta sends use an approved template.
 	WhatsAppTemplate JSON       `db:"whatsapp_template"`
 	Version          int        `db:"version"`
@@ -88,8 +93,11 @@ var placeholderPattern = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_.]+)\s*\}\}`)
 func Placeholders(text string) []string {
 	seen := map[string]bool{}
 	var out []string
+	names := blockConditions(text)
 	for _, m := range placeholderPattern.FindAllStringSubmatch(text, -1) {
-		name := strings.ToLower(m[1])
+		names = append(names, strings.ToLower(m[1]))
+	}
+	for _, name := range names {
 		if !seen[name] {
 			seen[name] = true
 			out = append(out, name)
@@ -118,11 +126,23 @@ func UnknownPlaceholders(event *EventDef, text string) []string {
 	return out
 }
 
-// Render fills {{variable}} placeholders (names match case-insensitively).
-// With escapeHTML the values are HTML-escaped, for e-mail bodies. A missing
-// variable renders empty and is returned, so the caller can warn.
+// Render decides the optional blocks of text and fills its {{variable}}
+// placeholders (names match case-insensitively). With escapeHTML the
+// values are HTML-escaped, for HTML e-mail bodies. A missing variable
+// renders empty and is returned, so the caller can warn.
 func Render(text string, vars map[string]string, escapeHTML bool) (string, []string) {
+	if escapeHTML {
+		return RenderEscaped(text, vars, html.EscapeString)
+	}
+	return RenderEscaped(text, vars, nil)
+}
+
+// RenderEscaped is Render with the values passed through escape (nil
+// leaves them as they are): HTML escaping for HTML e-mail, Markdown
+// escaping for Markdown e-mail.
+func RenderEscaped(text string, vars map[string]string, escape func(string) string) (string, []string) {
 	var missing []string
+	text = resolveBlocks(text, vars)
 	out := placeholderPattern.ReplaceAllStringFunc(text, func(m string) string {
 		name := strings.ToLower(placeholderPattern.FindStringSubmatch(m)[1])
 		v, ok := vars[name]
@@ -130,8 +150,8 @@ func Render(text string, vars map[string]string, escapeHTML bool) (string, []str
 			missing = append(missing, name)
 			return ""
 		}
-		if escapeHTML {
-			return html.EscapeString(v)
+		if escape != nil {
+			return escape(v)
 		}
 		return v
 	})
@@ -176,8 +196,10 @@ func Stringify(v any) string {
 
 // TemplateInput is what saving a template takes.
 type TemplateInput struct {
-	Subject          string
-	Body             string
+	Subject string
+	Body    string
+	// BodyFormat is the e-mail body's format; empty means HTML.
+	BodyFormat       BodyFormat
 	WhatsAppTemplate *WhatsAppTemplateSpec
 	IsActive         bool
 }
@@ -213,8 +235,16 @@ func ValidateTemplate(event *EventDef, channel Channel, in TemplateInput) ([]str
 	case strings.ContainsAny(in.Subject, "\r\n"):
 		// A subject is one header line; a line break would end it.
 		return nil, &Error{Code: EINVALID, Reason: "invalid_subject", Field: "subject", Message: "The subject must be one line, without line breaks."}
+	case in.BodyFormat != "" && in.BodyFormat != BodyHTML && in.BodyFormat != BodyMarkdown:
+		return nil, FieldErrorf("body_format", "The body format must be html or markdown.")
 	case strings.IndexByte(in.Subject+in.Body, 0) >= 0:
 		return nil, &Error{Code: EINVALID, Reason: "invalid_text", Field: "body", Message: "The template contains a NUL character."}
+	}
+	if err := ValidateBlocks("subject", in.Subject); err != nil {
+		return nil, err
+	}
+	if err := ValidateBlocks("body", in.Body); err != nil {
+		return nil, err
 	}
 	if s := in.WhatsAppTemplate; s != nil {
 		if channel != WhatsApp {
@@ -271,6 +301,10 @@ func (s *Templates) SaveChecked(ctx context.Context, actor Actor, tenantID, temp
 		}
 		keepMetaSubmission(t, &in)
 		t.Subject, t.Body, t.IsActive = in.Subject, in.Body, in.IsActive
+		t.BodyFormat = BodyHTML
+		if t.Channel == Email && in.BodyFormat != "" {
+			t.BodyFormat = in.BodyFormat
+		}
 		t.WhatsAppTemplate = nil
 		if in.WhatsAppTemplate != nil {
 			b, _ := json.Marshal(in.WhatsAppTemplate)
@@ -316,7 +350,7 @@ func provisionTemplates(ctx context.Context, tx ProvisionTx, tenantID uuid.UUID,
 	for _, d := range defaults {
 		t := &Template{
 			ID: uuid.New(), TenantID: tenantID, TriggerEvent: d.Event, Channel: d.Channel, Locale: d.Locale,
-			Subject: d.Subject, Body: d.Body, Version: 1, IsActive: true, CreatedAt: now, UpdatedAt: now,
+			Subject: d.Subject, Body: d.Body, BodyFormat: cmp.Or(d.Format, BodyHTML), Version: 1, IsActive: true, CreatedAt: now, UpdatedAt: now,
 		}
 		if d.WhatsApp != nil {
 			b, err := json.Marshal(d.WhatsApp)

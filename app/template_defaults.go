@@ -13,6 +13,8 @@ type DefaultTemplate struct {
 	// Body uses {{variable}} placeholders. E-mail bodies are HTML; WhatsApp
 	// and SMS bodies are plain text.
 	Body string
+	// Format is an e-mail body's format; empty is HTML.
+	Format BodyFormat
 	// WhatsApp is, for WhatsApp texts, the Meta template derived from Body
 	// (DeriveMetaTemplate): what the tenant submits for approval, and what
 	// is sent outside the 24-hour customer-service window.
@@ -67,30 +69,42 @@ var defaultTemplates = []DefaultTemplate{
 	{
 		Event: "BOOKING_CONFIRMED", Channel: Email, Locale: "de-DE",
 		Subject: "Buchungsbestätigung: {{tour_name}} ({{booking_reference}})",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>vielen Dank für Ihre Buchung! Wir haben Ihre Anzahlung erhalten und bestätigen Ihnen hiermit verbindlich Ihre Reise.</p>
-<p>Reise: <strong>{{tour_name}}</strong><br>
-Abreise: <strong>{{departure_date}}</strong><br>
-Buchungsnummer: <strong>{{booking_reference}}</strong><br>
-Erhaltene Anzahlung: <strong>{{deposit_amount}}</strong></p>
-<p>Bitte geben Sie bei Rückfragen immer Ihre Buchungsnummer an. Über die Restzahlung sowie Abfahrtsort und -zeit informieren wir Sie rechtzeitig vor Reisebeginn.</p>
-<p>Wir freuen uns, Sie an Bord begrüßen zu dürfen.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+vielen Dank für Ihre Buchung! Wir haben Ihre Anzahlung erhalten und bestätigen Ihnen hiermit verbindlich Ihre Reise.
+
+Reise: **{{tour_name}}**\
+Abreise: **{{departure_date}}**\
+Buchungsnummer: **{{booking_reference}}**\
+Erhaltene Anzahlung: **{{deposit_amount}}**
+
+Bitte geben Sie bei Rückfragen immer Ihre Buchungsnummer an. Über die Restzahlung sowie Abfahrtsort und -zeit informieren wir Sie rechtzeitig vor Reisebeginn.
+
+Wir freuen uns, Sie an Bord begrüßen zu dürfen.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "BOOKING_CONFIRMED", Channel: Email, Locale: "en",
 		Subject: "Booking confirmed: {{tour_name}} ({{booking_reference}})",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>Thank you for your booking! We have received your deposit and are pleased to confirm your trip.</p>
-<p>Tour: <strong>{{tour_name}}</strong><br>
-Departure: <strong>{{departure_date}}</strong><br>
-Booking reference: <strong>{{booking_reference}}</strong><br>
-Deposit received: <strong>{{deposit_amount}}</strong></p>
-<p>Please quote your booking reference whenever you contact us. We will let you know about the remaining balance and your departure point and time in good time before the trip.</p>
-<p>We look forward to welcoming you on board.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+Thank you for your booking! We have received your deposit and are pleased to confirm your trip.
+
+Tour: **{{tour_name}}**\
+Departure: **{{departure_date}}**\
+Booking reference: **{{booking_reference}}**\
+Deposit received: **{{deposit_amount}}**
+
+Please quote your booking reference whenever you contact us. We will let you know about the remaining balance and your departure point and time in good time before the trip.
+
+We look forward to welcoming you on board.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "BOOKING_CONFIRMED", Channel: WhatsApp, Locale: "de-DE",
@@ -119,30 +133,42 @@ Your travel team</p>`,
 	{
 		Event: "BOOKING_FULLY_PAID", Channel: Email, Locale: "de-DE",
 		Subject: "Zahlung vollständig erhalten: {{tour_name}} ({{booking_reference}})",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>vielen Dank! Ihre Reise ist nun vollständig bezahlt.</p>
-<p>Reise: <strong>{{tour_name}}</strong><br>
-Abreise: <strong>{{departure_date}}</strong><br>
-Buchungsnummer: <strong>{{booking_reference}}</strong><br>
-Gezahlter Gesamtbetrag: <strong>{{total_amount}}</strong></p>
-<p>Ihre Rechnung finden Sie hier: <a href="{{invoice_url}}">Rechnung ansehen</a></p>
-<p>Alle Informationen zu Abfahrtsort und -zeit senden wir Ihnen rechtzeitig vor der Abreise. Wir freuen uns auf Sie!</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+vielen Dank! Ihre Reise ist nun vollständig bezahlt.
+
+Reise: **{{tour_name}}**\
+Abreise: **{{departure_date}}**\
+Buchungsnummer: **{{booking_reference}}**\
+Gezahlter Gesamtbetrag: **{{total_amount}}**
+
+Ihre Rechnung finden Sie hier: [Rechnung ansehen]({{invoice_url}})
+
+Alle Informationen zu Abfahrtsort und -zeit senden wir Ihnen rechtzeitig vor der Abreise. Wir freuen uns auf Sie!
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "BOOKING_FULLY_PAID", Channel: Email, Locale: "en",
 		Subject: "Payment received in full: {{tour_name}} ({{booking_reference}})",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>Thank you! Your trip is now paid in full.</p>
-<p>Tour: <strong>{{tour_name}}</strong><br>
-Departure: <strong>{{departure_date}}</strong><br>
-Booking reference: <strong>{{booking_reference}}</strong><br>
-Total paid: <strong>{{total_amount}}</strong></p>
-<p>You can find your invoice here: <a href="{{invoice_url}}">View invoice</a></p>
-<p>We will send you all the details of your departure point and time in good time before the trip. We look forward to seeing you!</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+Thank you! Your trip is now paid in full.
+
+Tour: **{{tour_name}}**\
+Departure: **{{departure_date}}**\
+Booking reference: **{{booking_reference}}**\
+Total paid: **{{total_amount}}**
+
+You can find your invoice here: [View invoice]({{invoice_url}})
+
+We will send you all the details of your departure point and time in good time before the trip. We look forward to seeing you!
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "BOOKING_FULLY_PAID", Channel: WhatsApp, Locale: "de-DE",
@@ -171,30 +197,42 @@ Your travel team</p>`,
 	{
 		Event: "BOOKING_CANCELLED", Channel: Email, Locale: "de-DE",
 		Subject: "Stornierungsbestätigung: {{tour_name}} ({{booking_reference}})",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>hiermit bestätigen wir die Stornierung Ihrer Buchung.</p>
-<p>Reise: <strong>{{tour_name}}</strong><br>
-Abreise: <strong>{{departure_date}}</strong><br>
-Buchungsnummer: <strong>{{booking_reference}}</strong><br>
-Stornogebühr: <strong>{{cancellation_fee}}</strong></p>
-<p>Die Stornogebühr richtet sich nach unseren Reisebedingungen. Haben Sie bereits mehr gezahlt, erstatten wir Ihnen den Differenzbetrag; darüber erhalten Sie eine gesonderte Nachricht.</p>
-<p>Bei Fragen wenden Sie sich bitte unter Angabe Ihrer Buchungsnummer an uns. Wir hoffen, Sie bald auf einer anderen Reise begrüßen zu dürfen.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+hiermit bestätigen wir die Stornierung Ihrer Buchung.
+
+Reise: **{{tour_name}}**\
+Abreise: **{{departure_date}}**\
+Buchungsnummer: **{{booking_reference}}**\
+Stornogebühr: **{{cancellation_fee}}**
+
+Die Stornogebühr richtet sich nach unseren Reisebedingungen. Haben Sie bereits mehr gezahlt, erstatten wir Ihnen den Differenzbetrag; darüber erhalten Sie eine gesonderte Nachricht.
+
+Bei Fragen wenden Sie sich bitte unter Angabe Ihrer Buchungsnummer an uns. Wir hoffen, Sie bald auf einer anderen Reise begrüßen zu dürfen.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "BOOKING_CANCELLED", Channel: Email, Locale: "en",
 		Subject: "Cancellation confirmed: {{tour_name}} ({{booking_reference}})",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>We confirm that your booking has been cancelled.</p>
-<p>Tour: <strong>{{tour_name}}</strong><br>
-Departure: <strong>{{departure_date}}</strong><br>
-Booking reference: <strong>{{booking_reference}}</strong><br>
-Cancellation fee: <strong>{{cancellation_fee}}</strong></p>
-<p>The cancellation fee is based on our terms and conditions. If you have already paid more than this, we will refund the difference and confirm it in a separate message.</p>
-<p>If you have any questions, please contact us quoting your booking reference. We hope to welcome you on another trip soon.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+We confirm that your booking has been cancelled.
+
+Tour: **{{tour_name}}**\
+Departure: **{{departure_date}}**\
+Booking reference: **{{booking_reference}}**\
+Cancellation fee: **{{cancellation_fee}}**
+
+The cancellation fee is based on our terms and conditions. If you have already paid more than this, we will refund the difference and confirm it in a separate message.
+
+If you have any questions, please contact us quoting your booking reference. We hope to welcome you on another trip soon.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "BOOKING_CANCELLED", Channel: WhatsApp, Locale: "de-DE",
@@ -223,94 +261,140 @@ Your travel team</p>`,
 	{
 		Event: "BOOKING_REFUNDED", Channel: Email, Locale: "de-DE",
 		Subject: "Erstattung zu Ihrer Buchung {{booking_reference}}",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>für Ihre Buchung <strong>{{booking_reference}}</strong> haben wir Ihnen <strong>{{refund_amount}}</strong> erstattet.</p>
-<p>Die Erstattung erfolgt in der Regel über die ursprünglich verwendete Zahlungsart. Je nach Bank oder Kartenanbieter kann es einige Werktage dauern, bis der Betrag auf Ihrem Konto sichtbar ist.</p>
-<p>Bei Fragen wenden Sie sich bitte unter Angabe Ihrer Buchungsnummer an uns.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+für Ihre Buchung **{{booking_reference}}** haben wir Ihnen **{{refund_amount}}** erstattet.
+
+Die Erstattung erfolgt in der Regel über die ursprünglich verwendete Zahlungsart. Je nach Bank oder Kartenanbieter kann es einige Werktage dauern, bis der Betrag auf Ihrem Konto sichtbar ist.
+
+Bei Fragen wenden Sie sich bitte unter Angabe Ihrer Buchungsnummer an uns.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "BOOKING_REFUNDED", Channel: Email, Locale: "en",
 		Subject: "Refund for your booking {{booking_reference}}",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>We have refunded <strong>{{refund_amount}}</strong> for your booking <strong>{{booking_reference}}</strong>.</p>
-<p>The refund is usually made to the payment method you originally used. Depending on your bank or card provider, it may take a few working days to appear in your account.</p>
-<p>If you have any questions, please contact us quoting your booking reference.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+We have refunded **{{refund_amount}}** for your booking **{{booking_reference}}**.
+
+The refund is usually made to the payment method you originally used. Depending on your bank or card provider, it may take a few working days to appear in your account.
+
+If you have any questions, please contact us quoting your booking reference.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 
 	// BOOKING_COMPLETED
 	{
 		Event: "BOOKING_COMPLETED", Channel: Email, Locale: "de-DE",
 		Subject: "Wie war Ihre Reise „{{tour_name}}“?",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>wir hoffen, Sie sind gut wieder zu Hause angekommen und hatten eine schöne Zeit auf unserer Reise <strong>{{tour_name}}</strong>.</p>
-<p>Ihre Meinung ist uns wichtig: Erzählen Sie uns in wenigen Minuten, was Ihnen gefallen hat und was wir noch besser machen können.</p>
-<p><a href="{{feedback_url}}">Jetzt Feedback geben</a></p>
-<p>Vielen Dank, dass Sie mit uns gereist sind. Wir freuen uns, Sie bald wieder an Bord begrüßen zu dürfen.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Team von {{operator_name}}</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+wir hoffen, Sie sind gut wieder zu Hause angekommen und hatten eine schöne Zeit auf unserer Reise **{{tour_name}}**.
+
+Ihre Meinung ist uns wichtig: Erzählen Sie uns in wenigen Minuten, was Ihnen gefallen hat und was wir noch besser machen können.
+
+[Jetzt Feedback geben]({{feedback_url}})
+
+Vielen Dank, dass Sie mit uns gereist sind. Wir freuen uns, Sie bald wieder an Bord begrüßen zu dürfen.
+
+Mit freundlichen Grüßen\
+Ihr Team von {{operator_name}}`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "BOOKING_COMPLETED", Channel: Email, Locale: "en",
 		Subject: "How was {{tour_name}}?",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>We hope you have arrived home safely and enjoyed your time on <strong>{{tour_name}}</strong>.</p>
-<p>Your opinion matters to us. It only takes a few minutes to tell us what you liked and what we could do even better.</p>
-<p><a href="{{feedback_url}}">Share your feedback</a></p>
-<p>Thank you for travelling with us. We look forward to welcoming you on board again soon.</p>
-<p>Kind regards<br>
-The {{operator_name}} team</p>`,
+		Body: `Dear {{passenger_name}},
+
+We hope you have arrived home safely and enjoyed your time on **{{tour_name}}**.
+
+Your opinion matters to us. It only takes a few minutes to tell us what you liked and what we could do even better.
+
+[Share your feedback]({{feedback_url}})
+
+Thank you for travelling with us. We look forward to welcoming you on board again soon.
+
+Kind regards\
+The {{operator_name}} team`,
+		Format: BodyMarkdown,
 	},
 
 	// BOOKING_NOSHOW
 	{
 		Event: "BOOKING_NOSHOW", Channel: Email, Locale: "de-DE",
 		Subject: "Wir haben Sie beim Einstieg vermisst ({{booking_reference}})",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>leider haben wir Sie beim Einstieg zu Ihrer Reise <strong>{{tour_name}}</strong> nicht angetroffen und mussten ohne Sie abfahren.</p>
-<p>Buchungsnummer: <strong>{{booking_reference}}</strong></p>
-<p>Wir hoffen, dass alles in Ordnung ist. Wenn es sich um ein Missverständnis handelt oder Sie Fragen zu Ihrer Buchung haben, melden Sie sich bitte unter Angabe Ihrer Buchungsnummer bei uns. Für die Kosten bei Nichtantritt der Reise gelten unsere Reisebedingungen.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+leider haben wir Sie beim Einstieg zu Ihrer Reise **{{tour_name}}** nicht angetroffen und mussten ohne Sie abfahren.
+
+Buchungsnummer: **{{booking_reference}}**
+
+Wir hoffen, dass alles in Ordnung ist. Wenn es sich um ein Missverständnis handelt oder Sie Fragen zu Ihrer Buchung haben, melden Sie sich bitte unter Angabe Ihrer Buchungsnummer bei uns. Für die Kosten bei Nichtantritt der Reise gelten unsere Reisebedingungen.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "BOOKING_NOSHOW", Channel: Email, Locale: "en",
 		Subject: "We missed you at boarding ({{booking_reference}})",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>Unfortunately we could not find you at boarding for your trip <strong>{{tour_name}}</strong>, so we had to depart without you.</p>
-<p>Booking reference: <strong>{{booking_reference}}</strong></p>
-<p>We hope everything is all right. If there has been a misunderstanding or you have any questions about your booking, please contact us quoting your booking reference. Our terms and conditions apply to the costs of a missed departure.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+Unfortunately we could not find you at boarding for your trip **{{tour_name}}**, so we had to depart without you.
+
+Booking reference: **{{booking_reference}}**
+
+We hope everything is all right. If there has been a misunderstanding or you have any questions about your booking, please contact us quoting your booking reference. Our terms and conditions apply to the costs of a missed departure.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 
 	// CHECKOUT_ABANDONED
 	{
 		Event: "CHECKOUT_ABANDONED", Channel: Email, Locale: "de-DE",
 		Subject: "Ihre Buchung für {{tour_name}} ist noch nicht abgeschlossen",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>Sie haben mit der Buchung unserer Reise <strong>{{tour_name}}</strong> begonnen, sie aber noch nicht abgeschlossen (Grund: {{expiry_reason}}).</p>
-<p>Über den folgenden Link können Sie Ihre Buchung ganz einfach fortsetzen:</p>
-<p><a href="{{checkout_url}}">Buchung jetzt abschließen</a></p>
-<p>Bitte beachten Sie, dass die Plätze begrenzt sind und wir sie erst mit Abschluss der Buchung für Sie reservieren können.</p>
-<p>Haben Sie Fragen zur Reise oder zur Buchung? Wir helfen Ihnen gern weiter.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+Sie haben mit der Buchung unserer Reise **{{tour_name}}** begonnen, sie aber noch nicht abgeschlossen (Grund: {{expiry_reason}}).
+
+Über den folgenden Link können Sie Ihre Buchung ganz einfach fortsetzen:
+
+[Buchung jetzt abschließen]({{checkout_url}})
+
+Bitte beachten Sie, dass die Plätze begrenzt sind und wir sie erst mit Abschluss der Buchung für Sie reservieren können.
+
+Haben Sie Fragen zur Reise oder zur Buchung? Wir helfen Ihnen gern weiter.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "CHECKOUT_ABANDONED", Channel: Email, Locale: "en",
 		Subject: "Your booking for {{tour_name}} is not complete yet",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>You started booking <strong>{{tour_name}}</strong> but have not completed it yet (reason: {{expiry_reason}}).</p>
-<p>You can pick up where you left off using the link below:</p>
-<p><a href="{{checkout_url}}">Complete your booking</a></p>
-<p>Please note that seats are limited and we can only reserve yours once your booking is complete.</p>
-<p>If you have any questions about the trip or the booking, we will be happy to help.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+You started booking **{{tour_name}}** but have not completed it yet (reason: {{expiry_reason}}).
+
+You can pick up where you left off using the link below:
+
+[Complete your booking]({{checkout_url}})
+
+Please note that seats are limited and we can only reserve yours once your booking is complete.
+
+If you have any questions about the trip or the booking, we will be happy to help.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 
 	// CHECKOUT_ABANDONED_WHATSAPP
@@ -355,24 +439,36 @@ Your travel team</p>`,
 	{
 		Event: "FINAL_PAYMENT_DUE", Channel: Email, Locale: "de-DE",
 		Subject: "Restzahlung fällig: {{tour_name}} am {{departure_date}}",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>Ihre Reise <strong>{{tour_name}}</strong> am <strong>{{departure_date}}</strong> rückt näher – wir freuen uns schon auf Sie! Die Restzahlung für Ihre Buchung ist jetzt fällig.</p>
-<p>Offener Betrag: <strong>{{remaining_amount}}</strong></p>
-<p>Sie können bequem online bezahlen: <a href="{{payment_link}}">Restbetrag jetzt bezahlen</a></p>
-<p>Sollten Sie die Zahlung bereits veranlasst haben, betrachten Sie diese Nachricht bitte als gegenstandslos.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+Ihre Reise **{{tour_name}}** am **{{departure_date}}** rückt näher – wir freuen uns schon auf Sie! Die Restzahlung für Ihre Buchung ist jetzt fällig.
+
+Offener Betrag: **{{remaining_amount}}**
+
+Sie können bequem online bezahlen: [Restbetrag jetzt bezahlen]({{payment_link}})
+
+Sollten Sie die Zahlung bereits veranlasst haben, betrachten Sie diese Nachricht bitte als gegenstandslos.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "FINAL_PAYMENT_DUE", Channel: Email, Locale: "en",
 		Subject: "Final payment due: {{tour_name}} on {{departure_date}}",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>Your trip <strong>{{tour_name}}</strong> on <strong>{{departure_date}}</strong> is getting closer and we are looking forward to seeing you! The final payment for your booking is now due.</p>
-<p>Amount outstanding: <strong>{{remaining_amount}}</strong></p>
-<p>You can pay online here: <a href="{{payment_link}}">Pay the balance now</a></p>
-<p>If you have already made the payment, please disregard this message.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+Your trip **{{tour_name}}** on **{{departure_date}}** is getting closer and we are looking forward to seeing you! The final payment for your booking is now due.
+
+Amount outstanding: **{{remaining_amount}}**
+
+You can pay online here: [Pay the balance now]({{payment_link}})
+
+If you have already made the payment, please disregard this message.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "FINAL_PAYMENT_DUE", Channel: SMS, Locale: "de-DE",
@@ -401,26 +497,38 @@ Your travel team</p>`,
 	{
 		Event: "FINAL_PAYMENT_OVERDUE", Channel: Email, Locale: "de-DE",
 		Subject: "Zahlungserinnerung: Restzahlung für {{tour_name}} überfällig",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>die Restzahlung für Ihre Reise <strong>{{tour_name}}</strong> am <strong>{{departure_date}}</strong> ist leider noch nicht bei uns eingegangen.</p>
-<p>Offener Betrag: <strong>{{remaining_amount}}</strong><br>
-Überfällig seit: <strong>{{days_overdue}} Tag(en)</strong></p>
-<p>Bitte begleichen Sie den Betrag möglichst umgehend, damit Ihrer Reise nichts im Wege steht: <a href="{{payment_link}}">Restbetrag jetzt bezahlen</a></p>
-<p>Sollte sich Ihre Zahlung mit dieser Erinnerung überschnitten haben, betrachten Sie diese Nachricht bitte als gegenstandslos. Bei Fragen zur Zahlung sind wir gern für Sie da.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+die Restzahlung für Ihre Reise **{{tour_name}}** am **{{departure_date}}** ist leider noch nicht bei uns eingegangen.
+
+Offener Betrag: **{{remaining_amount}}**\
+Überfällig seit: **{{days_overdue}} Tag(en)**
+
+Bitte begleichen Sie den Betrag möglichst umgehend, damit Ihrer Reise nichts im Wege steht: [Restbetrag jetzt bezahlen]({{payment_link}})
+
+Sollte sich Ihre Zahlung mit dieser Erinnerung überschnitten haben, betrachten Sie diese Nachricht bitte als gegenstandslos. Bei Fragen zur Zahlung sind wir gern für Sie da.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "FINAL_PAYMENT_OVERDUE", Channel: Email, Locale: "en",
 		Subject: "Payment reminder: final payment for {{tour_name}} overdue",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>According to our records, we have not yet received the final payment for your trip <strong>{{tour_name}}</strong> on <strong>{{departure_date}}</strong>.</p>
-<p>Amount outstanding: <strong>{{remaining_amount}}</strong><br>
-Days overdue: <strong>{{days_overdue}}</strong></p>
-<p>Please settle the balance as soon as possible so that nothing stands in the way of your trip: <a href="{{payment_link}}">Pay the balance now</a></p>
-<p>If your payment has crossed with this reminder, please disregard this message. If you have any questions about the payment, please get in touch.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+According to our records, we have not yet received the final payment for your trip **{{tour_name}}** on **{{departure_date}}**.
+
+Amount outstanding: **{{remaining_amount}}**\
+Days overdue: **{{days_overdue}}**
+
+Please settle the balance as soon as possible so that nothing stands in the way of your trip: [Pay the balance now]({{payment_link}})
+
+If your payment has crossed with this reminder, please disregard this message. If you have any questions about the payment, please get in touch.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "FINAL_PAYMENT_OVERDUE", Channel: SMS, Locale: "de-DE",
@@ -437,50 +545,74 @@ Your travel team</p>`,
 	{
 		Event: "PASSENGER_CANCELLED", Channel: Email, Locale: "de-DE",
 		Subject: "Teilnahme storniert: {{passenger_name}}, {{tour_name}}",
-		Body: `<p>Guten Tag {{recipient_name}},</p>
-<p>hiermit bestätigen wir, dass <strong>{{passenger_name}}</strong> von der Reise <strong>{{tour_name}}</strong> abgemeldet wurde. Alle übrigen Angaben Ihrer Buchung bleiben unverändert.</p>
-<p>Stornogebühr: <strong>{{cancellation_fee}}</strong><br>
-Erstattungsbetrag: <strong>{{refund_amount}}</strong></p>
-<p>Die Stornogebühr richtet sich nach unseren Reisebedingungen. Die Erstattung erfolgt in der Regel über die ursprünglich verwendete Zahlungsart; es kann einige Werktage dauern, bis der Betrag auf Ihrem Konto sichtbar ist.</p>
-<p>Bei Fragen sind wir gern für Sie da.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{recipient_name}},
+
+hiermit bestätigen wir, dass **{{passenger_name}}** von der Reise **{{tour_name}}** abgemeldet wurde. Alle übrigen Angaben Ihrer Buchung bleiben unverändert.
+
+Stornogebühr: **{{cancellation_fee}}**\
+Erstattungsbetrag: **{{refund_amount}}**
+
+Die Stornogebühr richtet sich nach unseren Reisebedingungen. Die Erstattung erfolgt in der Regel über die ursprünglich verwendete Zahlungsart; es kann einige Werktage dauern, bis der Betrag auf Ihrem Konto sichtbar ist.
+
+Bei Fragen sind wir gern für Sie da.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "PASSENGER_CANCELLED", Channel: Email, Locale: "en",
 		Subject: "Passenger cancelled: {{passenger_name}}, {{tour_name}}",
-		Body: `<p>Dear {{recipient_name}},</p>
-<p>We confirm that <strong>{{passenger_name}}</strong> has been removed from the trip <strong>{{tour_name}}</strong>. The rest of your booking remains unchanged.</p>
-<p>Cancellation fee: <strong>{{cancellation_fee}}</strong><br>
-Refund amount: <strong>{{refund_amount}}</strong></p>
-<p>The cancellation fee is based on our terms and conditions. The refund is usually made to the payment method originally used and may take a few working days to appear in your account.</p>
-<p>If you have any questions, we are happy to help.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{recipient_name}},
+
+We confirm that **{{passenger_name}}** has been removed from the trip **{{tour_name}}**. The rest of your booking remains unchanged.
+
+Cancellation fee: **{{cancellation_fee}}**\
+Refund amount: **{{refund_amount}}**
+
+The cancellation fee is based on our terms and conditions. The refund is usually made to the payment method originally used and may take a few working days to appear in your account.
+
+If you have any questions, we are happy to help.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 
 	// ANCILLARY_CANCELLED
 	{
 		Event: "ANCILLARY_CANCELLED", Channel: Email, Locale: "de-DE",
 		Subject: "Zusatzleistung storniert: {{ancillary_label}}",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>wir bestätigen die Stornierung der folgenden Zusatzleistung zu Ihrer Buchung: <strong>{{ancillary_label}}</strong>.</p>
-<p>Erstattungsbetrag: <strong>{{refund_amount}}</strong></p>
-<p>Die Erstattung erfolgt in der Regel über die ursprünglich verwendete Zahlungsart. Ihre Reise und alle weiteren gebuchten Leistungen bleiben unverändert.</p>
-<p>Bei Fragen sind wir gern für Sie da.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+wir bestätigen die Stornierung der folgenden Zusatzleistung zu Ihrer Buchung: **{{ancillary_label}}**.
+
+Erstattungsbetrag: **{{refund_amount}}**
+
+Die Erstattung erfolgt in der Regel über die ursprünglich verwendete Zahlungsart. Ihre Reise und alle weiteren gebuchten Leistungen bleiben unverändert.
+
+Bei Fragen sind wir gern für Sie da.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "ANCILLARY_CANCELLED", Channel: Email, Locale: "en",
 		Subject: "Extra cancelled: {{ancillary_label}}",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>We confirm that the following extra has been cancelled from your booking: <strong>{{ancillary_label}}</strong>.</p>
-<p>Refund amount: <strong>{{refund_amount}}</strong></p>
-<p>The refund is usually made to the payment method originally used. Your trip and all other services you have booked remain unchanged.</p>
-<p>If you have any questions, we are happy to help.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+We confirm that the following extra has been cancelled from your booking: **{{ancillary_label}}**.
+
+Refund amount: **{{refund_amount}}**
+
+The refund is usually made to the payment method originally used. Your trip and all other services you have booked remain unchanged.
+
+If you have any questions, we are happy to help.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 
 	// PASSENGER_ADDED: as with PASSENGER_CANCELLED, passenger_name is the
@@ -488,26 +620,36 @@ Your travel team</p>`,
 	{
 		Event: "PASSENGER_ADDED", Channel: Email, Locale: "de-DE",
 		Subject: "Reiseteilnehmer hinzugefügt: {{tour_name}} am {{departure_date}}",
-		Body: `<p>Guten Tag {{recipient_name}},</p>
-<p>wir bestätigen, dass <strong>{{passenger_name}}</strong> zu Ihrer Buchung hinzugefügt wurde.</p>
-<p>Reise: <strong>{{tour_name}}</strong><br>
-Abreise: <strong>{{departure_date}}</strong><br>
-Zustiegsort: <strong>{{boarding_point_name}}</strong></p>
-<p>Die genaue Abfahrtszeit und alle weiteren Reiseinformationen senden wir Ihnen rechtzeitig vor der Abreise. Bitte prüfen Sie die Angaben und geben Sie uns Bescheid, falls etwas nicht stimmt.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{recipient_name}},
+
+wir bestätigen, dass **{{passenger_name}}** zu Ihrer Buchung hinzugefügt wurde.
+
+Reise: **{{tour_name}}**\
+Abreise: **{{departure_date}}**\
+Zustiegsort: **{{boarding_point_name}}**
+
+Die genaue Abfahrtszeit und alle weiteren Reiseinformationen senden wir Ihnen rechtzeitig vor der Abreise. Bitte prüfen Sie die Angaben und geben Sie uns Bescheid, falls etwas nicht stimmt.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "PASSENGER_ADDED", Channel: Email, Locale: "en",
 		Subject: "Passenger added: {{tour_name}} on {{departure_date}}",
-		Body: `<p>Dear {{recipient_name}},</p>
-<p>We confirm that <strong>{{passenger_name}}</strong> has been added to your booking.</p>
-<p>Tour: <strong>{{tour_name}}</strong><br>
-Departure: <strong>{{departure_date}}</strong><br>
-Boarding point: <strong>{{boarding_point_name}}</strong></p>
-<p>We will send you the exact departure time and all other travel information in good time before the trip. Please check these details and let us know if anything is not correct.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{recipient_name}},
+
+We confirm that **{{passenger_name}}** has been added to your booking.
+
+Tour: **{{tour_name}}**\
+Departure: **{{departure_date}}**\
+Boarding point: **{{boarding_point_name}}**
+
+We will send you the exact departure time and all other travel information in good time before the trip. Please check these details and let us know if anything is not correct.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "PASSENGER_ADDED", Channel: WhatsApp, Locale: "de-DE",
@@ -536,24 +678,36 @@ Your travel team</p>`,
 	{
 		Event: "INVOICE_ISSUED", Channel: Email, Locale: "de-DE",
 		Subject: "Ihre Rechnung {{invoice_number}} zur Buchung {{booking_reference}}",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>für Ihre Buchung <strong>{{booking_reference}}</strong> haben wir die Rechnung <strong>{{invoice_number}}</strong> ausgestellt.</p>
-<p>Rechnungsbetrag (brutto): <strong>{{total_gross}}</strong></p>
-<p>Sie können die Rechnung hier als PDF abrufen: <a href="{{invoice_pdf_url}}">Rechnung {{invoice_number}} (PDF)</a></p>
-<p>Bitte bewahren Sie die Rechnung für Ihre Unterlagen auf. Bei Fragen wenden Sie sich bitte unter Angabe der Rechnungsnummer an uns.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+für Ihre Buchung **{{booking_reference}}** haben wir die Rechnung **{{invoice_number}}** ausgestellt.
+
+Rechnungsbetrag (brutto): **{{total_gross}}**
+
+Sie können die Rechnung hier als PDF abrufen: [Rechnung {{invoice_number}} (PDF)]({{invoice_pdf_url}})
+
+Bitte bewahren Sie die Rechnung für Ihre Unterlagen auf. Bei Fragen wenden Sie sich bitte unter Angabe der Rechnungsnummer an uns.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "INVOICE_ISSUED", Channel: Email, Locale: "en",
 		Subject: "Your invoice {{invoice_number}} for booking {{booking_reference}}",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>We have issued invoice <strong>{{invoice_number}}</strong> for your booking <strong>{{booking_reference}}</strong>.</p>
-<p>Invoice total (gross): <strong>{{total_gross}}</strong></p>
-<p>You can download the invoice as a PDF here: <a href="{{invoice_pdf_url}}">Invoice {{invoice_number}} (PDF)</a></p>
-<p>Please keep the invoice for your records. If you have any questions, please contact us quoting the invoice number.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+We have issued invoice **{{invoice_number}}** for your booking **{{booking_reference}}**.
+
+Invoice total (gross): **{{total_gross}}**
+
+You can download the invoice as a PDF here: [Invoice {{invoice_number}} (PDF)]({{invoice_pdf_url}})
+
+Please keep the invoice for your records. If you have any questions, please contact us quoting the invoice number.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 
 	// SERVICE_LEG_STARTED
@@ -598,22 +752,32 @@ Your travel team</p>`,
 	{
 		Event: "SERVICE_LEG_CANCELLED", Channel: Email, Locale: "de-DE",
 		Subject: "Wichtig: Fahrt ab {{boarding_point_name}} fällt aus ({{tour_name}})",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>leider müssen wir Ihnen mitteilen, dass ein Fahrtabschnitt Ihrer Reise <strong>{{tour_name}}</strong> ausfällt. Betroffen ist die Fahrt ab <strong>{{boarding_point_name}}</strong>.</p>
-<p>Bitte rufen Sie uns unter <strong>{{operator_phone}}</strong> an, damit wir gemeinsam mit Ihnen eine Alternative finden.</p>
-<p>Wir bitten um Entschuldigung für die Unannehmlichkeiten.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+leider müssen wir Ihnen mitteilen, dass ein Fahrtabschnitt Ihrer Reise **{{tour_name}}** ausfällt. Betroffen ist die Fahrt ab **{{boarding_point_name}}**.
+
+Bitte rufen Sie uns unter **{{operator_phone}}** an, damit wir gemeinsam mit Ihnen eine Alternative finden.
+
+Wir bitten um Entschuldigung für die Unannehmlichkeiten.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "SERVICE_LEG_CANCELLED", Channel: Email, Locale: "en",
 		Subject: "Important: service from {{boarding_point_name}} cancelled ({{tour_name}})",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>We are sorry to let you know that part of your trip <strong>{{tour_name}}</strong> has been cancelled. This affects the service from <strong>{{boarding_point_name}}</strong>.</p>
-<p>Please call us on <strong>{{operator_phone}}</strong> so that we can find an alternative for you.</p>
-<p>We sincerely apologise for the inconvenience.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+We are sorry to let you know that part of your trip **{{tour_name}}** has been cancelled. This affects the service from **{{boarding_point_name}}**.
+
+Please call us on **{{operator_phone}}** so that we can find an alternative for you.
+
+We sincerely apologise for the inconvenience.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "SERVICE_LEG_CANCELLED", Channel: SMS, Locale: "de-DE",
@@ -653,24 +817,36 @@ Your travel team</p>`,
 	{
 		Event: "INCIDENT_BROADCAST", Channel: Email, Locale: "de-DE",
 		Subject: "Wichtige Information zu Ihrer Reise {{tour_name}}",
-		Body: `<p>Guten Tag {{recipient_name}},</p>
-<p>wir haben eine wichtige Information zu Ihrer Reise <strong>{{tour_name}}</strong>:</p>
-<p><strong>{{incident_message}}</strong></p>
-<p>Wir halten Sie auf dem Laufenden und melden uns, sobald es Neuigkeiten gibt. Bei Fragen oder wenn Sie Hilfe benötigen, erreichen Sie uns unter <strong>{{operator_phone}}</strong>.</p>
-<p>Vielen Dank für Ihr Verständnis.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{recipient_name}},
+
+wir haben eine wichtige Information zu Ihrer Reise **{{tour_name}}**:
+
+**{{incident_message}}**
+
+Wir halten Sie auf dem Laufenden und melden uns, sobald es Neuigkeiten gibt. Bei Fragen oder wenn Sie Hilfe benötigen, erreichen Sie uns unter **{{operator_phone}}**.
+
+Vielen Dank für Ihr Verständnis.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "INCIDENT_BROADCAST", Channel: Email, Locale: "en",
 		Subject: "Important information about your trip {{tour_name}}",
-		Body: `<p>Dear {{recipient_name}},</p>
-<p>We have important information about your trip <strong>{{tour_name}}</strong>:</p>
-<p><strong>{{incident_message}}</strong></p>
-<p>We will keep you updated and get back to you as soon as there is news. If you have any questions or need help, you can reach us on <strong>{{operator_phone}}</strong>.</p>
-<p>Thank you for your understanding.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{recipient_name}},
+
+We have important information about your trip **{{tour_name}}**:
+
+**{{incident_message}}**
+
+We will keep you updated and get back to you as soon as there is news. If you have any questions or need help, you can reach us on **{{operator_phone}}**.
+
+Thank you for your understanding.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 
 	// INCIDENT_ALLCLEAR
@@ -701,22 +877,32 @@ Your travel team</p>`,
 	{
 		Event: "INCIDENT_ALLCLEAR", Channel: Email, Locale: "de-DE",
 		Subject: "Entwarnung zu Ihrer Reise {{tour_name}}",
-		Body: `<p>Guten Tag {{recipient_name}},</p>
-<p>wir haben gute Nachrichten zu Ihrer Reise <strong>{{tour_name}}</strong>: Die zuvor gemeldete Störung ist behoben.</p>
-<p><strong>{{update_message}}</strong></p>
-<p>Vielen Dank für Ihre Geduld und Ihr Verständnis. Wir wünschen Ihnen eine gute Reise.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{recipient_name}},
+
+wir haben gute Nachrichten zu Ihrer Reise **{{tour_name}}**: Die zuvor gemeldete Störung ist behoben.
+
+**{{update_message}}**
+
+Vielen Dank für Ihre Geduld und Ihr Verständnis. Wir wünschen Ihnen eine gute Reise.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "INCIDENT_ALLCLEAR", Channel: Email, Locale: "en",
 		Subject: "All clear for your trip {{tour_name}}",
-		Body: `<p>Dear {{recipient_name}},</p>
-<p>Good news about your trip <strong>{{tour_name}}</strong>: the issue we told you about has been resolved.</p>
-<p><strong>{{update_message}}</strong></p>
-<p>Thank you for your patience and understanding. We wish you a pleasant journey.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{recipient_name}},
+
+Good news about your trip **{{tour_name}}**: the issue we told you about has been resolved.
+
+**{{update_message}}**
+
+Thank you for your patience and understanding. We wish you a pleasant journey.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 
 	// VEHICLE_SWAP_NOTIFICATION
@@ -737,26 +923,36 @@ Your travel team</p>`,
 	{
 		Event: "VEHICLE_SWAP_NOTIFICATION", Channel: Email, Locale: "de-DE",
 		Subject: "Fahrzeugwechsel: Ihr Sitzplatz {{seat_assignment}}",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>für Ihre Reise setzen wir ein anderes Fahrzeug ein als ursprünglich geplant.</p>
-<p>Bisher vorgesehen: {{old_vehicle}}<br>
-Neues Fahrzeug: <strong>{{new_vehicle}}</strong><br>
-Ihr Sitzplatz: <strong>{{seat_assignment}}</strong></p>
-<p>Bitte achten Sie beim Einstieg auf das neue Fahrzeug und setzen Sie sich auf den angegebenen Sitzplatz. Alle übrigen Angaben Ihrer Buchung bleiben unverändert.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+für Ihre Reise setzen wir ein anderes Fahrzeug ein als ursprünglich geplant.
+
+Bisher vorgesehen: {{old_vehicle}}\
+Neues Fahrzeug: **{{new_vehicle}}**\
+Ihr Sitzplatz: **{{seat_assignment}}**
+
+Bitte achten Sie beim Einstieg auf das neue Fahrzeug und setzen Sie sich auf den angegebenen Sitzplatz. Alle übrigen Angaben Ihrer Buchung bleiben unverändert.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "VEHICLE_SWAP_NOTIFICATION", Channel: Email, Locale: "en",
 		Subject: "Vehicle change: your seat {{seat_assignment}}",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>Your trip will run with a different vehicle than originally planned.</p>
-<p>Previously planned: {{old_vehicle}}<br>
-New vehicle: <strong>{{new_vehicle}}</strong><br>
-Your seat: <strong>{{seat_assignment}}</strong></p>
-<p>Please look out for the new vehicle when boarding and take the seat shown above. Everything else about your booking stays the same.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+Your trip will run with a different vehicle than originally planned.
+
+Previously planned: {{old_vehicle}}\
+New vehicle: **{{new_vehicle}}**\
+Your seat: **{{seat_assignment}}**
+
+Please look out for the new vehicle when boarding and take the seat shown above. Everything else about your booking stays the same.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "VEHICLE_SWAP_NOTIFICATION", Channel: SMS, Locale: "de-DE",
@@ -771,26 +967,38 @@ Your travel team</p>`,
 	{
 		Event: "QUALIFICATION_EXPIRING", Channel: Email, Locale: "de-DE",
 		Subject: "Erinnerung: {{qualification_type}} läuft am {{expiry_date}} ab",
-		Body: `<p>Guten Tag {{crew_member_name}},</p>
-<p>Ihre Qualifikation <strong>{{qualification_type}}</strong> läuft bald ab.</p>
-<p>Gültig bis: <strong>{{expiry_date}}</strong><br>
-Verbleibende Tage: <strong>{{days_remaining}}</strong></p>
-<p>Bitte kümmern Sie sich rechtzeitig um die Verlängerung und reichen Sie den neuen Nachweis anschließend bei der Disposition ein. Ohne gültigen Nachweis können wir Sie nach Ablauf nicht mehr für Einsätze einplanen, die diese Qualifikation erfordern.</p>
-<p>Bei Fragen wenden Sie sich bitte an die Disposition.</p>
-<p>Viele Grüße<br>
-Ihre Disposition</p>`,
+		Body: `Guten Tag {{crew_member_name}},
+
+Ihre Qualifikation **{{qualification_type}}** läuft bald ab.
+
+Gültig bis: **{{expiry_date}}**\
+Verbleibende Tage: **{{days_remaining}}**
+
+Bitte kümmern Sie sich rechtzeitig um die Verlängerung und reichen Sie den neuen Nachweis anschließend bei der Disposition ein. Ohne gültigen Nachweis können wir Sie nach Ablauf nicht mehr für Einsätze einplanen, die diese Qualifikation erfordern.
+
+Bei Fragen wenden Sie sich bitte an die Disposition.
+
+Viele Grüße\
+Ihre Disposition`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "QUALIFICATION_EXPIRING", Channel: Email, Locale: "en",
 		Subject: "Reminder: {{qualification_type}} expires on {{expiry_date}}",
-		Body: `<p>Dear {{crew_member_name}},</p>
-<p>Your qualification <strong>{{qualification_type}}</strong> will expire soon.</p>
-<p>Valid until: <strong>{{expiry_date}}</strong><br>
-Days remaining: <strong>{{days_remaining}}</strong></p>
-<p>Please arrange the renewal in good time and hand in the new certificate to the dispatch office once you have it. Without a valid certificate we cannot schedule you for duties that require this qualification after it expires.</p>
-<p>If you have any questions, please contact the dispatch office.</p>
-<p>Kind regards<br>
-Your dispatch team</p>`,
+		Body: `Dear {{crew_member_name}},
+
+Your qualification **{{qualification_type}}** will expire soon.
+
+Valid until: **{{expiry_date}}**\
+Days remaining: **{{days_remaining}}**
+
+Please arrange the renewal in good time and hand in the new certificate to the dispatch office once you have it. Without a valid certificate we cannot schedule you for duties that require this qualification after it expires.
+
+If you have any questions, please contact the dispatch office.
+
+Kind regards\
+Your dispatch team`,
+		Format: BodyMarkdown,
 	},
 
 	// VEHICLE_INSPECTION_OVERDUE: staff-facing, to fleet staff; the event
@@ -798,24 +1006,34 @@ Your dispatch team</p>`,
 	{
 		Event: "VEHICLE_INSPECTION_OVERDUE", Channel: Email, Locale: "de-DE",
 		Subject: "Überfällig: {{inspection_type}} für Fahrzeug {{vehicle_license_plate}}",
-		Body: `<p>Guten Tag,</p>
-<p>für das Fahrzeug <strong>{{vehicle_license_plate}}</strong> ist die folgende Prüfung überfällig: <strong>{{inspection_type}}</strong>.</p>
-<p>Fällig am: <strong>{{due_date}}</strong><br>
-Überfällig seit: <strong>{{days_overdue}} Tag(en)</strong></p>
-<p>Bitte vereinbaren Sie umgehend einen Prüftermin und stimmen Sie mit der Disposition ab, ob und wie das Fahrzeug bis dahin eingesetzt werden kann.</p>
-<p>Viele Grüße<br>
-Ihre Disposition</p>`,
+		Body: `Guten Tag,
+
+für das Fahrzeug **{{vehicle_license_plate}}** ist die folgende Prüfung überfällig: **{{inspection_type}}**.
+
+Fällig am: **{{due_date}}**\
+Überfällig seit: **{{days_overdue}} Tag(en)**
+
+Bitte vereinbaren Sie umgehend einen Prüftermin und stimmen Sie mit der Disposition ab, ob und wie das Fahrzeug bis dahin eingesetzt werden kann.
+
+Viele Grüße\
+Ihre Disposition`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "VEHICLE_INSPECTION_OVERDUE", Channel: Email, Locale: "en",
 		Subject: "Overdue: {{inspection_type}} for vehicle {{vehicle_license_plate}}",
-		Body: `<p>Hello,</p>
-<p>The following inspection is overdue for vehicle <strong>{{vehicle_license_plate}}</strong>: <strong>{{inspection_type}}</strong>.</p>
-<p>Due date: <strong>{{due_date}}</strong><br>
-Days overdue: <strong>{{days_overdue}}</strong></p>
-<p>Please book an inspection appointment straight away and agree with the dispatch office whether and how the vehicle may be used until then.</p>
-<p>Kind regards<br>
-Your dispatch team</p>`,
+		Body: `Hello,
+
+The following inspection is overdue for vehicle **{{vehicle_license_plate}}**: **{{inspection_type}}**.
+
+Due date: **{{due_date}}**\
+Days overdue: **{{days_overdue}}**
+
+Please book an inspection appointment straight away and agree with the dispatch office whether and how the vehicle may be used until then.
+
+Kind regards\
+Your dispatch team`,
+		Format: BodyMarkdown,
 	},
 
 	// TRIP_CANCELLED goes to everyone on the trip (an audience), so it
@@ -845,22 +1063,32 @@ Your dispatch team</p>`,
 	{
 		Event: "TRIP_CANCELLED", Channel: Email, Locale: "de-DE",
 		Subject: "Absage: {{tour_name}} am {{departure_date}}",
-		Body: `<p>Guten Tag {{recipient_name}},</p>
-<p>leider müssen wir Ihre Reise <strong>{{tour_name}}</strong> am <strong>{{departure_date}}</strong> absagen: {{cancellation_reason}}.</p>
-<p>Bereits gezahlte Beträge erstatten wir Ihnen vollständig; darüber erhalten Sie eine gesonderte Nachricht. Erinnerungen, die wir Ihnen zu dieser Reise noch geschickt hätten, entfallen.</p>
-<p>Bei Fragen erreichen Sie uns unter {{operator_phone}}. Wir bitten um Ihr Verständnis und hoffen, Sie bald auf einer anderen Reise begrüßen zu dürfen.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{recipient_name}},
+
+leider müssen wir Ihre Reise **{{tour_name}}** am **{{departure_date}}** absagen: {{cancellation_reason}}.
+
+Bereits gezahlte Beträge erstatten wir Ihnen vollständig; darüber erhalten Sie eine gesonderte Nachricht. Erinnerungen, die wir Ihnen zu dieser Reise noch geschickt hätten, entfallen.
+
+Bei Fragen erreichen Sie uns unter {{operator_phone}}. Wir bitten um Ihr Verständnis und hoffen, Sie bald auf einer anderen Reise begrüßen zu dürfen.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "TRIP_CANCELLED", Channel: Email, Locale: "en",
 		Subject: "Cancelled: {{tour_name}} on {{departure_date}}",
-		Body: `<p>Dear {{recipient_name}},</p>
-<p>We are sorry to tell you that your trip <strong>{{tour_name}}</strong> on <strong>{{departure_date}}</strong> is cancelled: {{cancellation_reason}}.</p>
-<p>Everything you have paid will be refunded in full; you will receive a separate message about it. Reminders we would still have sent you about this trip will not come.</p>
-<p>If you have any questions, please call us on {{operator_phone}}. We apologise and hope to welcome you on another trip soon.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{recipient_name}},
+
+We are sorry to tell you that your trip **{{tour_name}}** on **{{departure_date}}** is cancelled: {{cancellation_reason}}.
+
+Everything you have paid will be refunded in full; you will receive a separate message about it. Reminders we would still have sent you about this trip will not come.
+
+If you have any questions, please call us on {{operator_phone}}. We apologise and hope to welcome you on another trip soon.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 
 	// PRE_TRIP_REMINDER
@@ -883,30 +1111,44 @@ Your travel team</p>`,
 	{
 		Event: "PRE_TRIP_REMINDER", Channel: Email, Locale: "de-DE",
 		Subject: "Morgen geht es los: {{tour_name}}",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>morgen ist es so weit: Ihre Reise <strong>{{tour_name}}</strong> beginnt. Hier noch einmal alle wichtigen Informationen für die Abfahrt:</p>
-<p>Datum: <strong>{{departure_date}}</strong><br>
-Zustiegszeit: <strong>{{boarding_time}} Uhr</strong><br>
-Zustiegsort: <strong>{{boarding_point_name}}</strong></p>
-<p><strong>Bitte beachten Sie:</strong> {{passenger_instructions}}</p>
-<p>Bitte seien Sie rechtzeitig am Zustiegsort. Sollten Sie kurzfristig verhindert sein, geben Sie uns bitte so bald wie möglich Bescheid.</p>
-<p>Wir wünschen Ihnen eine gute Reise!</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+morgen ist es so weit: Ihre Reise **{{tour_name}}** beginnt. Hier noch einmal alle wichtigen Informationen für die Abfahrt:
+
+Datum: **{{departure_date}}**\
+Zustiegszeit: **{{boarding_time}} Uhr**\
+Zustiegsort: **{{boarding_point_name}}**
+
+**Bitte beachten Sie:** {{passenger_instructions}}
+
+Bitte seien Sie rechtzeitig am Zustiegsort. Sollten Sie kurzfristig verhindert sein, geben Sie uns bitte so bald wie möglich Bescheid.
+
+Wir wünschen Ihnen eine gute Reise!
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "PRE_TRIP_REMINDER", Channel: Email, Locale: "en",
 		Subject: "Your trip starts tomorrow: {{tour_name}}",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>It is almost time: your trip <strong>{{tour_name}}</strong> starts tomorrow. Here are the key details for your departure once more:</p>
-<p>Date: <strong>{{departure_date}}</strong><br>
-Boarding time: <strong>{{boarding_time}}</strong><br>
-Boarding point: <strong>{{boarding_point_name}}</strong></p>
-<p><strong>Please note:</strong> {{passenger_instructions}}</p>
-<p>Please be at the boarding point in good time. If you are unable to travel at short notice, please let us know as soon as possible.</p>
-<p>We wish you a wonderful trip!</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+It is almost time: your trip **{{tour_name}}** starts tomorrow. Here are the key details for your departure once more:
+
+Date: **{{departure_date}}**\
+Boarding time: **{{boarding_time}}**\
+Boarding point: **{{boarding_point_name}}**
+
+**Please note:** {{passenger_instructions}}
+
+Please be at the boarding point in good time. If you are unable to travel at short notice, please let us know as soon as possible.
+
+We wish you a wonderful trip!
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "PRE_TRIP_REMINDER", Channel: SMS, Locale: "de-DE",
@@ -935,24 +1177,34 @@ Your travel team</p>`,
 	{
 		Event: "DEPARTURE_CHANGED", Channel: Email, Locale: "de-DE",
 		Subject: "Neue Abfahrtszeit: {{tour_name}}",
-		Body: `<p>Guten Tag {{passenger_name}},</p>
-<p>die Abfahrt Ihrer Reise <strong>{{tour_name}}</strong> hat sich geändert.</p>
-<p>Neue Abfahrt: <strong>{{departure_at}}</strong><br>
-Zustiegsort: <strong>{{boarding_point_name}}</strong></p>
-<p>Ihre Erinnerungen vor der Abfahrt erhalten Sie passend zur neuen Zeit.</p>
-<p>Mit freundlichen Grüßen<br>
-Ihr Reiseteam</p>`,
+		Body: `Guten Tag {{passenger_name}},
+
+die Abfahrt Ihrer Reise **{{tour_name}}** hat sich geändert.
+
+Neue Abfahrt: **{{departure_at}}**\
+Zustiegsort: **{{boarding_point_name}}**
+
+Ihre Erinnerungen vor der Abfahrt erhalten Sie passend zur neuen Zeit.
+
+Mit freundlichen Grüßen\
+Ihr Reiseteam`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "DEPARTURE_CHANGED", Channel: Email, Locale: "en",
 		Subject: "New departure time: {{tour_name}}",
-		Body: `<p>Dear {{passenger_name}},</p>
-<p>The departure of your trip <strong>{{tour_name}}</strong> has changed.</p>
-<p>New departure: <strong>{{departure_at}}</strong><br>
-Boarding point: <strong>{{boarding_point_name}}</strong></p>
-<p>Your reminders before departure will follow the new time.</p>
-<p>Kind regards<br>
-Your travel team</p>`,
+		Body: `Dear {{passenger_name}},
+
+The departure of your trip **{{tour_name}}** has changed.
+
+New departure: **{{departure_at}}**\
+Boarding point: **{{boarding_point_name}}**
+
+Your reminders before departure will follow the new time.
+
+Kind regards\
+Your travel team`,
+		Format: BodyMarkdown,
 	},
 	{
 		Event: "DEPARTURE_CHANGED", Channel: SMS, Locale: "de-DE",

@@ -284,16 +284,33 @@ func TestDefaultTemplates(t *testing.T) {
 		}
 	})
 
-	t.Run("EmailHTML", func(t *testing.T) {
+	t.Run("EmailMarkdown", func(t *testing.T) {
 		t.Parallel()
 
+		// E-mail defaults are Markdown whose HTML, rendered with the
+		// event's sample values, holds nothing but paragraphs, bold text,
+		// line breaks and links, and no Markdown left unrendered.
 		for _, d := range defaults {
 			if d.Channel != app.Email {
 				continue
 			}
-			require.NoError(t, checkHTML(d.Body), "%s", keyOf(d))
-			require.True(t, strings.HasPrefix(d.Body, "<p>"), "%s: body starts outside a paragraph", keyOf(d))
-			require.True(t, strings.HasSuffix(d.Body, "</p>"), "%s: body ends outside a paragraph", keyOf(d))
+			require.Equal(t, app.BodyMarkdown, d.Format, "%s", keyOf(d))
+			event, ok := app.LookupEvent(d.Event)
+			require.True(t, ok)
+			vars := app.TemplateVars(event.Sample, app.SampleRecipient)
+			for _, v := range event.Variables {
+				if strings.HasSuffix(v, "_url") || strings.HasSuffix(v, "_link") {
+					vars[v] = "https://x.example/" + v
+				}
+			}
+			out, _ := app.RenderEmailBody(d.Body, d.Format, vars)
+			html := strings.ReplaceAll(out, `href="https://x.example/`, `href="{{`)
+			html = regexp.MustCompile(`href="\{\{([a-z_]+)"`).ReplaceAllString(html, `href="{{$1}}"`)
+			require.NoError(t, checkHTML(strings.TrimSpace(html)), "%s: %s", keyOf(d), out)
+			require.True(t, strings.HasPrefix(out, "<p>"), "%s: body starts outside a paragraph", keyOf(d))
+			for _, left := range []string{"**", "](", "\\"} {
+				require.NotContains(t, out, left, "%s: Markdown left unrendered", keyOf(d))
+			}
 		}
 	})
 

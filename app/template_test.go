@@ -75,3 +75,57 @@ func TestNormalizePhone(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+func TestRender_OptionalBlocks(t *testing.T) {
+	t.Parallel()
+	vars := map[string]string{"seat": "12A", "blank": "  ", "tour_name": "Gardasee"}
+
+	out, missing := app.Render("A{{#if seat}} seat {{seat}}{{else}} free seating{{/if}}.", vars, false)
+	require.Equal(t, "A seat 12A.", out)
+	require.Empty(t, missing)
+
+	out, missing = app.Render("{{#if blank}}x{{else}}empty{{/if}} {{#if absent}}{{absent}}{{/if}}", vars, false)
+	require.Equal(t, "empty ", out, "a blank or absent variable hides the block, and its placeholders are not missing")
+	require.Empty(t, missing)
+
+	out, _ = app.Render("{{#if tour_name}}T{{#if seat}}S{{#if absent}}A{{else}}-{{/if}}{{/if}}{{else}}no{{/if}}", vars, false)
+	require.Equal(t, "TS-", out, "blocks nest")
+
+	out, _ = app.Render("{{ #if SEAT }}<b>{{seat}}</b>{{ /if }}", map[string]string{"seat": "<i>"}, true)
+	require.Equal(t, "<b>&lt;i&gt;</b>", out, "tags allow spaces and any case; values stay escaped")
+
+	out, _ = app.Render("{{#if seat}}open", vars, false)
+	require.Equal(t, "{{#if seat}}open", out, "a template whose blocks do not parse renders as it is, never failing a send")
+}
+
+func TestValidateBlocks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, text, message string }{
+		{"Unclosed", "Hello\n  {{#if seat}}x", "Line 2, column 3: {{#if seat}} is not closed by {{/if}}."},
+		{"StrayClose", "a {{/if}}", "Line 1, column 3: {{/if}} without its {{#if}}."},
+		{"StrayElse", "ä{{else}}", "Line 1, column 2: {{else}} outside a {{#if}} block."},
+		{"TwoElse", "{{#if a}}1{{else}}2{{else}}3{{/if}}", "Line 1, column 20: A second {{else}} in one {{#if}} block."},
+		{"Unknown", "x\ny\n{{#each seats}}{{/each}}", "Line 3, column 1: {{#each seats}} is not a block this template language knows; use {{#if name}}, {{else}} and {{/if}}."},
+		{"NoName", "{{#if}}x{{/if}}", "Line 1, column 1: {{#if}} needs one variable name, as in {{#if seat}}."},
+		{"TwoNames", "{{#if a b}}x{{/if}}", "Line 1, column 1: {{#if a b}} needs one variable name, as in {{#if seat}}."},
+		{"WrongClose", "{{#if a}}x{{/unless}}", "Line 1, column 11: {{/unless}} is not a block this template language knows; use {{#if name}}, {{else}} and {{/if}}."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := app.ValidateBlocks("body", tc.text)
+			require.Error(t, err)
+			require.Equal(t, "body", app.ErrorField(err))
+			require.Equal(t, tc.message, app.ErrorMessage(err))
+		})
+	}
+	require.NoError(t, app.ValidateBlocks("body", "{{#if a}}{{#if b}}x{{else}}y{{/if}}{{/if}} {{name}}"))
+
+	def, ok := app.LookupEvent("BOOKING_CONFIRMED")
+	require.True(t, ok)
+	_, err := app.ValidateTemplate(def, app.SMS, app.TemplateInput{Body: "Hi {{#if passenger_name}}{{passenger_name}}"})
+	require.Equal(t, "body", app.ErrorField(err), "saving a template checks its blocks")
+	_, err = app.ValidateTemplate(def, app.Email, app.TemplateInput{Subject: "{{/if}}", Body: "x"})
+	require.Equal(t, "subject", app.ErrorField(err))
+	warnings, err := app.ValidateTemplate(def, app.SMS, app.TemplateInput{Body: "{{#if no_such}}x{{/if}}"})
+	require.NoError(t, err)
+	require.Contains(t, warnings, "no_such", "a condition on a variable the event lacks is a warning, as a placeholder is")
+}

@@ -16,7 +16,8 @@ var dispatchQuery = `
 	SELECT ` + prefixed("m", messageColumns) + `, ` + prefixed("t", tenantColumns) + `, ` + prefixed("a", accountColumns) + `,
 		EXISTS (SELECT FROM server_credential_refusals r WHERE r.tenant_id = a.tenant_id AND r.channel_account_id = a.id)
 			AS credentials_refused,
-		(SELECT l.max_sms_parts FROM tenant_limits l WHERE l.tenant_id = m.tenant_id) AS max_sms_parts
+		(SELECT l.max_sms_parts FROM tenant_limits l WHERE l.tenant_id = m.tenant_id) AS max_sms_parts,
+		(SELECT row_to_json(b) FROM tenant_branding b WHERE b.tenant_id = m.tenant_id AND m.channel = 'EMAIL') AS branding
 	FROM messages m
 	JOIN tenants t ON t.id = m.tenant_id
 	JOIN channel_accounts a ON a.tenant_id = m.tenant_id AND a.id = m.channel_account_id
@@ -36,6 +37,8 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*a
 		// they work, which spares every other send a statement to end it.
 		CredentialsRefused bool `db:"credentials_refused"`
 		MaxSMSParts        *int `db:"max_sms_parts"`
+		// Branding is the tenant's e-mail branding as JSON, on e-mail.
+		Branding []byte `db:"branding"`
 	}
 	err := t.tx.GetContext(ctx, &row, dispatchQuery, tenantID, id)
 	if isNoRows(err) {
@@ -48,8 +51,15 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*a
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	return &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account, CredentialsRefused: row.CredentialsRefused,
-		MaxSMSParts: row.MaxSMSParts}, nil
+	st := &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account, CredentialsRefused: row.CredentialsRefused,
+		MaxSMSParts: row.MaxSMSParts}
+	if row.Branding != nil {
+		st.Branding = &app.Branding{}
+		if err := json.Unmarshal(row.Branding, st.Branding); err != nil {
+			return nil, fmt.Errorf("read tenant %s's branding: %w", tenantID, err)
+		}
+	}
+	return st, nil
 }
 
 // usageShards is how many rows a tenant's usage of a channel in a month is

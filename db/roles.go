@@ -79,6 +79,7 @@ var runtimePrivileges = map[string]string{
 	"receipt_inbox":              privWrite,
 	"server_credential_refusals": privWrite,
 	"templates":                  privWrite,
+	"tenant_branding":            privWrite,
 	"tenant_limits":              privWrite,
 	"tenants":                    privWrite,
 	"trip_bookings":              privWrite,

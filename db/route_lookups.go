@@ -66,7 +66,7 @@ const (
 		'secrets_key_id', a.secrets_key_id, 'verify_token', a.verify_token, 'webhook_token', a.webhook_token,
 		'suspended_reason', a.suspended_reason, 'created_at', a.created_at, 'updated_at', a.updated_at)`
 	templateJSON = `json_build_object('id', tp.id, 'tenant_id', tp.tenant_id, 'trigger_event', tp.trigger_event,
-		'channel', tp.channel, 'locale', tp.locale, 'subject', tp.subject, 'body', tp.body,
+		'channel', tp.channel, 'locale', tp.locale, 'subject', tp.subject, 'body', tp.body, 'body_format', tp.body_format,
 		'whatsapp_template', tp.whatsapp_template, 'version', tp.version, 'is_active', tp.is_active,
 		'updated_by', tp.updated_by, 'created_at', tp.created_at, 'updated_at', tp.updated_at)`
 )
@@ -96,6 +96,7 @@ type templateRow struct {
 	Locale           string          `json:"locale"`
 	Subject          string          `json:"subject"`
 	Body             string          `json:"body"`
+	BodyFormat       string          `json:"body_format"`
 	WhatsAppTemplate json.RawMessage `json:"whatsapp_template"`
 	Version          int             `json:"version"`
 	IsActive         bool            `json:"is_active"`
@@ -129,7 +130,7 @@ func decodeRouteLookups(tenantID uuid.UUID, event string, accountsJSON, template
 	}
 	for _, tp := range templates {
 		t := &app.Template{ID: tp.ID, TenantID: tp.TenantID, TriggerEvent: tp.TriggerEvent, Channel: tp.Channel,
-			Locale: tp.Locale, Subject: tp.Subject, Body: tp.Body, Version: tp.Version, IsActive: tp.IsActive,
+			Locale: tp.Locale, Subject: tp.Subject, Body: tp.Body, BodyFormat: app.BodyFormat(tp.BodyFormat), Version: tp.Version, IsActive: tp.IsActive,
 			UpdatedBy: tp.UpdatedBy, CreatedAt: tp.CreatedAt, UpdatedAt: tp.UpdatedAt}
 		if len(tp.WhatsAppTemplate) > 0 && string(tp.WhatsAppTemplate) != "null" {
 			t.WhatsAppTemplate = app.JSON(tp.WhatsAppTemplate)

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -11,7 +12,7 @@ import (
 	"github.com/heraldhq/herald/app/console"
 )
 
-const templateColumns = `id, tenant_id, trigger_event, channel, locale, subject, body, whatsapp_template, version, is_active, updated_by, created_at, updated_at`
+const templateColumns = `id, tenant_id, trigger_event, channel, locale, subject, body, body_format, whatsapp_template, version, is_active, updated_by, created_at, updated_at`
 
 // CreateTemplates serves app.ProvisionTx and console.TemplateTx. with one
 // multi-row insert.
@@ -19,9 +20,12 @@ func (t *Tx) CreateTemplates(ctx context.Context, ts []*app.Template) error {
 	if len(ts) == 0 {
 		return nil
 	}
+	for _, tp := range ts {
+		tp.BodyFormat = cmp.Or(tp.BodyFormat, app.BodyHTML)
+	}
 	_, err := t.tx.NamedExecContext(ctx, `
 		INSERT INTO templates (`+templateColumns+`)
-		VALUES (:id, :tenant_id, :trigger_event, :channel, :locale, :subject, :body, :whatsapp_template, :version, :is_active, :updated_by, :created_at, :updated_at)`, ts)
+		VALUES (:id, :tenant_id, :trigger_event, :channel, :locale, :subject, :body, :body_format, :whatsapp_template, :version, :is_active, :updated_by, :created_at, :updated_at)`, ts)
 	return mapErr(err)
 }
 
@@ -58,8 +62,11 @@ func (t *Tx) FindTemplate(ctx context.Context, tenantID uuid.UUID, event string,
 
 // UpdateTemplate serves app.TemplateTx and console.TemplateTx.
 func (t *Tx) UpdateTemplate(ctx context.Context, tp *app.Template) error {
+	// A template made in code without a format is HTML, as every body
+	// was before formats existed.
+	tp.BodyFormat = cmp.Or(tp.BodyFormat, app.BodyHTML)
 	_, err := t.tx.NamedExecContext(ctx, `
-		UPDATE templates SET subject = :subject, body = :body, whatsapp_template = :whatsapp_template,
+		UPDATE templates SET subject = :subject, body = :body, body_format = :body_format, whatsapp_template = :whatsapp_template,
 			version = :version, is_active = :is_active, updated_by = :updated_by, updated_at = :updated_at
 		WHERE tenant_id = :tenant_id AND id = :id`, tp)
 	return mapErr(err)
@@ -68,9 +75,10 @@ func (t *Tx) UpdateTemplate(ctx context.Context, tp *app.Template) error {
 // InsertTemplateVersion serves app.TemplateTx and console.TemplateTx: it
 // keeps the template's current content before an update replaces it.
 func (t *Tx) InsertTemplateVersion(ctx context.Context, tp *app.Template) error {
+	tp.BodyFormat = cmp.Or(tp.BodyFormat, app.BodyHTML)
 	_, err := t.tx.NamedExecContext(ctx, `
-		INSERT INTO template_versions (template_id, version, tenant_id, subject, body, whatsapp_template, is_active, updated_by, created_at)
-		VALUES (:id, :version, :tenant_id, :subject, :body, :whatsapp_template, :is_active, :updated_by, :updated_at)`, tp)
+		INSERT INTO template_versions (template_id, version, tenant_id, subject, body, body_format, whatsapp_template, is_active, updated_by, created_at)
+		VALUES (:id, :version, :tenant_id, :subject, :body, :body_format, :whatsapp_template, :is_active, :updated_by, :updated_at)`, tp)
 	return mapErr(err)
 }
 
@@ -126,13 +134,13 @@ func (t *Tx) TemplateByKey(ctx context.Context, tenantID uuid.UUID, event string
 // current content, each with its author's address where the author is a
 // user of the tenant, or its name where it is one of the tenant's API keys.
 const templateVersionsQuery = `
-	SELECT v.template_id, v.version, v.subject, v.body, v.whatsapp_template, v.updated_by, v.created_at, v.current,
+	SELECT v.template_id, v.version, v.subject, v.body, v.body_format, v.whatsapp_template, v.updated_by, v.created_at, v.current,
 		u.email AS author_email, k.name AS author_key
 	FROM (
-		SELECT template_id, version, subject, body, whatsapp_template, updated_by, created_at, false AS current
+		SELECT template_id, version, subject, body, body_format, whatsapp_template, updated_by, created_at, false AS current
 		FROM template_versions WHERE tenant_id = $1 AND template_id = $2
 		UNION ALL
-		SELECT id, version, subject, body, whatsapp_template, updated_by, updated_at, true
+		SELECT id, version, subject, body, body_format, whatsapp_template, updated_by, updated_at, true
 		FROM templates WHERE tenant_id = $1 AND id = $2
 	) v
 	LEFT JOIN users u ON u.id = v.updated_by AND u.tenant_id = $1

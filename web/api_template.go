@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ type templateJSON struct {
 	Locale           string                    `json:"locale"`
 	Subject          string                    `json:"subject"`
 	Body             string                    `json:"body"`
+	BodyFormat       app.BodyFormat            `json:"body_format,omitempty"`
 	WhatsAppTemplate *app.WhatsAppTemplateSpec `json:"whatsapp_template"`
 	Version          int                       `json:"version"`
 	Active           bool                      `json:"active"`
@@ -36,7 +38,7 @@ func templateOut(t *app.Template, warnings []string) (*templateJSON, error) {
 		return nil, err
 	}
 	return &templateJSON{
-		ID: t.ID, TriggerEvent: t.TriggerEvent, Channel: t.Channel, Locale: t.Locale, Subject: t.Subject, Body: t.Body,
+		ID: t.ID, TriggerEvent: t.TriggerEvent, Channel: t.Channel, Locale: t.Locale, Subject: t.Subject, Body: t.Body, BodyFormat: cmp.Or(t.BodyFormat, app.BodyHTML),
 		WhatsAppTemplate: spec, Version: t.Version, Active: t.IsActive, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		Warnings: warnings,
 	}, nil
@@ -135,6 +137,7 @@ type templateCreateBody struct {
 	Locale           string                    `json:"locale"`
 	Subject          string                    `json:"subject"`
 	Body             string                    `json:"body"`
+	BodyFormat       app.BodyFormat            `json:"body_format,omitempty"`
 	WhatsAppTemplate *app.WhatsAppTemplateSpec `json:"whatsapp_template"`
 }
 
@@ -147,7 +150,7 @@ func (s *Server) handleAPITemplateCreate(c *fiber.Ctx) error {
 	}
 	t, warnings, err := s.Templates.Create(c.UserContext(), apiKeyOf(c), apiKeyOf(c).TenantID, console.NewTemplateInput{
 		Event: body.TriggerEvent, Channel: body.Channel, Locale: body.Locale,
-		TemplateInput: app.TemplateInput{Subject: strings.TrimSpace(body.Subject), Body: body.Body, WhatsAppTemplate: body.WhatsAppTemplate},
+		TemplateInput: app.TemplateInput{Subject: strings.TrimSpace(body.Subject), Body: body.Body, BodyFormat: body.BodyFormat, WhatsAppTemplate: body.WhatsAppTemplate},
 	})
 	if err != nil {
 		return apiFields(err, templateFieldNames)
@@ -165,6 +168,7 @@ func (s *Server) handleAPITemplateCreate(c *fiber.Ctx) error {
 type templateUpdateBody struct {
 	Subject          string                    `json:"subject"`
 	Body             string                    `json:"body"`
+	BodyFormat       app.BodyFormat            `json:"body_format,omitempty"`
 	WhatsAppTemplate *app.WhatsAppTemplateSpec `json:"whatsapp_template"`
 	// BaseVersion is the version the caller read; when the template was
 	// saved since, nothing is stored (409), as in the console's editor.
@@ -186,7 +190,7 @@ func (s *Server) handleAPITemplateUpdate(c *fiber.Ctx) error {
 		return app.Invalid("missing_base_version", "base_version",
 			"base_version is required: the version you read, so that a save never replaces changes you have not seen.")
 	}
-	in := app.TemplateInput{Subject: strings.TrimSpace(body.Subject), Body: body.Body, WhatsAppTemplate: body.WhatsAppTemplate}
+	in := app.TemplateInput{Subject: strings.TrimSpace(body.Subject), Body: body.Body, BodyFormat: body.BodyFormat, WhatsAppTemplate: body.WhatsAppTemplate}
 	t, warnings, err := s.Templates.Edit(c.UserContext(), apiKeyOf(c), apiKeyOf(c).TenantID, id, body.BaseVersion, in)
 	if err != nil {
 		return apiFields(err, templateFieldNames)
@@ -203,6 +207,7 @@ type templateVersionJSON struct {
 	Version          int                       `json:"version"`
 	Subject          string                    `json:"subject"`
 	Body             string                    `json:"body"`
+	BodyFormat       app.BodyFormat            `json:"body_format,omitempty"`
 	WhatsAppTemplate *app.WhatsAppTemplateSpec `json:"whatsapp_template"`
 	Author           string                    `json:"author"`
 	CreatedAt        time.Time                 `json:"created_at"`
@@ -230,7 +235,7 @@ func (s *Server) handleAPITemplateVersions(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		out[i] = templateVersionJSON{Version: v.Version, Subject: v.Subject, Body: v.Body, WhatsAppTemplate: spec,
+		out[i] = templateVersionJSON{Version: v.Version, Subject: v.Subject, Body: v.Body, BodyFormat: cmp.Or(v.BodyFormat, app.BodyHTML), WhatsAppTemplate: spec,
 			Author: v.Author(), CreatedAt: v.CreatedAt, Current: v.Current}
 	}
 	return c.JSON(fiber.Map{"versions": out, "page": pageInfo(req, len(rows), more)})

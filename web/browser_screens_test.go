@@ -55,6 +55,7 @@ var consolePages = []consolePage{
 	{"audit", "/t/acme/audit", app.PermAudit},
 	{"settings", "/t/acme/settings", app.PermSettings},
 	{"callbacks", "/t/acme/settings/callbacks", app.PermCallbacks},
+	{"branding", "/t/acme/settings/branding", app.PermSettings},
 	{"tenants", "/tenants", app.PermPlatform},
 	{"tenant", "/tenants/{tenant}", app.PermPlatform},
 	{"queues", "/queues", app.PermQueues},

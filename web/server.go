@@ -50,6 +50,10 @@ type Server struct {
 	// ConfirmWindows serves the tenant's confirmation windows, to the API
 	// and on the console's settings page.
 	ConfirmWindows *console.ConfirmWindows
+	// Brandings serves the tenant's e-mail branding to the API and the
+	// previews; BrandingConsole to the console's branding page.
+	Brandings       *app.Brandings
+	BrandingConsole *console.Brandings
 	// Callbacks serves the tenant's status callback endpoints to the API;
 	// CallbackConsole to the console.
 	Callbacks       *app.Callbacks

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"net/url"
 	"strconv"
@@ -71,7 +72,8 @@ func (s *Server) handleTemplateList(c *fiber.Ctx) error {
 // line endings; templates keep LF, like the provisioned ones.
 func templateFormOf(c *fiber.Ctx) app.TemplateInput {
 	crlf := strings.NewReplacer("\r\n", "\n")
-	in := app.TemplateInput{Subject: strings.TrimSpace(c.FormValue("subject")), Body: crlf.Replace(c.FormValue("body"))}
+	in := app.TemplateInput{Subject: strings.TrimSpace(c.FormValue("subject")), Body: crlf.Replace(c.FormValue("body")),
+		BodyFormat: app.BodyFormat(strings.TrimSpace(c.FormValue("body_format")))}
 	name, lang := strings.TrimSpace(c.FormValue("wa_name")), strings.TrimSpace(c.FormValue("wa_language"))
 	params := parameterList(c.FormValue("wa_parameters"))
 	if name != "" || lang != "" || len(params) > 0 {
@@ -100,11 +102,16 @@ func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale 
 	allowEmailPreview(c)
 	e := views.TemplateEditor{
 		Template: t, Base: tenantPath(c, "/templates"), Events: app.Events(),
-		Event: event, Channel: channel, Locale: locale, Subject: in.Subject, Body: in.Body, Errors: errs,
+		Event: event, Channel: channel, Locale: locale, Subject: in.Subject, Body: in.Body, BodyFormat: in.BodyFormat, Errors: errs,
 		Locales: s.localeChoices(c),
 	}
 	if t != nil {
 		e.Event, e.Channel, e.Locale, e.BaseVersion = t.TriggerEvent, string(t.Channel), t.Locale, t.Version
+		if e.BodyFormat == "" {
+			// A saved template shows its own format; a new one
+			// preselects Markdown.
+			e.BodyFormat = cmp.Or(t.BodyFormat, app.BodyHTML)
+		}
 	}
 	if spec := in.WhatsAppTemplate; spec != nil {
 		e.WAName, e.WALanguage, e.WAParameters = spec.Name, spec.Language, strings.Join(spec.Parameters, ", ")
@@ -159,7 +166,11 @@ func (s *Server) previewOf(c *fiber.Ctx, event, channel string, in app.TemplateI
 			limit = l
 		}
 	}
-	return &views.TemplatePreviewView{Preview: console.PreviewTemplate(def, ch, in, samples, limit)}
+	var frame *app.EmailFrame
+	if ch == app.Email {
+		frame = s.emailFrame(c)
+	}
+	return &views.TemplatePreviewView{Preview: console.PreviewTemplate(def, ch, in, samples, limit, frame)}
 }
 
 // handleTemplateNew shows the editor for a new template; ?event=, ?channel=

@@ -332,9 +332,10 @@ func TestConsoleTemplates_Preview(t *testing.T) {
 			"sample.passenger_name": {`<b>Tom & "Jerry"</b>`},
 		})
 		require.Equal(t, `Booking BK-2027-0412 for <b>Tom & "Jerry"</b>`, text(doc.Find(".preview-subject")), "subjects are not HTML")
-		require.Equal(t, "<p>Dear &lt;b&gt;Tom &amp; &#34;Jerry&#34;&lt;/b&gt;,</p>\n<p>Lake Garda Spring Tour leaves on 2027-04-12.</p>",
-			doc.Find("iframe.email-frame").AttrOr("srcdoc", "")[len(`<!DOCTYPE html><html><head><meta charset="utf-8"><base target="_blank"></head><body>`):len(doc.Find("iframe.email-frame").AttrOr("srcdoc", ""))-len(`</body></html>`)],
+		srcdoc := doc.Find("iframe.email-frame").AttrOr("srcdoc", "")
+		require.Contains(t, srcdoc, "\n<p>Dear &lt;b&gt;Tom &amp; &#34;Jerry&#34;&lt;/b&gt;,</p>\n<p>Lake Garda Spring Tour leaves on 2027-04-12.</p>\n",
 			"the values are escaped, the template's own HTML is not")
+		require.Contains(t, srcdoc, `<meta name="color-scheme" content="light dark">`, "the preview is the e-mail in the tenant's layout, as sent")
 		require.Equal(t, 0, doc.Find("pre.preview b, pre.preview p").Length(), "the HTML is shown as text, never injected into the console")
 		require.Equal(t, 0, doc.Find(".preview-warning").Length())
 	})
@@ -360,7 +361,7 @@ func TestConsoleTemplates_Preview(t *testing.T) {
 		doc := preview(url.Values{"event": {"BOOKING_CONFIRMED"}, "channel": {"EMAIL"}, "subject": {"Hi {{nickname}}"},
 			"body": {"<p>{{passenger_name}} {{seat_number}}</p>"}, "sample.nickname": {"ignored"}})
 		require.Contains(t, text(doc.Find(".preview-warning")), "Unknown placeholders: {{nickname}}, {{seat_number}}")
-		require.Contains(t, doc.Find("iframe.email-frame").AttrOr("srcdoc", ""), "<body><p>Anna Schmidt </p></body>", "unknown placeholders render empty, as in the pipeline")
+		require.Contains(t, doc.Find("iframe.email-frame").AttrOr("srcdoc", ""), "\n<p>Anna Schmidt </p>\n", "unknown placeholders render empty, as in the pipeline")
 	})
 
 	t.Run("Problems", func(t *testing.T) {

@@ -64,12 +64,13 @@ type TemplateFilter struct {
 // TemplateVersion is one version of a template's content: an earlier one
 // from template_versions, or the current one.
 type TemplateVersion struct {
-	TemplateID       uuid.UUID  `db:"template_id"`
-	Version          int        `db:"version"`
-	Subject          string     `db:"subject"`
-	Body             string     `db:"body"`
-	WhatsAppTemplate app.JSON   `db:"whatsapp_template"`
-	UpdatedBy        *uuid.UUID `db:"updated_by"`
+	TemplateID       uuid.UUID      `db:"template_id"`
+	Version          int            `db:"version"`
+	Subject          string         `db:"subject"`
+	Body             string         `db:"body"`
+	BodyFormat       app.BodyFormat `db:"body_format"`
+	WhatsAppTemplate app.JSON       `db:"whatsapp_template"`
+	UpdatedBy        *uuid.UUID     `db:"updated_by"`
 	// AuthorEmail is the author's address when the author is a user of the
 	// tenant (operators' accounts are not the tenant's to read).
 	AuthorEmail *string `db:"author_email"`
@@ -225,7 +226,10 @@ func (s *Templates) Create(ctx context.Context, u app.Principal, tenantID uuid.U
 	actor := u.Actor()
 	t := &app.Template{
 		ID: uuid.New(), TenantID: tenantID, TriggerEvent: def.Name, Channel: ch, Locale: locale,
-		Subject: in.Subject, Body: in.Body, Version: 1, IsActive: true, UpdatedBy: actor.ID, CreatedAt: now, UpdatedAt: now,
+		Subject: in.Subject, Body: in.Body, BodyFormat: app.BodyHTML, Version: 1, IsActive: true, UpdatedBy: actor.ID, CreatedAt: now, UpdatedAt: now,
+	}
+	if ch == app.Email && in.BodyFormat != "" {
+		t.BodyFormat = in.BodyFormat
 	}
 	if in.WhatsAppTemplate != nil {
 		t.WhatsAppTemplate, _ = json.Marshal(in.WhatsAppTemplate)
@@ -441,7 +445,7 @@ func (s *Templates) Restore(ctx context.Context, u app.Principal, tenantID, id u
 		if err := tx.InsertTemplateVersion(ctx, t); err != nil {
 			return err
 		}
-		t.Subject, t.Body, t.WhatsAppTemplate = old.Subject, old.Body, old.WhatsAppTemplate
+		t.Subject, t.Body, t.BodyFormat, t.WhatsAppTemplate = old.Subject, old.Body, old.BodyFormat, old.WhatsAppTemplate
 		t.Version++
 		t.UpdatedBy, t.UpdatedAt = actor.ID, s.Now()
 		if err := tx.UpdateTemplate(ctx, t); err != nil {
@@ -565,16 +569,25 @@ type TemplatePreview struct {
 // plain text, as routing does.
 // An SMS is shown prepared as it is sent (app.PrepareSMS), with its count,
 // and refused past smsLimit parts as saving refuses it.
-func PreviewTemplate(def *app.EventDef, ch app.Channel, in app.TemplateInput, overrides map[string]string, smsLimit int) *TemplatePreview {
+//
+// An e-mail is shown in frame's layout (app.EmailLayout, which the
+// dispatcher wraps every e-mail in) when frame is given.
+func PreviewTemplate(def *app.EventDef, ch app.Channel, in app.TemplateInput, overrides map[string]string, smsLimit int, frame *app.EmailFrame) *TemplatePreview {
 	vars := SampleVars(def, overrides)
 	p := &TemplatePreview{Channel: ch}
-	p.Body, _ = app.Render(in.Body, vars, ch == app.Email)
+	p.Body, _ = app.Render(in.Body, vars, false)
+	if ch == app.Email {
+		p.Body, _ = app.RenderEmailBody(in.Body, in.BodyFormat, vars)
+	}
 	if ch == app.SMS {
 		body, c := app.PrepareSMS(p.Body)
 		p.Body, p.SMS, p.SMSLimit = body, &c, smsLimit
 	}
 	subject, _ := app.Render(in.Subject, vars, false)
 	p.Subject = strings.TrimSpace(subject)
+	if ch == app.Email && frame != nil {
+		p.Body = app.EmailLayout(*frame, p.Subject, p.Body)
+	}
 	if ch == app.Email {
 		p.Text = ses.PlainText(p.Body)
 	}

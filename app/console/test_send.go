@@ -103,7 +103,11 @@ func (s *Accounts) SendTemplateTest(ctx context.Context, u app.Principal, tenant
 		return nil, app.FieldErrorf("test_account", "Choose the account to send the test through.")
 	}
 	vars := SampleVars(def, in.Samples)
-	body, _ := app.Render(in.Content.Body, vars, ch == app.Email)
+	body, _ := app.Render(in.Content.Body, vars, false)
+	if ch == app.Email {
+		// The dispatcher wraps it in the tenant's layout, as every e-mail.
+		body, _ = app.RenderEmailBody(in.Content.Body, in.Content.BodyFormat, vars)
+	}
 	subject, _ := app.Render(in.Content.Subject, vars, false)
 	actor := u.Actor()
 	target := "new"

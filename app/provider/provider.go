@@ -101,6 +101,9 @@ type Outbound struct {
 	// unsubscribes its recipient in one click (RFC 8058): e-mail adapters
 	// send it as List-Unsubscribe with List-Unsubscribe-Post.
 	UnsubscribeURL string
+	// SenderName, when set, is the From address's display name, the
+	// tenant's branding's; it replaces the account's own.
+	SenderName string
 	// Attachments are the files the message carries, in order, with
 	// their bytes; a provider that cannot carry a file sends its Link.
 	Attachments []File

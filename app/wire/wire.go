@@ -100,6 +100,8 @@ type Services struct {
 	// ConfirmWindows manages tenants' confirmation windows; the
 	// dispatcher reads them in its own transaction.
 	ConfirmWindows *app.ConfirmWindows
+	// Brandings manages tenants' e-mail branding.
+	Brandings *app.Brandings
 
 	// The console.
 	Console Console
@@ -136,6 +138,7 @@ type Console struct {
 	Callbacks      *console.Callbacks
 	Rejections     *console.Rejections
 	ConfirmWindows *console.ConfirmWindows
+	Brandings      *console.Brandings
 }
 
 // Options adjust what Connect builds, for tests; the zero value is what
@@ -302,6 +305,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Rollups = &app.Rollups{Store: db.Scope[app.RollupTx](store), Now: now}
 	s.Deadlines = &app.Deadlines{Store: db.Scope[app.DeadlineTx](store), Now: now}
 	s.ConfirmWindows = &app.ConfirmWindows{Store: db.Scope[app.ConfirmWindowTx](store), Now: now}
+	s.Brandings = &app.Brandings{Store: db.Scope[app.BrandingTx](store), Now: now}
 	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log, Now: now}
 	s.Health = &app.Health{Probe: d, Now: now, Credentials: s.Credentials}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Queue: queue, Now: now, Log: log}
@@ -355,6 +359,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		Callbacks:      &console.Callbacks{Callbacks: s.Callbacks},
 		Rejections:     &console.Rejections{Store: db.Scope[console.RejectionTx](store)},
 		ConfirmWindows: &console.ConfirmWindows{ConfirmWindows: s.ConfirmWindows},
+		Brandings:      &console.Brandings{Brandings: s.Brandings},
 	}
 	return s, nil
 }
@@ -366,6 +371,7 @@ func (s *Services) Web(version string) *web.Server {
 		Config: s.Config, Log: s.Log, Health: s.Health, Credentials: s.Credentials,
 		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Files: s.Files, Hooks: s.Hooks,
 		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
+		Brandings: s.Brandings, BrandingConsole: s.Console.Brandings,
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,
 		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,
 		SNSVerifier: snsVerifier(s.Config),

@@ -92,7 +92,11 @@ func (p *Provider) Send(ctx context.Context, m provider.Outbound) (string, error
 // and the message.
 func input(m provider.Outbound) (*sesv2.SendEmailInput, error) {
 	cfg := m.Account.Config
-	from, err := sender(cfg[ConfigSenderEmail], cfg[ConfigSenderName])
+	name := cfg[ConfigSenderName]
+	if m.SenderName != "" {
+		name = m.SenderName
+	}
+	from, err := sender(cfg[ConfigSenderEmail], name)
 	if err != nil {
 		return nil, err
 	}
