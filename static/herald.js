@@ -72,6 +72,27 @@
     }
   });
 
+  // E-mail previews are as tall as the e-mail, footer included. The frame
+  // is sandboxed without scripts (nothing in a template runs), and only
+  // allow-same-origin lets this page read its height.
+  var fitFrame = function (frame) {
+    try {
+      var doc = frame.contentDocument;
+      if (doc && doc.documentElement) {
+        frame.style.height = (doc.documentElement.scrollHeight + 2) + "px";
+      }
+    } catch (err) { /* a frame from elsewhere keeps its height */ }
+  };
+  var frames = document.querySelectorAll("iframe.email-frame");
+  Array.prototype.forEach.call(frames, function (frame) {
+    frame.addEventListener("load", function () { fitFrame(frame); });
+    fitFrame(frame);
+  });
+  if (frames.length) {
+    // A narrower window wraps the e-mail onto more lines.
+    window.addEventListener("resize", function () { Array.prototype.forEach.call(frames, fitFrame); });
+  }
+
   // The main navigation is a <details> the stylesheet keeps open on wide
   // screens; browsers that cannot style its content (no ::details-content)
   // get it opened here instead.

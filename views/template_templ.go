@@ -2746,14 +2746,14 @@ func EmailPreview(body, text string) templ.Component {
 			templ_7745c5c3_Var119 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 231, "<div class=\"email-preview\"><input type=\"radio\" name=\"email-view\" id=\"email-view-html\" class=\"email-tab-radio\" checked> <input type=\"radio\" name=\"email-view\" id=\"email-view-text\" class=\"email-tab-radio\"><div class=\"email-tabs\" role=\"tablist\"><label for=\"email-view-html\" class=\"email-tab\" role=\"tab\">E-mail</label> <label for=\"email-view-text\" class=\"email-tab\" role=\"tab\">Plain text</label></div><div class=\"email-pane email-pane-html\"><iframe class=\"email-frame\" sandbox=\"\" srcdoc=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 231, "<div class=\"email-preview\"><input type=\"radio\" name=\"email-view\" id=\"email-view-html\" class=\"email-tab-radio\" checked> <input type=\"radio\" name=\"email-view\" id=\"email-view-text\" class=\"email-tab-radio\"><div class=\"email-tabs\" role=\"tablist\"><label for=\"email-view-html\" class=\"email-tab\" role=\"tab\">E-mail</label> <label for=\"email-view-text\" class=\"email-tab\" role=\"tab\">Plain text</label></div><div class=\"email-pane email-pane-html\"><iframe class=\"email-frame\" sandbox=\"allow-same-origin\" srcdoc=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var120 string
 		templ_7745c5c3_Var120, templ_7745c5c3_Err = templ.JoinStringErrs(emailDocument(body))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 739, Col: 70}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 739, Col: 87}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var120))
 		if templ_7745c5c3_Err != nil {

@@ -81,7 +81,7 @@ func TestConsoleBranding(t *testing.T) {
 	t.Run("PreviewSaveAndShow", func(t *testing.T) {
 		doc := manager.page(path)
 		frame := doc.Find("iframe.email-preview")
-		require.Equal(t, "", frame.AttrOr("sandbox", "missing"), "the preview runs sandboxed")
+		require.Equal(t, "allow-same-origin", frame.AttrOr("sandbox", "missing"), "the preview runs sandboxed: no scripts, no forms; only its height is read")
 		require.Contains(t, frame.AttrOr("srcdoc", ""), `content="light dark"`, "the preview is the layout e-mails are sent in")
 
 		form := url.Values{"logo_url": {"https://cdn.example/acme.png"}, "brand_color": {"#0b0c0c"}, "footer_text": {"Acme <Travel>"}, "sender_name": {"Acme"}}
@@ -157,6 +157,12 @@ func TestBrowser_Branding(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "#1d70b8", b.BrandColor)
 	require.Equal(t, "Acme Reisen", b.SenderName)
+	// The preview is as tall as the e-mail: its footer is on the page,
+	// not cut off inside the frame.
+	waitFor[bool](t, ctx, "the preview frame fits its e-mail", `(() => {
+		const f = document.querySelector('iframe.email-preview'), d = f.contentDocument;
+		return !!d && d.body.innerText.includes('Hauptstraße 1') && f.clientHeight + 2 >= d.documentElement.scrollHeight;
+	})()`)
 	screenshot(t, ctx, "03-branding-saved-light")
 
 	_, err = chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{

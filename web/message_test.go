@@ -448,7 +448,7 @@ func TestConsoleMessages_Detail(t *testing.T) {
 		require.Contains(t, preview, "Hallo Anna,")
 		require.Contains(t, preview, "Gardasee & mehr")
 		require.NotContains(t, preview, "<p>")
-		require.Contains(t, doc.Find(`iframe.email-frame[sandbox=""]`).AttrOr("srcdoc", ""), `<script>alert(1)</script>`, "the HTML goes only into the sandboxed frame, which runs no script")
+		require.Contains(t, doc.Find(`iframe.email-frame[sandbox="allow-same-origin"]`).AttrOr("srcdoc", ""), `<script>alert(1)</script>`, "the HTML goes only into the sandboxed frame, which runs no script")
 	})
 
 	t.Run("TimelineWithReplyAndReceipt", func(t *testing.T) {
