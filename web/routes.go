@@ -201,6 +201,7 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/messages", app.PermMessages, s.handleMessageList)
 	t.get("/messages/:id", app.PermMessages, s.handleMessageShow)
 	t.post("/messages/:id/retry", app.PermResend, s.handleMessageRetry)
+	t.post("/messages/:id/files/:file/send", app.PermResend, s.handleMessageFileSend)
 	t.post("/messages/:id/cancel", app.PermCancelMessage, s.handleMessageCancel)
 	t.get("/events/:id", app.PermMessages, s.handleEventShow)
 
