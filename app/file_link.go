@@ -113,6 +113,9 @@ type FileServer struct {
 	// served.
 	Fetcher FileFetcher
 	Now     Clock
+	// Limits throttles each file's link across every client once its
+	// token checks out; nil: unlimited.
+	Limits *PublicLimits
 }
 
 // errFileLink is the one answer to every link that serves nothing: a
@@ -144,6 +147,9 @@ func (s *FileServer) Open(ctx context.Context, token string) (*Attachment, error
 	}
 	if !s.Links.Verify(fl, f) {
 		return nil, errFileLink
+	}
+	if err := s.Limits.TakeFile(ctx, f); err != nil {
+		return nil, err
 	}
 	if f.Ready() {
 		return f, nil

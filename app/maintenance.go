@@ -43,6 +43,9 @@ type MaintenanceTx interface {
 	PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneRejections(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+	// PruneRateBuckets deletes up to limit token buckets whose key starts
+	// with prefix and that were last taken from before the time.
+	PruneRateBuckets(ctx context.Context, prefix string, before time.Time, limit int) (int, error)
 	// PruneUploads deletes up to limit rows of uploads that finished (or
 	// were never started) before the time, and those uploads once their
 	// rows are gone; it returns what it deleted.
@@ -286,6 +289,9 @@ func (r *PruneResult) add(o PruneResult) {
 // counts as finished. Their events stay with them.
 func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
 	var total PruneResult
+	if err := m.prunePublicBuckets(ctx); err != nil {
+		return total, err
+	}
 	var tenants []*Tenant
 	err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
 		tenants, err = tx.ListTenants(ctx)
@@ -312,6 +318,29 @@ func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
 		}
 	}
 	return total, nil
+}
+
+// PublicBucketIdle is how long a public link's bucket (one per client
+// address, one per file) is kept after its last request. Every such bucket
+// is full again well within it (its burst at its rate takes under two
+// minutes), so deleting it changes no answer, and a client or a file that
+// comes back starts from the full bucket it would have had.
+const PublicBucketIdle = time.Hour
+
+// prunePublicBuckets deletes the public links' idle buckets in batches:
+// made-up tokens from many addresses would otherwise leave a row each.
+func (m *Maintenance) prunePublicBuckets(ctx context.Context) error {
+	before := m.Now().Add(-PublicBucketIdle)
+	for {
+		var n int
+		err := m.Store.InPlatform(ctx, func(tx MaintenanceTx) (err error) {
+			n, err = tx.PruneRateBuckets(ctx, PublicBucketPrefix, before, PruneBatch)
+			return err
+		})
+		if err != nil || n < PruneBatch {
+			return err
+		}
+	}
 }
 
 // pruneTenant prunes one tenant's old rows, batch by batch, until none are

@@ -113,12 +113,15 @@ type Message struct {
 	EntityType        *string    `db:"entity_type" json:"entity_type,omitempty"`
 	EntityID          *string    `db:"entity_id" json:"entity_id,omitempty"`
 	TriggeredBy       *uuid.UUID `db:"triggered_by" json:"triggered_by,omitempty"`
-	QueuedAt          time.Time  `db:"queued_at" json:"queued_at"`
-	SentAt            *time.Time `db:"sent_at" json:"sent_at,omitempty"`
-	DeliveredAt       *time.Time `db:"delivered_at" json:"delivered_at,omitempty"`
-	ReadAt            *time.Time `db:"read_at" json:"read_at,omitempty"`
-	FailedAt          *time.Time `db:"failed_at" json:"failed_at,omitempty"`
-	StaleAt           *time.Time `db:"stale_at" json:"stale_at,omitempty"`
+	// FileID limits the message to one of its event's files (support
+	// re-sent that file alone); nil: every file.
+	FileID      *uuid.UUID `db:"file_id" json:"file_id,omitempty"`
+	QueuedAt    time.Time  `db:"queued_at" json:"queued_at"`
+	SentAt      *time.Time `db:"sent_at" json:"sent_at,omitempty"`
+	DeliveredAt *time.Time `db:"delivered_at" json:"delivered_at,omitempty"`
+	ReadAt      *time.Time `db:"read_at" json:"read_at,omitempty"`
+	FailedAt    *time.Time `db:"failed_at" json:"failed_at,omitempty"`
+	StaleAt     *time.Time `db:"stale_at" json:"stale_at,omitempty"`
 	// ExpiresAt is the event's expiry: a QUEUED message past it becomes
 	// EXPIRED instead of being sent.
 	ExpiresAt *time.Time `db:"expires_at" json:"expires_at,omitempty"`

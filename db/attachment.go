@@ -32,11 +32,12 @@ func (t *Tx) InsertAttachments(ctx context.Context, files []*app.Attachment) err
 }
 
 // messageFilesFrom finds a message's files: its event's, and its
-// recipient's own.
+// recipient's own; a message limited to one file (file_id) only that one.
 const messageFilesFrom = `
 	FROM attachments a JOIN messages m ON m.tenant_id = a.tenant_id AND m.event_id = a.event_id
 	WHERE m.tenant_id = $1 AND m.id = $2 AND a.tenant_id = $1
 	  AND (a.recipient_index IS NULL OR a.recipient_index = m.recipient_index)
+	  AND (m.file_id IS NULL OR a.id = m.file_id)
 	ORDER BY a.recipient_index NULLS FIRST, a.position`
 
 // MessageFiles serves app.FileTx.

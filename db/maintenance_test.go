@@ -393,3 +393,44 @@ func TestPruneMessages_PlanUsesIndexes(t *testing.T) {
 		fmt.Sprintf(`'%s', ARRAY['%s']::uuid[]`, tn.ID, uuid.New()))
 	require.Contains(t, timeline, "message_events_message_id_idx", timeline)
 }
+
+// TestMaintenance_PrunePublicBuckets: retention deletes the public links'
+// buckets idle for PublicBucketIdle (full again long before) and leaves
+// busy ones and every other bucket alone.
+func TestMaintenance_PrunePublicBuckets(t *testing.T) {
+	t.Parallel()
+	b := setupRetention(t)
+	idle, busy := b.now.Add(-app.PublicBucketIdle-time.Minute), b.now.Add(-time.Minute)
+	for _, bucket := range []struct {
+		key string
+		at  time.Time
+	}{
+		{app.PublicBucketPrefix + "client:203.0.113.7", idle},
+		{app.PublicBucketPrefix + "file:a:b", idle},
+		{app.PublicBucketPrefix + "client:198.51.100.1", busy},
+		{"intake:key-1", idle},
+	} {
+		wait, err := b.store.TakeIntakeToken(b.ctx, bucket.key, 20, 5, bucket.at)
+		require.NoError(t, err)
+		require.Zero(t, wait)
+	}
+	_, err := b.maintenance(db.Scope[app.MaintenanceTx](b.store)).Prune(b.ctx)
+	require.NoError(t, err)
+	var left []string
+	require.NoError(t, b.store.InPlatform(b.ctx, func(tx *db.Tx) error {
+		rows, err := tx.SQL().QueryContext(b.ctx, `SELECT key FROM rate_buckets ORDER BY key`)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				return err
+			}
+			left = append(left, k)
+		}
+		return rows.Err()
+	}))
+	require.Equal(t, []string{"intake:key-1", app.PublicBucketPrefix + "client:198.51.100.1"}, left)
+}

@@ -134,7 +134,7 @@ func TestMigrate_BodyFormatKeepsHTML(t *testing.T) {
 		VALUES ($1, 1, $2, 'Alt', '<p>old</p>', true, now())`, templateID, tenantID)
 	require.NoError(t, err)
 
-	_, err = provider.UpTo(ctx, 18)
+	_, err = provider.UpTo(ctx, version)
 	require.NoError(t, err)
 	var formats []string
 	rows, err := conn.QueryContext(ctx, `

@@ -99,6 +99,16 @@ func (t *Tx) PruneRejections(ctx context.Context, tenantID uuid.UUID, before tim
 			ORDER BY at LIMIT $3 FOR UPDATE SKIP LOCKED)`, tenantID, before, limit)
 }
 
+// PruneRateBuckets serves app.MaintenanceTx: the idle buckets whose key
+// starts with prefix (the public links' buckets; API keys' and accounts'
+// buckets are few and stay).
+func (t *Tx) PruneRateBuckets(ctx context.Context, prefix string, before time.Time, limit int) (int, error) {
+	return t.prune(ctx, `
+		DELETE FROM rate_buckets WHERE key IN (
+			SELECT key FROM rate_buckets WHERE starts_with(key, $1) AND refilled_at < $2
+			LIMIT $3 FOR UPDATE SKIP LOCKED)`, prefix, before, limit)
+}
+
 // TenantOfKeyPrefix serves app.KeyPrefixLookup: outside any transaction,
 // through the platform-scoped herald_api_key_prefix_tenant function, as
 // APIKeyByHash looks keys up.

@@ -246,6 +246,33 @@ func (s *Server) handleMessageRetry(c *fiber.Ctx) error {
 	return c.Redirect(tenantPath(c, "/messages/"+m.ID.String()), fiber.StatusSeeOther)
 }
 
+// handleMessageFileSend sends one file of a message again, alone, as a
+// new message on the same channel to the same address.
+func (s *Server) handleMessageFileSend(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	fileID, err := uuid.Parse(c.Params("file"))
+	if err != nil {
+		return app.Errorf(app.ENOTFOUND, "No such file.")
+	}
+	m, err := s.MessageConsole.ResendFile(c.UserContext(), userOf(c), tenantOf(c).ID, id, fileID)
+	if app.ErrorCode(err) == app.ECONFLICT {
+		s.flash(c, "error", app.ErrorMessage(err))
+		return c.Redirect(tenantPath(c, "/messages/"+id.String()), fiber.StatusSeeOther)
+	}
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		s.flash(c, "success", "This file is on its way already.")
+		return c.Redirect(tenantPath(c, "/messages/"+id.String()), fiber.StatusSeeOther)
+	}
+	s.flash(c, "success", "The file is sent again as this new message, alone.")
+	return c.Redirect(tenantPath(c, "/messages/"+m.ID.String()), fiber.StatusSeeOther)
+}
+
 // handleMessageCancel stops a queued message.
 func (s *Server) handleMessageCancel(c *fiber.Ctx) error {
 	id, err := pathID(c)

@@ -183,6 +183,16 @@ func (s *Server) limitIntake(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// limitPublic takes a token from the client address's bucket before a
+// public link (no login) reads its token: a client past its rate gets 429
+// rate_limited with Retry-After, and other clients are not slowed.
+func (s *Server) limitPublic(c *fiber.Ctx) error {
+	if err := s.PublicLimits.TakeClient(c.UserContext(), c.IP()); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
 // apiKeyOf returns the authenticated API key of an /api request.
 func apiKeyOf(c *fiber.Ctx) *app.APIKey {
 	k, _ := c.Locals(localAPIKey).(*app.APIKey)

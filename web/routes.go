@@ -93,10 +93,11 @@ func (s *Server) routes(a *fiber.App) {
 	a.Post("/webhooks/ses", s.refuseDeepBody, s.handleWebhookSES)
 	a.Post("/webhooks/sns-sms", s.refuseDeepBody, s.handleWebhookSMS)
 	// An optional e-mail's one-click unsubscribe link (RFC 8058): no login.
-	a.Get("/unsubscribe/:token", s.handleUnsubscribePage)
-	a.Post("/unsubscribe/:token", s.handleUnsubscribe)
+	// Both are throttled per client address (limitPublic).
+	a.Get("/unsubscribe/:token", s.limitPublic, s.handleUnsubscribePage)
+	a.Post("/unsubscribe/:token", s.limitPublic, s.handleUnsubscribe)
 	// A message's file behind its signed short link: no login.
-	a.Get("/f/:token", s.handleFile)
+	a.Get("/f/:token", s.limitPublic, s.handleFile)
 
 	s.consoleRoutesOn(a)
 }
@@ -206,6 +207,7 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/messages", app.PermMessages, s.handleMessageList)
 	t.get("/messages/:id", app.PermMessages, s.handleMessageShow)
 	t.post("/messages/:id/retry", app.PermResend, s.handleMessageRetry)
+	t.post("/messages/:id/files/:file/send", app.PermResend, s.handleMessageFileSend)
 	t.post("/messages/:id/cancel", app.PermCancelMessage, s.handleMessageCancel)
 	t.get("/events/:id", app.PermMessages, s.handleEventShow)
 

@@ -43,7 +43,10 @@ type Server struct {
 	Preferences *app.Preferences
 	// Files serves the short links of messages' files.
 	Files *app.FileServer
-	Hooks *app.Hooks
+	// PublicLimits throttles the public links (files, unsubscribe) per
+	// client address; nil: unlimited.
+	PublicLimits *app.PublicLimits
+	Hooks        *app.Hooks
 	// Deadlines serves the tenant's delivery deadlines, to the API and on
 	// the console's settings page.
 	Deadlines *console.Deadlines

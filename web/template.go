@@ -246,7 +246,7 @@ func (s *Server) handleTemplateEdit(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	in := app.TemplateInput{Subject: t.Subject, Body: t.Body}
+	in := app.TemplateInput{Subject: t.Subject, Body: t.Body, BodyFormat: t.BodyFormat}
 	if in.WhatsAppTemplate, err = t.Spec(); err != nil {
 		return err
 	}

@@ -61,48 +61,7 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 		if m.Test {
 			return app.Errorf(app.ECONFLICT, "A test message is never retried; send another test instead.")
 		}
-		if m.EventID == nil || m.ContactID == nil {
-			return app.Errorf(app.ECONFLICT, "The notification this message came from is no longer stored, so it cannot be retried; resend it from the booking panel instead.")
-		}
-		e, err := tx.EventByID(ctx, tenantID, *m.EventID, false)
-		if err != nil {
-			return err
-		}
-		def, err := e.Def()
-		if err != nil {
-			return err
-		}
-		tenant, err := tx.TenantByID(ctx, tenantID)
-		if err != nil {
-			return err
-		}
-		contact, err := tx.ContactByID(ctx, tenantID, *m.ContactID)
-		if err != nil {
-			return err
-		}
-		var tmpl *app.Template
-		if m.TemplateID != nil {
-			t, err := tx.TemplateByID(ctx, tenantID, *m.TemplateID)
-			switch {
-			case err == nil && t.IsActive && t.Channel == m.Channel:
-				tmpl = t
-			case err != nil && app.ErrorCode(err) != app.ENOTFOUND:
-				return err
-			}
-		}
-		// The retry goes to exactly the address the failed message went
-		// to, whatever the contact holds now; the rest of the recipient
-		// (name, locale, context) is what the event gave.
-		recipients, err := e.DecodeRecipients()
-		if err != nil {
-			return err
-		}
-		rc, index, ok := app.RecipientOf(recipients, m)
-		if !ok {
-			rc, index = app.Recipient{Name: contact.Name}, -1
-		}
-		to := app.Addressee{Contact: contact, Recipient: rc.WithAddress(m.Channel, m.ToAddress), Index: index}
-		next, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, to, m.ConversationID, m.Channel, tmpl)
+		next, skip, err := s.planAgain(ctx, tx, tenantID, m, nil)
 		if err != nil {
 			return err
 		}
@@ -195,4 +154,126 @@ func (s *MessageConsole) TestMessage(ctx context.Context, u app.Principal, tenan
 		return nil, err
 	}
 	return &d, nil
+}
+
+// fileKey is the idempotency key of file fileID of message id sent
+// again: a double click sends once.
+func fileKey(id, fileID uuid.UUID) string { return "file:" + id.String() + ":" + fileID.String() }
+
+// ResendFile sends one file of message id again, alone, on the same
+// channel to the same address: a new message limited to that file
+// (Message.FileID), planned as a retry is, audited, with a note on the
+// original's timeline. Sending it twice sends once.
+func (s *MessageConsole) ResendFile(ctx context.Context, u *app.User, tenantID, id, fileID uuid.UUID) (*app.Message, error) {
+	if err := app.RequirePermission(u, app.PermResend); err != nil {
+		return nil, err
+	}
+	actor := u.Actor()
+	var sent *app.Message
+	err := s.Store.InTenant(ctx, tenantID, func(tx MessageTx) error {
+		m, err := tx.MessageByID(ctx, tenantID, id, true)
+		if err != nil {
+			return err
+		}
+		if m.Test {
+			return app.Errorf(app.ECONFLICT, "A test message's files are not sent again; send another test instead.")
+		}
+		if prior, err := tx.MessageByIdempotencyKey(ctx, tenantID, fileKey(m.ID, fileID)); err == nil {
+			sent = prior
+			return nil
+		} else if app.ErrorCode(err) != app.ENOTFOUND {
+			return err
+		}
+		next, skip, err := s.planAgain(ctx, tx, tenantID, m, &fileID)
+		if err != nil {
+			return err
+		}
+		if skip != "" {
+			return app.Errorf(app.ECONFLICT, "Cannot send the file on %s: %s.", m.Channel, strings.ReplaceAll(skip, "_", " "))
+		}
+		next.IdempotencyKey = fileKey(m.ID, fileID)
+		next.TriggeredBy = actor.ID
+		next.ExpiresAt = nil
+		inserted, err := s.Router.Insert(ctx, tx, next, app.SourceConsole, map[string]any{"file_of": m.ID.String(), "file_id": fileID.String(), "by": actor.Label})
+		if err != nil || !inserted {
+			return err
+		}
+		if err := tx.InsertMessageEvent(ctx, &app.MessageEvent{TenantID: tenantID, MessageID: m.ID, Source: app.SourceConsole, At: s.Now(),
+			Detail: map[string]any{"file_sent_as": next.ID.String(), "file_id": fileID.String(), "by": actor.Label}}); err != nil {
+			return err
+		}
+		if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, "message.resend_file", "message", m.ID.String(),
+			map[string]any{"message_id": next.ID.String(), "file_id": fileID.String(), "channel": m.Channel})); err != nil {
+			return err
+		}
+		sent = next
+		return s.Queue.EnqueueDispatch(ctx, tx, next.DispatchJob())
+	})
+	return sent, err
+}
+
+// planAgain plans m once more from its event, to exactly the address m
+// went to, through the routing plan every message takes; only, when set,
+// limits the new message to that one file of the event.
+func (s *MessageConsole) planAgain(ctx context.Context, tx MessageTx, tenantID uuid.UUID, m *app.Message, only *uuid.UUID) (*app.Message, string, error) {
+	if m.EventID == nil || m.ContactID == nil {
+		return nil, "", app.Errorf(app.ECONFLICT, "The notification this message came from is no longer stored, so it cannot be retried; resend it from the booking panel instead.")
+	}
+	e, err := tx.EventByID(ctx, tenantID, *m.EventID, false)
+	if err != nil {
+		return nil, "", err
+	}
+	def, err := e.Def()
+	if err != nil {
+		return nil, "", err
+	}
+	tenant, err := tx.TenantByID(ctx, tenantID)
+	if err != nil {
+		return nil, "", err
+	}
+	contact, err := tx.ContactByID(ctx, tenantID, *m.ContactID)
+	if err != nil {
+		return nil, "", err
+	}
+	var tmpl *app.Template
+	if m.TemplateID != nil {
+		t, err := tx.TemplateByID(ctx, tenantID, *m.TemplateID)
+		switch {
+		case err == nil && t.IsActive && t.Channel == m.Channel:
+			tmpl = t
+		case err != nil && app.ErrorCode(err) != app.ENOTFOUND:
+			return nil, "", err
+		}
+	}
+	// The new message goes to exactly the address m went to, whatever
+	// the contact holds now; the rest of the recipient
+	// (name, locale, context) is what the event gave.
+	recipients, err := e.DecodeRecipients()
+	if err != nil {
+		return nil, "", err
+	}
+	rc, index, ok := app.RecipientOf(recipients, m)
+	if !ok {
+		rc, index = app.Recipient{Name: contact.Name}, -1
+	}
+	to := app.Addressee{Contact: contact, Recipient: rc.WithAddress(m.Channel, m.ToAddress), Index: index}
+	if only != nil {
+		// Only the one file rides with the event: an SMS links it alone.
+		var files app.EventFiles
+		for _, f := range e.Files {
+			if f.ID == *only {
+				files = append(files, f)
+			}
+		}
+		if len(files) == 0 {
+			return nil, "", app.Errorf(app.ENOTFOUND, "This file is no longer stored with the message's notification.")
+		}
+		e.Files = files
+	}
+	next, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, to, m.ConversationID, m.Channel, tmpl)
+	if err != nil {
+		return nil, "", err
+	}
+	next.FileID = only
+	return next, skip, nil
 }

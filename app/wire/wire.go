@@ -83,7 +83,9 @@ type Services struct {
 	Preferences *app.Preferences
 	// Files serves the short links of messages' files.
 	Files *app.FileServer
-	Hooks *app.Hooks
+	// PublicLimits throttles the public links per client and per file.
+	PublicLimits *app.PublicLimits
+	Hooks        *app.Hooks
 	// Callbacks manages tenants' callback endpoints and posts their
 	// status callbacks.
 	Callbacks *app.Callbacks
@@ -310,8 +312,11 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Health = &app.Health{Probe: d, Now: now, Credentials: s.Credentials}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Queue: queue, Now: now, Log: log}
 	s.Preferences = &app.Preferences{Store: db.Scope[app.PreferenceTx](store), Links: unsubscribe, Now: now}
+	// Public links' buckets, like API keys', read the database's clock
+	// unless a test injects one.
+	s.PublicLimits = &app.PublicLimits{Rates: store, BucketNow: opts.Now}
 	// A file link fetches a file given by URL as a send would.
-	s.Files = &app.FileServer{Store: db.Scope[app.FileServeTx](store), Links: fileLinks, Fetcher: dispatchOpts.Fetcher, Now: now}
+	s.Files = &app.FileServer{Store: db.Scope[app.FileServeTx](store), Links: fileLinks, Fetcher: dispatchOpts.Fetcher, Now: now, Limits: s.PublicLimits}
 	s.Hooks = &app.Hooks{Store: db.Scope[app.HookTx](store), Accounts: s.Accounts, Rates: store}
 	// Buckets read the database's clock (as the dispatcher's do) unless a
 	// test injects one.
@@ -369,7 +374,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health, Credentials: s.Credentials,
-		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Files: s.Files, Hooks: s.Hooks,
+		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Files: s.Files, PublicLimits: s.PublicLimits, Hooks: s.Hooks,
 		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
 		Brandings: s.Brandings, BrandingConsole: s.Console.Brandings,
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,

@@ -12,13 +12,19 @@
 -- (TEXT, IMAGE, VIDEO, DOCUMENT, LOCATION; '' without a header), as
 -- template sync reads it: a template with a DOCUMENT or IMAGE header
 -- carries a message's file outside WhatsApp's customer service window.
+--
+-- messages.file_id limits a message to one of its event's files: support
+-- re-sending a single file from the booking panel sends only that one.
+-- NULL: every file of the event (and of the message's recipient).
 
 -- +goose Up
 ALTER TABLE attachments ADD COLUMN token_nonce bytea NOT NULL DEFAULT uuid_send(gen_random_uuid())
     CHECK (length(token_nonce) = 16);
 ALTER TABLE meta_templates ADD COLUMN header_format text NOT NULL DEFAULT ''
     CHECK (header_format IN ('', 'TEXT', 'IMAGE', 'VIDEO', 'DOCUMENT', 'LOCATION'));
+ALTER TABLE messages ADD COLUMN file_id uuid;
 
 -- +goose Down
+ALTER TABLE messages DROP COLUMN file_id;
 ALTER TABLE meta_templates DROP COLUMN header_format;
 ALTER TABLE attachments DROP COLUMN token_nonce;
