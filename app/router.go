@@ -658,6 +658,10 @@ func (r *Router) fallbackStep(ctx context.Context, tx FallbackTx, failed *Messag
 		return nil, "", nil, nil
 	}
 	to := Addressee{Contact: contact, Recipient: rc, Index: index}
+	if failed.FileID != nil {
+		// A message limited to one file hands on that file alone.
+		e.Files = e.Files.Only(*failed.FileID)
+	}
 	chain := toChannels(failed.FallbackChain)
 	// The chain's decisions are added to the event's in one statement, on
 	// this path only: a message failed and its chain goes on.
@@ -688,7 +692,7 @@ func (r *Router) fallbackStep(ctx context.Context, tx FallbackTx, failed *Messag
 			passed = append(passed, SkippedChannel{Channel: ch, Reason: *m.FailedReason})
 			continue
 		}
-		m.FallbackOf, m.FallbackChain = &failed.ID, channelStrings(chain[i+1:])
+		m.FallbackOf, m.FallbackChain, m.FileID = &failed.ID, channelStrings(chain[i+1:]), failed.FileID
 		expireWhileDeferred(m)
 		inserted, err := r.Insert(ctx, tx, m, SourceDispatch, skippedDetail(map[string]any{"fallback_of": failed.ID.String()}, passed))
 		if err != nil {

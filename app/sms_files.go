@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // FilesPlaceholder is the SMS placeholder of a message's files: one short
@@ -59,6 +61,17 @@ func RenderSMSFiles(body string, vars map[string]string, links []string) string 
 // SMS are made from them, in the transaction that routes, without a
 // statement of their own.
 type EventFiles []*Attachment
+
+// Only is the one file with the id, for a message limited to it
+// (Message.FileID); empty when the event no longer holds it.
+func (f EventFiles) Only(id uuid.UUID) EventFiles {
+	for _, a := range f {
+		if a.ID == id {
+			return EventFiles{a}
+		}
+	}
+	return EventFiles{}
+}
 
 // Scan implements sql.Scanner: the files come as a JSON array.
 func (f *EventFiles) Scan(src any) error {

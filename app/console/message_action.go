@@ -61,7 +61,8 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 		if m.Test {
 			return app.Errorf(app.ECONFLICT, "A test message is never retried; send another test instead.")
 		}
-		next, skip, err := s.planAgain(ctx, tx, tenantID, m, nil)
+		// A message limited to one file is retried with that file alone.
+		next, skip, err := s.planAgain(ctx, tx, tenantID, m, m.FileID)
 		if err != nil {
 			return err
 		}
@@ -259,16 +260,9 @@ func (s *MessageConsole) planAgain(ctx context.Context, tx MessageTx, tenantID u
 	to := app.Addressee{Contact: contact, Recipient: rc.WithAddress(m.Channel, m.ToAddress), Index: index}
 	if only != nil {
 		// Only the one file rides with the event: an SMS links it alone.
-		var files app.EventFiles
-		for _, f := range e.Files {
-			if f.ID == *only {
-				files = append(files, f)
-			}
-		}
-		if len(files) == 0 {
+		if e.Files = e.Files.Only(*only); len(e.Files) == 0 {
 			return nil, "", app.Errorf(app.ENOTFOUND, "This file is no longer stored with the message's notification.")
 		}
-		e.Files = files
 	}
 	next, skip, err := s.Router.Plan(ctx, tx, tenant, e, def, to, m.ConversationID, m.Channel, tmpl)
 	if err != nil {
