@@ -626,41 +626,49 @@ func (r *Router) fallback(ctx context.Context, tx FallbackTx, failed *Message) (
 	return nextInChain{Job: next, Channel: channel, Skipped: passed}, err
 }
 
-func (r *Router) fallbackStep(ctx context.Context, tx FallbackTx, failed *Message) (*DispatchJob, string, []SkippedChannel, error) {
-	if len(failed.FallbackChain) == 0 || failed.EventID == nil || failed.ContactID == nil {
-		return nil, "", nil, nil
+// fallbackAddressee reads what a failed message's chain is planned from:
+// its event (with only the message's file, when it is limited to one), the
+// event's definition, the tenant, and the recipient as the event gave it.
+// ok is false when the event no longer names the recipient.
+func (r *Router) fallbackAddressee(ctx context.Context, tx FallbackTx, failed *Message) (e *Event, def *EventDef, tenant *Tenant, to Addressee, ok bool, err error) {
+	if e, err = tx.EventByID(ctx, failed.TenantID, *failed.EventID, false); err != nil {
+		return
 	}
-	e, err := tx.EventByID(ctx, failed.TenantID, *failed.EventID, false)
-	if err != nil {
-		return nil, "", nil, err
+	if def, err = e.Def(); err != nil {
+		return
 	}
-	def, err := e.Def()
-	if err != nil {
-		return nil, "", nil, err
-	}
-	tenant, err := tx.TenantByID(ctx, failed.TenantID)
-	if err != nil {
-		return nil, "", nil, err
+	if tenant, err = tx.TenantByID(ctx, failed.TenantID); err != nil {
+		return
 	}
 	contact, err := tx.ContactByID(ctx, failed.TenantID, *failed.ContactID)
 	if err != nil {
-		return nil, "", nil, err
+		return
 	}
 	// The next channel goes to the address the event gave this recipient
 	// on it, not to whatever the contact holds now.
 	recipients, err := e.DecodeRecipients()
 	if err != nil {
-		return nil, "", nil, err
+		return
 	}
-	rc, index, ok := RecipientOf(recipients, failed)
-	if !ok {
+	rc, index, found := RecipientOf(recipients, failed)
+	if !found {
 		r.Log.WarnContext(ctx, "fallback skipped: the event no longer names the message's recipient", "message_id", failed.ID)
-		return nil, "", nil, nil
+		return e, def, tenant, to, false, nil
 	}
-	to := Addressee{Contact: contact, Recipient: rc, Index: index}
 	if failed.FileID != nil {
 		// A message limited to one file hands on that file alone.
 		e.Files = e.Files.Only(*failed.FileID)
+	}
+	return e, def, tenant, Addressee{Contact: contact, Recipient: rc, Index: index}, true, nil
+}
+
+func (r *Router) fallbackStep(ctx context.Context, tx FallbackTx, failed *Message) (*DispatchJob, string, []SkippedChannel, error) {
+	if len(failed.FallbackChain) == 0 || failed.EventID == nil || failed.ContactID == nil {
+		return nil, "", nil, nil
+	}
+	e, def, tenant, to, ok, err := r.fallbackAddressee(ctx, tx, failed)
+	if err != nil || !ok {
+		return nil, "", nil, err
 	}
 	chain := toChannels(failed.FallbackChain)
 	// The chain's decisions are added to the event's in one statement, on
@@ -674,7 +682,7 @@ func (r *Router) fallbackStep(ctx context.Context, tx FallbackTx, failed *Messag
 			return nil, "", nil, err
 		}
 		if skip != "" {
-			record(routing.Skip(index, ch, skip))
+			record(routing.Skip(to.Index, ch, skip))
 			passed = append(passed, SkippedChannel{Channel: ch, Reason: skip})
 			continue
 		}
@@ -688,7 +696,7 @@ func (r *Router) fallbackStep(ctx context.Context, tx FallbackTx, failed *Messag
 			if _, err := r.Insert(ctx, tx, m, SourceDispatch, refused); err != nil {
 				return nil, "", nil, err
 			}
-			record(routing.Skip(index, ch, *m.FailedReason))
+			record(routing.Skip(to.Index, ch, *m.FailedReason))
 			passed = append(passed, SkippedChannel{Channel: ch, Reason: *m.FailedReason})
 			continue
 		}
@@ -698,7 +706,7 @@ func (r *Router) fallbackStep(ctx context.Context, tx FallbackTx, failed *Messag
 		if err != nil {
 			return nil, "", nil, err
 		}
-		record(routing.Queued(index, m, acct, inserted))
+		record(routing.Queued(to.Index, m, acct, inserted))
 		if err := tx.AppendEventRouting(ctx, e.TenantID, e.ID, routing.JSON()); err != nil || !inserted || m.Status != MessageQueued {
 			return nil, "", nil, err
 		}
