@@ -74,8 +74,8 @@ func TestEmailLayout(t *testing.T) {
 		require.Contains(t, out, want)
 	}
 	text := ses.PlainText(out)
-	require.Equal(t, "Hello\n\nAlpen Reisen GmbH\nHauptstr. 1 <Berlin>\n\nUnsubscribe from these e-mails (https://herald.example/unsubscribe/tok)", text,
-		"the plain-text part reads in order: the content, the footer")
+	require.Equal(t, "Alpen & Co\n\nHello\n\nAlpen Reisen GmbH\nHauptstr. 1 <Berlin>\n\nUnsubscribe from these e-mails (https://herald.example/unsubscribe/tok)", text,
+		"the plain-text part reads in order: who writes (the logo's alt text), the content, the footer")
 
 	neutral := app.EmailLayout(app.EmailFrame{TenantName: "T"}, "S", "<p>x</p>")
 	require.Contains(t, neutral, `lang="de-DE"`)

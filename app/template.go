@@ -237,6 +237,10 @@ func ValidateTemplate(event *EventDef, channel Channel, in TemplateInput) ([]str
 		return nil, &Error{Code: EINVALID, Reason: "invalid_subject", Field: "subject", Message: "The subject must be one line, without line breaks."}
 	case in.BodyFormat != "" && in.BodyFormat != BodyHTML && in.BodyFormat != BodyMarkdown:
 		return nil, FieldErrorf("body_format", "The body format must be html or markdown.")
+	case in.BodyFormat == BodyMarkdown && channel != Email:
+		// An SMS or WhatsApp body is plain text: stored as Markdown, its
+		// marks would reach the reader as they were typed.
+		return nil, FieldErrorf("body_format", "Markdown is for e-mail bodies; %s bodies are plain text, so leave body_format out.", channel)
 	case strings.IndexByte(in.Subject+in.Body, 0) >= 0:
 		return nil, &Error{Code: EINVALID, Reason: "invalid_text", Field: "body", Message: "The template contains a NUL character."}
 	}

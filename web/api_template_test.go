@@ -159,6 +159,10 @@ func TestAPITemplates_Create(t *testing.T) {
 			"MetaOnEmail": {change: func(m map[string]any) {
 				m["whatsapp_template"] = map[string]any{"name": "x", "language": "de", "parameters": []string{}}
 			}, status: 422, code: "invalid", field: "whatsapp_template"},
+			"MarkdownSMS": {change: func(m map[string]any) {
+				m["channel"], m["body_format"] = "SMS", "markdown"
+				delete(m, "subject")
+			}, status: 422, code: "invalid", field: "body_format"},
 			"Duplicate":    {change: func(m map[string]any) { m["locale"] = "de-DE" }, status: 422, code: "invalid", field: "locale"},
 			"UnknownField": {change: func(m map[string]any) { m["version"] = 3 }, status: 422, code: "unknown_field", field: "version"},
 			"WrongType":    {change: func(m map[string]any) { m["body"] = 42 }, status: 400, code: "malformed_json", field: "body"},

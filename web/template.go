@@ -74,6 +74,11 @@ func templateFormOf(c *fiber.Ctx) app.TemplateInput {
 	crlf := strings.NewReplacer("\r\n", "\n")
 	in := app.TemplateInput{Subject: strings.TrimSpace(c.FormValue("subject")), Body: crlf.Replace(c.FormValue("body")),
 		BodyFormat: app.BodyFormat(strings.TrimSpace(c.FormValue("body_format")))}
+	if ch := strings.TrimSpace(c.FormValue("channel")); ch != "" && ch != string(app.Email) {
+		// The new-template form shows the format field for every channel,
+		// marked "E-mail only"; on another channel it means nothing.
+		in.BodyFormat = ""
+	}
 	name, lang := strings.TrimSpace(c.FormValue("wa_name")), strings.TrimSpace(c.FormValue("wa_language"))
 	params := parameterList(c.FormValue("wa_parameters"))
 	if name != "" || lang != "" || len(params) > 0 {

@@ -12,7 +12,7 @@ import (
 // blocks, <br> a line break, list items "- " lines, links "text (url)",
 // entities are decoded, and whitespace collapses as a browser would
 // collapse it (except inside <pre>). Script, style and head contents are
-// dropped. Mail clients that show only text, and spam filters, read this
+// dropped; an image reads as its alt text. Mail clients that show only text, and spam filters, read this
 // part, so it must carry the whole message.
 func PlainText(body string) string {
 	w := &textWriter{}
@@ -96,6 +96,13 @@ func (w *textWriter) start(name string, attrs map[string]string, selfClosing boo
 		return
 	case "td", "th":
 		w.space()
+		return
+	case "img":
+		// A text client shows an image's alternative text, as a browser
+		// does with images off: a logo stands for the sender's name.
+		if alt := strings.TrimSpace(attrs["alt"]); alt != "" {
+			w.text(alt)
+		}
 		return
 	case "a":
 		if !selfClosing {
