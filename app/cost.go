@@ -2,7 +2,10 @@ package app
 
 import (
 	"context"
+	"database/sql/driver"
+	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -57,6 +60,28 @@ func (m Money) String() string {
 	return s
 }
 
+// Value stores the amount as the millionths its columns hold (bigint),
+// also where a row is written as JSON; MarshalJSON is the API's form.
+func (m Money) Value() (driver.Value, error) { return int64(m), nil }
+
+// MarshalJSON writes the amount as a decimal string ("0.0735"), exact
+// where a JSON number might not be.
+func (m Money) MarshalJSON() ([]byte, error) { return []byte(`"` + m.String() + `"`), nil }
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (m *Money) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := ParseMoney("amount", s, math.MaxInt64/MoneyScale*MoneyScale)
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
 // Cents is the amount rounded to two decimals, for totals.
 func (m Money) Cents() string { return decimal.New(int64(m), -6).StringFixed(2) }
 
@@ -83,7 +108,7 @@ type Price struct {
 	Channel   Channel   `db:"channel" json:"channel"`
 	Country   string    `db:"country" json:"country"`
 	Category  string    `db:"category" json:"category"`
-	UnitPrice Money     `db:"unit_price" json:"unit_price_millionths"`
+	UnitPrice Money     `db:"unit_price" json:"unit_price"`
 	UpdatedAt time.Time `db:"updated_at" json:"updated_at"`
 }
 

@@ -130,6 +130,17 @@ func redactRequest(req *NotificationRequest) []string {
 	return redacted
 }
 
+// PreviewEvent is the event a valid request would store for the tenant,
+// not stored: previews of requests not sent yet (an upload's first rows)
+// plan their messages from it as routing would.
+func PreviewEvent(tenantID uuid.UUID, req *NotificationRequest, now time.Time) (*Event, error) {
+	def, ok := LookupEvent(req.TriggerEvent)
+	if !ok {
+		return nil, FieldErrorf("trigger_event", "%q is not an event Herald knows.", req.TriggerEvent)
+	}
+	return eventOf(&APIKey{TenantID: tenantID}, req, def, 0, now), nil
+}
+
 // eventOf returns the event a valid request stores, before its entity is
 // settled: awaiting approval when its registry entry says so, else
 // scheduled when it has a send_at, else received.

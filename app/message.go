@@ -97,7 +97,7 @@ type Message struct {
 	SMSEncoding *string `db:"sms_encoding" json:"sms_encoding,omitempty"`
 	// EstimatedCost is what the message costs by the price table when it
 	// was stored (EstimateCost); nil when no price row priced it.
-	EstimatedCost *Money `db:"estimated_cost" json:"-"`
+	EstimatedCost *Money `db:"estimated_cost" json:"estimated_cost,omitempty"`
 	// PriceCategory is the Meta pricing category of a WhatsApp message's
 	// template, read when routing plans it ("" for free-form text); not
 	// stored, EstimatedCost is.

@@ -116,3 +116,30 @@ func TestConsoleDashboard_Costs(t *testing.T) {
 	require.Equal(t, "0.075 EUR spent, no budget", text(doc.Find(`table.costs tr[data-cost=sms] td`)))
 	require.Equal(t, "0.00 EUR spent, no budget", text(doc.Find(`table.costs tr[data-cost=email] td`)), "last month's and another tenant's do not count")
 }
+
+// TestMessage_EstimatedCost: a message priced by the operator's table
+// shows its estimate in the API and on its console page; one no price row
+// priced shows none.
+func TestMessage_EstimatedCost(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{})
+	_, err := c.Services.Prices.Put(c.Ctx, app.CLIActor, app.PriceInput{Channel: "EMAIL", UnitPrice: "0.0125"})
+	require.NoError(t, err)
+	id := c.Submit(webtest.WithRecipient("cost-1", "BK-COST", map[string]any{"name": "Anna", "email": "anna@example.com"}, "EMAIL"))
+	m := webtest.OnlyMessage(t, c.WaitMessages(id, "the e-mail planned", func(ms []*app.Message) bool { return len(ms) > 0 }))
+	require.NotNil(t, m.EstimatedCost, "the notification's answer carries the estimate")
+	require.Equal(t, "0.0125", m.EstimatedCost.String())
+
+	var raw map[string]any
+	require.Equal(t, http.StatusOK, c.Request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &raw))
+	require.Equal(t, "0.0125", raw["estimated_cost"], "a decimal string, exact")
+
+	doc := c.signIn(asSupport).page("/t/acme/messages/" + m.ID.String())
+	require.Equal(t, "EUR 0.0125 by the price table when it was stored", text(doc.Find("[data-estimated-cost]")))
+
+	c.Exec(`UPDATE messages SET estimated_cost = NULL WHERE id = $1`, m.ID)
+	raw = nil
+	require.Equal(t, http.StatusOK, c.Request(http.MethodGet, "/api/v1/messages/"+m.ID.String(), nil, &raw))
+	require.NotContains(t, raw, "estimated_cost", "unpriced: no estimate rather than zero")
+	require.Zero(t, c.signIn(asSupport).page("/t/acme/messages/"+m.ID.String()).Find("[data-estimated-cost]").Length())
+}

@@ -14,6 +14,8 @@ import (
 const (
 	uploadsListed  = 20
 	uploadPreviewN = 10
+	// uploadRenderedN is how many of those rows show as rendered messages.
+	uploadRenderedN = 3
 )
 
 // handleUploads lists the tenant's uploads with the upload form.
@@ -95,6 +97,10 @@ func (s *Server) handleUploadShow(c *fiber.Ctx) error {
 		}
 		if def, ok := app.LookupEvent(p.TriggerEvent); ok {
 			props.Variables = slices.Clone(def.Variables)
+		}
+		rows := props.Preview[:min(len(props.Preview), uploadRenderedN)]
+		if props.Rendered, err = s.Schedules.PreviewRequests(c.UserContext(), userOf(c), t.ID, rows, 1); err != nil {
+			return err
 		}
 	}
 	return s.render(c, views.UploadPage(s.page(c, "Upload"), props))

@@ -126,6 +126,32 @@ func (s *Schedules) Preview(ctx context.Context, u app.Principal, tenantID, even
 	return out, err
 }
 
+// PreviewRequests plans requests not stored yet (an upload's first rows)
+// as routing would plan their events, each for its first maxRecipients
+// recipients, writing nothing.
+func (s *Schedules) PreviewRequests(ctx context.Context, u app.Principal, tenantID uuid.UUID, reqs []*app.NotificationRequest, maxRecipients int) ([]*ApprovalPreview, error) {
+	if err := app.RequirePermission(u, app.PermSchedules); err != nil {
+		return nil, err
+	}
+	events := make([]*ScheduledEvent, 0, len(reqs))
+	for _, r := range reqs {
+		e, err := app.PreviewEvent(tenantID, r, s.Now())
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, &ScheduledEvent{Event: *e})
+	}
+	if len(events) == 0 {
+		return nil, nil
+	}
+	var out []*ApprovalPreview
+	err := s.Store.InTenant(ctx, tenantID, func(tx ScheduleTx) (err error) {
+		out, err = s.previews(ctx, newPreviewTx(tx), u, events, maxRecipients)
+		return err
+	})
+	return out, err
+}
+
 // previews plans the events' messages without writing anything, reading
 // what the plans share once: the tenant, its active accounts, its templates
 // per channel and locale chain, the recipients' contacts, and the
