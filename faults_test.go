@@ -73,6 +73,55 @@ func TestQuota_HoldsAcrossWorkers(t *testing.T) {
 		"the refused messages hold no reservation")
 }
 
+// TestBudget_HoldsAcrossWorkers is TestQuota_HoldsAcrossWorkers for money:
+// a monthly WhatsApp budget of 20 messages' estimated cost, 32 messages
+// offered through two River clients with every provider call held until
+// each message was sent to the provider or refused. No more than the budget
+// buys reaches the provider, the rest fail as budget_exceeded without a
+// call, and the month's spend is exactly what was sent.
+func TestBudget_HoldsAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	const affordable, n = 20, 32
+	graph := webtest.NewGraph(t)
+	h := webtest.New(t, webtest.Options{
+		Config: func(c *app.Config) {
+			c.MetaBaseURL = graph.URL
+			// As in TestQuota_HoldsAcrossWorkers: a held send must not be
+			// cancelled and sent again on a busy machine.
+			c.JobTimeout, c.SendTimeout = dbtest.HangGuard, dbtest.HangGuard
+			c.RescueStuckAfter = app.DispatchTimeout(c.JobTimeout, c.SendTimeout) + app.RecordSentRetryFor
+		},
+		Providers: provider.Set{meta.Name: &meta.Provider{BaseURL: graph.URL, HTTPClient: &http.Client{Timeout: dbtest.HangGuard}}},
+	})
+	h.StartWorkers() // a second worker client, as a second process would be
+	webtest.CreateMetaAccount(t, h.Ctx, h.Services, h.Tenant, nil)
+	for _, category := range app.PriceCategories {
+		_, err := h.Services.Prices.Put(h.Ctx, app.CLIActor, app.PriceInput{Channel: "WHATSAPP", Country: app.AnyCountry, Category: category, UnitPrice: "0.05"})
+		require.NoError(t, err)
+	}
+	require.NoError(t, h.Services.Limits.Set(h.Ctx, app.CLIActor, h.Tenant.ID, app.LimitInput{BudgetWhatsApp: "1.00"}))
+
+	graph.Hold()
+	for i := range n {
+		h.Submit(whatsAppTo(i))
+	}
+	refused := func() int {
+		return h.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND status = 'FAILED' AND error_code = 'budget_exceeded'`, h.Tenant.ID)
+	}
+	require.Eventually(t, func() bool { return graph.Calls()+refused() == n }, dbtest.HangGuard, 20*time.Millisecond,
+		"calls %d, refused %d", graph.Calls(), refused())
+	graph.Release()
+	require.Eventually(t, func() bool {
+		return h.Count(`SELECT count(*) FROM messages WHERE tenant_id = $1 AND status = 'SENT'`, h.Tenant.ID) == graph.Calls()
+	}, dbtest.HangGuard, 20*time.Millisecond)
+
+	t.Logf("budget for %d, %d messages offered by two workers: %d provider calls, %d refused", affordable, n, graph.Calls(), refused())
+	require.Equal(t, affordable, graph.Calls(), "never more than the budget buys reaches the provider")
+	require.Equal(t, n-affordable, refused())
+	require.Equal(t, 1_000_000, h.Count(`SELECT spent FROM quota_usage WHERE tenant_id = $1 AND channel = 'WHATSAPP'`, h.Tenant.ID),
+		"the month's spend is what was sent; the refused messages hold no reservation")
+}
+
 // TestRescue_ConfigReachesRiver runs River with another rescue time than
 // the default and two dispatch jobs left running as a killed worker leaves
 // them: the one that has been running longer than HERALD_RESCUE_STUCK_AFTER
