@@ -5,6 +5,7 @@ import (
 	"html"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -302,6 +303,21 @@ func msgEntityLabel(m *app.Message) string {
 
 // msgRetried reports whether one of the panel's messages retries the
 // message id: a failed message is retried once, then its retry carries on.
+// resendConfirm is the question the resend form asks before it sends:
+// with a warning when a provider refused one of the panel's addresses.
+func resendConfirm(p *console.BookingPanel) string {
+	if refused := p.Refused(); len(refused) > 0 {
+		names := make([]string, len(refused))
+		for i, r := range refused {
+			names[i] = string(r.Channel)
+		}
+		slices.Sort(names)
+		return "The provider refused an address on " + strings.Join(slices.Compact(names), ", ") +
+			" before; sending there again will most likely fail the same way. Send this message to the passenger again anyway?"
+	}
+	return "Send this message to the passenger again?"
+}
+
 func msgRetried(p *console.BookingPanel, id uuid.UUID) bool {
 	return p.Retried[id]
 }

@@ -846,6 +846,12 @@ func TestConsoleMessages_RetryRefusedAddress(t *testing.T) {
 		require.Contains(t, form.AttrOr("data-confirm", ""), "Send anyway?", page)
 	}
 
+	resend := func() *goquery.Selection { return support.page("/t/acme/bookings/booking/BK-REF").Find(".msg-resend") }
+	form := resend()
+	require.Equal(t, 1, form.Find(`.resend-refused li`).Length(), "only the refused address; the e-mail was not refused")
+	require.Contains(t, text(form.Find(`.resend-refused li[data-refused-channel=WHATSAPP]`)), "not on WhatsApp")
+	require.Contains(t, form.Find("form").AttrOr("data-confirm", ""), "refused an address on WHATSAPP before")
+
 	resp := support.post(retryPath, nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Contains(t, text(support.follow(resp).Find(".flash-error")), "most likely fail the same way")
@@ -858,4 +864,10 @@ func TestConsoleMessages_RetryRefusedAddress(t *testing.T) {
 	require.Equal(t, 1, c.Count(`SELECT count(*) FROM messages WHERE idempotency_key = $1 AND status = 'QUEUED'`, "retry:"+wa.ID.String()))
 	require.Equal(t, 1, c.Count(`SELECT count(*) FROM audit_log WHERE action = 'message.retry' AND target_id = $1
 		AND metadata->>'address_refused' = 'true'`, wa.ID.String()))
+	require.Equal(t, 1, resend().Find(`.resend-refused li`).Length(), "a retry on its way does not clear the warning")
+
+	c.Exec(`UPDATE messages SET status = 'DELIVERED' WHERE idempotency_key = $1`, "retry:"+wa.ID.String())
+	form = resend()
+	require.Zero(t, form.Find(`.resend-refused`).Length(), "a later message that reached the number clears it")
+	require.Equal(t, "Send this message to the passenger again?", form.Find("form").AttrOr("data-confirm", ""))
 }

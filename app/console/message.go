@@ -217,6 +217,39 @@ type BookingPanel struct {
 	Superseding map[uuid.UUID]*app.Event
 }
 
+// RefusedAddress is an address a provider refused on a channel, by the
+// latest message the panel shows to it there.
+type RefusedAddress struct {
+	Channel app.Channel
+	To      string
+	// Why is app.AddressRefusal's sentence.
+	Why string
+}
+
+// Refused lists the addresses a provider refused on a channel as the
+// address's own fault (app.AddressRefusal), by the messages of the page
+// shown: sending again to them will most likely fail the same way, which
+// the resend form says before anyone sends. A later message that reached
+// the address (DELIVERED or READ) clears it; one still on its way does not.
+func (p *BookingPanel) Refused() []RefusedAddress {
+	seen := map[[2]string]bool{}
+	var out []RefusedAddress
+	for _, m := range p.Messages { // newest first
+		k := [2]string{string(m.Channel), m.ToAddress}
+		if m.Test || m.ToAddress == "" || seen[k] {
+			continue
+		}
+		switch why := app.AddressRefusal(m.Message); {
+		case why != "":
+			seen[k] = true
+			out = append(out, RefusedAddress{Channel: m.Channel, To: m.ToAddress, Why: why})
+		case m.Status == app.MessageDelivered || m.Status == app.MessageRead:
+			seen[k] = true
+		}
+	}
+	return out
+}
+
 // Files returns the files a message carries, as its event (one of the
 // panel's) lists them: the event's own and the message's recipient's, in
 // order. A message whose event is not on the panel lists none.
