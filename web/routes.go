@@ -35,6 +35,11 @@ func (s *Server) routes(a *fiber.App) {
 	api.get("/messages", app.ScopeRead, s.handleAPIMessageList)
 	api.get("/messages/:id", app.ScopeRead, s.handleAPIMessageGet)
 	api.post("/bookings/:id/resend", app.ScopeSend, s.handleAPIBookingResend)
+	// Conversations: what passengers wrote, and answers to them.
+	api.get("/conversations", app.ScopeRead, s.handleAPIConversationList)
+	api.get("/conversations/:id", app.ScopeRead, s.handleAPIConversationGet)
+	api.post("/conversations/:id/replies", app.ScopeSend, s.handleAPIConversationReply)
+	api.post("/conversations/:id/status", app.ScopeSend, s.handleAPIConversationStatus)
 	// Passenger lists: the file's body is streamed to its reader.
 	api.post("/uploads", app.ScopeSend, s.handleAPIUploadCreate)
 	api.get("/uploads/:id", app.ScopeRead, s.handleAPIUploadGet)
