@@ -216,6 +216,13 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.post("/messages/:id/cancel", app.PermCancelMessage, s.handleMessageCancel)
 	t.get("/events/:id", app.PermMessages, s.handleEventShow)
 
+	// The inbox: conversations passengers wrote in, and answers to them.
+	t.get("/inbox", app.PermMessages, s.handleInbox)
+	t.get("/inbox/:id", app.PermMessages, s.handleConversation)
+	t.post("/inbox/:id/reply", app.PermReply, s.handleConversationReply)
+	t.post("/inbox/:id/status", app.PermReply, s.handleConversationStatus)
+	t.post("/inbox/:id/assign", app.PermReply, s.handleConversationAssign)
+
 	// Rejected API requests.
 	t.get("/requests", app.PermMessages, s.handleRequestList)
 	t.get("/requests/:id", app.PermMessages, s.handleRequestShow)
