@@ -17,9 +17,16 @@ import (
 // active WhatsApp account, as the Meta webhook does.
 func passengerWrites(t *testing.T, h *webtest.Herald, phone, text string) {
 	t.Helper()
+	passengerWroteAt(t, h, phone, text, time.Now())
+}
+
+// passengerWroteAt is passengerWrites with the provider's time of the
+// message.
+func passengerWroteAt(t *testing.T, h *webtest.Herald, phone, text string, at time.Time) {
+	t.Helper()
 	acct := h.ActiveAccount(app.WhatsApp)
 	_, err := h.Services.Inbound.Record(h.Ctx, h.Tenant.ID, app.InboundMessage{ChannelAccountID: &acct.ID, Channel: app.WhatsApp,
-		Provider: acct.Provider, ExternalID: "wamid." + uuid.NewString(), From: phone, Kind: "text", Body: text, ReceivedAt: time.Now()})
+		Provider: acct.Provider, ExternalID: "wamid." + uuid.NewString(), From: phone, Kind: "text", Body: text, ReceivedAt: at})
 	require.NoError(t, err)
 }
 
@@ -34,6 +41,15 @@ func TestInbox_Console(t *testing.T) {
 	passengerWrites(t, h, "+4915123450001", "Can I bring a bike?")
 	passengerWrites(t, h, "+4915123450002", "Thanks, see you!")
 	support := c.signIn(asSupport)
+
+	t.Run("UnansweredCountForAlerts", func(t *testing.T) {
+		n, err := h.Services.Inbox.Unanswered(h.Ctx, h.Tenant.ID, 0)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		n, err = h.Services.Inbox.Unanswered(h.Ctx, h.Tenant.ID, time.Hour)
+		require.NoError(t, err)
+		require.Zero(t, n, "none has waited an hour yet")
+	})
 
 	t.Run("ListUnansweredFirstPerTenantAndTrip", func(t *testing.T) {
 		doc := support.page("/t/acme/inbox")
