@@ -71,7 +71,7 @@ func (t *Tx) MoveConversation(ctx context.Context, tenantID, id uuid.UUID, from,
 // ConversationHeard serves app.InboundTx.
 func (t *Tx) ConversationHeard(ctx context.Context, tenantID, id uuid.UUID, at time.Time) error {
 	_, err := t.tx.ExecContext(ctx, `
-		UPDATE conversations SET last_inbound_at = greatest(last_inbound_at, $3), updated_at = now()
+		UPDATE conversations SET last_inbound_at = greatest(last_inbound_at, $3), updated_at = greatest(updated_at, $3)
 		WHERE tenant_id = $1 AND id = $2`, tenantID, id, at)
 	return mapErr(err)
 }
