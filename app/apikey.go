@@ -77,7 +77,7 @@ var DefaultScopes = []string{ScopeSend, ScopeRead}
 // routes check the scope first; the services check these permissions
 // again, so a route that forgot its scope still cannot change anything.
 var scopePermissions = map[string][]Permission{
-	ScopeSend:    {PermResend},
+	ScopeSend:    {PermResend, PermReply},
 	ScopeRead:    {PermMessages, PermSchedules, PermAddresses, PermViewTemplates, PermViewChannels},
 	ScopeManage:  {PermTemplates, PermChannels, PermManageSchedules},
 	ScopeApprove: {PermApprove},
@@ -85,7 +85,7 @@ var scopePermissions = map[string][]Permission{
 
 // ScopeDescriptions says what each scope allows, for people choosing them.
 var ScopeDescriptions = map[string]string{
-	ScopeSend:    "submit notifications and resend messages",
+	ScopeSend:    "submit notifications, resend messages and answer passengers' conversations",
 	ScopeRead:    "read notifications, messages, templates, channel accounts, schedules and approvals",
 	ScopeManage:  "change templates, channel accounts, delivery deadlines, confirmation windows, contacts and callback endpoints; reschedule and cancel notifications",
 	ScopeApprove: "approve or reject notifications awaiting approval (never ones the same key submitted)",

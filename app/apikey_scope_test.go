@@ -20,7 +20,7 @@ func TestAPIKey_ScopePermissions(t *testing.T) {
 		scope string
 		may   []app.Permission
 	}{
-		{app.ScopeSend, []app.Permission{app.PermResend}},
+		{app.ScopeSend, []app.Permission{app.PermResend, app.PermReply}},
 		{app.ScopeRead, []app.Permission{app.PermMessages, app.PermSchedules, app.PermAddresses, app.PermViewTemplates, app.PermViewChannels}},
 		{app.ScopeManage, []app.Permission{app.PermTemplates, app.PermChannels, app.PermManageSchedules}},
 		{app.ScopeApprove, []app.Permission{app.PermApprove}},

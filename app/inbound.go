@@ -42,7 +42,7 @@ type InboundTx interface {
 	CreateContact(ctx context.Context, c *Contact) (*Contact, error)
 	LockContactKeys(ctx context.Context, tenantID uuid.UUID, keys []string) error
 	InsertContactChanges(ctx context.Context, changes []*ContactChange) error
-	LatestOpenConversation(ctx context.Context, tenantID, contactID uuid.UUID) (*Conversation, error)
+	InboundConversationTx
 	InsertInbound(ctx context.Context, m *InboundMessage) (bool, error)
 	OpenWhatsAppWindow(ctx context.Context, tenantID, contactID uuid.UUID, until time.Time) error
 	AccountByPhoneNumberID(ctx context.Context, tenantID uuid.UUID, phoneNumberID string) (*ChannelAccount, error)
@@ -63,11 +63,14 @@ type Inbound struct {
 	Now   Clock
 	// Log, when set, notes keywords that changed nothing.
 	Log *slog.Logger
+	// Callbacks posts message.inbound to the tenant's endpoints; nil posts
+	// none.
+	Callbacks *Callbacks
 }
 
 // Record stores an inbound message once (a replay is a no-op) on the
-// sender's contact, created when unknown, and on their open conversation if
-// they have one; a WhatsApp message opens the 24-hour window, recorded on
+// sender's contact, created when unknown, and on their conversation, opened
+// when they have none and reopened when it asks for an answer (heard); a WhatsApp message opens the 24-hour window, recorded on
 // the contact. A message that is a preference keyword (ParseKeyword),
 // received on a number of the tenant's own channel accounts, opts the
 // contact out of that channel or back in (see keyword). It reports whether
@@ -109,12 +112,15 @@ func (s *Inbound) Record(ctx context.Context, tenantID uuid.UUID, m InboundMessa
 				return err
 			}
 		}
-		if conv, err := tx.LatestOpenConversation(ctx, tenantID, c.ID); err == nil {
-			m.ConversationID = &conv.ID
-		} else if ErrorCode(err) != ENOTFOUND {
+		conv, err := s.conversationFor(ctx, tx, tenantID, c.ID)
+		if err != nil {
 			return err
 		}
+		m.ConversationID = &conv.ID
 		if fresh, err = tx.InsertInbound(ctx, &m); err != nil || !fresh {
+			return err
+		}
+		if err := s.heard(ctx, tx, conv, &m); err != nil {
 			return err
 		}
 		if m.Channel == WhatsApp {

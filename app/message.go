@@ -170,19 +170,6 @@ type MessageEvent struct {
 	At         time.Time      `db:"at" json:"at"`
 }
 
-// Conversation links a contact's messages to a booking, trip or invoice.
-type Conversation struct {
-	ID        uuid.UUID `db:"id"`
-	TenantID  uuid.UUID `db:"tenant_id"`
-	ContactID uuid.UUID `db:"contact_id"`
-	BookingID *string   `db:"booking_id"`
-	TripID    *string   `db:"trip_id"`
-	InvoiceID *string   `db:"invoice_id"`
-	Status    string    `db:"status"`
-	CreatedAt time.Time `db:"created_at"`
-	UpdatedAt time.Time `db:"updated_at"`
-}
-
 // MessagesTx lists the statements Messages runs, resends included.
 type MessagesTx interface {
 	PlanTx

@@ -25,6 +25,9 @@ const (
 	PermMessages Permission = "messages.view"
 	// PermResend sends a message again or retries a failed one.
 	PermResend Permission = "messages.resend"
+	// PermReply answers passengers from the inbox or the booking panel,
+	// and snoozes, resolves, reopens and assigns their conversations.
+	PermReply Permission = "conversations.reply"
 	// PermCancelMessage cancels a queued message.
 	PermCancelMessage Permission = "messages.cancel"
 	// PermSchedules shows scheduled notifications and events awaiting approval.
@@ -67,19 +70,19 @@ const (
 var Permissions = map[string][]Permission{
 	RoleOperator: {
 		PermPlatform, PermQueues,
-		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
+		PermDashboard, PermMessages, PermResend, PermReply, PermCancelMessage, PermSchedules, PermManageSchedules,
 		PermApprove, PermAddresses, PermContacts, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
 		PermViewTemplates, PermViewChannels, PermCallbacks,
 	},
 	RoleManager: {
-		PermDashboard, PermMessages, PermResend, PermCancelMessage, PermSchedules, PermManageSchedules,
+		PermDashboard, PermMessages, PermResend, PermReply, PermCancelMessage, PermSchedules, PermManageSchedules,
 		PermApprove, PermAddresses, PermContacts, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
 		PermViewTemplates, PermViewChannels, PermCallbacks,
 	},
 	RoleSupport: {
 		// Support records a passenger's wish to stop or resume messages
 		// (a phone call, a letter) as the passenger would by keyword.
-		PermDashboard, PermMessages, PermResend, PermSchedules, PermContacts,
+		PermDashboard, PermMessages, PermResend, PermReply, PermSchedules, PermContacts,
 	},
 }
 

@@ -286,20 +286,6 @@ func (t *Tx) MarkEmailComplained(ctx context.Context, tenantID, contactID uuid.U
 	return mapErr(err)
 }
 
-// LatestOpenConversation returns the contact's newest conversation that is
-// not resolved. It serves app.InboundTx.
-func (t *Tx) LatestOpenConversation(ctx context.Context, tenantID, contactID uuid.UUID) (*app.Conversation, error) {
-	var c app.Conversation
-	err := t.tx.GetContext(ctx, &c, `
-		SELECT id, tenant_id, contact_id, booking_id, trip_id, invoice_id, status, created_at, updated_at
-		FROM conversations WHERE tenant_id = $1 AND contact_id = $2 AND status <> 'RESOLVED'
-		ORDER BY updated_at DESC LIMIT 1`, tenantID, contactID)
-	if err != nil {
-		return nil, notFound(err, "No open conversation.")
-	}
-	return &c, nil
-}
-
 // InsertInbound stores an inbound message unless its provider id is known;
 // it reports whether it stored it. It serves app.InboundTx.
 func (t *Tx) InsertInbound(ctx context.Context, m *app.InboundMessage) (bool, error) {

@@ -206,3 +206,55 @@ func TestInsertMessages_ARouteAtOnce(t *testing.T) {
 		require.ErrorContains(t, err, "1 messages and 0 timeline entries")
 	})
 }
+
+// TestConversation_ConditionalChanges checks that a conversation's status
+// moves only from the status its caller read, and that it is assigned only
+// to an active user of its own tenant.
+func TestConversation_ConditionalChanges(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tn := createTenant(t, b, "conversation-moves")
+	now := time.Now().UTC()
+	contact := &app.Contact{ID: uuid.New(), TenantID: tn.ID, Name: "Anna Schmidt", Phone: strPtr("+4915123456789"), CreatedAt: now, UpdatedAt: now}
+	conv := &app.Conversation{ID: uuid.New(), TenantID: tn.ID, ContactID: contact.ID, Status: app.ConversationOpen, CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, b.store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error {
+		if err := tx.InsertContacts(b.ctx, []*app.Contact{contact}, nil); err != nil {
+			return err
+		}
+		return tx.InsertConversation(b.ctx, conv)
+	}))
+	move := func(from, to string) bool {
+		t.Helper()
+		var ok bool
+		require.NoError(t, b.store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) (err error) {
+			ok, err = tx.MoveConversation(b.ctx, tn.ID, conv.ID, from, to, now)
+			return err
+		}))
+		return ok
+	}
+	require.True(t, move(app.ConversationOpen, app.ConversationResolved))
+	require.False(t, move(app.ConversationOpen, app.ConversationSnoozed), "someone else resolved it first")
+	require.True(t, move(app.ConversationResolved, app.ConversationOpen))
+
+	require.NoError(t, b.store.InTenant(b.ctx, tn.ID, func(tx *db.Tx) error {
+		stranger := uuid.New()
+		ok, err := tx.AssignConversation(b.ctx, tn.ID, conv.ID, &stranger, now)
+		require.NoError(t, err)
+		require.False(t, ok, "no such user of the tenant")
+		ok, err = tx.AssignConversation(b.ctx, tn.ID, conv.ID, nil, now)
+		require.NoError(t, err)
+		require.True(t, ok, "nobody is always allowed")
+		n, err := tx.UnansweredConversations(b.ctx, tn.ID, now.Add(time.Hour))
+		require.NoError(t, err)
+		require.Zero(t, n, "the passenger never wrote")
+		require.NoError(t, tx.ConversationHeard(b.ctx, tn.ID, conv.ID, now))
+		n, err = tx.UnansweredConversations(b.ctx, tn.ID, now.Add(time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.NoError(t, tx.MarkConversationReplied(b.ctx, tn.ID, conv.ID, now.Add(time.Second)))
+		n, err = tx.UnansweredConversations(b.ctx, tn.ID, now.Add(time.Hour))
+		require.NoError(t, err)
+		require.Zero(t, n, "answered")
+		return nil
+	}))
+}

@@ -143,6 +143,7 @@ var (
 	_ app.FileServeTx     = (*Tx)(nil)
 	_ app.HookTx          = (*Tx)(nil)
 	_ app.InboundTx       = (*Tx)(nil)
+	_ app.InboxTx         = (*Tx)(nil)
 	_ app.IntakeTx        = (*Tx)(nil)
 	_ app.MaintenanceTx   = (*Tx)(nil)
 	_ app.MessagesTx      = (*Tx)(nil)

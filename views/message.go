@@ -38,8 +38,12 @@ type BookingPanelView struct {
 	Path      string
 	CanResend bool
 	CanCancel bool
-	Form      ResendForm
-	Errs      FormErrors
+	// CanReply shows the answer form under the passengers' replies; ReplyKey
+	// is its idempotency key, fresh on every page.
+	CanReply bool
+	ReplyKey string
+	Form     ResendForm
+	Errs     FormErrors
 	// Pager pages the messages section (newest first).
 	Pager Pager
 }

@@ -245,6 +245,7 @@ type navItem struct {
 
 var tenantNav = []navItem{
 	{"Dashboard", "/", app.PermDashboard},
+	{"Inbox", "/inbox", app.PermMessages},
 	{"Search", "/search", app.PermMessages},
 	{"Bookings", "/bookings", app.PermMessages},
 	{"Messages", "/messages", app.PermMessages},

@@ -267,7 +267,7 @@ func TestConsole_Authorization(t *testing.T) {
 		labels := func(who, path string) []string {
 			return sessions[who].page(path).Find(".mainnav a").Map(func(_ int, s *goquery.Selection) string { return s.Text() })
 		}
-		require.Equal(t, []string{"Dashboard", "Search", "Bookings", "Messages", "Requests", "Scheduled", "Approvals", "Uploads"}, labels(asSupport, "/t/acme/"))
+		require.Equal(t, []string{"Dashboard", "Inbox", "Search", "Bookings", "Messages", "Requests", "Scheduled", "Approvals", "Uploads"}, labels(asSupport, "/t/acme/"))
 		require.Contains(t, labels(asManager, "/t/acme/"), "Channels")
 		require.Equal(t, []string{"Tenants", "Queues", "Prices", "Audit"}, labels(asOperator, "/tenants"))
 		require.Contains(t, labels(asOperator, "/t/globex/"), "Templates", "operators work inside any tenant")

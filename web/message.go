@@ -87,6 +87,7 @@ func (s *Server) renderPanel(c *fiber.Ctx, kind, id string, form views.ResendFor
 	return s.render(c, views.BookingPanelPage(s.page(c, title), views.BookingPanelView{
 		Panel: panel, Base: tenantPath(c, ""), Path: path,
 		CanResend: u.Can(app.PermResend), CanCancel: u.Can(app.PermCancelMessage),
+		CanReply: u.Can(app.PermReply), ReplyKey: uuid.NewString(),
 		Form: form, Errs: errs, Pager: pager,
 	}))
 }

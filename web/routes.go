@@ -35,6 +35,11 @@ func (s *Server) routes(a *fiber.App) {
 	api.get("/messages", app.ScopeRead, s.handleAPIMessageList)
 	api.get("/messages/:id", app.ScopeRead, s.handleAPIMessageGet)
 	api.post("/bookings/:id/resend", app.ScopeSend, s.handleAPIBookingResend)
+	// Conversations: what passengers wrote, and answers to them.
+	api.get("/conversations", app.ScopeRead, s.handleAPIConversationList)
+	api.get("/conversations/:id", app.ScopeRead, s.handleAPIConversationGet)
+	api.post("/conversations/:id/replies", app.ScopeSend, s.handleAPIConversationReply)
+	api.post("/conversations/:id/status", app.ScopeSend, s.handleAPIConversationStatus)
 	// Passenger lists: the file's body is streamed to its reader.
 	api.post("/uploads", app.ScopeSend, s.handleAPIUploadCreate)
 	api.get("/uploads/:id", app.ScopeRead, s.handleAPIUploadGet)
@@ -210,6 +215,13 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.post("/messages/:id/files/:file/send", app.PermResend, s.handleMessageFileSend)
 	t.post("/messages/:id/cancel", app.PermCancelMessage, s.handleMessageCancel)
 	t.get("/events/:id", app.PermMessages, s.handleEventShow)
+
+	// The inbox: conversations passengers wrote in, and answers to them.
+	t.get("/inbox", app.PermMessages, s.handleInbox)
+	t.get("/inbox/:id", app.PermMessages, s.handleConversation)
+	t.post("/inbox/:id/reply", app.PermReply, s.handleConversationReply)
+	t.post("/inbox/:id/status", app.PermReply, s.handleConversationStatus)
+	t.post("/inbox/:id/assign", app.PermReply, s.handleConversationAssign)
 
 	// Rejected API requests.
 	t.get("/requests", app.PermMessages, s.handleRequestList)

@@ -39,6 +39,8 @@ type Server struct {
 	Messages     *app.Messages
 	Receipts     *app.Receipts
 	Inbound      *app.Inbound
+	// Inbox is the conversations staff read and answer.
+	Inbox *app.Inbox
 	// Preferences serves the unsubscribe links of optional e-mails.
 	Preferences *app.Preferences
 	// Files serves the short links of messages' files.

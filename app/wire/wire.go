@@ -79,6 +79,8 @@ type Services struct {
 	// dispatcher, /readyz and the console.
 	Credentials *app.ServerCredentials
 	Inbound     *app.Inbound
+	// Inbox lists, answers, snoozes, resolves and assigns conversations.
+	Inbox *app.Inbox
 	// Preferences serves the unsubscribe links of optional e-mails.
 	Preferences *app.Preferences
 	// Files serves the short links of messages' files.
@@ -310,7 +312,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Brandings = &app.Brandings{Store: db.Scope[app.BrandingTx](store), Now: now}
 	s.Audit = &app.Audit{Store: db.Scope[app.AuditTx](store), Log: log, Now: now}
 	s.Health = &app.Health{Probe: d, Now: now, Credentials: s.Credentials}
-	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Queue: queue, Now: now, Log: log}
+	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Queue: queue, Now: now, Log: log, Callbacks: s.Callbacks}
+	s.Inbox = &app.Inbox{Store: db.Scope[app.InboxTx](store), Router: s.Router, Queue: queue, Now: now}
 	s.Preferences = &app.Preferences{Store: db.Scope[app.PreferenceTx](store), Links: unsubscribe, Now: now}
 	// Public links' buckets, like API keys', read the database's clock
 	// unless a test injects one.
@@ -374,7 +377,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health, Credentials: s.Credentials,
-		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Files: s.Files, PublicLimits: s.PublicLimits, Hooks: s.Hooks,
+		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Inbox: s.Inbox, Preferences: s.Preferences, Files: s.Files, PublicLimits: s.PublicLimits, Hooks: s.Hooks,
 		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
 		Brandings: s.Brandings, BrandingConsole: s.Console.Brandings,
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,
