@@ -46,6 +46,7 @@ var txInterfaces = map[string]reflect.Type{
 	"app.ContactsTx":         reflect.TypeFor[app.ContactsTx](),
 	"app.CredentialTx":       reflect.TypeFor[app.CredentialTx](),
 	"app.FileServeTx":        reflect.TypeFor[app.FileServeTx](),
+	"app.AckTx":              reflect.TypeFor[app.AckTx](),
 	"app.DeadlineTx":         reflect.TypeFor[app.DeadlineTx](),
 	"app.DestinationTx":      reflect.TypeFor[app.DestinationTx](),
 	"app.DispatchPlanTx":     reflect.TypeFor[app.DispatchPlanTx](),
