@@ -5,10 +5,13 @@ import (
 	"crypto/hmac"
 	"encoding/base64"
 	"encoding/binary"
+	"html"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/heraldhq/herald/app/provider"
 )
 
 // Ways a message is acknowledged (messages.ack_via).
@@ -305,4 +308,29 @@ func (s *Acknowledgements) link(ctx context.Context, token string, confirm bool)
 		return nil
 	})
 	return page, err
+}
+
+// withAckLink adds the acknowledgement link to a message that asks for
+// acknowledgement, at the send, so that the stored body stays the content
+// (a resend signs a fresh link): the SMS's text and a WhatsApp free-form
+// text end with it; an e-mail's content (returned, for the layout) ends
+// with it as a button-like link. A WhatsApp template cannot take a link
+// Herald adds: there the template's own QUICK_REPLY button acknowledges,
+// when the approved template has one (see README, Acknowledgements). It
+// returns the body the e-mail layout wraps.
+func (d *Dispatcher) withAckLink(s *send, out *provider.Outbound) string {
+	m := s.message
+	if d.opts.Acks == nil || !s.askAck || (m.Channel == WhatsApp && out.Template != nil) {
+		return m.Body
+	}
+	link, locale := d.opts.Acks.URL(m, d.Now()), deref(m.Locale)
+	prompt := "Please confirm you got this: "
+	if strings.HasPrefix(strings.ToLower(locale), "de") {
+		prompt = "Bitte bestätigen Sie den Erhalt: "
+	}
+	if m.Channel == Email {
+		return m.Body + `<p><a href="` + html.EscapeString(link) + `" style="font-weight:bold;">` + html.EscapeString(AckLabel(locale)) + `</a></p>`
+	}
+	out.Body = m.Body + "\n\n" + prompt + link
+	return out.Body
 }

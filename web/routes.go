@@ -98,6 +98,10 @@ func (s *Server) routes(a *fiber.App) {
 	a.Post("/unsubscribe/:token", s.limitPublic, s.handleUnsubscribe)
 	// A message's file behind its signed short link: no login.
 	a.Get("/f/:token", s.limitPublic, s.handleFile)
+	// A safety message's signed acknowledgement link: no login; the page
+	// asks, its one button acknowledges. Throttled like the others.
+	a.Get("/ack/:token", s.limitPublic, s.handleAckPage)
+	a.Post("/ack/:token", s.limitPublic, s.handleAck)
 
 	s.consoleRoutesOn(a)
 }

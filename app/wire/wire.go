@@ -81,6 +81,9 @@ type Services struct {
 	Inbound     *app.Inbound
 	// Preferences serves the unsubscribe links of optional e-mails.
 	Preferences *app.Preferences
+	// Acks records passengers' acknowledgements: quick-reply buttons and
+	// signed links.
+	Acks *app.Acknowledgements
 	// Files serves the short links of messages' files.
 	Files *app.FileServer
 	// PublicLimits throttles the public links per client and per file.
@@ -238,6 +241,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	// Routing writes an SMS's file links, dispatch gives WhatsApp its
 	// document's, and /f/ serves them: one signer for all three.
 	fileLinks := app.NewFileLinks(baseURL(cfg), cfg.SecretKey)
+	// Dispatch writes the acknowledgement links that /ack/ checks.
+	ackLinks := app.NewAckLinks(baseURL(cfg), cfg.SecretKey)
 	provisioner := &app.Provisioner{Accounts: s.Accounts, Now: now}
 	s.Tenants = &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: now, Provision: provisioner.Provision, QuietHours: cfg.QuietHours}
 	s.Users = &app.Users{Store: db.Scope[app.UserTx](store), Now: now}
@@ -293,6 +298,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		// Files by URL come through the webhook channel's guarded client.
 		Fetcher: webhook.NewFetcher(webhook.Options{Timeout: app.DefaultFetchTimeout, AllowPrivate: allowPrivate}, cfg.Dev()),
 		Files:   fileLinks,
+		Acks:    ackLinks,
 	}
 	if opts.Dispatcher != nil {
 		opts.Dispatcher(&dispatchOpts)
@@ -312,6 +318,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Health = &app.Health{Probe: d, Now: now, Credentials: s.Credentials}
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Queue: queue, Now: now, Log: log}
 	s.Preferences = &app.Preferences{Store: db.Scope[app.PreferenceTx](store), Links: unsubscribe, Now: now}
+	s.Acks = &app.Acknowledgements{Store: db.Scope[app.AckTx](store), Links: ackLinks, Callbacks: s.Callbacks, Now: now}
 	// Public links' buckets, like API keys', read the database's clock
 	// unless a test injects one.
 	s.PublicLimits = &app.PublicLimits{Rates: store, BucketNow: opts.Now}
@@ -374,7 +381,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health, Credentials: s.Credentials,
-		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Files: s.Files, PublicLimits: s.PublicLimits, Hooks: s.Hooks,
+		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Preferences: s.Preferences, Acks: s.Acks, Files: s.Files, PublicLimits: s.PublicLimits, Hooks: s.Hooks,
 		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
 		Brandings: s.Brandings, BrandingConsole: s.Console.Brandings,
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,
