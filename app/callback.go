@@ -31,6 +31,7 @@ const (
 // the order forms show them.
 var CallbackEventTypes = []string{
 	CallbackMessageSent, CallbackMessageDelivered, CallbackMessageRead, CallbackMessageFailed, CallbackMessageFallback,
+	CallbackMessageAcknowledged,
 }
 
 // callbackStatusEvent is the event type of a message status, for receipts.

@@ -103,6 +103,7 @@ var apiRouteScopes = map[string]string{
 	"GET /api/v1/messages/:id":                                        app.ScopeRead,
 	"POST /api/v1/bookings/:id/resend":                                app.ScopeSend,
 	"GET /api/v1/delivery-deadlines":                                  app.ScopeRead,
+	"GET /api/v1/trips/:id/reach":                                     app.ScopeRead,
 	"PUT /api/v1/delivery-deadlines":                                  app.ScopeManage,
 	"GET /api/v1/confirmation-windows":                                app.ScopeRead,
 	"PUT /api/v1/confirmation-windows":                                app.ScopeManage,

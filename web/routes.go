@@ -34,6 +34,7 @@ func (s *Server) routes(a *fiber.App) {
 	api.post("/notifications/:id/reject", app.ScopeApprove, s.handleAPINotificationReject)
 	api.get("/messages", app.ScopeRead, s.handleAPIMessageList)
 	api.get("/messages/:id", app.ScopeRead, s.handleAPIMessageGet)
+	api.get("/trips/:id/reach", app.ScopeRead, s.handleAPITripReach)
 	api.post("/bookings/:id/resend", app.ScopeSend, s.handleAPIBookingResend)
 	// Passenger lists: the file's body is streamed to its reader.
 	api.post("/uploads", app.ScopeSend, s.handleAPIUploadCreate)
