@@ -251,8 +251,8 @@ func (s *Acknowledgements) FromButton(ctx context.Context, tenantID uuid.UUID, r
 type AckPage struct {
 	// TenantName is who sent the message.
 	TenantName string
-	// Subject is the message's subject or its event, to say what is
-	// confirmed.
+	// Subject is the message's subject (an e-mail's), else a plain
+	// description, to say what is confirmed.
 	Subject string
 	// Label is the confirming button's text in the message's language.
 	Label string
@@ -301,9 +301,11 @@ func (s *Acknowledgements) link(ctx context.Context, token string, confirm bool)
 				return err
 			}
 		}
-		page = &AckPage{TenantName: tenant.Name, Subject: m.Subject, Label: AckLabel(deref(m.Locale)), AcknowledgedAt: m.AcknowledgedAt}
-		if page.Subject == "" {
-			page.Subject = m.TriggerEvent
+		page = &AckPage{TenantName: tenant.Name, Subject: "“" + m.Subject + "”", Label: AckLabel(deref(m.Locale)), AcknowledgedAt: m.AcknowledgedAt}
+		if m.Subject == "" {
+			// An SMS or WhatsApp text has no subject, and the event's name
+			// means nothing to a passenger.
+			page.Subject = "our message about your trip"
 		}
 		return nil
 	})

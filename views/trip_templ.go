@@ -525,7 +525,7 @@ func tripAcks(p Page, r *console.TripReach) templ.Component {
 			templ_7745c5c3_Var24 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "<h3>Every passenger</h3><div class=\"table-wrap\"><table class=\"trip-acks\"><thead><tr><th>Passenger</th><th>Reached</th><th>Read</th><th>Acknowledged</th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "<h3>Every passenger</h3><div class=\"table-wrap\"><table class=\"trip-acks\"><thead><tr><th>Passenger</th><th>Reached</th><th>Read</th><th>Confirmed</th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
