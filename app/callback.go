@@ -32,6 +32,7 @@ const (
 var CallbackEventTypes = []string{
 	CallbackMessageSent, CallbackMessageDelivered, CallbackMessageRead, CallbackMessageFailed, CallbackMessageFallback,
 	CallbackMessageInbound,
+	CallbackMessageAcknowledged,
 }
 
 // callbackStatusEvent is the event type of a message status, for receipts.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,14 +16,32 @@ const AnyEvent = "*"
 // message without a receipt is marked stale instead.
 const MaxDeadlineMinutes = 24 * 60
 
+// Deadline stages: what a message must reach within a deadline's minutes.
+const (
+	// StageDelivered: the provider reported it delivered (or read).
+	StageDelivered = "DELIVERED"
+	// StageRead: the provider reported it read.
+	StageRead = "READ"
+	// StageAcknowledged: the passenger acknowledged it (Acknowledgements).
+	// A tenant's ACKNOWLEDGED deadline for an event also marks the event
+	// as one whose messages ask for acknowledgement.
+	StageAcknowledged = "ACKNOWLEDGED"
+)
+
+// DeadlineStages are the stages in order.
+var DeadlineStages = []string{StageDelivered, StageRead, StageAcknowledged}
+
 // DeliveryDeadline is a tenant's rule: a message of TriggerEvent (AnyEvent:
-// every event) on Channel that is not DELIVERED Minutes after it was sent
-// continues its fallback chain, as if it had failed. The original stays SENT
-// (a late receipt still applies to it).
+// every event) on Channel that has not reached Stage (DELIVERED, READ or
+// ACKNOWLEDGED) Minutes after it was sent continues its fallback chain, as
+// if it had failed; one with no channel left puts its passenger on the
+// trip's call list. The original keeps its status (a late receipt or
+// acknowledgement still applies to it).
 type DeliveryDeadline struct {
 	TenantID     uuid.UUID `db:"tenant_id" json:"-"`
 	TriggerEvent string    `db:"trigger_event" json:"trigger_event"`
 	Channel      Channel   `db:"channel" json:"channel"`
+	Stage        string    `db:"stage" json:"stage"`
 	Minutes      int       `db:"minutes" json:"minutes"`
 	UpdatedAt    time.Time `db:"updated_at" json:"updated_at"`
 }
@@ -32,7 +51,7 @@ type DeadlineTx interface {
 	Tx
 	DeliveryDeadlines(ctx context.Context, tenantID uuid.UUID) ([]*DeliveryDeadline, error)
 	SetDeliveryDeadline(ctx context.Context, d *DeliveryDeadline) error
-	DeleteDeliveryDeadline(ctx context.Context, tenantID uuid.UUID, triggerEvent string, ch Channel) error
+	DeleteDeliveryDeadline(ctx context.Context, tenantID uuid.UUID, triggerEvent string, ch Channel, stage string) error
 	InsertAudit(ctx context.Context, e *AuditEntry) error
 }
 
@@ -56,6 +75,20 @@ func (s *Deadlines) List(ctx context.Context, tenantID uuid.UUID) ([]*DeliveryDe
 // of minutes (1 to MaxDeadlineMinutes) to be delivered; 0 removes it. The
 // change is audited.
 func (s *Deadlines) Set(ctx context.Context, actor Actor, tenantID uuid.UUID, triggerEvent string, ch Channel, minutes int) error {
+	return s.SetStage(ctx, actor, tenantID, triggerEvent, ch, StageDelivered, minutes)
+}
+
+// SetStage gives messages of the event (or AnyEvent) on the channel a
+// deadline of minutes (1 to MaxDeadlineMinutes) to reach the stage
+// (DELIVERED, READ or ACKNOWLEDGED; "" is DELIVERED); 0 removes it. The
+// change is audited.
+func (s *Deadlines) SetStage(ctx context.Context, actor Actor, tenantID uuid.UUID, triggerEvent string, ch Channel, stage string, minutes int) error {
+	if stage == "" {
+		stage = StageDelivered
+	}
+	if !slices.Contains(DeadlineStages, stage) {
+		return FieldErrorf("stage", "%q is not a stage: DELIVERED, READ or ACKNOWLEDGED.", stage)
+	}
 	if triggerEvent != AnyEvent {
 		if _, ok := LookupEvent(triggerEvent); !ok {
 			return FieldErrorf("trigger_event", "%q is not a trigger event (or * for all).", triggerEvent)
@@ -70,81 +103,146 @@ func (s *Deadlines) Set(ctx context.Context, actor Actor, tenantID uuid.UUID, tr
 	return s.Store.InTenant(ctx, tenantID, func(tx DeadlineTx) error {
 		var err error
 		if minutes == 0 {
-			err = tx.DeleteDeliveryDeadline(ctx, tenantID, triggerEvent, ch)
+			err = tx.DeleteDeliveryDeadline(ctx, tenantID, triggerEvent, ch, stage)
 		} else {
-			err = tx.SetDeliveryDeadline(ctx, &DeliveryDeadline{TenantID: tenantID, TriggerEvent: triggerEvent, Channel: ch, Minutes: minutes, UpdatedAt: s.Now()})
+			err = tx.SetDeliveryDeadline(ctx, &DeliveryDeadline{TenantID: tenantID, TriggerEvent: triggerEvent, Channel: ch, Stage: stage,
+				Minutes: minutes, UpdatedAt: s.Now()})
 		}
 		if err != nil {
 			return err
 		}
-		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "delivery_deadline.set", "delivery_deadline", triggerEvent+"/"+string(ch),
-			map[string]any{"minutes": minutes}))
+		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "delivery_deadline.set", "delivery_deadline", triggerEvent+"/"+string(ch)+"/"+stage,
+			map[string]any{"minutes": minutes, "stage": stage}))
 	})
 }
 
-// OverdueTx lists the statements FallBackOverdue runs: finding the SENT
-// messages past their delivery deadline and continuing their chains.
+// OverdueTx lists the statements FallBackOverdue runs: finding the
+// messages past a deadline, continuing their chains, and putting those
+// with no channel left on the call list.
 type OverdueTx interface {
 	FallbackTx
 	MessageByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*Message, error)
 	InsertMessageEvent(ctx context.Context, e *MessageEvent) error
-	OverdueMessages(ctx context.Context, now time.Time, limit int) ([]OverdueMessage, error)
+	OverdueMessages(ctx context.Context, now time.Time, safety []string, limit int) ([]OverdueMessage, error)
+	// CallListMessage sets the message's call_listed_at once and reports
+	// whether it did.
+	CallListMessage(ctx context.Context, tenantID, id uuid.UUID, at time.Time) (bool, error)
 }
 
-// FallBackOverdue continues the fallback chain of every SENT message that
-// missed its tenant's delivery deadline and has not fallen back yet, each in
-// a transaction of its tenant that holds the message, and returns how many
-// fell back. A message falls back once: its fallback message's idempotency
-// key is unique, and the scan skips messages a fallback names.
+// SafetyEvents are the events whose messages always ask for
+// acknowledgement, sorted.
+func SafetyEvents() []string {
+	out := make([]string, 0, len(safetyEvents))
+	for e := range safetyEvents {
+		out = append(out, e)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// FallBackOverdue moves every message that missed a deadline of its
+// tenant (not DELIVERED, not READ or not acknowledged in time) to the next
+// channel of its fallback chain, each in a transaction of its tenant that
+// holds the message, and returns how many fell back; a message with no
+// channel left puts its passenger on the trip's call list instead. A
+// message falls back once: its fallback message's idempotency key is
+// unique, and the scan skips messages a fallback names or the call list
+// holds.
 func (m *Maintenance) FallBackOverdue(ctx context.Context) (int, error) {
 	if m.Router == nil {
 		return 0, nil
 	}
 	var overdue []OverdueMessage
 	err := m.Overdue.InPlatform(ctx, func(tx OverdueTx) (err error) {
-		overdue, err = tx.OverdueMessages(ctx, m.Now(), 500)
+		overdue, err = tx.OverdueMessages(ctx, m.Now(), SafetyEvents(), 500)
 		return err
 	})
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	n, listed := 0, 0
 	for _, o := range overdue {
 		err := m.Overdue.InTenant(ctx, o.TenantID, func(tx OverdueTx) error {
-			msg, err := tx.MessageByID(ctx, o.TenantID, o.MessageID, true)
-			if err != nil || msg.Status != MessageSent {
-				return err
+			moved, called, err := m.escalate(ctx, tx, o)
+			if moved {
+				n++
 			}
-			chain, err := m.Router.fallback(ctx, tx, msg)
-			if err != nil || (chain.Job == nil && len(chain.Skipped) == 0) {
-				return err
+			if called {
+				listed++
 			}
-			if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: msg.TenantID, MessageID: msg.ID, Source: SourceSystem, At: m.Now(),
-				Detail: chain.detail(map[string]any{"reason": "not_delivered_within", "minutes": o.Minutes}),
-			}); err != nil || chain.Job == nil {
-				return err
-			}
-			next, channel := chain.Job, chain.Channel
-			if err := m.Callbacks.Notify(ctx, tx, msg.TenantID, msg.ID, CallbackMessageFallback,
-				CallbackNote{FallbackMessageID: next.MessageID, FallbackChannel: channel}); err != nil {
-				return err
-			}
-			n++
-			return m.Queue.EnqueueDispatch(ctx, tx, *next)
+			return err
 		})
 		if err != nil {
 			return n, err
 		}
 	}
-	if n > 0 {
-		m.Log.InfoContext(ctx, "messages not delivered by their deadline fell back", "count", n)
+	if n > 0 || listed > 0 {
+		m.Log.InfoContext(ctx, "messages that missed their deadline fell back or were put on the call list", "fell_back", n, "call_listed", listed)
 	}
 	return n, nil
 }
 
-// OverdueMessage is a SENT message past its delivery deadline.
+// missed reports whether msg has still not reached the stage.
+func missed(msg *Message, stage string) bool {
+	switch stage {
+	case StageDelivered:
+		return msg.Status == MessageSent
+	case StageRead:
+		return msg.Status == MessageSent || msg.Status == MessageDelivered
+	}
+	return msg.AcknowledgedAt == nil && (msg.Status == MessageSent || msg.Status == MessageDelivered || msg.Status == MessageRead)
+}
+
+// escalate moves one overdue message on: its fallback queued (moved), or,
+// with no channel left, its passenger on the call list (called).
+func (m *Maintenance) escalate(ctx context.Context, tx OverdueTx, o OverdueMessage) (moved, called bool, err error) {
+	msg, err := tx.MessageByID(ctx, o.TenantID, o.MessageID, true)
+	if err != nil || !missed(msg, o.Stage) {
+		return false, false, err
+	}
+	reason := map[string]string{StageDelivered: "not_delivered_within", StageRead: "not_read_within", StageAcknowledged: "not_acknowledged_within"}[o.Stage]
+	var chain nextInChain
+	if len(msg.FallbackChain) > 0 {
+		if chain, err = m.Router.fallback(ctx, tx, msg); err != nil {
+			return false, false, err
+		}
+	}
+	if chain.Job == nil {
+		return false, true, m.callList(ctx, tx, msg, chain, reason, o.Minutes)
+	}
+	if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: msg.TenantID, MessageID: msg.ID, Source: SourceSystem, At: m.Now(),
+		Detail: chain.detail(map[string]any{"reason": reason, "minutes": o.Minutes}),
+	}); err != nil {
+		return false, false, err
+	}
+	next, channel := chain.Job, chain.Channel
+	if err := m.Callbacks.Notify(ctx, tx, msg.TenantID, msg.ID, CallbackMessageFallback,
+		CallbackNote{FallbackMessageID: next.MessageID, FallbackChannel: channel}); err != nil {
+		return false, false, err
+	}
+	return true, false, m.Queue.EnqueueDispatch(ctx, tx, *next)
+}
+
+// callList puts a message that missed its deadline with no channel left
+// on its trip's call list, once, noting it (and any channel the chain
+// skipped) on its timeline.
+func (m *Maintenance) callList(ctx context.Context, tx OverdueTx, msg *Message, chain nextInChain, reason string, minutes int) error {
+	ok, err := tx.CallListMessage(ctx, msg.TenantID, msg.ID, m.Now())
+	if err != nil || !ok {
+		return err
+	}
+	detail := map[string]any{"reason": reason, "minutes": minutes, "call_list": true}
+	if len(chain.Skipped) > 0 {
+		detail = chain.detail(detail)
+	}
+	return tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: msg.TenantID, MessageID: msg.ID, Source: SourceSystem, At: m.Now(), Detail: detail})
+}
+
+// OverdueMessage is a message past a deadline of its tenant.
 type OverdueMessage struct {
 	TenantID  uuid.UUID `db:"tenant_id"`
 	MessageID uuid.UUID `db:"id"`
 	Minutes   int       `db:"minutes"`
+	// Stage is the deadline's: what the message did not reach in time.
+	Stage string `db:"stage"`
 }

@@ -106,6 +106,9 @@ type DispatcherOptions struct {
 	// Unsubscribe makes the one-click unsubscribe links of optional
 	// e-mails; nil: sent without.
 	Unsubscribe *UnsubscribeLinks
+	// Acks makes the acknowledgement links of SMS and e-mails that ask
+	// for acknowledgement; nil: sent without.
+	Acks *AckLinks
 	// Backoff is the dispatch jobs' retry schedule, the wait after a failed
 	// attempt (1-based): a retry that would come after the message's expiry
 	// expires it instead. Nil: retries never expire a message.
@@ -229,6 +232,8 @@ type send struct {
 	// branding is the tenant's e-mail branding (empty: the neutral
 	// layout).
 	branding Branding
+	// askAck: the message asks its passenger to acknowledge it.
+	askAck bool
 }
 
 // Dispatch runs the dispatch steps in order: the claim (one transaction
@@ -360,6 +365,7 @@ func (d *Dispatcher) call(ctx context.Context, s *send, p provider.Provider, sec
 	if m.Channel == Email && m.ContactID != nil && d.opts.Unsubscribe != nil && OptionalEvent(m.TriggerEvent) {
 		out.UnsubscribeURL = d.opts.Unsubscribe.URL(UnsubscribeTarget{TenantID: m.TenantID, ContactID: *m.ContactID, MessageID: m.ID})
 	}
+	body := d.withAckLink(s, &out)
 	if m.Channel == Email {
 		// Every e-mail leaves in the tenant's layout, wrapped here at the
 		// send so that the stored body stays the content (which the console
@@ -369,7 +375,7 @@ func (d *Dispatcher) call(ctx context.Context, s *send, p provider.Provider, sec
 		if m.Locale != nil {
 			f.Locale = *m.Locale
 		}
-		out.Body, out.SenderName = EmailLayout(f, m.Subject, m.Body), s.branding.SenderName
+		out.Body, out.SenderName = EmailLayout(f, m.Subject, body), s.branding.SenderName
 	}
 	// Every call the breaker lets through is watched, its probes
 	// included, whose failures never reach refusal.

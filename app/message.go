@@ -122,6 +122,14 @@ type Message struct {
 	ReadAt      *time.Time `db:"read_at" json:"read_at,omitempty"`
 	FailedAt    *time.Time `db:"failed_at" json:"failed_at,omitempty"`
 	StaleAt     *time.Time `db:"stale_at" json:"stale_at,omitempty"`
+	// AcknowledgedAt is when the passenger acknowledged the message
+	// (Acknowledgements), and AckVia how; not a status: the status order
+	// stays QUEUED, SENT, DELIVERED, READ.
+	AcknowledgedAt *time.Time `db:"acknowledged_at" json:"acknowledged_at,omitempty"`
+	AckVia         *string    `db:"ack_via" json:"ack_via,omitempty"`
+	// CallListedAt is when the message missed a deadline with no channel
+	// left to try, which put its passenger on the trip's call list.
+	CallListedAt *time.Time `db:"call_listed_at" json:"call_listed_at,omitempty"`
 	// ExpiresAt is the event's expiry: a QUEUED message past it becomes
 	// EXPIRED instead of being sent.
 	ExpiresAt *time.Time `db:"expires_at" json:"expires_at,omitempty"`

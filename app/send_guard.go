@@ -195,6 +195,7 @@ func (d *Dispatcher) claim(ctx context.Context, tx SendTx, job DispatchJob, s *s
 	if st.Branding != nil {
 		s.branding = *st.Branding
 	}
+	s.askAck = !m.Test && (SafetyEvent(m.TriggerEvent) || st.AckMarked)
 	now := d.Now()
 	switch {
 	case m.Status != MessageQueued || s.account == nil:

@@ -57,6 +57,9 @@ type DispatchState struct {
 	// Branding is the tenant's e-mail branding, on an e-mail whose tenant
 	// set one; nil: the neutral layout.
 	Branding *Branding
+	// AckMarked: the tenant marked the message's event as asking for
+	// acknowledgement (an ACKNOWLEDGED deadline for it).
+	AckMarked bool
 }
 
 // SentRecord is a provider's acceptance of a message: the message becomes

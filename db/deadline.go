@@ -13,52 +13,65 @@ import (
 func (t *Tx) DeliveryDeadlines(ctx context.Context, tenantID uuid.UUID) ([]*app.DeliveryDeadline, error) {
 	ds := []*app.DeliveryDeadline{}
 	err := t.tx.SelectContext(ctx, &ds, `
-		SELECT tenant_id, trigger_event, channel, minutes, updated_at FROM delivery_deadlines
-		WHERE tenant_id = $1 ORDER BY trigger_event, channel`, tenantID)
+		SELECT tenant_id, trigger_event, channel, stage, minutes, updated_at FROM delivery_deadlines
+		WHERE tenant_id = $1 ORDER BY trigger_event, channel, array_position(ARRAY['DELIVERED', 'READ', 'ACKNOWLEDGED'], stage)`, tenantID)
 	return ds, mapErr(err)
 }
 
 // SetDeliveryDeadline serves app.DeadlineTx.
 func (t *Tx) SetDeliveryDeadline(ctx context.Context, d *app.DeliveryDeadline) error {
 	_, err := t.tx.ExecContext(ctx, `
-		INSERT INTO delivery_deadlines (tenant_id, trigger_event, channel, minutes, updated_at)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (tenant_id, trigger_event, channel) DO UPDATE SET minutes = excluded.minutes, updated_at = excluded.updated_at`,
-		d.TenantID, d.TriggerEvent, d.Channel, d.Minutes, d.UpdatedAt)
+		INSERT INTO delivery_deadlines (tenant_id, trigger_event, channel, stage, minutes, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (tenant_id, trigger_event, channel, stage) DO UPDATE SET minutes = excluded.minutes, updated_at = excluded.updated_at`,
+		d.TenantID, d.TriggerEvent, d.Channel, d.Stage, d.Minutes, d.UpdatedAt)
 	return mapErr(err)
 }
 
 // DeleteDeliveryDeadline serves app.DeadlineTx.
-func (t *Tx) DeleteDeliveryDeadline(ctx context.Context, tenantID uuid.UUID, triggerEvent string, ch app.Channel) error {
+func (t *Tx) DeleteDeliveryDeadline(ctx context.Context, tenantID uuid.UUID, triggerEvent string, ch app.Channel, stage string) error {
 	_, err := t.tx.ExecContext(ctx, `
-		DELETE FROM delivery_deadlines WHERE tenant_id = $1 AND trigger_event = $2 AND channel = $3`, tenantID, triggerEvent, ch)
+		DELETE FROM delivery_deadlines WHERE tenant_id = $1 AND trigger_event = $2 AND channel = $3 AND stage = $4`,
+		tenantID, triggerEvent, ch, stage)
 	return mapErr(err)
 }
 
-// OverdueMessages serves app.MaintenanceTx, in platform scope: SENT
-// messages with a chain left whose tenant's deadline for their event (or
-// every event) and channel has passed, that no fallback names yet. The
-// event's own deadline wins over the tenant's '*' one. The scan starts from
-// the deadlines, so only tenants that set one are read, through their
-// recent messages (created within two days, sent within one: older SENT
-// messages are stale).
-func (t *Tx) OverdueMessages(ctx context.Context, now time.Time, limit int) ([]app.OverdueMessage, error) {
+// OverdueMessages serves app.MaintenanceTx, in platform scope: messages
+// of tenants with deadlines that missed one, each once: SENT for a
+// DELIVERED deadline, not READ for a READ one, not acknowledged for an
+// ACKNOWLEDGED one (which, as '*', covers only the safety events, given
+// as safety). The event's own deadline of
+// a stage wins over the tenant's '*' one. A message is overdue once: not
+// when a fallback names it, nor once it is on the call list. The scan
+// starts from the deadlines, so only tenants that set one are read,
+// through their recent messages (created within two days, sent within
+// one: older SENT messages are stale).
+func (t *Tx) OverdueMessages(ctx context.Context, now time.Time, safety []string, limit int) ([]app.OverdueMessage, error) {
 	out := []app.OverdueMessage{}
 	err := t.tx.SelectContext(ctx, &out, `
-		SELECT tenant_id, id, minutes FROM (
-			SELECT DISTINCT ON (m.id) m.tenant_id, m.id, m.sent_at, d.minutes
+		WITH rules AS (
+			SELECT DISTINCT ON (m.id, d.stage) m.tenant_id, m.id, m.sent_at, m.status, m.phase, m.acknowledged_at,
+				m.trigger_event, d.trigger_event AS rule_event, d.stage, d.minutes
 			FROM delivery_deadlines d
 			JOIN messages m ON m.tenant_id = d.tenant_id AND m.channel = d.channel
 				AND (d.trigger_event = '*' OR d.trigger_event = m.trigger_event)
 			WHERE m.created_at > $1::timestamptz - interval '2 days'
-				AND m.phase = 'SENT' AND m.stale_at IS NULL
+				AND m.phase IN ('SENT', 'DELIVERED') AND m.stale_at IS NULL AND m.call_listed_at IS NULL
 				AND m.sent_at > $1::timestamptz - interval '1 day'
-				AND cardinality(m.fallback_chain) > 0
-			ORDER BY m.id, d.trigger_event = '*'
+			ORDER BY m.id, d.stage, d.trigger_event = '*'
+		)
+		SELECT tenant_id, id, minutes, stage FROM (
+			SELECT DISTINCT ON (id) tenant_id, id, minutes, stage, sent_at FROM rules r
+			WHERE sent_at <= $1::timestamptz - make_interval(mins => minutes)
+				AND CASE stage
+					WHEN 'DELIVERED' THEN phase = 'SENT'
+					WHEN 'READ' THEN status IN ('SENT', 'DELIVERED')
+					ELSE acknowledged_at IS NULL AND (rule_event <> '*' OR trigger_event = ANY($3))
+				END
+				AND NOT EXISTS (SELECT FROM messages f WHERE f.tenant_id = r.tenant_id AND f.fallback_of = r.id)
+			ORDER BY id, array_position(ARRAY['DELIVERED', 'READ', 'ACKNOWLEDGED'], stage)
 		) o
-		WHERE sent_at <= $1::timestamptz - make_interval(mins => minutes)
-			AND NOT EXISTS (SELECT FROM messages f WHERE f.tenant_id = o.tenant_id AND f.fallback_of = o.id)
 		ORDER BY sent_at
-		LIMIT $2`, now, limit)
+		LIMIT $2`, now, limit, app.StringList(safety))
 	return out, mapErr(err)
 }

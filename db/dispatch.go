@@ -17,7 +17,9 @@ var dispatchQuery = `
 		EXISTS (SELECT FROM server_credential_refusals r WHERE r.tenant_id = a.tenant_id AND r.channel_account_id = a.id)
 			AS credentials_refused,
 		(SELECT l.max_sms_parts FROM tenant_limits l WHERE l.tenant_id = m.tenant_id) AS max_sms_parts,
-		(SELECT row_to_json(b) FROM tenant_branding b WHERE b.tenant_id = m.tenant_id AND m.channel = 'EMAIL') AS branding
+		(SELECT row_to_json(b) FROM tenant_branding b WHERE b.tenant_id = m.tenant_id AND m.channel = 'EMAIL') AS branding,
+		EXISTS (SELECT FROM delivery_deadlines d WHERE d.tenant_id = m.tenant_id AND d.trigger_event = m.trigger_event
+			AND d.stage = 'ACKNOWLEDGED') AS ack_marked
 	FROM messages m
 	JOIN tenants t ON t.id = m.tenant_id
 	JOIN channel_accounts a ON a.tenant_id = m.tenant_id AND a.id = m.channel_account_id
@@ -39,6 +41,9 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*a
 		MaxSMSParts        *int `db:"max_sms_parts"`
 		// Branding is the tenant's e-mail branding as JSON, on e-mail.
 		Branding []byte `db:"branding"`
+		// AckMarked: the tenant marked the event as asking for
+		// acknowledgement (an ACKNOWLEDGED deadline of its own).
+		AckMarked bool `db:"ack_marked"`
 	}
 	err := t.tx.GetContext(ctx, &row, dispatchQuery, tenantID, id)
 	if isNoRows(err) {
@@ -52,7 +57,7 @@ func (t *Tx) MessageForDispatch(ctx context.Context, tenantID, id uuid.UUID) (*a
 		return nil, mapErr(err)
 	}
 	st := &app.DispatchState{Message: &row.Message, Tenant: &row.Tenant, Account: &row.Account, CredentialsRefused: row.CredentialsRefused,
-		MaxSMSParts: row.MaxSMSParts}
+		MaxSMSParts: row.MaxSMSParts, AckMarked: row.AckMarked}
 	if row.Branding != nil {
 		st.Branding = &app.Branding{}
 		if err := json.Unmarshal(row.Branding, st.Branding); err != nil {

@@ -18,18 +18,20 @@ func (s *Server) handleAPIDeadlineList(c *fiber.Ctx) error {
 }
 
 // handleAPIDeadlineSet sets one delivery deadline,
-// {"trigger_event", "channel", "minutes"} (0 removes it), and answers the
+// {"trigger_event", "channel", "stage", "minutes"} (0 removes it; stage
+// DELIVERED, READ or ACKNOWLEDGED, DELIVERED when absent), and answers the
 // list.
 func (s *Server) handleAPIDeadlineSet(c *fiber.Ctx) error {
 	var body struct {
 		TriggerEvent string      `json:"trigger_event"`
 		Channel      app.Channel `json:"channel"`
+		Stage        string      `json:"stage"`
 		Minutes      int         `json:"minutes"`
 	}
 	if err := decodeJSON(c, &body); err != nil {
 		return err
 	}
-	if err := s.Deadlines.Set(c.UserContext(), apiActor(c), apiKeyOf(c).TenantID, body.TriggerEvent, body.Channel, body.Minutes); err != nil {
+	if err := s.Deadlines.SetStage(c.UserContext(), apiActor(c), apiKeyOf(c).TenantID, body.TriggerEvent, body.Channel, body.Stage, body.Minutes); err != nil {
 		return err
 	}
 	return s.handleAPIDeadlineList(c)

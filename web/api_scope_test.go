@@ -107,6 +107,7 @@ var apiRouteScopes = map[string]string{
 	"POST /api/v1/conversations/:id/replies":                          app.ScopeSend,
 	"POST /api/v1/conversations/:id/status":                           app.ScopeSend,
 	"GET /api/v1/delivery-deadlines":                                  app.ScopeRead,
+	"GET /api/v1/trips/:id/reach":                                     app.ScopeRead,
 	"PUT /api/v1/delivery-deadlines":                                  app.ScopeManage,
 	"GET /api/v1/confirmation-windows":                                app.ScopeRead,
 	"PUT /api/v1/confirmation-windows":                                app.ScopeManage,

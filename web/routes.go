@@ -34,6 +34,7 @@ func (s *Server) routes(a *fiber.App) {
 	api.post("/notifications/:id/reject", app.ScopeApprove, s.handleAPINotificationReject)
 	api.get("/messages", app.ScopeRead, s.handleAPIMessageList)
 	api.get("/messages/:id", app.ScopeRead, s.handleAPIMessageGet)
+	api.get("/trips/:id/reach", app.ScopeRead, s.handleAPITripReach)
 	api.post("/bookings/:id/resend", app.ScopeSend, s.handleAPIBookingResend)
 	// Conversations: what passengers wrote, and answers to them.
 	api.get("/conversations", app.ScopeRead, s.handleAPIConversationList)
@@ -103,6 +104,10 @@ func (s *Server) routes(a *fiber.App) {
 	a.Post("/unsubscribe/:token", s.limitPublic, s.handleUnsubscribe)
 	// A message's file behind its signed short link: no login.
 	a.Get("/f/:token", s.limitPublic, s.handleFile)
+	// A safety message's signed acknowledgement link: no login; the page
+	// asks, its one button acknowledges. Throttled like the others.
+	a.Get("/ack/:token", s.limitPublic, s.handleAckPage)
+	a.Post("/ack/:token", s.limitPublic, s.handleAck)
 
 	s.consoleRoutesOn(a)
 }

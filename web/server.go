@@ -43,6 +43,8 @@ type Server struct {
 	Inbox *app.Inbox
 	// Preferences serves the unsubscribe links of optional e-mails.
 	Preferences *app.Preferences
+	// Acks records acknowledgements by quick-reply button and signed link.
+	Acks *app.Acknowledgements
 	// Files serves the short links of messages' files.
 	Files *app.FileServer
 	// PublicLimits throttles the public links (files, unsubscribe) per

@@ -124,11 +124,29 @@ func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
 		} else {
 			outcomes["inbound_duplicate"]++
 		}
+		if err := s.acknowledgeButton(c, creds.TenantID, in, outcomes); err != nil {
+			return err
+		}
 	}
 	if err := s.applyTemplateUpdates(c, creds.TenantID, hook.TemplateUpdates, outcomes); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{"outcomes": outcomes})
+}
+
+// acknowledgeButton acknowledges the message whose quick-reply button an
+// inbound reply tapped, within the tenant the webhook's path and signature
+// name (a replay acknowledges nothing again).
+func (s *Server) acknowledgeButton(c *fiber.Ctx, tenantID uuid.UUID, in meta.Inbound, outcomes map[string]int) error {
+	if in.ButtonText == "" || in.ContextID == "" || s.Acks == nil {
+		return nil
+	}
+	ok, err := s.Acks.FromButton(c.UserContext(), tenantID, app.ButtonReply{ReplyID: in.ExternalID, ContextID: in.ContextID,
+		From: "+" + in.From, PhoneNumberID: in.PhoneNumberID, Text: in.ButtonText, At: in.At})
+	if ok {
+		outcomes["acknowledged"]++
+	}
+	return err
 }
 
 // applyTemplateUpdates records Meta's template reviews

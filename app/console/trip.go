@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -44,7 +45,17 @@ type PassengerReach struct {
 	// Detail says why a failed passenger was not reached, or where a
 	// waiting one stands.
 	Detail string
+	// AcknowledgedAt is when the passenger acknowledged one of the
+	// notification's messages, and AckVia how; nil when not (yet).
+	AcknowledgedAt *time.Time
+	AckVia         string
+	// CallListed: a message missed its deadline with no channel left.
+	CallListed bool
 }
+
+// Acknowledged reports whether the passenger acknowledged the
+// notification.
+func (p PassengerReach) Acknowledged() bool { return p.AcknowledgedAt != nil }
 
 // Reached reports whether a message reached the passenger.
 func (p PassengerReach) Reached() bool { return p.State == ReachRead || p.State == ReachDelivered }
@@ -57,8 +68,28 @@ type TripReach struct {
 	Passengers []PassengerReach
 	// Notified counts the passengers a message was queued for;
 	// Delivered those with a delivered or read one; Read those with a read
-	// one; Failed those whose every message failed.
-	Notified, Delivered, Read, Failed int
+	// one; Failed those whose every message failed; Acknowledged those who
+	// acknowledged one.
+	Notified, Delivered, Read, Failed, Acknowledged int
+	// AsksAck: the notification asks its passengers to acknowledge it.
+	AsksAck bool
+}
+
+// ToCall returns the passengers staff should call: for a notification
+// that asks for acknowledgement, those who did not acknowledge and are on
+// the call list (every channel missed its deadline) or were not reached
+// at all; otherwise the unreached.
+func (r *TripReach) ToCall() []PassengerReach {
+	if !r.AsksAck {
+		return r.Unreached()
+	}
+	var out []PassengerReach
+	for _, p := range r.Passengers {
+		if !p.Acknowledged() && (p.CallListed || p.State == ReachFailed) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Unreached returns the passengers no message reached (yet): the ones to
@@ -73,10 +104,15 @@ func (r *TripReach) Unreached() []PassengerReach {
 	return out
 }
 
-// Summary says how many were reached: "46 of 48 reached; call these 2".
+// Summary says how many were reached (or, when the notification asks for
+// it, acknowledged), and how many to call: "46 of 48 reached; call these
+// 2", "46 of 48 acknowledged; call these 2".
 func (r *TripReach) Summary() string {
-	n := len(r.Unreached())
-	s := fmt.Sprintf("%d of %d reached", len(r.Passengers)-n, len(r.Passengers))
+	n := len(r.ToCall())
+	s := fmt.Sprintf("%d of %d reached", len(r.Passengers)-len(r.Unreached()), len(r.Passengers))
+	if r.AsksAck {
+		s = fmt.Sprintf("%d of %d acknowledged", r.Acknowledged, len(r.Passengers))
+	}
 	switch {
 	case n == 1:
 		s += "; call this one"
@@ -159,7 +195,7 @@ func reachOf(e *app.Event, ms []*app.Message) (*TripReach, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &TripReach{Event: e, Passengers: make([]PassengerReach, len(rs))}
+	r := &TripReach{Event: e, Passengers: make([]PassengerReach, len(rs)), AsksAck: app.SafetyEvent(e.TriggerEvent)}
 	for i, rc := range rs {
 		booking, _ := rc.Context["booking_id"].(string)
 		r.Passengers[i] = PassengerReach{Name: rc.Name, BookingID: booking, Phone: rc.Phone, Email: rc.Email, State: ReachFailed,
@@ -188,6 +224,7 @@ func reachOf(e *app.Event, ms []*app.Message) (*TripReach, error) {
 		// A message routing could plan (it has an account) was an attempt
 		// to notify; the stand-in of a recipient nothing could reach is not.
 		sent[i] = sent[i] || m.ChannelAccountID != nil
+		ackOf(r, p, m)
 		// The best state wins; among equals the newest message (the end of
 		// a fallback chain) says what happened.
 		if rank[state] >= rank[p.State] || p.Detail == "no message was created" {
@@ -207,6 +244,23 @@ func reachOf(e *app.Event, ms []*app.Message) (*TripReach, error) {
 		case ReachFailed:
 			r.Failed++
 		}
+		if p.Acknowledged() {
+			r.Acknowledged++
+		}
 	}
 	return r, nil
+}
+
+// ackOf adds what message m says about acknowledgement to passenger p: the
+// first acknowledgement of any of their messages, and the call list. A
+// message acknowledged shows the notification asks for acknowledgement
+// even when its event is only the tenant's mark.
+func ackOf(r *TripReach, p *PassengerReach, m *app.Message) {
+	if m.AcknowledgedAt != nil && (p.AcknowledgedAt == nil || m.AcknowledgedAt.Before(*p.AcknowledgedAt)) {
+		p.AcknowledgedAt, p.AckVia = m.AcknowledgedAt, deref(m.AckVia)
+		r.AsksAck = true
+	}
+	if m.CallListedAt != nil {
+		p.CallListed = true
+	}
 }

@@ -83,6 +83,9 @@ type Services struct {
 	Inbox *app.Inbox
 	// Preferences serves the unsubscribe links of optional e-mails.
 	Preferences *app.Preferences
+	// Acks records passengers' acknowledgements: quick-reply buttons and
+	// signed links.
+	Acks *app.Acknowledgements
 	// Files serves the short links of messages' files.
 	Files *app.FileServer
 	// PublicLimits throttles the public links per client and per file.
@@ -240,6 +243,8 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	// Routing writes an SMS's file links, dispatch gives WhatsApp its
 	// document's, and /f/ serves them: one signer for all three.
 	fileLinks := app.NewFileLinks(baseURL(cfg), cfg.SecretKey)
+	// Dispatch writes the acknowledgement links that /ack/ checks.
+	ackLinks := app.NewAckLinks(baseURL(cfg), cfg.SecretKey)
 	provisioner := &app.Provisioner{Accounts: s.Accounts, Now: now}
 	s.Tenants = &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: now, Provision: provisioner.Provision, QuietHours: cfg.QuietHours}
 	s.Users = &app.Users{Store: db.Scope[app.UserTx](store), Now: now}
@@ -295,6 +300,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		// Files by URL come through the webhook channel's guarded client.
 		Fetcher: webhook.NewFetcher(webhook.Options{Timeout: app.DefaultFetchTimeout, AllowPrivate: allowPrivate}, cfg.Dev()),
 		Files:   fileLinks,
+		Acks:    ackLinks,
 	}
 	if opts.Dispatcher != nil {
 		opts.Dispatcher(&dispatchOpts)
@@ -315,6 +321,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Inbound = &app.Inbound{Store: db.Scope[app.InboundTx](store), Queue: queue, Now: now, Log: log, Callbacks: s.Callbacks}
 	s.Inbox = &app.Inbox{Store: db.Scope[app.InboxTx](store), Router: s.Router, Queue: queue, Now: now}
 	s.Preferences = &app.Preferences{Store: db.Scope[app.PreferenceTx](store), Links: unsubscribe, Now: now}
+	s.Acks = &app.Acknowledgements{Store: db.Scope[app.AckTx](store), Links: ackLinks, Callbacks: s.Callbacks, Now: now}
 	// Public links' buckets, like API keys', read the database's clock
 	// unless a test injects one.
 	s.PublicLimits = &app.PublicLimits{Rates: store, BucketNow: opts.Now}
@@ -377,7 +384,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health, Credentials: s.Credentials,
-		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Inbox: s.Inbox, Preferences: s.Preferences, Files: s.Files, PublicLimits: s.PublicLimits, Hooks: s.Hooks,
+		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Inbox: s.Inbox, Preferences: s.Preferences, Acks: s.Acks, Files: s.Files, PublicLimits: s.PublicLimits, Hooks: s.Hooks,
 		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
 		Brandings: s.Brandings, BrandingConsole: s.Console.Brandings,
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,

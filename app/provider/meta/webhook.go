@@ -2,6 +2,7 @@ package meta
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -105,7 +106,14 @@ type Inbound struct {
 	Type string
 	// Text is the body of a text message, empty for other types.
 	Text string
-	At   time.Time
+	// ContextID is the wamid of the business message this one answers
+	// (context.id): the message whose quick-reply button was tapped.
+	ContextID string
+	// ButtonText is the label of the tapped quick-reply button (type
+	// button: button.text; type interactive: button_reply.title); empty
+	// when no button was tapped.
+	ButtonText string
+	At         time.Time
 	// PhoneNumberID is the business number that received it; it tells
 	// which channel account the message belongs to.
 	PhoneNumberID string
@@ -145,6 +153,22 @@ type envelope struct {
 					Text      struct {
 						Body string `json:"body"`
 					} `json:"text"`
+					Context struct {
+						ID string `json:"id"`
+					} `json:"context"`
+					// A template's quick-reply button.
+					Button struct {
+						Payload string `json:"payload"`
+						Text    string `json:"text"`
+					} `json:"button"`
+					// An interactive message's reply button.
+					Interactive struct {
+						Type        string `json:"type"`
+						ButtonReply struct {
+							ID    string `json:"id"`
+							Title string `json:"title"`
+						} `json:"button_reply"`
+					} `json:"interactive"`
 				} `json:"messages"`
 			} `json:"value"`
 		} `json:"changes"`
@@ -260,8 +284,13 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 					From: m.From, Name: names[m.From], ExternalID: m.ID, Type: m.Type,
 					At: unixTime(m.Timestamp), PhoneNumberID: v.Metadata.PhoneNumberID,
 				}
-				if m.Type == "text" {
+				switch {
+				case m.Type == "text":
 					in.Text = m.Text.Body
+				case m.Type == "button":
+					in.ContextID, in.ButtonText = m.Context.ID, cmp.Or(m.Button.Text, m.Button.Payload)
+				case m.Type == "interactive" && m.Interactive.Type == "button_reply":
+					in.ContextID, in.ButtonText = m.Context.ID, cmp.Or(m.Interactive.ButtonReply.Title, m.Interactive.ButtonReply.ID)
 				}
 				w.Inbound = append(w.Inbound, in)
 			}

@@ -1,0 +1,223 @@
+package web_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/stretchr/testify/require"
+
+	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/web/webtest"
+)
+
+// buttonHook is a webhook post of a tap on a template's quick-reply button
+// (type button) or an interactive reply button (type interactive), from
+// the number to the business number, answering the message wamid.
+func buttonHook(kind, replyID, contextID, from, phoneNumberID string, at time.Time) []byte {
+	reply := `"type":"button","button":{"payload":"ACK","text":"Verstanden"}`
+	if kind == "interactive" {
+		reply = `"type":"interactive","interactive":{"type":"button_reply","button_reply":{"id":"ack","title":"Got it"}}`
+	}
+	return []byte(`{"object":"whatsapp_business_account","entry":[{"id":"WABA","changes":[{"field":"messages","value":{
+		"messaging_product":"whatsapp","metadata":{"display_phone_number":"4989","phone_number_id":"` + phoneNumberID + `"},
+		"contacts":[{"profile":{"name":"Anna"},"wa_id":"` + from + `"}],
+		"messages":[{"context":{"from":"4989","id":"` + contextID + `"},"from":"` + from + `","id":"` + replyID + `","timestamp":"` +
+		strconv.FormatInt(at.Unix(), 10) + `",` + reply + `}]}}]}]}`)
+}
+
+// ackDepartureChanged is a DEPARTURE_CHANGED (a safety event: it asks for
+// acknowledgement) for Anna on WhatsApp.
+func ackDepartureChanged(eventID string) map[string]any {
+	def, _ := app.LookupEvent("DEPARTURE_CHANGED")
+	return map[string]any{"event_id": eventID, "trigger_event": "DEPARTURE_CHANGED", "context": def.Sample, "channels": []string{"WHATSAPP"},
+		"recipients":           []map[string]any{{"name": "Anna", "phone": "+4915123456789", "locale": "de-DE"}},
+		"conversation_context": map[string]any{"type": "booking", "id": "BK-ACK"}}
+}
+
+func TestAcknowledgements_MetaButton(t *testing.T) {
+	t.Parallel()
+	fake := newFakeMeta(t)
+	p := webtest.New(t, webtest.Options{Config: func(cfg *app.Config) { cfg.MetaBaseURL = fake.URL }})
+	sb := p.ActiveAccount(app.WhatsApp)
+	require.NoError(t, p.Services.Accounts.SetStatus(p.Ctx, app.CLIActor, p.Tenant.ID, sb.ID, app.AccountDisabled, ""))
+	const appSecret = "meta-app-secret"
+	_, err := p.Services.Accounts.Create(p.Ctx, app.CLIActor, p.Tenant.ID, app.AccountInput{
+		Channel: app.WhatsApp, Provider: "meta", Name: "Acme WhatsApp", Activate: true,
+		Config:  app.Attrs{"phone_number_id": "1234567890", "waba_id": "WABA"},
+		Secrets: map[string]string{"access_token": "EAAG-test-token", "app_secret": appSecret},
+	})
+	require.NoError(t, err)
+	post := func(path, secret string, body []byte) map[string]any {
+		code, out := postWebhook(p, path, body, map[string]string{"Content-Type": "application/json", "X-Hub-Signature-256": signMeta(secret, body)})
+		require.Equal(t, http.StatusOK, code)
+		return out["outcomes"].(map[string]any)
+	}
+	// Anna wrote first, so the notices go as free-form text.
+	post("/webhooks/meta/acme", appSecret, inboundHook("wamid.IN0", "4915123456789", "Hallo!", time.Now()))
+	first := webtest.OnlyMessage(t, p.WaitMessages(p.Submit(ackDepartureChanged("dep-1")), "sent", webtest.AllStatus(app.MessageSent)))
+	second := webtest.OnlyMessage(t, p.WaitMessages(p.Submit(ackDepartureChanged("dep-2")), "sent", webtest.AllStatus(app.MessageSent)))
+	fake.mu.Lock()
+	require.Contains(t, fake.requests[0]["text"].(map[string]any)["body"], "/ack/", "free-form text carries the signed link")
+	fake.mu.Unlock()
+	acked := func(id string) int {
+		return p.Count(`SELECT count(*) FROM messages WHERE id = $1 AND acknowledged_at IS NOT NULL AND ack_via = 'whatsapp_button'`, id)
+	}
+
+	t.Run("OtherTenantCannotAcknowledge", func(t *testing.T) {
+		globex, err := p.Services.Tenants.Create(p.Ctx, app.CLIActor, app.TenantInput{Slug: "globex", Name: "Globex", Plan: app.PlanPro})
+		require.NoError(t, err)
+		webtest.CreateMetaAccount(t, p.Ctx, p.Services, globex, app.Attrs{"phone_number_id": "999000999"})
+		// Globex's signed post names Acme's wamid, from Globex's number or
+		// claiming Acme's: neither acknowledges.
+		for _, number := range []string{"999000999", "1234567890"} {
+			out := post("/webhooks/meta/globex", "app-secret-globex", buttonHook("button", "wamid.X-"+number, *first.ExternalMessageID, "4915123456789", number, time.Now()))
+			require.Nil(t, out["acknowledged"])
+		}
+		// Acme's own webhook, from another number than the message's.
+		out := post("/webhooks/meta/acme", appSecret, buttonHook("button", "wamid.X-stranger", *first.ExternalMessageID, "4915199999999", "1234567890", time.Now()))
+		require.Nil(t, out["acknowledged"])
+		require.Zero(t, acked(first.ID.String()))
+	})
+
+	t.Run("ButtonReplyAcknowledgesOnce", func(t *testing.T) {
+		hook := buttonHook("button", "wamid.BTN1", *first.ExternalMessageID, "4915123456789", "1234567890", time.Now())
+		require.EqualValues(t, 1, post("/webhooks/meta/acme", appSecret, hook)["acknowledged"])
+		require.Nil(t, post("/webhooks/meta/acme", appSecret, hook)["acknowledged"], "a replay acknowledges nothing again")
+		require.Equal(t, 1, acked(first.ID.String()))
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM message_events WHERE message_id = $1 AND detail->>'acknowledged' = 'true'
+			AND detail->>'via' = 'whatsapp_button' AND detail->>'button' = 'Verstanden'`, first.ID), "one timeline entry")
+		require.Equal(t, 1, p.Count(`SELECT count(*) FROM messages WHERE id = $1 AND status = 'SENT'`, first.ID), "the status stays")
+		require.Zero(t, acked(second.ID.String()))
+	})
+
+	t.Run("InteractiveButtonReply", func(t *testing.T) {
+		hook := buttonHook("interactive", "wamid.BTN2", *second.ExternalMessageID, "4915123456789", "1234567890", time.Now())
+		require.EqualValues(t, 1, post("/webhooks/meta/acme", appSecret, hook)["acknowledged"])
+		require.Equal(t, 1, acked(second.ID.String()))
+	})
+
+	t.Run("BadSignatureChangesNothing", func(t *testing.T) {
+		third := webtest.OnlyMessage(t, p.WaitMessages(p.Submit(ackDepartureChanged("dep-3")), "sent", webtest.AllStatus(app.MessageSent)))
+		hook := buttonHook("button", "wamid.BTN3", *third.ExternalMessageID, "4915123456789", "1234567890", time.Now())
+		code, _ := postWebhook(p, "/webhooks/meta/acme", hook, map[string]string{"Content-Type": "application/json", "X-Hub-Signature-256": signMeta("wrong", hook)})
+		require.Equal(t, http.StatusUnauthorized, code)
+		require.Zero(t, acked(third.ID.String()))
+	})
+}
+
+// ackRequest makes a request of an acknowledgement page and parses it.
+func ackRequest(t *testing.T, h *webtest.Herald, method, path string) (int, *goquery.Document) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, nil)
+	resp, err := h.App.Test(req, -1)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 500 {
+		t.Logf("%s %s: %s", method, path, b)
+	}
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(string(b)))
+	require.NoError(t, err)
+	return resp.StatusCode, doc
+}
+
+func TestAcknowledgements_LinkAndTrip(t *testing.T) {
+	t.Parallel()
+	c := setupConsole(t, webtest.Options{})
+	h := c.Herald
+	const trip = "T-ACK-3"
+	bookTrip(t, h, trip, []tripPassenger{
+		{booking: "BK-A1", name: "Anna", phone: "+4915123420001", email: "anna@example.com", locale: "de-DE"},
+		{booking: "BK-A2", name: "Ben", phone: "+4915123420002", email: "ben@example.com", locale: "en"},
+		// The sandbox refuses this number and address: never reached.
+		{booking: "BK-A3", name: "Cara", phone: "+4915123480000", email: "fail@example.com", locale: "en"},
+	})
+	sent := submitAnswer(t, h, h.Key, tripIncident("incident-ack", trip))
+	approver := keyWith(t, h, h.Tenant.ID, app.ScopeApprove)
+	require.Equal(t, http.StatusOK, h.RequestWithKey(approver, http.MethodPost, "/api/v1/notifications/"+sent.ID.String()+"/approve", map[string]any{}, nil))
+	ms := h.WaitMessages(sent.ID, "Anna and Ben reached, Cara failed everywhere", func(ms []*app.Message) bool {
+		done := 0
+		for _, m := range ms {
+			if m.Status == app.MessageDelivered || m.Status == app.MessageRead || (m.Status == app.MessageFailed && len(m.FallbackChain) == 0) {
+				done++
+			}
+		}
+		return done == 3
+	})
+	var anna *app.Message
+	for _, m := range ms {
+		if *m.RecipientIndex == 0 || m.ToAddress == "+4915123420001" {
+			anna = m
+		}
+	}
+	require.NotNil(t, anna)
+	anna.TenantID = h.Tenant.ID // the API leaves it out
+	link, err := url.Parse(h.Services.Acks.Links.URL(anna, time.Now()))
+	require.NoError(t, err)
+
+	t.Run("GetAsksPostConfirmsOnce", func(t *testing.T) {
+		code, doc := ackRequest(t, h, http.MethodGet, link.Path)
+		require.Equal(t, http.StatusOK, code)
+		require.Equal(t, "ask", doc.Find("[data-ack-state]").AttrOr("data-ack-state", ""))
+		require.Zero(t, h.Count(`SELECT count(*) FROM messages WHERE id = $1 AND acknowledged_at IS NOT NULL`, anna.ID), "opening changes nothing")
+		for range 2 {
+			code, doc = ackRequest(t, h, http.MethodPost, link.Path)
+			require.Equal(t, http.StatusOK, code)
+			require.Equal(t, "done", doc.Find("[data-ack-state]").AttrOr("data-ack-state", ""))
+		}
+		require.Equal(t, 1, h.Count(`SELECT count(*) FROM messages WHERE id = $1 AND ack_via = 'link'`, anna.ID))
+		require.Equal(t, 1, h.Count(`SELECT count(*) FROM message_events WHERE message_id = $1 AND detail->>'acknowledged' = 'true'`, anna.ID))
+	})
+
+	t.Run("InvalidAndExpiredLinks", func(t *testing.T) {
+		token := strings.TrimPrefix(link.Path, "/ack/")
+		tampered := token[:len(token)-2] + map[bool]string{true: "AA", false: "AB"}[!strings.HasSuffix(token, "AA")]
+		expired := h.Services.Acks.Links.Token(app.AckTarget{TenantID: anna.TenantID, MessageID: anna.ID, Expires: time.Now().Add(-time.Minute)})
+		for path, want := range map[string]string{"/ack/" + tampered: "not valid", "/ack/garbage": "not valid", "/ack/" + expired: "expired"} {
+			for _, method := range []string{http.MethodGet, http.MethodPost} {
+				code, doc := ackRequest(t, h, method, path)
+				require.Equal(t, http.StatusUnauthorized, code, path)
+				require.Equal(t, "problem", doc.Find("[data-ack-state]").AttrOr("data-ack-state", ""))
+				require.Contains(t, text(doc.Find("[role=alert]")), want)
+			}
+		}
+	})
+
+	t.Run("TripPageAndAPI", func(t *testing.T) {
+		doc := c.signIn(asSupport).page("/t/acme/trips/" + trip)
+		require.Equal(t, "1 of 3 acknowledged; call this one", text(doc.Find("[data-summary]")))
+		require.Equal(t, "1", text(doc.Find(`[data-stat="acknowledged"]`)))
+		rows := doc.Find("table.trip-unreached tbody tr")
+		require.Equal(t, 1, rows.Length())
+		require.Contains(t, text(rows), "Cara")
+		require.Contains(t, text(rows), "+4915123480000")
+		require.Contains(t, text(doc.Find(`table.trip-acks tr[data-passenger="Anna"] [data-ack]`)), "yes, link")
+
+		var reach struct {
+			AsksAck  bool   `json:"asks_acknowledgement"`
+			Summary  string `json:"summary"`
+			CallList []struct {
+				Name, Phone string
+			} `json:"call_list"`
+			Counts struct{ Acknowledged, Passengers int } `json:"counts"`
+		}
+		require.Equal(t, http.StatusOK, h.Request(http.MethodGet, "/api/v1/trips/"+trip+"/reach", nil, &reach))
+		require.True(t, reach.AsksAck)
+		require.Equal(t, "1 of 3 acknowledged; call this one", reach.Summary)
+		require.Equal(t, 1, reach.Counts.Acknowledged)
+		require.Len(t, reach.CallList, 1)
+		require.Equal(t, "+4915123480000", reach.CallList[0].Phone)
+
+		var e apiErrorBody
+		require.Equal(t, http.StatusUnprocessableEntity, h.Request(http.MethodGet, "/api/v1/trips/"+trip+"/reach?event=nope", nil, &e))
+		require.Equal(t, "event", e.Error.Field)
+		require.Equal(t, http.StatusNotFound, h.Request(http.MethodGet, "/api/v1/trips/T-NEVER/reach", nil, nil))
+	})
+}
