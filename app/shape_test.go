@@ -32,7 +32,7 @@ const (
 // txInterfaces are the transaction interfaces of app and app/console, by
 // name: TestShape finds every one declared and fails on one missing here.
 var txInterfaces = map[string]reflect.Type{
-	"app.AckTx": reflect.TypeFor[app.AckTx](),
+	"app.AckTx":                 reflect.TypeFor[app.AckTx](),
 	"app.APIKeyTx":              reflect.TypeFor[app.APIKeyTx](),
 	"app.AccountTx":             reflect.TypeFor[app.AccountTx](),
 	"app.AudienceTx":            reflect.TypeFor[app.AudienceTx](),
