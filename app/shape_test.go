@@ -33,6 +33,9 @@ const (
 // name: TestShape finds every one declared and fails on one missing here.
 var txInterfaces = map[string]reflect.Type{
 	"app.APIKeyTx":           reflect.TypeFor[app.APIKeyTx](),
+	"app.AlertTx":            reflect.TypeFor[app.AlertTx](),
+	"app.AlertRaiseTx":       reflect.TypeFor[app.AlertRaiseTx](),
+	"app.AlertCheckTx":       reflect.TypeFor[app.AlertCheckTx](),
 	"app.AccountTx":          reflect.TypeFor[app.AccountTx](),
 	"app.AudienceTx":         reflect.TypeFor[app.AudienceTx](),
 	"app.AuditTx":            reflect.TypeFor[app.AuditTx](),
