@@ -9,6 +9,7 @@ import (
 	"html"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"time"
@@ -241,7 +242,12 @@ func (s *Alerts) postAlert(ctx context.Context, url string, payload map[string]a
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.Client.Do(req)
 	if err != nil {
-		return err
+		// The URL is a secret: the error says what failed, not where.
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("post to the webhook: %w", err)
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 512))

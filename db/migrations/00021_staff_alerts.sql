@@ -35,7 +35,7 @@ CREATE POLICY tenant_scope ON alert_settings USING (tenant_id = (SELECT herald_t
 CREATE TABLE staff_alerts (
     id          uuid PRIMARY KEY,
     tenant_id   uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
-    kind        text NOT NULL CHECK (kind ~ '^[a-z_]{1,40}$'),
+    kind        text NOT NULL CHECK (kind ~ '^[a-z0-9_]{1,40}$'),
     subject_key text NOT NULL CHECK (length(subject_key) <= 300),
     title       text NOT NULL CHECK (length(title) <= 300),
     body        text NOT NULL CHECK (length(body) <= 20000),
