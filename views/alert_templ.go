@@ -65,9 +65,9 @@ func alertKindText(kind string) string {
 // alertWhere says where a delivered alert went.
 func alertWhere(a *app.StaffAlert) string {
 	if len(a.Delivered) == 0 {
-		return "not yet"
+		return "not delivered yet"
 	}
-	return strings.Join(a.Delivered, ", ")
+	return "sent to " + strings.Join(a.Delivered, ", ")
 }
 
 // webhookState says whether a webhook is set, by its host only.
@@ -270,7 +270,7 @@ func AlertSettingsPage(p Page, f AlertForm, errs FormErrors) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if f.Page.Settings.SlackHost != "" {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<label class=\"check\"><input type=\"checkbox\" name=\"slack_remove\" value=\"1\"> Stop posting to Slack</label> ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 14, "<label class=\"choice\"><input type=\"checkbox\" name=\"slack_remove\" value=\"1\"> Stop posting to Slack</label> ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -292,7 +292,7 @@ func AlertSettingsPage(p Page, f AlertForm, errs FormErrors) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			if f.Page.Settings.TeamsHost != "" {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<label class=\"check\"><input type=\"checkbox\" name=\"teams_remove\" value=\"1\"> Stop posting to Teams</label>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<label class=\"choice\"><input type=\"checkbox\" name=\"teams_remove\" value=\"1\"> Stop posting to Teams</label>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -404,7 +404,7 @@ func AlertSettingsPage(p Page, f AlertForm, errs FormErrors) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<ul class=\"alert-list stack\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<ul class=\"alert-list\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -456,20 +456,20 @@ func AlertSettingsPage(p Page, f AlertForm, errs FormErrors) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "· sent to ")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "<span>· ")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var18 string
 					templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(alertWhere(a))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/alert.templ`, Line: 152, Col: 35}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/alert.templ`, Line: 152, Col: 33}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "</div>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "</span></div>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -132,6 +132,12 @@ func (s *Server) handleAlertSettingsUpdate(c *fiber.Ctx) error {
 	in.TeamsURL = formWebhook(c, "teams_webhook_url", "teams_remove")
 	if _, err := s.AlertConsole.Change(c.UserContext(), userOf(c), t.ID, in); err != nil {
 		return s.formFailure(c, err, func(errs views.FormErrors) error {
+			// Every field's problem at once, not only the first.
+			for _, d := range app.ErrorDetails(err) {
+				if d.Field != "" {
+					errs[d.Field] = d.Message
+				}
+			}
 			pg, perr := s.AlertConsole.Page(c.UserContext(), userOf(c), t)
 			if perr != nil {
 				return perr
