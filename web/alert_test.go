@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -463,4 +464,33 @@ func (r *sesRecorder) subjectTo(t *testing.T, addr string) string {
 	require.NotEmpty(t, sent, "no SendEmail to %s", addr)
 	simple := sent[len(sent)-1]["Content"].(map[string]any)["Simple"].(map[string]any)
 	return simple["Subject"].(map[string]any)["Data"].(string)
+}
+
+// downProvider fails every send as a provider that is down does.
+type downProvider struct{}
+
+func (downProvider) Send(context.Context, provider.Outbound) (string, error) {
+	return "", &provider.Error{Code: "503", Class: provider.Transient, Reason: "service unavailable"}
+}
+
+// TestAlerts_BreakerOpen: a provider that stays down opens the account's
+// breaker; once it has been open longer than the threshold, the staff
+// hear of it, once for the spell.
+func TestAlerts_BreakerOpen(t *testing.T) {
+	t.Parallel()
+	b := setupAlerts(t, func(cfg *app.Config) { cfg.BreakerThreshold = 1 })
+	b.Services.Providers["sandbox"] = downProvider{}
+	b.Submit(webtest.Notification("down-1", "BK-DOWN"))
+	b.WaitUntil("the breaker opens", func() bool {
+		return b.Count(`SELECT count(*) FROM audit_log WHERE tenant_id = $1 AND action = 'channel_account.breaker' AND metadata->>'to' = 'open'`, b.Tenant.ID) > 0
+	})
+	b.check()
+	require.Empty(t, b.alerts(app.AlertBreakerOpen), "not open for 10 minutes yet")
+	b.clock.Set(b.clock.Now().Add(11 * time.Minute))
+	b.check()
+	b.check()
+	open := b.alerts(app.AlertBreakerOpen)
+	require.Len(t, open, 1, "once for the spell")
+	require.Contains(t, open[0].Title, "WHATSAPP provider of")
+	b.delivered(open[0])
 }
