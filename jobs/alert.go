@@ -28,6 +28,14 @@ type AlertCheckWorker struct {
 	Alerts *app.Alerts
 }
 
+// Timeout implements river.Worker: a check ends before the next minute's
+// begins (and before River would take it for a crashed worker's). What it
+// raised stays raised, each alert in its own transaction, and the next
+// check finds the rest.
+func (w *AlertCheckWorker) Timeout(*river.Job[AlertCheckArgs]) time.Duration {
+	return 50 * time.Second
+}
+
 // Work implements river.Worker.
 func (w *AlertCheckWorker) Work(ctx context.Context, _ *river.Job[AlertCheckArgs]) error {
 	_, err := w.Alerts.CheckAll(ctx)
