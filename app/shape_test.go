@@ -33,6 +33,9 @@ const (
 // name: TestShape finds every one declared and fails on one missing here.
 var txInterfaces = map[string]reflect.Type{
 	"app.AckTx":                 reflect.TypeFor[app.AckTx](),
+	"app.AlertCheckTx":          reflect.TypeFor[app.AlertCheckTx](),
+	"app.AlertRaiseTx":          reflect.TypeFor[app.AlertRaiseTx](),
+	"app.AlertTx":               reflect.TypeFor[app.AlertTx](),
 	"app.APIKeyTx":              reflect.TypeFor[app.APIKeyTx](),
 	"app.AccountTx":             reflect.TypeFor[app.AccountTx](),
 	"app.AudienceTx":            reflect.TypeFor[app.AudienceTx](),

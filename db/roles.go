@@ -80,6 +80,8 @@ var runtimePrivileges = map[string]string{
 	"server_credential_refusals": privWrite,
 	"templates":                  privWrite,
 	"tenant_branding":            privWrite,
+	"alert_settings":             privWrite,
+	"staff_alerts":               privWrite,
 	"tenant_limits":              privWrite,
 	"tenants":                    privWrite,
 	"trip_bookings":              privWrite,

@@ -167,6 +167,8 @@ func TestWorkers_Timeouts(t *testing.T) {
 	require.Equal(t, jobs.MaintenanceTimeout, (&jobs.RequeueStuckWorker{}).Timeout(nil))
 	require.Equal(t, jobs.MaintenanceTimeout, (&jobs.AuditVerifyWorker{}).Timeout(nil))
 	require.Equal(t, jobs.MaintenanceTimeout, (&jobs.MetaTemplateSyncWorker{}).Timeout(nil))
+	require.Less(t, (&jobs.AlertCheckWorker{}).Timeout(nil), time.Minute, "a staff-alert check ends before the next one starts")
+	require.Less(t, (&jobs.AlertSendWorker{}).Timeout(nil), app.DefaultRescueStuckAfter, "an alert's delivery ends before River rescues it")
 }
 
 func TestRetentionWorker_SnoozesUntilDone(t *testing.T) {

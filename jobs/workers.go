@@ -29,6 +29,9 @@ type Deps struct {
 	// Uploads turns uploads' rows into events; nil leaves their worker
 	// unregistered.
 	Uploads *app.Uploads
+	// Alerts checks and delivers staff alerts; nil leaves their workers
+	// unregistered.
+	Alerts *app.Alerts
 	// DispatchTimeout bounds one run of a dispatch job
 	// (app.DispatchTimeout); zero: the client's JobTimeout.
 	DispatchTimeout time.Duration
@@ -53,6 +56,10 @@ func Workers(d Deps) *river.Workers {
 	}
 	if d.Uploads != nil {
 		river.AddWorker(w, &UploadBatchWorker{Uploads: d.Uploads})
+	}
+	if d.Alerts != nil {
+		river.AddWorker(w, &AlertCheckWorker{Alerts: d.Alerts})
+		river.AddWorker(w, &AlertSendWorker{Alerts: d.Alerts})
 	}
 	return w
 }
@@ -84,5 +91,10 @@ func PeriodicJobs() []*river.PeriodicJob {
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return MetaTemplateSyncArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "meta_template_sync", RunOnStart: true}),
+		// Staff alerts' thresholds are minutes, and the digest's time a
+		// minute of the day.
+		river.NewPeriodicJob(river.PeriodicInterval(time.Minute),
+			func() (river.JobArgs, *river.InsertOpts) { return AlertCheckArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "staff_alert_check"}),
 	}
 }

@@ -113,6 +113,8 @@ var apiRouteScopes = map[string]string{
 	"PUT /api/v1/confirmation-windows":                                app.ScopeManage,
 	"GET /api/v1/branding":                                            app.ScopeRead,
 	"PUT /api/v1/branding":                                            app.ScopeManage,
+	"GET /api/v1/alerts/settings":                                     app.ScopeRead,
+	"PUT /api/v1/alerts/settings":                                     app.ScopeManage,
 	"GET /api/v1/scheduled-notifications":                             app.ScopeRead,
 	"GET /api/v1/approvals":                                           app.ScopeRead,
 	"GET /api/v1/approvals/:id":                                       app.ScopeRead,

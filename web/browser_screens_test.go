@@ -56,6 +56,7 @@ var consolePages = []consolePage{
 	{"settings", "/t/acme/settings", app.PermSettings},
 	{"callbacks", "/t/acme/settings/callbacks", app.PermCallbacks},
 	{"branding", "/t/acme/settings/branding", app.PermSettings},
+	{"alerts", "/t/acme/settings/alerts", app.PermSettings},
 	{"tenants", "/tenants", app.PermPlatform},
 	{"tenant", "/tenants/{tenant}", app.PermPlatform},
 	{"queues", "/queues", app.PermQueues},

@@ -61,6 +61,10 @@ type Server struct {
 	// previews; BrandingConsole to the console's branding page.
 	Brandings       *app.Brandings
 	BrandingConsole *console.Brandings
+	// Alerts serves the staff-alert settings to the API; AlertConsole to
+	// the console's page.
+	Alerts       *app.Alerts
+	AlertConsole *console.Alerts
 	// Callbacks serves the tenant's status callback endpoints to the API;
 	// CallbackConsole to the console.
 	Callbacks       *app.Callbacks

@@ -109,6 +109,9 @@ type Services struct {
 	ConfirmWindows *app.ConfirmWindows
 	// Brandings manages tenants' e-mail branding.
 	Brandings *app.Brandings
+	// Alerts tells tenants' staff what needs them: settings, checks,
+	// delivery.
+	Alerts *app.Alerts
 
 	// The console.
 	Console Console
@@ -334,6 +337,13 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		Currency: cfg.Currency}
 	s.Prices = &app.Prices{Store: db.Scope[app.PriceTx](store), Now: now, Currency: cfg.Currency}
 	s.Rejections = &app.Rejections{Store: db.Scope[app.RejectionTx](store), Lookup: store, Now: now, Log: log}
+	s.Alerts = &app.Alerts{Store: db.Scope[app.AlertTx](store), CheckStore: db.Scope[app.AlertCheckTx](store), Queue: queue,
+		Sealer: sealer, Accounts: s.Accounts, Providers: s.Providers, Quotas: cfg.Quotas, Now: now, Log: log,
+		// Slack and Teams are reached as status callbacks are: through the
+		// guarded client, after the same URL check.
+		Client:       webhook.NewClient(webhook.Options{Timeout: app.AlertTimeout, AllowPrivate: allowPrivate, AnyPort: allowPrivate}),
+		CheckURLFunc: callbackCheck.CheckURL,
+	}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
 
 	// Security keys answer to the console's public address; one that is
@@ -387,6 +397,7 @@ func (s *Services) Web(version string) *web.Server {
 		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Inbox: s.Inbox, Preferences: s.Preferences, Acks: s.Acks, Files: s.Files, PublicLimits: s.PublicLimits, Hooks: s.Hooks,
 		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
 		Brandings: s.Brandings, BrandingConsole: s.Console.Brandings,
+		Alerts: s.Alerts, AlertConsole: &console.Alerts{Alerts: s.Alerts},
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,
 		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,
 		SNSVerifier: snsVerifier(s.Config),
@@ -440,6 +451,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	workers := jobs.Workers(jobs.Deps{
 		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance,
 		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks, Rollups: s.Rollups, Limits: s.Limits, Uploads: s.Uploads,
+		Alerts:          s.Alerts,
 		DispatchTimeout: app.DispatchTimeout(jc.JobTimeout, s.Config.SendTimeout),
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)
