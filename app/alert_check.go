@@ -267,15 +267,15 @@ func (s *Alerts) waitingAlerts(ctx context.Context, tx AlertCheckTx, t *Tenant, 
 	for _, r := range replies {
 		out = append(out, &StaffAlert{Kind: AlertUnanswered, SubjectKey: "reply:" + r.InboundID.String(),
 			Title: fmt.Sprintf("%s's %s reply is unanswered", orNone(r.Name), r.Channel),
-			Body:  fmt.Sprintf("Received %s, more than %d minutes ago, and nothing was sent to them since.", localTime(r.ReceivedAt, t.Timezone), set.UnansweredMinutes)})
+			Body:  fmt.Sprintf("Received %s, more than %d minutes ago, and no one has answered it in the inbox since.", localTime(r.ReceivedAt, t.Timezone), set.UnansweredMinutes)})
 	}
 	return out, nil
 }
 
-// UnansweredReplies returns the tenant's passengers whose newest reply,
-// received before olderThan (and within a week), no message to them
-// followed. It is the one place that decides what "unanswered" means, so
-// that a conversation inbox with statuses can take it over.
+// UnansweredReplies returns the tenant's conversations the inbox shows as
+// unanswered (OPEN, the passenger's last message after staff's last
+// answer) whose passenger last wrote before olderThan (and within a week),
+// each with that message: the alert and the inbox count the same ones.
 func (s *Alerts) UnansweredReplies(ctx context.Context, tx AlertCheckTx, tenantID uuid.UUID, olderThan time.Time) ([]UnansweredReply, error) {
 	return tx.UnansweredReplies(ctx, tenantID, olderThan.Add(-unansweredHorizon), olderThan)
 }

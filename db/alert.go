@@ -161,27 +161,23 @@ func (t *Tx) WaitingApprovals(ctx context.Context, tenantID uuid.UUID, before ti
 	return out, mapErr(err)
 }
 
-// UnansweredReplies serves app.AlertCheckTx: the newest reply of each
-// contact in the window, when no message to the contact was created
-// after it.
+// UnansweredReplies serves app.AlertCheckTx: the tenant's unanswered
+// conversations (the inbox's own test, conversationUnanswered) whose
+// passenger last wrote in the window, each with that message.
 func (t *Tx) UnansweredReplies(ctx context.Context, tenantID uuid.UUID, after, before time.Time) ([]app.UnansweredReply, error) {
 	var out []app.UnansweredReply
 	err := t.tx.SelectContext(ctx, &out, `
-		SELECT r.contact_id, coalesce(c.name, '') AS name, r.id AS inbound_id, r.channel, r.received_at
-		FROM (
-			SELECT DISTINCT ON (contact_id) contact_id, id, channel, received_at
-			FROM inbound_messages
-			WHERE tenant_id = $1 AND received_at > $2 AND received_at <= $3
-			ORDER BY contact_id, received_at DESC, id DESC
-		) r
-		JOIN contacts c ON c.tenant_id = $1 AND c.id = r.contact_id
-		WHERE NOT EXISTS (
-			SELECT 1 FROM messages m
-			WHERE m.tenant_id = $1 AND m.contact_id = r.contact_id AND m.created_at > r.received_at)
-		  AND NOT EXISTS (
-			SELECT 1 FROM inbound_messages n
-			WHERE n.tenant_id = $1 AND n.contact_id = r.contact_id AND n.received_at > $3)
-		ORDER BY r.received_at, r.contact_id LIMIT 100`, tenantID, after, before)
+		SELECT c.contact_id, coalesce(ct.name, '') AS name, r.id AS inbound_id, r.channel, r.received_at
+		FROM conversations c
+		JOIN contacts ct ON ct.tenant_id = $1 AND ct.id = c.contact_id
+		JOIN LATERAL (
+			SELECT i.id, i.channel, i.received_at FROM inbound_messages i
+			WHERE i.tenant_id = $1 AND i.conversation_id = c.id AND i.received_at <= c.last_inbound_at
+			ORDER BY i.received_at DESC, i.id DESC LIMIT 1
+		) r ON true
+		WHERE c.tenant_id = $1 AND `+conversationUnanswered+`
+		  AND c.last_inbound_at > $2 AND c.last_inbound_at <= $3
+		ORDER BY c.last_inbound_at, c.id LIMIT 100`, tenantID, after, before)
 	return out, mapErr(err)
 }
 

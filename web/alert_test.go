@@ -18,6 +18,7 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
 	"github.com/heraldhq/herald/app/provider/ses"
+	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/jobs"
 	"github.com/heraldhq/herald/web/webtest"
 )
@@ -292,6 +293,19 @@ func TestAlerts_StaffHearFirst(t *testing.T) {
 		b.delivered(replies[0])
 		b.check()
 		require.Len(t, b.alerts(app.AlertUnanswered), 1, "one alert per reply")
+
+		// A reply staff resolved in the inbox is answered, as the inbox counts.
+		_, err = b.Services.Inbound.Record(b.Ctx, b.Tenant.ID, app.InboundMessage{Channel: app.SMS, Provider: "sandbox",
+			ExternalID: "in-" + uuid.NewString(), From: "+4915111144455", Kind: "text", Body: "Can I bring my dog?"})
+		require.NoError(t, err)
+		var conv uuid.UUID
+		require.NoError(t, b.Services.Store.InPlatform(b.Ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(b.Ctx, `SELECT conversation_id FROM inbound_messages WHERE tenant_id = $1 AND body = 'Can I bring my dog?'`, b.Tenant.ID).Scan(&conv)
+		}))
+		require.Equal(t, http.StatusOK, b.Request(http.MethodPost, "/api/v1/conversations/"+conv.String()+"/status", map[string]any{"status": "RESOLVED"}, nil))
+		b.clock.Set(b.clock.Now().Add(61 * time.Minute))
+		b.check()
+		require.Len(t, b.alerts(app.AlertUnanswered), 1, "a resolved conversation raises no alert")
 	})
 
 }
