@@ -179,10 +179,6 @@ type Alerts struct {
 	Quotas       map[string]map[Channel]int
 	Now          Clock
 	Log          *slog.Logger
-	// NotAcknowledgedFunc, when set, counts a departure's passengers who
-	// were reached but have not acknowledged its messages, for the digest;
-	// nil leaves the column out until acknowledgements exist.
-	NotAcknowledgedFunc func(ctx context.Context, tenantID uuid.UUID, departure DigestDeparture) (int, error)
 }
 
 // Settings returns the tenant's alert settings.

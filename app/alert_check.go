@@ -56,9 +56,10 @@ type DigestDeparture struct {
 	Messages int    `db:"messages"`
 	Reached  int    `db:"reached"`
 	Failed   int    `db:"failed"`
-	// NotAcknowledged is filled by Alerts.NotAcknowledgedFunc; -1 when
-	// there is none.
-	NotAcknowledged int `db:"-"`
+	// NotAcknowledged counts the recipients of its notifications that ask
+	// for acknowledgement (SafetyEvent, or an event the tenant marked with
+	// an ACKNOWLEDGED deadline) none of whose messages was acknowledged.
+	NotAcknowledged int `db:"not_acknowledged"`
 }
 
 // NotReached is how many of the departure's messages reached nobody yet.
@@ -308,14 +309,6 @@ func (s *Alerts) digestAlert(ctx context.Context, tx AlertCheckTx, t *Tenant, se
 	if err != nil {
 		return nil, err
 	}
-	for i := range deps {
-		deps[i].NotAcknowledged = -1
-		if s.NotAcknowledgedFunc != nil {
-			if deps[i].NotAcknowledged, err = s.NotAcknowledgedFunc(ctx, t.ID, deps[i]); err != nil {
-				return nil, err
-			}
-		}
-	}
 	waiting, err := tx.WaitingApprovals(ctx, t.ID, s.Now())
 	if err != nil {
 		return nil, err
@@ -337,7 +330,7 @@ func DigestText(tomorrow string, deps []DigestDeparture, approvals int, failures
 	fmt.Fprintf(&b, "Departures on %s: %d\n", tomorrow, len(deps))
 	for _, d := range deps {
 		fmt.Fprintf(&b, "- %s: %d messages, %d reached, %d not reached, %d failed", d.label(), d.Messages, d.Reached, d.NotReached(), d.Failed)
-		if d.NotAcknowledged >= 0 {
+		if d.NotAcknowledged > 0 {
 			fmt.Fprintf(&b, ", %d not acknowledged", d.NotAcknowledged)
 		}
 		b.WriteString("\n")

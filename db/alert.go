@@ -189,17 +189,29 @@ func (t *Tx) DigestDepartures(ctx context.Context, tenantID uuid.UUID, day strin
 		WITH deps AS (
 			SELECT e.id,
 			       coalesce(CASE WHEN e.entity_type = 'trip' THEN e.entity_id END, e.context->>'trip_id', '') AS trip,
-			       coalesce(e.context->>'tour_name', '') AS tour
+			       coalesce(e.context->>'tour_name', '') AS tour,
+			       (e.trigger_event = ANY($3) OR EXISTS (
+					SELECT 1 FROM delivery_deadlines dd
+					WHERE dd.tenant_id = $1 AND dd.trigger_event = e.trigger_event AND dd.stage = 'ACKNOWLEDGED')) AS asks
 			FROM events e
 			WHERE e.tenant_id = $1 AND e.status <> 'CANCELLED'
 			  AND (e.context->>'departure_date' = $2 OR left(e.context->>'departure_at', 10) = $2)
+		),
+		-- Each recipient of a notification that asks for acknowledgement,
+		-- and whether any of their messages (a fallback's included) was.
+		asked AS (
+			SELECT d.trip, d.tour, bool_or(m.acknowledged_at IS NOT NULL) AS acked
+			FROM deps d JOIN messages m ON m.tenant_id = $1 AND m.event_id = d.id
+			WHERE d.asks AND NOT m.test
+			GROUP BY d.trip, d.tour, d.id, m.recipient_index
 		)
 		SELECT d.trip, d.tour, count(DISTINCT d.id) AS events, count(m.id) AS messages,
 		       count(m.id) FILTER (WHERE m.status IN ('DELIVERED', 'READ')) AS reached,
-		       count(m.id) FILTER (WHERE m.status = 'FAILED') AS failed
+		       count(m.id) FILTER (WHERE m.status = 'FAILED') AS failed,
+		       (SELECT count(*) FROM asked a WHERE a.trip = d.trip AND a.tour = d.tour AND NOT a.acked) AS not_acknowledged
 		FROM deps d LEFT JOIN messages m ON m.tenant_id = $1 AND m.event_id = d.id
 		GROUP BY d.trip, d.tour
-		ORDER BY d.tour, d.trip`, tenantID, day)
+		ORDER BY d.tour, d.trip`, tenantID, day, app.SafetyEvents())
 	return out, mapErr(err)
 }
 

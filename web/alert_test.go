@@ -339,6 +339,19 @@ func TestAlerts_Digest(t *testing.T) {
 		return b.Count(`SELECT count(*) FROM messages WHERE event_id = $1 AND channel = 'WHATSAPP' AND status IN ('DELIVERED', 'READ')`, id) == 1
 	})
 
+	// A departure change asks its passengers to confirm; Ben has not.
+	def, _ := app.LookupEvent("DEPARTURE_CHANGED")
+	change := map[string]any{}
+	for k, v := range def.Sample {
+		change[k] = v
+	}
+	change["departure_date"], change["tour_name"] = tomorrow, "Dolomites"
+	changed := b.Submit(map[string]any{"event_id": "dep-2", "trigger_event": "DEPARTURE_CHANGED", "context": change, "channels": []string{"EMAIL"},
+		"recipients": []map[string]any{{"name": "Ben", "email": "ben@example.com", "locale": "de-DE"}}})
+	b.WaitUntil("the change's e-mail is planned", func() bool {
+		return b.Count(`SELECT count(*) FROM messages WHERE event_id = $1`, changed) == 1
+	})
+
 	b.clock.Set(start.Add(59 * time.Minute))
 	b.check()
 	require.Empty(t, b.alerts(app.AlertDigest), "not yet the digest's time")
@@ -348,8 +361,9 @@ func TestAlerts_Digest(t *testing.T) {
 	digests := b.alerts(app.AlertDigest)
 	require.Len(t, digests, 1, "one digest per local day")
 	d := digests[0]
-	require.Contains(t, d.Body, "Departures on "+tomorrow+": 1")
-	require.Contains(t, d.Body, "- Lake Garda: 2 messages, 1 reached, 1 not reached, 0 failed")
+	require.Contains(t, d.Body, "Departures on "+tomorrow+": 2")
+	require.Contains(t, d.Body, "- Lake Garda: 2 messages, 1 reached, 1 not reached, 0 failed\n", "a booking confirmation asks no one to confirm")
+	require.Regexp(t, `- Dolomites: 1 messages, 0 reached, 1 not reached, 0 failed, 1 not acknowledged\n`, d.Body)
 	require.Contains(t, d.Body, "Broadcasts waiting for approval: 0")
 	b.delivered(d)
 	teams, _ := b.teams.received()
