@@ -2,9 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/hmac"
-	"encoding/base64"
-	"encoding/binary"
 	"html"
 	"strings"
 	"time"
@@ -53,18 +50,12 @@ func AckLabel(locale string) string {
 // trip is over, and a late tap would only mislead the call list.
 const AckLinkTTL = 14 * 24 * time.Hour
 
-// ackToken's layout before base64: tenant id, message id, expiry (Unix
-// seconds, 32 bits), and the first 16 bytes of the MAC, as file links.
-const (
-	ackTokenPayload = 16 + 16 + 4
-	ackTokenMAC     = 16
-)
-
 // AckLinks makes and checks the signed, expiring links
 // (BaseURL/ack/{token}) by which a passenger acknowledges an SMS or
-// e-mail. They are signed as unsubscribe and file links are: HMAC-SHA256
-// under a key derived from the deployment's secret key for this purpose
-// alone (linkKey), so a token of another kind never verifies as one.
+// e-mail. Their tokens are file links' (linkToken: tenant, message,
+// expiry), signed under a key derived from the deployment's secret key for
+// this purpose alone (linkKey), so a token of another kind never verifies
+// as one.
 type AckLinks struct {
 	// BaseURL is the deployment's public URL.
 	BaseURL string
@@ -86,11 +77,7 @@ type AckTarget struct {
 
 // Token signs the target.
 func (l *AckLinks) Token(t AckTarget) string {
-	payload := make([]byte, 0, ackTokenPayload+ackTokenMAC)
-	payload = append(payload, t.TenantID[:]...)
-	payload = append(payload, t.MessageID[:]...)
-	payload = binary.BigEndian.AppendUint32(payload, uint32(t.Expires.Unix()))
-	return base64.RawURLEncoding.EncodeToString(append(payload, l.mac(payload)...))
+	return linkToken{TenantID: t.TenantID, ID: t.MessageID, Expires: t.Expires}.seal(l.key)
 }
 
 // URL is the link acknowledging message m, made at now, for AckLinkTTL.
@@ -111,25 +98,15 @@ var (
 // constant time); a signed token past its expiry is EUNAUTHORIZED
 // expired_ack_link.
 func (l *AckLinks) Parse(token string, now time.Time) (AckTarget, error) {
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
-	if err != nil || len(raw) != ackTokenPayload+ackTokenMAC {
+	t, ok := openLinkToken(token)
+	if !ok || !t.signedBy(l.key) {
 		return AckTarget{}, errAckLinkInvalid
 	}
-	payload, sum := raw[:ackTokenPayload], raw[ackTokenPayload:]
-	if !hmac.Equal(sum, l.mac(payload)) {
-		return AckTarget{}, errAckLinkInvalid
-	}
-	var t AckTarget
-	copy(t.TenantID[:], payload[0:16])
-	copy(t.MessageID[:], payload[16:32])
-	t.Expires = time.Unix(int64(binary.BigEndian.Uint32(payload[32:36])), 0)
 	if !now.Before(t.Expires) {
 		return AckTarget{}, errAckLinkExpired
 	}
-	return t, nil
+	return AckTarget{TenantID: t.TenantID, MessageID: t.ID, Expires: t.Expires}, nil
 }
-
-func (l *AckLinks) mac(payload []byte) []byte { return linkMAC(l.key, payload)[:ackTokenMAC] }
 
 // Acknowledgement is one passenger's confirmation of one message.
 type Acknowledgement struct {

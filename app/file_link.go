@@ -2,9 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/hmac"
-	"encoding/base64"
-	"encoding/binary"
 	"strings"
 	"time"
 
@@ -15,23 +12,14 @@ import (
 // an SMS's ticket link on the day of travel, often weeks after booking.
 const FileLinkTTL = 30 * 24 * time.Hour
 
-// fileTokenBytes is a file token's length before base64: the tenant id,
-// the file id, the expiry (Unix seconds, 32 bits) and 16 bytes of MAC.
-// 70 characters in the link: an SMS pays for each one.
-const (
-	fileTokenPayload = 16 + 16 + 4
-	fileTokenMAC     = 16
-)
-
 // FileLinks makes and checks the signed, expiring short links that serve a
 // message's file (BaseURL/f/{token}) on channels that carry links rather
 // than files (SMS), and that WhatsApp fetches a document from. A token
-// names the tenant, the file and the expiry; its MAC (HMAC-SHA256 under
-// a key derived from the deployment's secret key, as unsubscribe links
-// are signed) also covers the file's random nonce (attachments.token_nonce),
-// which only the database knows: a link is unguessable even to whoever
-// knows the ids, and it works for no other row than the one it was made
-// for.
+// (linkToken) names the tenant, the file and the expiry; its MAC (under a
+// key derived from the deployment's secret key for file links alone) also
+// covers the file's random nonce (attachments.token_nonce), which only the
+// database knows: a link is unguessable even to whoever knows the ids, and
+// it works for no other row than the one it was made for.
 type FileLinks struct {
 	// BaseURL is the deployment's public URL.
 	BaseURL string
@@ -49,16 +37,12 @@ type FileLink struct {
 	TenantID uuid.UUID
 	FileID   uuid.UUID
 	Expires  time.Time
-	mac      []byte
+	token    linkToken
 }
 
 // Token signs a link to f that works until expires.
 func (l *FileLinks) Token(f *Attachment, expires time.Time) string {
-	payload := make([]byte, 0, fileTokenPayload+fileTokenMAC)
-	payload = append(payload, f.TenantID[:]...)
-	payload = append(payload, f.ID[:]...)
-	payload = binary.BigEndian.AppendUint32(payload, uint32(expires.Unix()))
-	return base64.RawURLEncoding.EncodeToString(append(payload, l.mac(payload, f.TokenNonce)...))
+	return linkToken{TenantID: f.TenantID, ID: f.ID, Expires: expires}.seal(l.key, f.TokenNonce)
 }
 
 // URL is f's short link made at now: BaseURL/f/{token}, for FileLinkTTL.
@@ -69,30 +53,14 @@ func (l *FileLinks) URL(f *Attachment, now time.Time) string {
 // Parse reads a token's tenant, file and expiry. It checks the form only:
 // Verify checks the MAC against the file's nonce once the file is loaded.
 func (l *FileLinks) Parse(token string) (FileLink, bool) {
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
-	if err != nil || len(raw) != fileTokenPayload+fileTokenMAC {
-		return FileLink{}, false
-	}
-	var fl FileLink
-	copy(fl.TenantID[:], raw[0:16])
-	copy(fl.FileID[:], raw[16:32])
-	fl.Expires = time.Unix(int64(binary.BigEndian.Uint32(raw[32:36])), 0)
-	fl.mac = raw[fileTokenPayload:]
-	return fl, fl.TenantID != uuid.Nil && fl.FileID != uuid.Nil
+	t, ok := openLinkToken(token)
+	return FileLink{TenantID: t.TenantID, FileID: t.ID, Expires: t.Expires, token: t}, ok
 }
 
 // Verify reports whether fl was signed by this deployment for f (the same
 // tenant, id and nonce), comparing in constant time.
 func (l *FileLinks) Verify(fl FileLink, f *Attachment) bool {
-	payload := make([]byte, 0, fileTokenPayload)
-	payload = append(payload, fl.TenantID[:]...)
-	payload = append(payload, fl.FileID[:]...)
-	payload = binary.BigEndian.AppendUint32(payload, uint32(fl.Expires.Unix()))
-	return f.TenantID == fl.TenantID && f.ID == fl.FileID && hmac.Equal(fl.mac, l.mac(payload, f.TokenNonce))
-}
-
-func (l *FileLinks) mac(payload, nonce []byte) []byte {
-	return linkMAC(l.key, payload, nonce)[:fileTokenMAC]
+	return f.TenantID == fl.TenantID && f.ID == fl.FileID && fl.token.signedBy(l.key, f.TokenNonce)
 }
 
 // FileServeTx lists the statements serving a file link runs.
