@@ -221,3 +221,46 @@ func TestAcknowledgements_LinkAndTrip(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, h.Request(http.MethodGet, "/api/v1/trips/T-NEVER/reach", nil, nil))
 	})
 }
+
+// TestAcknowledgements_Callback: a passenger's acknowledgement reaches
+// the tenant's subscribed endpoint as a signed message.acknowledged
+// callback, once however often it is confirmed.
+func TestAcknowledgements_Callback(t *testing.T) {
+	t.Parallel()
+	b := setupCallbacks(t, callbackSetup{})
+	rc := newReceiver(t, nil)
+	endpointID, secret := b.createEndpoint(b.Key, rc.URL+"/herald", app.CallbackMessageAcknowledged)
+	def, _ := app.LookupEvent("DEPARTURE_CHANGED")
+	id := b.Submit(map[string]any{"event_id": "ack-cb", "trigger_event": "DEPARTURE_CHANGED", "context": def.Sample, "channels": []string{"EMAIL"},
+		"recipients": []map[string]any{{"name": "Anna", "email": "anna@example.com", "locale": "en"}}})
+	m := webtest.OnlyMessage(t, b.WaitMessages(id, "read", webtest.AllStatus(app.MessageRead)))
+	m.TenantID = b.Tenant.ID // the API leaves it out
+	link, err := url.Parse(b.Services.Acks.Links.URL(m, time.Now()))
+	require.NoError(t, err)
+	require.Zero(t, rc.count(), "sent, delivered and read are not subscribed")
+
+	code, _ := ackRequest(t, b.Herald, http.MethodPost, link.Path)
+	require.Equal(t, http.StatusOK, code)
+	p := rc.next(t)
+	require.NoError(t, verifyStandardWebhook(secret, p, time.Now()))
+	payload := p.payload(t)
+	require.Equal(t, app.CallbackMessageAcknowledged, payload["type"])
+	data := payload["data"].(map[string]any)
+	require.Equal(t, m.ID.String(), data["message_id"])
+	require.Equal(t, app.AckViaLink, data["ack_via"])
+	at, err := time.Parse(time.RFC3339Nano, data["acknowledged_at"].(string))
+	require.NoError(t, err)
+	require.Equal(t, 1, b.Count(`SELECT count(*) FROM messages WHERE id = $1 AND acknowledged_at = $2 AND ack_via = 'link'`, m.ID, at),
+		"the stored acknowledgement")
+	require.Equal(t, "DEPARTURE_CHANGED", data["trigger_event"])
+	b.waitDeliveries(endpointID, "the delivery succeeded", oneDelivery(app.CallbackSucceeded, 1))
+
+	// A second confirmation (a replay) makes no delivery: the delivery
+	// would be written in the confirming transaction, so there is nothing
+	// to wait for.
+	code, _ = ackRequest(t, b.Herald, http.MethodPost, link.Path)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, 1, b.Count(`SELECT count(*) FROM callback_deliveries WHERE message_id = $1`, m.ID))
+	require.Len(t, b.deliveries(endpointID), 1)
+	require.Equal(t, 1, rc.count())
+}
