@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/ses"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -263,4 +265,87 @@ func TestAcknowledgements_Callback(t *testing.T) {
 	require.Equal(t, 1, b.Count(`SELECT count(*) FROM callback_deliveries WHERE message_id = $1`, m.ID))
 	require.Len(t, b.deliveries(endpointID), 1)
 	require.Equal(t, 1, rc.count())
+}
+
+// htmlTo returns the HTML body of the SendEmail request to addr, as SES
+// received it (SESv2's Simple content: Herald sends no raw MIME).
+func (r *sesRecorder) htmlTo(t *testing.T, addr string) string {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range r.bodies {
+		if b["Destination"].(map[string]any)["ToAddresses"].([]any)[0] != addr {
+			continue
+		}
+		body := b["Content"].(map[string]any)["Simple"].(map[string]any)["Body"].(map[string]any)
+		return body["Html"].(map[string]any)["Data"].(string)
+	}
+	t.Fatalf("no SendEmail to %s", addr)
+	return ""
+}
+
+// TestAcknowledgements_EmailLinkThroughSES: a safety event's e-mail, as
+// SES receives it, carries the signed link, whose page asks to confirm;
+// the link is throttled per client like the other public links, and a
+// throttled confirmation confirms nothing.
+func TestAcknowledgements_EmailLinkThroughSES(t *testing.T) {
+	t.Parallel()
+	rec := newSESRecorder(t)
+	p := webtest.New(t, webtest.Options{Providers: provider.Set{"ses": &ses.Provider{Endpoint: rec.URL}},
+		Config: func(cfg *app.Config) { cfg.ClientIPHeader = "X-Client-IP" }})
+	useProvider(t, p, app.Email, "ses")
+	def, _ := app.LookupEvent("DEPARTURE_CHANGED")
+	m := webtest.OnlyMessage(t, p.WaitMessages(p.Submit(map[string]any{"event_id": "ack-ses", "trigger_event": "DEPARTURE_CHANGED",
+		"context": def.Sample, "channels": []string{"EMAIL"},
+		"recipients": []map[string]any{{"name": "Anna", "email": "anna@example.com", "locale": "de-DE"}}}),
+		"sent through ses", webtest.AllStatus(app.MessageSent)))
+
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(rec.htmlTo(t, "anna@example.com")))
+	require.NoError(t, err)
+	a := doc.Find(`a[href*="/ack/"]`)
+	require.Equal(t, 1, a.Length(), "one acknowledgement link")
+	require.Equal(t, "Verstanden", text(a))
+	link, err := url.Parse(a.AttrOr("href", ""))
+	require.NoError(t, err)
+	require.Equal(t, "localhost:8080", link.Host, "the deployment's public URL")
+	token := strings.TrimPrefix(link.Path, "/ack/")
+	target, err := p.Services.Acks.Links.Parse(token, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, p.Tenant.ID, target.TenantID)
+	require.Equal(t, m.ID, target.MessageID)
+
+	frozen := time.Now()
+	limits := p.Services.PublicLimits
+	limits.BucketNow = func() time.Time { return frozen }
+	limits.ClientBurst, limits.ClientRate = 5, 1
+	ack := func(method, client string) (int, *http.Response) {
+		t.Helper()
+		r := httptest.NewRequest(method, link.Path, nil)
+		r.Header.Set("X-Client-IP", client)
+		resp, err := p.App.Test(r, -1)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp.StatusCode, resp
+	}
+	code, resp := ack(http.MethodGet, "203.0.113.9")
+	require.Equal(t, http.StatusOK, code)
+	page, err := goquery.NewDocumentFromReader(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "ask", page.Find("[data-ack-state]").AttrOr("data-ack-state", ""), "the link verifies: the page asks")
+	for n := range int(limits.ClientBurst) - 1 {
+		code, _ := ack(http.MethodGet, "203.0.113.9")
+		require.Equal(t, http.StatusOK, code, "request %d", n+2)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		code, resp := ack(method, "203.0.113.9")
+		require.Equal(t, http.StatusTooManyRequests, code, method)
+		require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	}
+	acked := `SELECT count(*) FROM messages WHERE id = $1 AND acknowledged_at IS NOT NULL`
+	require.Zero(t, p.Count(acked, m.ID), "a throttled confirmation confirms nothing")
+	require.Zero(t, p.Count(`SELECT count(*) FROM message_events WHERE message_id = $1 AND detail->>'acknowledged' = 'true'`, m.ID))
+	// Another client is served, and confirms.
+	code, _ = ack(http.MethodPost, "198.51.100.9")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, 1, p.Count(acked, m.ID))
 }
