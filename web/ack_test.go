@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
@@ -348,4 +349,38 @@ func TestAcknowledgements_EmailLinkThroughSES(t *testing.T) {
 	code, _ = ack(http.MethodPost, "198.51.100.9")
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, 1, p.Count(acked, m.ID))
+}
+
+// TestAcknowledgements_SMSPartsCountTheLink: a safety event's SMS whose
+// content fills one part is stored as the two parts it is sent as, once
+// the acknowledgement link is added (the cost estimate, computed from the
+// stored parts after they are counted, follows).
+func TestAcknowledgements_SMSPartsCountTheLink(t *testing.T) {
+	t.Parallel()
+	p := webtest.New(t, webtest.Options{})
+	// "New departure time for <tour>: <time>, boarding at <stop>." is 75
+	// characters besides the tour's name: 160, one part, with this one.
+	tour := strings.Repeat("T", 85)
+	submit := func(eventID, trigger string) *app.Message {
+		t.Helper()
+		body := map[string]any{"event_id": eventID, "trigger_event": trigger,
+			"context": map[string]any{"passenger_name": "Anna", "tour_name": tour, "departure_at": "2027-04-12T09:30:00+02:00",
+				"boarding_point_name": "Munich ZOB"},
+			"channels": []string{"SMS"}, "recipients": []map[string]any{{"name": "Anna", "phone": "+4915123456701", "locale": "en"}}}
+		var out struct {
+			ID    string
+			Error map[string]any
+		}
+		require.Equal(t, http.StatusAccepted, p.Request(http.MethodPost, "/api/v1/notifications", body, &out), "%+v", out.Error)
+		return webtest.OnlyMessage(t, p.WaitMessages(uuid.MustParse(out.ID), "sent", sentOrLater))
+	}
+	m := submit("sms-ack-parts", "DEPARTURE_CHANGED")
+	require.Equal(t, 160, len(m.Body), m.Body)
+	require.Equal(t, 1, app.CountSMS(m.Body).Parts, "the content alone fits one part")
+	m.TenantID = p.Tenant.ID
+	sent := m.Body + "\n\nPlease confirm you got this: " + p.Services.Acks.Links.URL(m, time.Now())
+	require.Equal(t, 2, app.CountSMS(sent).Parts)
+	require.NotNil(t, m.SMSParts)
+	require.Equal(t, 2, *m.SMSParts, "the stored count is the text sent")
+	require.Equal(t, 1, p.Count(`SELECT count(*) FROM messages WHERE id = $1 AND sms_parts = 2`, m.ID))
 }
