@@ -303,13 +303,28 @@ func (d *Dispatcher) withAckLink(s *send, out *provider.Outbound) string {
 		return m.Body
 	}
 	link, locale := d.opts.Acks.URL(m, d.Now()), deref(m.Locale)
+	if m.Channel == Email {
+		return m.Body + `<p><a href="` + html.EscapeString(link) + `" style="font-weight:bold;">` + html.EscapeString(AckLabel(locale)) + `</a></p>`
+	}
+	out.Body = m.Body + ackTextSuffix(link, locale)
+	return out.Body
+}
+
+// ackTextSuffix is what a text message that asks for acknowledgement
+// ends with: the prompt in the message's language and the link.
+func ackTextSuffix(link, locale string) string {
 	prompt := "Please confirm you got this: "
 	if strings.HasPrefix(strings.ToLower(locale), "de") {
 		prompt = "Bitte bestätigen Sie den Erhalt: "
 	}
-	if m.Channel == Email {
-		return m.Body + `<p><a href="` + html.EscapeString(link) + `" style="font-weight:bold;">` + html.EscapeString(AckLabel(locale)) + `</a></p>`
-	}
-	out.Body = m.Body + "\n\n" + prompt + link
-	return out.Body
+	return "\n\n" + prompt + link
+}
+
+// smsSuffix is the text the link will add to an SMS, for counting its
+// parts when it is stored (the link itself is signed at the send). Every
+// link of a deployment has the same length (the public URL, "/ack/" and a
+// token of fixed size in base64url, whose characters are all one GSM-7
+// septet and one UTF-16 unit), so a token of as many "A"s counts exactly.
+func (l *AckLinks) smsSuffix(locale string) string {
+	return ackTextSuffix(l.BaseURL+"/ack/"+strings.Repeat("A", base64.RawURLEncoding.EncodedLen(ackTokenPayload+ackTokenMAC)), locale)
 }

@@ -136,6 +136,10 @@ type CallbackMessageFacts struct {
 	EntityID          *string    `db:"entity_id"`
 	FallbackOf        *uuid.UUID `db:"fallback_of"`
 	Attempts          int        `db:"attempts"`
+	// AcknowledgedAt and AckVia are the passenger's acknowledgement, if
+	// any (Acknowledgements).
+	AcknowledgedAt *time.Time `db:"acknowledged_at"`
+	AckVia         *string    `db:"ack_via"`
 	// Test marks a console test message, which makes no callback.
 	Test bool `db:"test"`
 }
@@ -332,6 +336,10 @@ type CallbackData struct {
 	FallbackOf        *uuid.UUID      `json:"fallback_of"`
 	Error             *CallbackError  `json:"error,omitempty"`
 	Fallback          *CallbackLink   `json:"fallback,omitempty"`
+	// AcknowledgedAt and AckVia are set once the passenger acknowledged
+	// the message (every callback after, message.acknowledged first).
+	AcknowledgedAt *time.Time `json:"acknowledged_at,omitempty"`
+	AckVia         *string    `json:"ack_via,omitempty"`
 }
 
 // CallbackEntity is the booking, trip or invoice a message is about.
@@ -359,6 +367,7 @@ func callbackData(f *CallbackMessageFacts, note CallbackNote) CallbackData {
 		MessageID: f.MessageID, EventID: f.SourceEventID, HeraldEventID: f.EventID, CorrelationID: f.CorrelationID,
 		TriggerEvent: f.TriggerEvent, Channel: f.Channel, Status: f.Status, To: f.ToAddress,
 		Provider: f.Provider, ProviderMessageID: f.ExternalMessageID, Attempts: f.Attempts, FallbackOf: f.FallbackOf,
+		AcknowledgedAt: f.AcknowledgedAt, AckVia: f.AckVia,
 	}
 	if f.EntityType != nil && f.EntityID != nil {
 		d.Entity = &CallbackEntity{Type: *f.EntityType, ID: *f.EntityID}

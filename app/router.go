@@ -32,7 +32,13 @@ type InsertTx interface {
 // InsertMessage is InsertMessages for one message: it reports whether m is
 // new.
 func InsertMessage(ctx context.Context, tx InsertTx, m *Message, first *MessageEvent) (bool, error) {
-	m.prepareSMS()
+	return insertMessage(ctx, tx, m, first, nil)
+}
+
+// insertMessage is InsertMessage counting an SMS with the acknowledgement
+// link acks will add (prepareSMS).
+func insertMessage(ctx context.Context, tx InsertTx, m *Message, first *MessageEvent, acks *AckLinks) (bool, error) {
+	m.prepareSMS(acks)
 	if err := priceMessages(ctx, tx, []*Message{m}); err != nil {
 		return false, err
 	}
@@ -83,6 +89,9 @@ type Router struct {
 	// Files makes the short links an SMS carries its files as; nil: an
 	// SMS carries none (its timeline says attachments_not_sent).
 	Files *FileLinks
+	// Acks makes the acknowledgement links dispatch adds to SMS, which
+	// the stored count of parts includes; nil: none.
+	Acks *AckLinks
 }
 
 // Route routes the event if job.Version is still its version and it is
@@ -144,7 +153,7 @@ func (r *Router) routeEvent(ctx context.Context, tx RouteTx, tenant *Tenant, e *
 	ms, firsts := make([]*Message, len(planned)), make([]*MessageEvent, len(planned))
 	for i, p := range planned {
 		ms[i], firsts[i] = p.m, p.first
-		ms[i].prepareSMS()
+		ms[i].prepareSMS(r.Acks)
 	}
 	if err := priceMessages(ctx, tx, ms); err != nil {
 		return err
@@ -577,7 +586,7 @@ func (rc Recipient) WithAddress(ch Channel, addr string) Recipient {
 // Insert stores a message unless its idempotency key exists, with the first
 // timeline entry. It reports whether the message is new.
 func (r *Router) Insert(ctx context.Context, tx InsertTx, m *Message, source string, detail map[string]any) (bool, error) {
-	return InsertMessage(ctx, tx, m, firstEntry(m, source, detail))
+	return insertMessage(ctx, tx, m, firstEntry(m, source, detail), r.Acks)
 }
 
 // firstEntry is the timeline entry a new message starts with.

@@ -197,13 +197,21 @@ func TooManySMSParts(what string, c SMSCount, limit int) *Error {
 
 // prepareSMS gives an SMS message the text it is sent with and its count,
 // as it is stored: the two ways messages are stored (InsertMessage and
-// routing's batch) both call it, so every SMS row has its parts.
-func (m *Message) prepareSMS() {
+// routing's batch) both call it, so every SMS row has its parts. A
+// message of a safety event will end with the acknowledgement link (added
+// at the send, withAckLink), which acks (nil: the deployment adds none)
+// lets count now: the parts, and so the cost estimate and the tenant's
+// limit of parts, are those of the text sent. The stored body stays the
+// content.
+func (m *Message) prepareSMS(acks *AckLinks) {
 	if m.Channel != SMS {
 		m.SMSParts, m.SMSEncoding = nil, nil
 		return
 	}
 	body, c := PrepareSMS(m.Body)
+	if acks != nil && !m.Test && SafetyEvent(m.TriggerEvent) {
+		_, c = PrepareSMS(body + acks.smsSuffix(deref(m.Locale)))
+	}
 	m.Body, m.SMSParts, m.SMSEncoding = body, &c.Parts, &c.Encoding
 }
 

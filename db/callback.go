@@ -32,7 +32,7 @@ func (t *Tx) CallbackMessage(ctx context.Context, tenantID, messageID uuid.UUID)
 	err := t.tx.GetContext(ctx, &f, `
 		SELECT m.id, m.event_id, e.source_event_id, m.correlation_id, m.trigger_event, m.channel, m.status,
 			m.to_address, m.failed_reason, m.error_code, m.provider, m.external_message_id,
-			m.entity_type, m.entity_id, m.fallback_of, m.attempts, m.test
+			m.entity_type, m.entity_id, m.fallback_of, m.attempts, m.acknowledged_at, m.ack_via, m.test
 		FROM messages m
 		LEFT JOIN events e ON e.tenant_id = m.tenant_id AND e.id = m.event_id
 		WHERE m.tenant_id = $1 AND m.id = $2`, tenantID, messageID)

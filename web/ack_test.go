@@ -11,9 +11,12 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/app/provider"
+	"github.com/heraldhq/herald/app/provider/ses"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -220,4 +223,164 @@ func TestAcknowledgements_LinkAndTrip(t *testing.T) {
 		require.Equal(t, "event", e.Error.Field)
 		require.Equal(t, http.StatusNotFound, h.Request(http.MethodGet, "/api/v1/trips/T-NEVER/reach", nil, nil))
 	})
+}
+
+// TestAcknowledgements_Callback: a passenger's acknowledgement reaches
+// the tenant's subscribed endpoint as a signed message.acknowledged
+// callback, once however often it is confirmed.
+func TestAcknowledgements_Callback(t *testing.T) {
+	t.Parallel()
+	b := setupCallbacks(t, callbackSetup{})
+	rc := newReceiver(t, nil)
+	endpointID, secret := b.createEndpoint(b.Key, rc.URL+"/herald", app.CallbackMessageAcknowledged)
+	def, _ := app.LookupEvent("DEPARTURE_CHANGED")
+	id := b.Submit(map[string]any{"event_id": "ack-cb", "trigger_event": "DEPARTURE_CHANGED", "context": def.Sample, "channels": []string{"EMAIL"},
+		"recipients": []map[string]any{{"name": "Anna", "email": "anna@example.com", "locale": "en"}}})
+	m := webtest.OnlyMessage(t, b.WaitMessages(id, "read", webtest.AllStatus(app.MessageRead)))
+	m.TenantID = b.Tenant.ID // the API leaves it out
+	link, err := url.Parse(b.Services.Acks.Links.URL(m, time.Now()))
+	require.NoError(t, err)
+	require.Zero(t, rc.count(), "sent, delivered and read are not subscribed")
+
+	code, _ := ackRequest(t, b.Herald, http.MethodPost, link.Path)
+	require.Equal(t, http.StatusOK, code)
+	p := rc.next(t)
+	require.NoError(t, verifyStandardWebhook(secret, p, time.Now()))
+	payload := p.payload(t)
+	require.Equal(t, app.CallbackMessageAcknowledged, payload["type"])
+	data := payload["data"].(map[string]any)
+	require.Equal(t, m.ID.String(), data["message_id"])
+	require.Equal(t, app.AckViaLink, data["ack_via"])
+	at, err := time.Parse(time.RFC3339Nano, data["acknowledged_at"].(string))
+	require.NoError(t, err)
+	require.Equal(t, 1, b.Count(`SELECT count(*) FROM messages WHERE id = $1 AND acknowledged_at = $2 AND ack_via = 'link'`, m.ID, at),
+		"the stored acknowledgement")
+	require.Equal(t, "DEPARTURE_CHANGED", data["trigger_event"])
+	b.waitDeliveries(endpointID, "the delivery succeeded", oneDelivery(app.CallbackSucceeded, 1))
+
+	// A second confirmation (a replay) makes no delivery: the delivery
+	// would be written in the confirming transaction, so there is nothing
+	// to wait for.
+	code, _ = ackRequest(t, b.Herald, http.MethodPost, link.Path)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, 1, b.Count(`SELECT count(*) FROM callback_deliveries WHERE message_id = $1`, m.ID))
+	require.Len(t, b.deliveries(endpointID), 1)
+	require.Equal(t, 1, rc.count())
+}
+
+// htmlTo returns the HTML body of the SendEmail request to addr, as SES
+// received it (SESv2's Simple content: Herald sends no raw MIME).
+func (r *sesRecorder) htmlTo(t *testing.T, addr string) string {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range r.bodies {
+		if b["Destination"].(map[string]any)["ToAddresses"].([]any)[0] != addr {
+			continue
+		}
+		body := b["Content"].(map[string]any)["Simple"].(map[string]any)["Body"].(map[string]any)
+		return body["Html"].(map[string]any)["Data"].(string)
+	}
+	t.Fatalf("no SendEmail to %s", addr)
+	return ""
+}
+
+// TestAcknowledgements_EmailLinkThroughSES: a safety event's e-mail, as
+// SES receives it, carries the signed link, whose page asks to confirm;
+// the link is throttled per client like the other public links, and a
+// throttled confirmation confirms nothing.
+func TestAcknowledgements_EmailLinkThroughSES(t *testing.T) {
+	t.Parallel()
+	rec := newSESRecorder(t)
+	p := webtest.New(t, webtest.Options{Providers: provider.Set{"ses": &ses.Provider{Endpoint: rec.URL}},
+		Config: func(cfg *app.Config) { cfg.ClientIPHeader = "X-Client-IP" }})
+	useProvider(t, p, app.Email, "ses")
+	def, _ := app.LookupEvent("DEPARTURE_CHANGED")
+	m := webtest.OnlyMessage(t, p.WaitMessages(p.Submit(map[string]any{"event_id": "ack-ses", "trigger_event": "DEPARTURE_CHANGED",
+		"context": def.Sample, "channels": []string{"EMAIL"},
+		"recipients": []map[string]any{{"name": "Anna", "email": "anna@example.com", "locale": "de-DE"}}}),
+		"sent through ses", webtest.AllStatus(app.MessageSent)))
+
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(rec.htmlTo(t, "anna@example.com")))
+	require.NoError(t, err)
+	a := doc.Find(`a[href*="/ack/"]`)
+	require.Equal(t, 1, a.Length(), "one acknowledgement link")
+	require.Equal(t, "Verstanden", text(a))
+	link, err := url.Parse(a.AttrOr("href", ""))
+	require.NoError(t, err)
+	require.Equal(t, "localhost:8080", link.Host, "the deployment's public URL")
+	token := strings.TrimPrefix(link.Path, "/ack/")
+	target, err := p.Services.Acks.Links.Parse(token, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, p.Tenant.ID, target.TenantID)
+	require.Equal(t, m.ID, target.MessageID)
+
+	frozen := time.Now()
+	limits := p.Services.PublicLimits
+	limits.BucketNow = func() time.Time { return frozen }
+	limits.ClientBurst, limits.ClientRate = 5, 1
+	ack := func(method, client string) (int, *http.Response) {
+		t.Helper()
+		r := httptest.NewRequest(method, link.Path, nil)
+		r.Header.Set("X-Client-IP", client)
+		resp, err := p.App.Test(r, -1)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp.StatusCode, resp
+	}
+	code, resp := ack(http.MethodGet, "203.0.113.9")
+	require.Equal(t, http.StatusOK, code)
+	page, err := goquery.NewDocumentFromReader(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, "ask", page.Find("[data-ack-state]").AttrOr("data-ack-state", ""), "the link verifies: the page asks")
+	for n := range int(limits.ClientBurst) - 1 {
+		code, _ := ack(http.MethodGet, "203.0.113.9")
+		require.Equal(t, http.StatusOK, code, "request %d", n+2)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		code, resp := ack(method, "203.0.113.9")
+		require.Equal(t, http.StatusTooManyRequests, code, method)
+		require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	}
+	acked := `SELECT count(*) FROM messages WHERE id = $1 AND acknowledged_at IS NOT NULL`
+	require.Zero(t, p.Count(acked, m.ID), "a throttled confirmation confirms nothing")
+	require.Zero(t, p.Count(`SELECT count(*) FROM message_events WHERE message_id = $1 AND detail->>'acknowledged' = 'true'`, m.ID))
+	// Another client is served, and confirms.
+	code, _ = ack(http.MethodPost, "198.51.100.9")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, 1, p.Count(acked, m.ID))
+}
+
+// TestAcknowledgements_SMSPartsCountTheLink: a safety event's SMS whose
+// content fills one part is stored as the two parts it is sent as, once
+// the acknowledgement link is added (the cost estimate, computed from the
+// stored parts after they are counted, follows).
+func TestAcknowledgements_SMSPartsCountTheLink(t *testing.T) {
+	t.Parallel()
+	p := webtest.New(t, webtest.Options{})
+	// "New departure time for <tour>: <time>, boarding at <stop>." is 75
+	// characters besides the tour's name: 160, one part, with this one.
+	tour := strings.Repeat("T", 85)
+	submit := func(eventID, trigger string) *app.Message {
+		t.Helper()
+		body := map[string]any{"event_id": eventID, "trigger_event": trigger,
+			"context": map[string]any{"passenger_name": "Anna", "tour_name": tour, "departure_at": "2027-04-12T09:30:00+02:00",
+				"boarding_point_name": "Munich ZOB"},
+			"channels": []string{"SMS"}, "recipients": []map[string]any{{"name": "Anna", "phone": "+4915123456701", "locale": "en"}}}
+		var out struct {
+			ID    string
+			Error map[string]any
+		}
+		require.Equal(t, http.StatusAccepted, p.Request(http.MethodPost, "/api/v1/notifications", body, &out), "%+v", out.Error)
+		return webtest.OnlyMessage(t, p.WaitMessages(uuid.MustParse(out.ID), "sent", sentOrLater))
+	}
+	m := submit("sms-ack-parts", "DEPARTURE_CHANGED")
+	require.Equal(t, 160, len(m.Body), m.Body)
+	require.Equal(t, 1, app.CountSMS(m.Body).Parts, "the content alone fits one part")
+	m.TenantID = p.Tenant.ID
+	sent := m.Body + "\n\nPlease confirm you got this: " + p.Services.Acks.Links.URL(m, time.Now())
+	require.Equal(t, 2, app.CountSMS(sent).Parts)
+	require.NotNil(t, m.SMSParts)
+	require.Equal(t, 2, *m.SMSParts, "the stored count is the text sent")
+	require.Equal(t, 1, p.Count(`SELECT count(*) FROM messages WHERE id = $1 AND sms_parts = 2`, m.ID))
 }

@@ -256,7 +256,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Intake = &app.Intake{Store: db.Scope[app.IntakeTx](store), Queue: queue, Now: now}
 	s.Uploads = &app.Uploads{Store: db.Scope[app.UploadTx](store), Intake: s.Intake, Queue: queue, Quotas: cfg.Quotas, Now: now}
 	s.UploadReader = &app.UploadReader{Store: db.Scope[app.UploadReadTx](store)}
-	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log, Files: fileLinks}
+	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log, Files: fileLinks, Acks: ackLinks}
 	// Private receivers only where the configuration allows them (dev;
 	// refused in prod at start), for the webhook channel and status
 	// callbacks alike: the console's checks and the posts.
