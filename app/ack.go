@@ -326,5 +326,5 @@ func ackTextSuffix(link, locale string) string {
 // token of fixed size in base64url, whose characters are all one GSM-7
 // septet and one UTF-16 unit), so a token of as many "A"s counts exactly.
 func (l *AckLinks) smsSuffix(locale string) string {
-	return ackTextSuffix(l.BaseURL+"/ack/"+strings.Repeat("A", base64.RawURLEncoding.EncodedLen(ackTokenPayload+ackTokenMAC)), locale)
+	return ackTextSuffix(l.BaseURL+"/ack/"+strings.Repeat("A", linkTokenLen), locale)
 }

@@ -17,6 +17,8 @@ import (
 const (
 	linkTokenPayload = 16 + 16 + 4
 	linkTokenMAC     = 16
+	// linkTokenLen is a token's length in text: base64url without padding.
+	linkTokenLen = ((linkTokenPayload+linkTokenMAC)*8 + 5) / 6
 )
 
 // linkToken is a link token read from its text: what it names, and the

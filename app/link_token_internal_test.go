@@ -20,6 +20,7 @@ func TestLinkToken(t *testing.T) {
 	nonce := []byte("row nonce")
 	text := want.seal(files, nonce)
 	require.Len(t, text, 70, "an SMS pays for each character")
+	require.Equal(t, len(text), linkTokenLen)
 
 	got, ok := openLinkToken(text)
 	require.True(t, ok)
