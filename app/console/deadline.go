@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,10 +18,12 @@ type Deadlines struct {
 }
 
 // DeadlineForm is one delivery deadline as typed: the trigger event (or
-// app.AnyEvent), the channel and the minutes (empty or 0 removes it).
+// app.AnyEvent), the channel, the stage the message must reach
+// (app.StageDelivered when empty) and the minutes (empty or 0 removes it).
 type DeadlineForm struct {
 	TriggerEvent string
 	Channel      string
+	Stage        string
 	Minutes      string
 }
 
@@ -47,6 +50,10 @@ func (s *Deadlines) Change(ctx context.Context, u *app.User, tenantID uuid.UUID,
 	if !ok {
 		return app.FieldErrorf("channel", "Choose the channel.")
 	}
+	stage := strings.TrimSpace(f.Stage)
+	if stage != "" && !slices.Contains(app.DeadlineStages, stage) {
+		return app.FieldErrorf("stage", "Choose the stage: delivered, read or acknowledged.")
+	}
 	minutes := 0
 	if m := strings.TrimSpace(f.Minutes); m != "" {
 		n, err := strconv.Atoi(m)
@@ -55,5 +62,5 @@ func (s *Deadlines) Change(ctx context.Context, u *app.User, tenantID uuid.UUID,
 		}
 		minutes = n
 	}
-	return s.Set(ctx, u.Actor(), tenantID, event, ch, minutes)
+	return s.SetStage(ctx, u.Actor(), tenantID, event, ch, stage, minutes)
 }
