@@ -178,6 +178,36 @@ func TestConsoleSettings_Deadlines(t *testing.T) {
 		}
 	})
 
+	t.Run("BeforeDeparture", func(t *testing.T) {
+		form := func(stage, mins, before string) url.Values {
+			return url.Values{"trigger_event": {"BOOKING_CANCELLED"}, "channel": {"EMAIL"}, "stage": {stage}, "minutes": {mins}, "before_departure": {before}}
+		}
+		before := len(rules(c.Tenant.ID))
+		for name, tc := range map[string]struct {
+			form url.Values
+			want string
+		}{
+			"Both":        {form("ACKNOWLEDGED", "30", "120"), "not both"},
+			"NotAckStage": {form("READ", "", "120"), "Only an ACKNOWLEDGED"},
+			"TooFar":      {form("ACKNOWLEDGED", "", "20000"), "1 to 10080"},
+			"NotANumber":  {form("ACKNOWLEDGED", "", "two hours"), "whole minutes"},
+		} {
+			manager.page("/t/acme/settings")
+			doc, resp := manager.postPage(path, tc.form)
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, name)
+			require.Contains(t, fieldError(doc, ".deadline-form input[name=before_departure]"), tc.want, name)
+		}
+		require.Len(t, rules(c.Tenant.ID), before, "nothing stored")
+
+		require.Equal(t, http.StatusSeeOther, manager.post(path, form("ACKNOWLEDGED", "", "120")).StatusCode)
+		rows := rowTexts(manager.page("/t/acme/settings").Find("#deadlines tbody tr"))
+		require.True(t, containsAll(rows, "BOOKING_CANCELLED", "EMAIL", "Acknowledged", "120 min before departure"), "rows: %v", rows)
+		// The row's remove button posts 0 minutes.
+		require.Equal(t, http.StatusSeeOther, manager.post(path, url.Values{"trigger_event": {"BOOKING_CANCELLED"}, "channel": {"EMAIL"},
+			"stage": {"ACKNOWLEDGED"}, "minutes": {"0"}}).StatusCode)
+		require.Len(t, rules(c.Tenant.ID), before)
+	})
+
 	t.Run("BadStageStoresNothing", func(t *testing.T) {
 		before := len(rules(c.Tenant.ID))
 		manager.page("/t/acme/settings")

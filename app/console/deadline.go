@@ -25,6 +25,9 @@ type DeadlineForm struct {
 	Channel      string
 	Stage        string
 	Minutes      string
+	// BeforeDeparture is an ACKNOWLEDGED deadline's minutes before the
+	// departure, typed instead of Minutes.
+	BeforeDeparture string
 }
 
 // Rules returns the tenant's delivery deadlines for a user who may change
@@ -54,13 +57,34 @@ func (s *Deadlines) Change(ctx context.Context, u *app.User, tenantID uuid.UUID,
 	if stage != "" && !slices.Contains(app.DeadlineStages, stage) {
 		return app.FieldErrorf("stage", "Choose the stage: delivered, read or acknowledged.")
 	}
-	minutes := 0
-	if m := strings.TrimSpace(f.Minutes); m != "" {
-		n, err := strconv.Atoi(m)
-		if err != nil {
-			return app.FieldErrorf("minutes", "Enter whole minutes, from 1 to %d (0 or empty removes the deadline).", app.MaxDeadlineMinutes)
-		}
-		minutes = n
+	minutes, err := formMinutes("minutes", f.Minutes, "Enter whole minutes, from 1 to %d (0 or empty removes the deadline).", app.MaxDeadlineMinutes)
+	if err != nil {
+		return err
 	}
-	return s.SetStage(ctx, u.Actor(), tenantID, event, ch, stage, minutes)
+	before, err := formMinutes("before_departure", f.BeforeDeparture, "Enter whole minutes before the departure, from 1 to %d.", app.MaxBeforeDepartureMinutes)
+	if err != nil {
+		return err
+	}
+	if minutes != 0 && before != 0 {
+		return app.FieldErrorf("before_departure", "Fill in minutes after the send or minutes before the departure, not both.")
+	}
+	err = s.SetRule(ctx, u.Actor(), &app.DeliveryDeadline{TenantID: tenantID, TriggerEvent: event, Channel: ch, Stage: stage,
+		Minutes: minutes, BeforeDepartureMinutes: before})
+	if app.ErrorField(err) == "before_departure_minutes" {
+		return app.FieldErrorf("before_departure", "%s", app.ErrorMessage(err))
+	}
+	return err
+}
+
+// formMinutes reads a form's whole minutes; empty is 0.
+func formMinutes(field, typed, message string, most int) (int, error) {
+	m := strings.TrimSpace(typed)
+	if m == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(m)
+	if err != nil {
+		return 0, app.FieldErrorf(field, message, most)
+	}
+	return n, nil
 }
