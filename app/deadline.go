@@ -28,6 +28,10 @@ const (
 	StageAcknowledged = "ACKNOWLEDGED"
 )
 
+// MaxBeforeDepartureMinutes bounds an ACKNOWLEDGED deadline counted back
+// from the departure: a week.
+const MaxBeforeDepartureMinutes = 7 * 24 * 60
+
 // DeadlineStages are the stages in order.
 var DeadlineStages = []string{StageDelivered, StageRead, StageAcknowledged}
 
@@ -36,14 +40,20 @@ var DeadlineStages = []string{StageDelivered, StageRead, StageAcknowledged}
 // ACKNOWLEDGED) Minutes after it was sent continues its fallback chain, as
 // if it had failed; one with no channel left puts its passenger on the
 // trip's call list. The original keeps its status (a late receipt or
-// acknowledgement still applies to it).
+// acknowledgement still applies to it). An ACKNOWLEDGED rule may instead
+// give BeforeDepartureMinutes (Minutes 0): the message is overdue that long
+// before the departure of its event's context (departure_at, or
+// departure_date with departure_time or boarding_time in the tenant's time
+// zone); a message whose event names no departure is held to the
+// minutes-after-send rule of every event ("*") if one is set.
 type DeliveryDeadline struct {
-	TenantID     uuid.UUID `db:"tenant_id" json:"-"`
-	TriggerEvent string    `db:"trigger_event" json:"trigger_event"`
-	Channel      Channel   `db:"channel" json:"channel"`
-	Stage        string    `db:"stage" json:"stage"`
-	Minutes      int       `db:"minutes" json:"minutes"`
-	UpdatedAt    time.Time `db:"updated_at" json:"updated_at"`
+	TenantID               uuid.UUID `db:"tenant_id" json:"-"`
+	TriggerEvent           string    `db:"trigger_event" json:"trigger_event"`
+	Channel                Channel   `db:"channel" json:"channel"`
+	Stage                  string    `db:"stage" json:"stage"`
+	Minutes                int       `db:"minutes" json:"minutes"`
+	BeforeDepartureMinutes int       `db:"before_departure_minutes" json:"before_departure_minutes,omitempty"`
+	UpdatedAt              time.Time `db:"updated_at" json:"updated_at"`
 }
 
 // DeadlineTx lists the statements Deadlines runs.
@@ -83,37 +93,66 @@ func (s *Deadlines) Set(ctx context.Context, actor Actor, tenantID uuid.UUID, tr
 // (DELIVERED, READ or ACKNOWLEDGED; "" is DELIVERED); 0 removes it. The
 // change is audited.
 func (s *Deadlines) SetStage(ctx context.Context, actor Actor, tenantID uuid.UUID, triggerEvent string, ch Channel, stage string, minutes int) error {
-	if stage == "" {
-		stage = StageDelivered
+	return s.SetRule(ctx, actor, &DeliveryDeadline{TenantID: tenantID, TriggerEvent: triggerEvent, Channel: ch, Stage: stage, Minutes: minutes})
+}
+
+// SetRule sets one deadline: its Minutes after the send (1 to
+// MaxDeadlineMinutes) or, for an ACKNOWLEDGED one, its
+// BeforeDepartureMinutes (1 to MaxBeforeDepartureMinutes), never both;
+// neither (both 0) removes the stage's rule. The change is audited.
+func (s *Deadlines) SetRule(ctx context.Context, actor Actor, d *DeliveryDeadline) error {
+	if d.Stage == "" {
+		d.Stage = StageDelivered
 	}
-	if !slices.Contains(DeadlineStages, stage) {
-		return FieldErrorf("stage", "%q is not a stage: DELIVERED, READ or ACKNOWLEDGED.", stage)
+	if err := validDeadline(d); err != nil {
+		return err
 	}
-	if triggerEvent != AnyEvent {
-		if _, ok := LookupEvent(triggerEvent); !ok {
-			return FieldErrorf("trigger_event", "%q is not a trigger event (or * for all).", triggerEvent)
-		}
-	}
-	if _, ok := ParseChannel(string(ch)); !ok {
-		return FieldErrorf("channel", "%q is not a channel.", ch)
-	}
-	if minutes < 0 || minutes > MaxDeadlineMinutes {
-		return FieldErrorf("minutes", "A delivery deadline is 1 to %d minutes, or 0 for none.", MaxDeadlineMinutes)
-	}
-	return s.Store.InTenant(ctx, tenantID, func(tx DeadlineTx) error {
+	return s.Store.InTenant(ctx, d.TenantID, func(tx DeadlineTx) error {
 		var err error
-		if minutes == 0 {
-			err = tx.DeleteDeliveryDeadline(ctx, tenantID, triggerEvent, ch, stage)
+		if d.Minutes == 0 && d.BeforeDepartureMinutes == 0 {
+			err = tx.DeleteDeliveryDeadline(ctx, d.TenantID, d.TriggerEvent, d.Channel, d.Stage)
 		} else {
-			err = tx.SetDeliveryDeadline(ctx, &DeliveryDeadline{TenantID: tenantID, TriggerEvent: triggerEvent, Channel: ch, Stage: stage,
-				Minutes: minutes, UpdatedAt: s.Now()})
+			d.UpdatedAt = s.Now()
+			err = tx.SetDeliveryDeadline(ctx, d)
 		}
 		if err != nil {
 			return err
 		}
-		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "delivery_deadline.set", "delivery_deadline", triggerEvent+"/"+string(ch)+"/"+stage,
-			map[string]any{"minutes": minutes, "stage": stage}))
+		detail := map[string]any{"minutes": d.Minutes, "stage": d.Stage}
+		if d.BeforeDepartureMinutes > 0 {
+			detail["before_departure_minutes"] = d.BeforeDepartureMinutes
+		}
+		return tx.InsertAudit(ctx, actor.Entry(&d.TenantID, "delivery_deadline.set", "delivery_deadline",
+			d.TriggerEvent+"/"+string(d.Channel)+"/"+d.Stage, detail))
 	})
+}
+
+// validDeadline checks a deadline as given, naming the field at fault.
+func validDeadline(d *DeliveryDeadline) error {
+	if !slices.Contains(DeadlineStages, d.Stage) {
+		return FieldErrorf("stage", "%q is not a stage: DELIVERED, READ or ACKNOWLEDGED.", d.Stage)
+	}
+	if d.TriggerEvent != AnyEvent {
+		if _, ok := LookupEvent(d.TriggerEvent); !ok {
+			return FieldErrorf("trigger_event", "%q is not a trigger event (or * for all).", d.TriggerEvent)
+		}
+	}
+	if _, ok := ParseChannel(string(d.Channel)); !ok {
+		return FieldErrorf("channel", "%q is not a channel.", d.Channel)
+	}
+	if d.Minutes < 0 || d.Minutes > MaxDeadlineMinutes {
+		return FieldErrorf("minutes", "A delivery deadline is 1 to %d minutes, or 0 for none.", MaxDeadlineMinutes)
+	}
+	switch b := d.BeforeDepartureMinutes; {
+	case b == 0:
+	case d.Minutes != 0:
+		return FieldErrorf("before_departure_minutes", "Give minutes after the send or before_departure_minutes, not both.")
+	case d.Stage != StageAcknowledged:
+		return FieldErrorf("before_departure_minutes", "Only an ACKNOWLEDGED deadline can be counted back from the departure.")
+	case b < 0 || b > MaxBeforeDepartureMinutes:
+		return FieldErrorf("before_departure_minutes", "A deadline before the departure is 1 to %d minutes.", MaxBeforeDepartureMinutes)
+	}
+	return nil
 }
 
 // OverdueTx lists the statements FallBackOverdue runs: finding the
@@ -201,6 +240,9 @@ func (m *Maintenance) escalate(ctx context.Context, tx OverdueTx, o OverdueMessa
 		return false, false, err
 	}
 	reason := map[string]string{StageDelivered: "not_delivered_within", StageRead: "not_read_within", StageAcknowledged: "not_acknowledged_within"}[o.Stage]
+	if o.BeforeDepartureMinutes > 0 {
+		reason = "not_acknowledged_before_departure"
+	}
 	var chain nextInChain
 	if len(msg.FallbackChain) > 0 {
 		if chain, err = m.Router.fallback(ctx, tx, msg); err != nil {
@@ -208,10 +250,10 @@ func (m *Maintenance) escalate(ctx context.Context, tx OverdueTx, o OverdueMessa
 		}
 	}
 	if chain.Job == nil {
-		return false, true, m.callList(ctx, tx, msg, chain, reason, o.Minutes)
+		return false, true, m.callList(ctx, tx, msg, chain, reason, o.Minutes+o.BeforeDepartureMinutes)
 	}
 	if err := tx.InsertMessageEvent(ctx, &MessageEvent{TenantID: msg.TenantID, MessageID: msg.ID, Source: SourceSystem, At: m.Now(),
-		Detail: chain.detail(map[string]any{"reason": reason, "minutes": o.Minutes}),
+		Detail: chain.detail(map[string]any{"reason": reason, "minutes": o.Minutes + o.BeforeDepartureMinutes}),
 	}); err != nil {
 		return false, false, err
 	}
@@ -243,6 +285,9 @@ type OverdueMessage struct {
 	TenantID  uuid.UUID `db:"tenant_id"`
 	MessageID uuid.UUID `db:"id"`
 	Minutes   int       `db:"minutes"`
+	// BeforeDepartureMinutes is the rule's, when it counts back from the
+	// departure (Minutes is then 0).
+	BeforeDepartureMinutes int `db:"before_departure_minutes"`
 	// Stage is the deadline's: what the message did not reach in time.
 	Stage string `db:"stage"`
 }

@@ -64,13 +64,15 @@ func (s *Server) handleSettingsUpdate(c *fiber.Ctx) error {
 // shows the page again with the form as typed and stores nothing.
 func (s *Server) handleDeadlineChange(c *fiber.Ctx) error {
 	t := tenantOf(c)
-	in := console.DeadlineForm{TriggerEvent: c.FormValue("trigger_event"), Channel: c.FormValue("channel"), Minutes: c.FormValue("minutes")}
+	in := console.DeadlineForm{TriggerEvent: c.FormValue("trigger_event"), Channel: c.FormValue("channel"), Stage: c.FormValue("stage"),
+		Minutes: c.FormValue("minutes"), BeforeDeparture: c.FormValue("before_departure")}
 	if err := s.Deadlines.Change(c.UserContext(), userOf(c), t.ID, in); err != nil {
 		return s.formFailure(c, err, func(errs views.FormErrors) error {
 			return s.renderSettings(c, settingsForm(t), nil, views.DeadlineSettings{Form: in, Errs: errs}, views.ConfirmWindowSettings{})
 		})
 	}
-	if m, _ := strconv.Atoi(in.Minutes); m == 0 {
+	m, _ := strconv.Atoi(in.Minutes)
+	if b, _ := strconv.Atoi(in.BeforeDeparture); m == 0 && b == 0 {
 		s.flash(c, "success", "Delivery deadline removed.")
 	} else {
 		s.flash(c, "success", "Delivery deadline saved.")

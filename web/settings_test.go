@@ -138,6 +138,85 @@ func TestConsoleSettings_Deadlines(t *testing.T) {
 		require.Equal(t, app.AnyEvent, got[0].TriggerEvent)
 	})
 
+	t.Run("Stages", func(t *testing.T) {
+		doc := manager.page("/t/acme/settings")
+		require.Equal(t, 3, doc.Find(`.deadline-form select[name=stage] option`).Length(), "delivered, read and acknowledged")
+		for _, st := range []string{"DELIVERED", "READ", "ACKNOWLEDGED"} {
+			resp := manager.post(path, url.Values{"trigger_event": {"BOOKING_CANCELLED"}, "channel": {"SMS"}, "stage": {st}, "minutes": {"30"}})
+			require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		}
+		rows := rowTexts(manager.page("/t/acme/settings").Find("#deadlines tbody tr"))
+		for _, name := range []string{"Delivered", "Read", "Acknowledged"} {
+			require.True(t, containsAll(rows, "BOOKING_CANCELLED", "SMS", name, "30 min"), "rows: %v", rows)
+		}
+
+		// The READ row's remove button removes that stage only.
+		doc = manager.page("/t/acme/settings")
+		var removeRead url.Values
+		doc.Find("#deadlines tbody tr form").Each(func(_ int, f *goquery.Selection) {
+			if f.Find(`input[name=stage]`).AttrOr("value", "") == "READ" && f.Find(`input[name=trigger_event]`).AttrOr("value", "") == "BOOKING_CANCELLED" {
+				removeRead = url.Values{}
+				f.Find("input[type=hidden]").Each(func(_ int, in *goquery.Selection) {
+					if n := in.AttrOr("name", ""); n != "csrf" {
+						removeRead.Set(n, in.AttrOr("value", ""))
+					}
+				})
+			}
+		})
+		require.NotNil(t, removeRead, "the READ row has a remove button")
+		require.Equal(t, http.StatusSeeOther, manager.post(path, removeRead).StatusCode)
+		var stages []string
+		for _, r := range rules(c.Tenant.ID) {
+			if r.TriggerEvent == "BOOKING_CANCELLED" {
+				stages = append(stages, r.Stage)
+			}
+		}
+		require.Equal(t, []string{"DELIVERED", "ACKNOWLEDGED"}, stages)
+		for _, st := range []string{"DELIVERED", "ACKNOWLEDGED"} {
+			require.Equal(t, http.StatusSeeOther, manager.post(path, url.Values{"trigger_event": {"BOOKING_CANCELLED"}, "channel": {"SMS"},
+				"stage": {st}, "minutes": {"0"}}).StatusCode)
+		}
+	})
+
+	t.Run("BeforeDeparture", func(t *testing.T) {
+		form := func(stage, mins, before string) url.Values {
+			return url.Values{"trigger_event": {"BOOKING_CANCELLED"}, "channel": {"EMAIL"}, "stage": {stage}, "minutes": {mins}, "before_departure": {before}}
+		}
+		before := len(rules(c.Tenant.ID))
+		for name, tc := range map[string]struct {
+			form url.Values
+			want string
+		}{
+			"Both":        {form("ACKNOWLEDGED", "30", "120"), "not both"},
+			"NotAckStage": {form("READ", "", "120"), "Only an ACKNOWLEDGED"},
+			"TooFar":      {form("ACKNOWLEDGED", "", "20000"), "1 to 10080"},
+			"NotANumber":  {form("ACKNOWLEDGED", "", "two hours"), "whole minutes"},
+		} {
+			manager.page("/t/acme/settings")
+			doc, resp := manager.postPage(path, tc.form)
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, name)
+			require.Contains(t, fieldError(doc, ".deadline-form input[name=before_departure]"), tc.want, name)
+		}
+		require.Len(t, rules(c.Tenant.ID), before, "nothing stored")
+
+		require.Equal(t, http.StatusSeeOther, manager.post(path, form("ACKNOWLEDGED", "", "120")).StatusCode)
+		rows := rowTexts(manager.page("/t/acme/settings").Find("#deadlines tbody tr"))
+		require.True(t, containsAll(rows, "BOOKING_CANCELLED", "EMAIL", "Acknowledged", "120 min before departure"), "rows: %v", rows)
+		// The row's remove button posts 0 minutes.
+		require.Equal(t, http.StatusSeeOther, manager.post(path, url.Values{"trigger_event": {"BOOKING_CANCELLED"}, "channel": {"EMAIL"},
+			"stage": {"ACKNOWLEDGED"}, "minutes": {"0"}}).StatusCode)
+		require.Len(t, rules(c.Tenant.ID), before)
+	})
+
+	t.Run("BadStageStoresNothing", func(t *testing.T) {
+		before := len(rules(c.Tenant.ID))
+		manager.page("/t/acme/settings")
+		doc, resp := manager.postPage(path, url.Values{"trigger_event": {"*"}, "channel": {"SMS"}, "stage": {"OPENED"}, "minutes": {"10"}})
+		require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode)
+		require.Contains(t, fieldError(doc, ".deadline-form select[name=stage]"), "Choose the stage")
+		require.Len(t, rules(c.Tenant.ID), before, "nothing stored")
+	})
+
 	t.Run("BadInputStoresNothing", func(t *testing.T) {
 		before := len(rules(c.Tenant.ID))
 		for _, tc := range []struct {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,11 +18,16 @@ type Deadlines struct {
 }
 
 // DeadlineForm is one delivery deadline as typed: the trigger event (or
-// app.AnyEvent), the channel and the minutes (empty or 0 removes it).
+// app.AnyEvent), the channel, the stage the message must reach
+// (app.StageDelivered when empty) and the minutes (empty or 0 removes it).
 type DeadlineForm struct {
 	TriggerEvent string
 	Channel      string
+	Stage        string
 	Minutes      string
+	// BeforeDeparture is an ACKNOWLEDGED deadline's minutes before the
+	// departure, typed instead of Minutes.
+	BeforeDeparture string
 }
 
 // Rules returns the tenant's delivery deadlines for a user who may change
@@ -47,13 +53,38 @@ func (s *Deadlines) Change(ctx context.Context, u *app.User, tenantID uuid.UUID,
 	if !ok {
 		return app.FieldErrorf("channel", "Choose the channel.")
 	}
-	minutes := 0
-	if m := strings.TrimSpace(f.Minutes); m != "" {
-		n, err := strconv.Atoi(m)
-		if err != nil {
-			return app.FieldErrorf("minutes", "Enter whole minutes, from 1 to %d (0 or empty removes the deadline).", app.MaxDeadlineMinutes)
-		}
-		minutes = n
+	stage := strings.TrimSpace(f.Stage)
+	if stage != "" && !slices.Contains(app.DeadlineStages, stage) {
+		return app.FieldErrorf("stage", "Choose the stage: delivered, read or acknowledged.")
 	}
-	return s.Set(ctx, u.Actor(), tenantID, event, ch, minutes)
+	minutes, err := formMinutes("minutes", f.Minutes, "Enter whole minutes, from 1 to %d (0 or empty removes the deadline).", app.MaxDeadlineMinutes)
+	if err != nil {
+		return err
+	}
+	before, err := formMinutes("before_departure", f.BeforeDeparture, "Enter whole minutes before the departure, from 1 to %d.", app.MaxBeforeDepartureMinutes)
+	if err != nil {
+		return err
+	}
+	if minutes != 0 && before != 0 {
+		return app.FieldErrorf("before_departure", "Fill in minutes after the send or minutes before the departure, not both.")
+	}
+	err = s.SetRule(ctx, u.Actor(), &app.DeliveryDeadline{TenantID: tenantID, TriggerEvent: event, Channel: ch, Stage: stage,
+		Minutes: minutes, BeforeDepartureMinutes: before})
+	if app.ErrorField(err) == "before_departure_minutes" {
+		return app.FieldErrorf("before_departure", "%s", app.ErrorMessage(err))
+	}
+	return err
+}
+
+// formMinutes reads a form's whole minutes; empty is 0.
+func formMinutes(field, typed, message string, most int) (int, error) {
+	m := strings.TrimSpace(typed)
+	if m == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(m)
+	if err != nil {
+		return 0, app.FieldErrorf(field, message, most)
+	}
+	return n, nil
 }
