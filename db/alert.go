@@ -193,9 +193,12 @@ func (t *Tx) DigestDepartures(ctx context.Context, tenantID uuid.UUID, day strin
 			       (e.trigger_event = ANY($3) OR EXISTS (
 					SELECT 1 FROM delivery_deadlines dd
 					WHERE dd.tenant_id = $1 AND dd.trigger_event = e.trigger_event AND dd.stage = 'ACKNOWLEDGED')) AS asks
-			FROM events e
+			FROM events e JOIN tenants tn ON tn.id = e.tenant_id
 			WHERE e.tenant_id = $1 AND e.status <> 'CANCELLED'
-			  AND (e.context->>'departure_date' = $2 OR left(e.context->>'departure_at', 10) = $2)
+			  AND (e.context->>'departure_date' = $2
+			       -- A departure time falls on the tenant's local day, not
+			       -- on the date its UTC text begins with.
+			       OR to_char(herald_departure_at(e.context, tn.timezone) AT TIME ZONE tn.timezone, 'YYYY-MM-DD') = $2)
 		),
 		-- Each recipient of a notification that asks for acknowledgement,
 		-- and whether any of their messages (a fallback's included) was.

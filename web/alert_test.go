@@ -352,6 +352,15 @@ func TestAlerts_Digest(t *testing.T) {
 		return b.Count(`SELECT count(*) FROM messages WHERE event_id = $1`, changed) == 1
 	})
 
+	// A night coach leaves at 00:30 tomorrow in Berlin: in UTC, still
+	// today. It is tomorrow's departure all the same.
+	night := webtest.Notification("dep-3", "BK-D3")
+	y, mo, dd := due.AddDate(0, 0, 1).Date()
+	night["context"].(map[string]any)["departure_at"] = time.Date(y, mo, dd, 0, 30, 0, 0, mustZone(t, "Europe/Berlin")).UTC().Format(time.RFC3339)
+	night["context"].(map[string]any)["tour_name"] = "Night coach"
+	night["channels"] = []string{"EMAIL"}
+	b.Submit(night)
+
 	b.clock.Set(start.Add(59 * time.Minute))
 	b.check()
 	require.Empty(t, b.alerts(app.AlertDigest), "not yet the digest's time")
@@ -361,7 +370,8 @@ func TestAlerts_Digest(t *testing.T) {
 	digests := b.alerts(app.AlertDigest)
 	require.Len(t, digests, 1, "one digest per local day")
 	d := digests[0]
-	require.Contains(t, d.Body, "Departures on "+tomorrow+": 2")
+	require.Contains(t, d.Body, "Departures on "+tomorrow+": 3")
+	require.Contains(t, d.Body, "- Night coach:", "departure_at read in the tenant's zone")
 	require.Contains(t, d.Body, "- Lake Garda: 2 messages, 1 reached, 1 not reached, 0 failed\n", "a booking confirmation asks no one to confirm")
 	require.Regexp(t, `- Dolomites: 1 messages, 0 reached, 1 not reached, 0 failed, 1 not acknowledged\n`, d.Body)
 	require.Contains(t, d.Body, "Broadcasts waiting for approval: 0")
