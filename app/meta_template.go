@@ -178,7 +178,8 @@ func (s *MetaTemplates) Submit(ctx context.Context, actor Actor, tenantID, accou
 		return nil, metaRefusal("accept the template", err)
 	}
 	mt := &MetaTemplate{TenantID: tenantID, ChannelAccountID: a.ID, Name: draft.Name, Language: draft.Language,
-		MetaID: created.ID, Status: created.Status, Category: created.Category, Body: draft.Body, SyncedAt: s.Now()}
+		MetaID: created.ID, Status: created.Status, Category: created.Category, Body: draft.Body,
+		HeaderFormat: created.HeaderFormat, SyncedAt: s.Now()}
 	if mt.Status == "" {
 		mt.Status = MetaTemplatePending
 	}
@@ -188,7 +189,7 @@ func (s *MetaTemplates) Submit(ctx context.Context, actor Actor, tenantID, accou
 		}
 		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "meta_template.submit", "channel_account", a.ID.String(),
 			map[string]any{"template_id": t.ID, "name": mt.Name, "language": mt.Language, "category": mt.Category,
-				"meta_id": mt.MetaID, "status": mt.Status, "edited": draft.ID != ""}))
+				"meta_id": mt.MetaID, "status": mt.Status, "edited": draft.ID != "", "header": draft.Header}))
 	})
 	if err != nil {
 		return nil, err
@@ -234,7 +235,12 @@ func submission(t *Template) (provider.TemplateDraft, error) {
 	for i, p := range spec.Parameters {
 		examples[i] = sampleValue(event, p)
 	}
-	return provider.TemplateDraft{Name: spec.Name, Language: spec.Language, Category: spec.Category, Body: spec.Body, Examples: examples}, nil
+	sample, err := headerSample(spec.Header)
+	if err != nil {
+		return provider.TemplateDraft{}, err
+	}
+	return provider.TemplateDraft{Name: spec.Name, Language: spec.Language, Category: spec.Category, Body: spec.Body, Examples: examples,
+		Header: spec.Header, HeaderSample: sample}, nil
 }
 
 // sampleValue is the example Meta's reviewers see for a parameter: the

@@ -3,8 +3,11 @@ package app_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,15 +26,55 @@ type metaCatalog struct {
 	templates []map[string]any
 	submitted []map[string]any
 	gets      int
+	// uploads are the example files uploaded through the app (the
+	// Resumable Upload API): each session's query and the bytes posted.
+	uploads []catalogUpload
 	// refuse, when set, is the error body every call answers with (400).
 	refuse string
+}
+
+type catalogUpload struct {
+	query url.Values
+	body  []byte
+}
+
+// metaUploadHandle is the file handle the fake answers an upload with.
+const metaUploadHandle = "4::YXBwbGljYXRpb24vcGRm:ARZ7Zk2bA0b0V1YyCQ6n:e:1764516000:1234567890123456:100087654321098:ARb3"
+
+// isUpload reports whether path is one of the Resumable Upload API's.
+func isUpload(p string) bool {
+	return strings.HasSuffix(p, "/uploads") || strings.Contains(p, "/upload:")
+}
+
+// upload answers the Resumable Upload API: a session on the app, then
+// the bytes posted to it with OAuth and file_offset 0.
+func (c *metaCatalog) upload(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/uploads") {
+		c.uploads = append(c.uploads, catalogUpload{query: r.URL.Query()})
+		_, _ = fmt.Fprintf(w, `{"id":"upload:MTphdHRhY2htZW50OjZi%d?sig=ARZXB4sKC"}`, len(c.uploads))
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	if len(c.uploads) == 0 || r.Header.Get("file_offset") != "0" || r.URL.Query().Get("sig") == "" ||
+		c.uploads[len(c.uploads)-1].query.Get("file_length") != strconv.Itoa(len(body)) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"message":"(#100) Invalid upload","type":"OAuthException","code":100,"fbtrace_id":"u"}}`))
+		return
+	}
+	c.uploads[len(c.uploads)-1].body = body
+	_, _ = w.Write([]byte(`{"h":"` + metaUploadHandle + `"}`))
 }
 
 func (c *metaCatalog) serve(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	if r.Header.Get("Authorization") != "Bearer "+metaAccessToken {
+	auth := "Bearer " + metaAccessToken
+	if strings.Contains(r.URL.Path, "/upload:") {
+		// The upload step authorises with OAuth, as Meta documents.
+		auth = "OAuth " + metaAccessToken
+	}
+	if r.Header.Get("Authorization") != auth {
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = w.Write([]byte(`{"error":{"message":"Error validating access token: Session has expired.","type":"OAuthException","code":190,"error_subcode":463,"fbtrace_id":"AbC"}}`))
 		return
@@ -39,6 +82,10 @@ func (c *metaCatalog) serve(w http.ResponseWriter, r *http.Request) {
 	if c.refuse != "" {
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write([]byte(c.refuse))
+		return
+	}
+	if isUpload(r.URL.Path) {
+		c.upload(w, r)
 		return
 	}
 	if r.Method == http.MethodPost && !strings.HasSuffix(r.URL.Path, "/message_templates") {

@@ -568,7 +568,7 @@ func newMetaAPI(t *testing.T) *metaAPI {
 	var n int
 	m := &metaAPI{catalog: &metaCatalog{}}
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/message_templates") || m.catalog.isTemplate(r.URL.Path) {
+		if strings.HasSuffix(r.URL.Path, "/message_templates") || m.catalog.isTemplate(r.URL.Path) || isUpload(r.URL.Path) {
 			m.catalog.serve(w, r)
 			return
 		}

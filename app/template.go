@@ -52,7 +52,18 @@ type WhatsAppTemplateSpec struct {
 	Category   string   `json:"category,omitempty"`
 	Body       string   `json:"body,omitempty"`
 	Parameters []string `json:"parameters"`
+	// Header is the template's media header, DOCUMENT or IMAGE, or empty
+	// for none. A message sent with the template carries its first
+	// matching file there, so only templates whose every message has one
+	// (a ticket, an invoice) should have a header.
+	Header string `json:"header,omitempty"`
 }
+
+// Meta template headers Herald submits: a file the message carries.
+const (
+	MetaHeaderDocument = "DOCUMENT"
+	MetaHeaderImage    = "IMAGE"
+)
 
 // Spec decodes the WhatsApp template, if any.
 func (t *Template) Spec() (*WhatsAppTemplateSpec, error) {

@@ -128,6 +128,8 @@ func ValidateMetaTemplate(s *WhatsAppTemplateSpec) error {
 		return FieldErrorf("whatsapp_template", "%q is not a language code Meta accepts for templates.", s.Language)
 	case s.Category != "" && s.Category != MetaCategoryUtility && s.Category != MetaCategoryMarketing:
 		return FieldErrorf("whatsapp_template", "Category must be UTILITY or MARKETING.")
+	case s.Header != "" && s.Header != MetaHeaderDocument && s.Header != MetaHeaderImage:
+		return FieldErrorf("whatsapp_template", "The header is DOCUMENT, IMAGE or none, not %q.", s.Header)
 	case s.Body == "":
 		return nil
 	case len([]rune(s.Body)) > metaBodyMax:

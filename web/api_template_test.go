@@ -159,6 +159,11 @@ func TestAPITemplates_Create(t *testing.T) {
 			"MetaOnEmail": {change: func(m map[string]any) {
 				m["whatsapp_template"] = map[string]any{"name": "x", "language": "de", "parameters": []string{}}
 			}, status: 422, code: "invalid", field: "whatsapp_template"},
+			"MetaVideoHeader": {change: func(m map[string]any) {
+				m["channel"] = "WHATSAPP"
+				delete(m, "subject")
+				m["whatsapp_template"] = map[string]any{"name": "herald_booking_confirmed", "language": "fr", "parameters": []string{}, "header": "VIDEO"}
+			}, status: 422, code: "invalid", field: "whatsapp_template"},
 			"MarkdownSMS": {change: func(m map[string]any) {
 				m["channel"], m["body_format"] = "SMS", "markdown"
 				delete(m, "subject")

@@ -81,8 +81,9 @@ func templateFormOf(c *fiber.Ctx) app.TemplateInput {
 	}
 	name, lang := strings.TrimSpace(c.FormValue("wa_name")), strings.TrimSpace(c.FormValue("wa_language"))
 	params := parameterList(c.FormValue("wa_parameters"))
+	header := strings.TrimSpace(c.FormValue("wa_header"))
 	if name != "" || lang != "" || len(params) > 0 {
-		in.WhatsAppTemplate = &app.WhatsAppTemplateSpec{Name: name, Language: lang, Parameters: params}
+		in.WhatsAppTemplate = &app.WhatsAppTemplateSpec{Name: name, Language: lang, Parameters: params, Header: header}
 	}
 	return in
 }
@@ -119,7 +120,7 @@ func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale 
 		}
 	}
 	if spec := in.WhatsAppTemplate; spec != nil {
-		e.WAName, e.WALanguage, e.WAParameters = spec.Name, spec.Language, strings.Join(spec.Parameters, ", ")
+		e.WAName, e.WALanguage, e.WAParameters, e.WAHeader = spec.Name, spec.Language, strings.Join(spec.Parameters, ", "), spec.Header
 	}
 	e.Channels = console.TemplateChannelsOf(e.Event)
 	if def, ok := app.LookupEvent(e.Event); ok {

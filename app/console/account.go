@@ -136,6 +136,7 @@ type ProviderSpec struct {
 const (
 	KeyMetaPhoneNumberID = "phone_number_id"
 	KeyMetaWABAID        = "waba_id"
+	KeyMetaAppID         = "app_id"
 	KeyMetaTier          = "messaging_tier"
 	KeyMetaThroughput    = "throughput"
 	KeyMetaAccessToken   = "access_token"
@@ -192,6 +193,8 @@ var ProviderSpecs = []ProviderSpec{
 			{Key: KeyMetaPhoneNumberID, Label: "Phone number ID", Required: true, Example: "106540352242922",
 				Hint: "The number's ID in WhatsApp Manager (API Setup), not the phone number itself."},
 			{Key: KeyMetaWABAID, Label: "WhatsApp Business Account ID", Required: true, Example: "102290129340398"},
+			{Key: KeyMetaAppID, Label: "App ID", Example: "1234567890123456",
+				Hint: "The Meta app's ID (App Dashboard). Needed to submit templates with a document or image header: Meta takes their example file through the app."},
 			{Key: KeyMetaTier, Label: "Messaging tier", Hint: "Business-initiated conversations Meta allows per 24 hours.",
 				Options: []FieldOption{{"", "Not set"}, {"TIER_1", "Tier 1: 250"}, {"TIER_2", "Tier 2: 2,000"},
 					{"TIER_3", "Tier 3: 10,000"}, {"TIER_4", "Tier 4: 100,000"}, {"UNLIMITED", "Unlimited"}}},
@@ -930,6 +933,10 @@ func checkSetting(s *Accounts, spec *ProviderSpec, fd ProviderField, v string) (
 	case KeyMetaWABAID:
 		if !digitsPattern.MatchString(v) {
 			return "", app.FieldErrorf(field, "The WhatsApp Business Account ID is a number of 5 to 32 digits.")
+		}
+	case KeyMetaAppID:
+		if !digitsPattern.MatchString(v) {
+			return "", app.FieldErrorf(field, "The app ID is a number of 5 to 32 digits.")
 		}
 	case KeyAWSRegion:
 		if !awsRegionPattern.MatchString(v) {

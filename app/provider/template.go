@@ -35,6 +35,11 @@ type TemplateDraft struct {
 	Category string
 	Body     string
 	Examples []string
+	// Header, when set, is the format of the template's media header:
+	// DOCUMENT or IMAGE. Meta's review needs an example file for it,
+	// HeaderSample, which the provider uploads first.
+	Header       string
+	HeaderSample *File
 }
 
 // TemplateCatalog is implemented by providers that send only reviewed

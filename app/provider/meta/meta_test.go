@@ -32,7 +32,10 @@ const (
 // captured is what the fake Graph API saw of one request.
 type captured struct {
 	Method, Path, Auth, ContentType string
-	Body                            []byte
+	// Query is the raw query; FileOffset the Resumable Upload API's
+	// file_offset header.
+	Query, FileOffset string
+	Body              []byte
 }
 
 type testBundle struct {
@@ -53,7 +56,8 @@ func setup(t *testing.T, handler http.HandlerFunc) *testBundle {
 		body, _ := io.ReadAll(r.Body)
 		b.mu.Lock()
 		b.requests = append(b.requests, captured{Method: r.Method, Path: r.URL.Path,
-			Auth: r.Header.Get("Authorization"), ContentType: r.Header.Get("Content-Type"), Body: body})
+			Auth: r.Header.Get("Authorization"), ContentType: r.Header.Get("Content-Type"),
+			Query: r.URL.RawQuery, FileOffset: r.Header.Get("file_offset"), Body: body})
 		b.mu.Unlock()
 		handler(w, r)
 	}))

@@ -1,10 +1,8 @@
 package meta
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -104,19 +102,23 @@ type createTemplate struct {
 
 type createComponent struct {
 	Type    string          `json:"type"`
-	Text    string          `json:"text"`
+	Format  string          `json:"format,omitempty"`
+	Text    string          `json:"text,omitempty"`
 	Example *createExamples `json:"example,omitempty"`
 }
 
 type createExamples struct {
 	// BodyText holds one list of example values, one per parameter.
-	BodyText [][]string `json:"body_text"`
+	BodyText [][]string `json:"body_text,omitempty"`
+	// HeaderHandle holds the uploaded example file of a media header.
+	HeaderHandle []string `json:"header_handle,omitempty"`
 }
 
 // SubmitTemplate implements provider.TemplateCatalog: it creates a
 // positional-parameter template with one body component and example values
-// (Meta requires them for every parameter) and returns Meta's id, status and
-// category.
+// (Meta requires them for every parameter), after a document or image
+// header whose example file it uploads first, and returns Meta's id,
+// status and category.
 func (p *Provider) SubmitTemplate(ctx context.Context, a provider.Account, d provider.TemplateDraft) (provider.MessageTemplate, error) {
 	waba, token, err := wabaCredentials(a)
 	if err != nil {
@@ -130,11 +132,19 @@ func (p *Provider) SubmitTemplate(ctx context.Context, a provider.Account, d pro
 		}
 		body.Example = &createExamples{BodyText: [][]string{examples}}
 	}
+	components := []createComponent{body}
+	if d.Header != "" {
+		header, err := p.headerComponent(ctx, a, token, d)
+		if err != nil {
+			return provider.MessageTemplate{}, err
+		}
+		components = []createComponent{*header, body}
+	}
 	if d.ID != "" {
-		return p.editTemplate(ctx, token, d, body)
+		return p.editTemplate(ctx, token, d, components)
 	}
 	req, err := json.Marshal(createTemplate{Name: d.Name, Language: d.Language, Category: d.Category,
-		ParameterFormat: "positional", Components: []createComponent{body}})
+		ParameterFormat: "positional", Components: components})
 	if err != nil {
 		return provider.MessageTemplate{}, &provider.Error{Code: "encode", Class: provider.Permanent, Reason: err.Error()}
 	}
@@ -155,18 +165,18 @@ func (p *Provider) SubmitTemplate(ctx context.Context, a provider.Account, d pro
 		created.Category = d.Category
 	}
 	return provider.MessageTemplate{ID: created.ID, Name: d.Name, Language: d.Language, Status: created.Status,
-		Category: created.Category, Body: d.Body}, nil
+		Category: created.Category, Body: d.Body, HeaderFormat: strings.ToUpper(d.Header)}, nil
 }
 
 // editTemplate replaces an existing template's category and body
 // (POST /{template_id}); Meta reviews it again, so it is PENDING until the
 // review's webhook or the next sync says otherwise. Name and language
 // cannot change.
-func (p *Provider) editTemplate(ctx context.Context, token string, d provider.TemplateDraft, body createComponent) (provider.MessageTemplate, error) {
+func (p *Provider) editTemplate(ctx context.Context, token string, d provider.TemplateDraft, components []createComponent) (provider.MessageTemplate, error) {
 	req, err := json.Marshal(struct {
 		Category   string            `json:"category"`
 		Components []createComponent `json:"components"`
-	}{d.Category, []createComponent{body}})
+	}{d.Category, components})
 	if err != nil {
 		return provider.MessageTemplate{}, &provider.Error{Code: "encode", Class: provider.Permanent, Reason: err.Error()}
 	}
@@ -181,7 +191,8 @@ func (p *Provider) editTemplate(ctx context.Context, token string, d provider.Te
 		return provider.MessageTemplate{}, &provider.Error{Code: "edit_not_confirmed", Class: provider.Transient,
 			Reason: "Meta did not confirm the edit: " + excerpt(raw)}
 	}
-	return provider.MessageTemplate{ID: d.ID, Name: d.Name, Language: d.Language, Status: "PENDING", Category: d.Category, Body: d.Body}, nil
+	return provider.MessageTemplate{ID: d.ID, Name: d.Name, Language: d.Language, Status: "PENDING", Category: d.Category,
+		Body: d.Body, HeaderFormat: strings.ToUpper(d.Header)}, nil
 }
 
 // wabaCredentials reads what the template endpoints need from the account.
@@ -197,35 +208,4 @@ func wabaCredentials(a provider.Account) (waba, token string, err error) {
 			Reason: "The WhatsApp account has no access_token secret."}
 	}
 	return waba, token, nil
-}
-
-// graph calls a Graph API path (after the version) and returns the body of
-// a 2xx answer; anything else is a classified *provider.Error.
-func (p *Provider) graph(ctx context.Context, method, path, token string, body []byte) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	hr, err := http.NewRequestWithContext(ctx, method, p.baseURL()+"/"+p.version()+path, rd)
-	if err != nil {
-		return nil, &provider.Error{Code: "bad_endpoint", Class: provider.Permanent, Reason: err.Error()}
-	}
-	hr.Header.Set("Authorization", "Bearer "+token)
-	hr.Header.Set("Accept", "application/json")
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := p.client().Do(hr)
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, p.responseError(resp, raw)
-	}
-	return raw, nil
 }
