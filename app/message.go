@@ -68,6 +68,18 @@ func CanTransition(from, to string) bool {
 	return okF && okT && t > f
 }
 
+// MaxRetries is how many times a failed message is retried by hand before
+// a retry must be forced (seed 003: "Maximum 3 retry attempts", "force=true
+// to override").
+const MaxRetries = 3
+
+// RetryOptions are a person's answers to a retry's warnings: Anyway sends
+// to an address the provider refused; Force retries past MaxRetries.
+type RetryOptions struct {
+	Anyway bool `json:"anyway"`
+	Force  bool `json:"force"`
+}
+
 // Message is one message to one recipient on one channel.
 type Message struct {
 	ID               uuid.UUID  `db:"id" json:"id"`
@@ -115,7 +127,10 @@ type Message struct {
 	TriggeredBy       *uuid.UUID `db:"triggered_by" json:"triggered_by,omitempty"`
 	// FileID limits the message to one of its event's files (support
 	// re-sent that file alone); nil: every file.
-	FileID      *uuid.UUID `db:"file_id" json:"file_id,omitempty"`
+	FileID *uuid.UUID `db:"file_id" json:"file_id,omitempty"`
+	// RetryCount is how many retries came before this message: 0 for an
+	// original, 1 for its retry, 2 for that one's retry (MaxRetries).
+	RetryCount  int        `db:"retry_count" json:"retry_count"`
 	QueuedAt    time.Time  `db:"queued_at" json:"queued_at"`
 	SentAt      *time.Time `db:"sent_at" json:"sent_at,omitempty"`
 	DeliveredAt *time.Time `db:"delivered_at" json:"delivered_at,omitempty"`

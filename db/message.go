@@ -26,7 +26,7 @@ const insertColumns = `id, tenant_id, event_id, correlation_id, idempotency_key,
 	template_id, template_version, locale, contact_id, conversation_id, recipient_index, to_address, subject, body, status, failed_reason,
 	error_code, attempts, provider, external_message_id, fallback_of, fallback_chain, entity_type, entity_id, triggered_by,
 	queued_at, sent_at, delivered_at, read_at, failed_at, stale_at, created_at, updated_at, test, expires_at, deferred_until, deferred_zone,
-	whatsapp_template_only, sms_parts, sms_encoding, estimated_cost, file_id`
+	whatsapp_template_only, sms_parts, sms_encoding, estimated_cost, file_id, retry_count`
 
 // InsertMessages serves app.InsertTx, console.AccountTx and
 // app.InboundTx: the messages and, for each new one, its first timeline

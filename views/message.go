@@ -370,3 +370,17 @@ func msgFileFacts(f *app.Attachment) string {
 	}
 	return fmt.Sprintf("%s · %s · sha256 %s", f.ContentType, size, (*f.SHA256)[:12])
 }
+
+// retryLimitNote says why a failed message's retry needs forcing.
+func retryLimitNote(retries int) string {
+	return fmt.Sprintf("Retried %d times already.", retries)
+}
+
+// retryLimitQuestion is the confirmation of a forced retry.
+func retryLimitQuestion(refusal string, retries int) string {
+	q := fmt.Sprintf("This message was retried %d times already, the most Herald retries unless you insist. ", retries)
+	if refusal != "" {
+		q += refusal + " "
+	}
+	return q + "Send it once more?"
+}

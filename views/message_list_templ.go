@@ -647,7 +647,7 @@ func MessagePage(p Page, v MessageDetailView) templ.Component {
 				}
 				ctx = templ.InitializeContext(ctx)
 				if v.View.Status == app.MessageFailed && v.CanResend && v.View.RetriedAs == nil && !v.View.Test {
-					templ_7745c5c3_Err = RetryButton(p, msgPath(v.Base, v.View.ID)+"/retry", app.AddressRefusal(v.View.Message), "primary").Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = RetryButton(p, msgPath(v.Base, v.View.ID)+"/retry", app.AddressRefusal(v.View.Message), v.View.RetryCount, "primary").Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

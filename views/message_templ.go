@@ -1170,7 +1170,7 @@ func msgPanelMessages(p Page, v BookingPanelView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if m.Status == app.MessageFailed && v.CanResend && !msgRetried(v.Panel, m.ID) {
-					templ_7745c5c3_Err = RetryButton(p, msgPath(v.Base, m.ID)+"/retry", app.AddressRefusal(m.Message), "link").Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = RetryButton(p, msgPath(v.Base, m.ID)+"/retry", app.AddressRefusal(m.Message), m.RetryCount, "link").Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

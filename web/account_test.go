@@ -859,7 +859,7 @@ func TestConsoleChannels_TestSend(t *testing.T) {
 		require.NotEmpty(t, text(doc.Find(".test-failure")), "the provider's reason in words")
 		doc = s.page("/t/acme/messages/" + id.String())
 		require.Zero(t, doc.Find(`form[action$="/retry"]`).Length(), "no Retry button on a test")
-		_, err := c.Server.MessageConsole.Retry(c.Ctx, c.users[asManager], c.Tenant.ID, id, false)
+		_, err := c.Server.MessageConsole.Retry(c.Ctx, c.users[asManager], c.Tenant.ID, id, app.RetryOptions{})
 		require.Equal(t, app.ECONFLICT, app.ErrorCode(err))
 		require.Contains(t, app.ErrorMessage(err), "never retried")
 		require.Zero(t, c.Count(`SELECT count(*) FROM messages WHERE idempotency_key = $1`, "retry:"+id.String()))

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"bytes"
+
 	"github.com/gofiber/fiber/v2"
 	"github.com/google/uuid"
 
@@ -40,6 +42,28 @@ func (s *Server) handleAPIMessageGet(c *fiber.Ctx) error {
 		return err
 	}
 	return c.JSON(d)
+}
+
+// handleAPIMessageRetry sends a failed message again as a new message,
+// as the console's Retry button does: {"force": true} retries past
+// app.MaxRetries, {"anyway": true} to an address the provider refused.
+// The body is optional.
+func (s *Server) handleAPIMessageRetry(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	var opts app.RetryOptions
+	if len(bytes.TrimSpace(c.Body())) > 0 {
+		if err := decodeJSON(c, &opts); err != nil {
+			return err
+		}
+	}
+	m, err := s.MessageConsole.Retry(c.UserContext(), apiKeyOf(c), apiKeyOf(c).TenantID, id, opts)
+	if err != nil {
+		return err
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"message": m, "retry_count": m.RetryCount})
 }
 
 // handleAPIBookingResend resends a booking's latest notification on a

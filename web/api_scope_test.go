@@ -102,6 +102,7 @@ var apiRouteScopes = map[string]string{
 	"GET /api/v1/messages":                                            app.ScopeRead,
 	"GET /api/v1/messages/:id":                                        app.ScopeRead,
 	"POST /api/v1/bookings/:id/resend":                                app.ScopeSend,
+	"POST /api/v1/messages/:id/retry":                                 app.ScopeSend,
 	"GET /api/v1/conversations":                                       app.ScopeRead,
 	"GET /api/v1/conversations/:id":                                   app.ScopeRead,
 	"POST /api/v1/conversations/:id/replies":                          app.ScopeSend,

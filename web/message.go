@@ -234,8 +234,10 @@ func (s *Server) handleMessageRetry(c *fiber.Ctx) error {
 		return err
 	}
 	// The retry button of a message whose address the provider refused
-	// carries anyway=1 behind a warning; a form without it is refused.
-	m, err := s.MessageConsole.Retry(c.UserContext(), userOf(c), tenantOf(c).ID, id, c.FormValue("anyway") == "1")
+	// carries anyway=1 behind a warning, that of a message retried
+	// MaxRetries times force=1; a form without them is refused.
+	m, err := s.MessageConsole.Retry(c.UserContext(), userOf(c), tenantOf(c).ID, id,
+		app.RetryOptions{Anyway: c.FormValue("anyway") == "1", Force: c.FormValue("force") == "1"})
 	if app.ErrorCode(err) == app.ECONFLICT {
 		s.flash(c, "error", app.ErrorMessage(err))
 		return c.Redirect(tenantPath(c, "/messages/"+id.String()), fiber.StatusSeeOther)

@@ -70,7 +70,7 @@ func TestConsoleMessages_SendFileAgain(t *testing.T) {
 
 		// Should that one fail, its retry carries the one file too.
 		c.Exec(`UPDATE messages SET status = 'FAILED', failed_reason = 'sns_sms_failure', error_code = 'sms_failure', failed_at = now() WHERE id = $1`, m.ID)
-		retry, err := c.Server.MessageConsole.Retry(c.Ctx, c.users[asSupport], c.Tenant.ID, m.ID, false)
+		retry, err := c.Server.MessageConsole.Retry(c.Ctx, c.users[asSupport], c.Tenant.ID, m.ID, app.RetryOptions{})
 		require.NoError(t, err)
 		require.Equal(t, &fileID, retry.FileID)
 		require.Equal(t, 1, strings.Count(retry.Body, "/f/"), "the retry links the one file: %s", retry.Body)

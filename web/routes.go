@@ -34,6 +34,7 @@ func (s *Server) routes(a *fiber.App) {
 	api.post("/notifications/:id/reject", app.ScopeApprove, s.handleAPINotificationReject)
 	api.get("/messages", app.ScopeRead, s.handleAPIMessageList)
 	api.get("/messages/:id", app.ScopeRead, s.handleAPIMessageGet)
+	api.post("/messages/:id/retry", app.ScopeSend, s.handleAPIMessageRetry)
 	api.get("/trips/:id/reach", app.ScopeRead, s.handleAPITripReach)
 	api.post("/bookings/:id/resend", app.ScopeSend, s.handleAPIBookingResend)
 	// Conversations: what passengers wrote, and answers to them.

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
@@ -34,8 +35,11 @@ func (s *MessageConsole) Resend(ctx context.Context, u *app.User, tenantID uuid.
 // dispatch job. The failed message keeps its status and gets a timeline
 // note naming its retry; an audit entry records both. A message whose
 // address the provider refused (app.AddressRefusal) is retried only with
-// anyway set: the person was told and chose to send all the same.
-func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uuid.UUID, anyway bool) (*app.Message, error) {
+// Anyway set: the person was told and chose to send all the same. A chain
+// of retries stops at app.MaxRetries (each message counts the retries
+// before it) unless Force is set. The console's Retry button and the
+// API's POST /api/v1/messages/{id}/retry both come here.
+func (s *MessageConsole) Retry(ctx context.Context, u app.Principal, tenantID, id uuid.UUID, opts app.RetryOptions) (*app.Message, error) {
 	if err := app.RequirePermission(u, app.PermResend); err != nil {
 		return nil, err
 	}
@@ -47,14 +51,20 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 			return err
 		}
 		if m.Status != app.MessageFailed {
-			return app.Errorf(app.ECONFLICT, "Only failed messages can be retried; this one is %s.", m.Status)
+			return &app.Error{Code: app.ECONFLICT, Reason: "not_failed",
+				Message: fmt.Sprintf("Only failed messages can be retried; this one is %s.", m.Status)}
 		}
-		if why := app.AddressRefusal(m); why != "" && !anyway {
+		if why := app.AddressRefusal(m); why != "" && !opts.Anyway {
 			return &app.Error{Code: app.ECONFLICT, Reason: "address_refused",
 				Message: why + " Sending again will most likely fail the same way; confirm the warning to send anyway."}
 		}
+		if m.RetryCount >= app.MaxRetries && !opts.Force {
+			return &app.Error{Code: app.ECONFLICT, Reason: "max_retries",
+				Message: fmt.Sprintf("This message was already retried %d times, the most Herald retries on its own say; force the retry to send it once more.", m.RetryCount)}
+		}
 		if prior, err := tx.MessageByIdempotencyKey(ctx, tenantID, retryKey(m.ID)); err == nil {
-			return app.Errorf(app.ECONFLICT, "This message was retried already (message %s); retry that one if it failed too.", prior.ID)
+			return &app.Error{Code: app.ECONFLICT, Reason: "already_retried",
+				Message: fmt.Sprintf("This message was retried already (message %s); retry that one if it failed too.", prior.ID)}
 		} else if app.ErrorCode(err) != app.ENOTFOUND {
 			return err
 		}
@@ -71,11 +81,13 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 				m.Channel, strings.ReplaceAll(skip, "_", " "))
 		}
 		next.IdempotencyKey = retryKey(m.ID)
+		next.RetryCount = m.RetryCount + 1
 		next.TriggeredBy = actor.ID
 		// A person decided to send it again: the event's expiry does not
 		// hold it back, quiet hours do.
 		next.ExpiresAt = nil
-		inserted, err := s.Router.Insert(ctx, tx, next, app.SourceConsole, map[string]any{"retry_of": m.ID.String(), "by": actor.Label})
+		inserted, err := s.Router.Insert(ctx, tx, next, app.SourceConsole, map[string]any{"retry_of": m.ID.String(), "by": actor.Label,
+			"retry_count": next.RetryCount, "forced": m.RetryCount >= app.MaxRetries})
 		if err != nil {
 			return err
 		}
@@ -88,7 +100,8 @@ func (s *MessageConsole) Retry(ctx context.Context, u *app.User, tenantID, id uu
 		}
 		if err := tx.InsertAudit(ctx, actor.Entry(&tenantID, "message.retry", "message", m.ID.String(),
 			map[string]any{"retry_id": next.ID.String(), "channel": m.Channel, "failed_reason": m.FailedReason,
-				"address_refused": app.AddressRefusal(m) != ""})); err != nil {
+				"address_refused": app.AddressRefusal(m) != "", "retry_count": next.RetryCount,
+				"forced": m.RetryCount >= app.MaxRetries})); err != nil {
 			return err
 		}
 		retry = next
