@@ -328,6 +328,9 @@ type AccountDetail struct {
 	// Astray are the SES events that named another configuration set
 	// than the account's (SES accounts only).
 	Astray AstrayReceipts
+	// DeliveryLogs is how the SNS account's delivery logs are read (SNS
+	// accounts only).
+	DeliveryLogs *app.SMSLogState
 }
 
 // Accounts manages channel accounts from the console: settings and
@@ -346,6 +349,9 @@ type Accounts struct {
 	// account's endpoint URL, so the form refuses what the first send
 	// would; nil checks the URL's shape only.
 	CheckEndpointURLFunc func(raw string) error
+	// SMSLogs, when set, tells an SNS account's page how its delivery logs
+	// are read.
+	SMSLogs *app.SMSLogs
 	// TestSendLimit caps the tenant's test messages per TestSendWindow;
 	// zero is DefaultTestSendLimit.
 	TestSendLimit int
@@ -470,6 +476,13 @@ func (s *Accounts) Get(ctx context.Context, tenantID, id uuid.UUID) (*AccountDet
 		d.SecretsSet[k] = v != ""
 	}
 	d.DefaultCredentials = d.Spec != nil && d.Spec.AWS && !d.SecretsSet[KeyAWSAccessKeyID]
+	if d.Provider == "sns" && s.SMSLogs != nil {
+		st, err := s.SMSLogs.State(ctx, tenantID, id)
+		if err != nil {
+			return nil, err
+		}
+		d.DeliveryLogs = &st
+	}
 	return &d, nil
 }
 
