@@ -149,6 +149,13 @@ type ReceiptInboxTx interface {
 // an unknown status is refused and none is stored. Each receipt's ID and
 // time are filled in rs.
 func (s *Receipts) Accept(ctx context.Context, rs ...InboxReceipt) error {
+	return s.acceptInto(ctx, s.Inbox, rs)
+}
+
+// acceptInto is Accept into inbox: the inbox itself (a statement committed
+// on its own), or a transaction that stores the receipts together with
+// what they were read with (the delivery-log reader's cursor).
+func (s *Receipts) acceptInto(ctx context.Context, inbox ReceiptInbox, rs []InboxReceipt) error {
 	if len(rs) == 0 {
 		return nil
 	}
@@ -163,7 +170,7 @@ func (s *Receipts) Accept(ctx context.Context, rs ...InboxReceipt) error {
 			rs[i].AvailableAt = now
 		}
 	}
-	return s.Inbox.AddInboxReceipts(ctx, rs)
+	return inbox.AddInboxReceipts(ctx, rs)
 }
 
 // normalize fills a receipt's defaults (its time, its id) and refuses an

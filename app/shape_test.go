@@ -68,6 +68,7 @@ var txInterfaces = map[string]reflect.Type{
 	"app.PriceTx":               reflect.TypeFor[app.PriceTx](),
 	"app.LimitTx":               reflect.TypeFor[app.LimitTx](),
 	"app.SMSLimitTx":            reflect.TypeFor[app.SMSLimitTx](),
+	"app.SMSLogTx":              reflect.TypeFor[app.SMSLogTx](),
 	"app.OverdueTx":             reflect.TypeFor[app.OverdueTx](),
 	"app.MaintenanceTx":         reflect.TypeFor[app.MaintenanceTx](),
 	"app.MessagesTx":            reflect.TypeFor[app.MessagesTx](),

@@ -137,6 +137,7 @@ var (
 	_ app.ConfirmWindowTx = (*Tx)(nil)
 	_ app.ContactsTx      = (*Tx)(nil)
 	_ app.CredentialTx    = (*Tx)(nil)
+	_ app.SMSLogTx        = (*Tx)(nil)
 	_ app.ContactSearchTx = (*Tx)(nil)
 	_ app.DeadlineTx      = (*Tx)(nil)
 	_ app.DispatchPlanTx  = (*Tx)(nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
@@ -35,6 +36,17 @@ type inboxRow struct {
 // committed on its own (the inbox has no row-level security: see
 // db/migrations). The insert notifies the appliers.
 func (s *Store) AddInboxReceipts(ctx context.Context, rs []app.InboxReceipt) error {
+	return addInboxReceipts(ctx, s.db, rs)
+}
+
+// AddInboxReceipts serves app.SMSLogTx: the same INSERT in the
+// transaction, which commits it together with the delivery-log cursor's
+// move (the inbox notifies the appliers at the commit).
+func (t *Tx) AddInboxReceipts(ctx context.Context, rs []app.InboxReceipt) error {
+	return addInboxReceipts(ctx, t.tx, rs)
+}
+
+func addInboxReceipts(ctx context.Context, db sqlx.ExecerContext, rs []app.InboxReceipt) error {
 	rows := make([]inboxRow, len(rs))
 	for i, r := range rs {
 		// Postgres rounds the text of a time to the microsecond, which may
@@ -55,7 +67,7 @@ func (s *Store) AddInboxReceipts(ctx context.Context, rs []app.InboxReceipt) err
 	if err != nil {
 		return fmt.Errorf("encode receipts: %w", err)
 	}
-	_, err = s.db.ExecContext(ctx, `
+	_, err = db.ExecContext(ctx, `
 		INSERT INTO receipt_inbox (provider, route_tenant_id, via_accounts, via_trusted, via_route, via_account_topic, receipt,
 			received_at, available_at)
 		SELECT provider, route_tenant_id, via_accounts, via_trusted, via_route, via_account_topic, receipt, received_at, available_at

@@ -78,6 +78,8 @@ var runtimePrivileges = map[string]string{
 	"rate_buckets":               privWrite,
 	"receipt_inbox":              privWrite,
 	"server_credential_refusals": privWrite,
+	"sms_log_cursors":            privWrite,
+	"sms_log_readers":            privWrite,
 	"templates":                  privWrite,
 	"tenant_branding":            privWrite,
 	"alert_settings":             privWrite,

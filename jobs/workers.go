@@ -32,6 +32,10 @@ type Deps struct {
 	// Alerts checks and delivers staff alerts; nil leaves their workers
 	// unregistered.
 	Alerts *app.Alerts
+	// SMSLogs reads SNS accounts' delivery logs; nil leaves its workers
+	// unregistered (production always sets it: PeriodicJobs schedules
+	// its scan).
+	SMSLogs *app.SMSLogs
 	// DispatchTimeout bounds one run of a dispatch job
 	// (app.DispatchTimeout); zero: the client's JobTimeout.
 	DispatchTimeout time.Duration
@@ -60,6 +64,10 @@ func Workers(d Deps) *river.Workers {
 	if d.Alerts != nil {
 		river.AddWorker(w, &AlertCheckWorker{Alerts: d.Alerts})
 		river.AddWorker(w, &AlertSendWorker{Alerts: d.Alerts})
+	}
+	if d.SMSLogs != nil {
+		river.AddWorker(w, &SMSLogScanWorker{SMSLogs: d.SMSLogs})
+		river.AddWorker(w, &SMSLogReadWorker{SMSLogs: d.SMSLogs})
 	}
 	return w
 }
@@ -96,5 +104,11 @@ func PeriodicJobs() []*river.PeriodicJob {
 		river.NewPeriodicJob(river.PeriodicInterval(time.Minute),
 			func() (river.JobArgs, *river.InsertOpts) { return AlertCheckArgs{}, nil },
 			&river.PeriodicJobOpts{ID: "staff_alert_check"}),
+		// SNS reports SMS outcomes only in CloudWatch Logs: a minute's
+		// wait for a delivery is read, each run re-reading the last few
+		// minutes CloudWatch may still be taking in.
+		river.NewPeriodicJob(river.PeriodicInterval(time.Minute),
+			func() (river.JobArgs, *river.InsertOpts) { return SMSLogScanArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "sms_log_scan"}),
 	}
 }

@@ -156,6 +156,11 @@ const (
 	KeySNSSenderID          = "sender_id"
 	KeySNSOriginationNumber = "origination_number"
 	KeySNSSMSType           = "sms_type"
+	// KeySNSLogRegion and KeySNSLogEndpoint say where the account's SMS
+	// delivery-status logs are read (CloudWatch Logs), when not in the
+	// account's region or at the region's endpoint.
+	KeySNSLogRegion   = "delivery_log_region"
+	KeySNSLogEndpoint = "delivery_log_endpoint_url"
 
 	// KeyAWSStatusTopic is the SNS topic an SES or SNS account's delivery
 	// events come through (app.AccountStatusTopic).
@@ -236,6 +241,11 @@ var ProviderSpecs = []ProviderSpec{
 				Options: []FieldOption{{"Transactional", "Transactional"}, {"Promotional", "Promotional"}}},
 			awsEndpointField,
 			awsStatusTopicField,
+			{Key: KeySNSLogRegion, Label: "Delivery log region", Example: "eu-central-1",
+				Hint: "Where SNS writes the SMS delivery status (CloudWatch Logs); leave empty for the account's region."},
+			{Key: KeySNSLogEndpoint, Label: "Delivery log endpoint URL",
+				Example: "https://vpce-0a1b2c3d4e5f67890-k2l3m4n5.logs.eu-central-1.vpce.amazonaws.com",
+				Hint:    "Only for a CloudWatch Logs VPC endpoint; leave empty to use the region's endpoint. Needs the account's own access keys."},
 		}, awsKeyFields...),
 	},
 	{
@@ -331,6 +341,9 @@ type AccountDetail struct {
 	// Astray are the SES events that named another configuration set
 	// than the account's (SES accounts only).
 	Astray AstrayReceipts
+	// DeliveryLogs is how the SNS account's delivery logs are read (SNS
+	// accounts only).
+	DeliveryLogs *app.SMSLogState
 }
 
 // Accounts manages channel accounts from the console: settings and
@@ -349,6 +362,9 @@ type Accounts struct {
 	// account's endpoint URL, so the form refuses what the first send
 	// would; nil checks the URL's shape only.
 	CheckEndpointURLFunc func(raw string) error
+	// SMSLogs, when set, tells an SNS account's page how its delivery logs
+	// are read.
+	SMSLogs *app.SMSLogs
 	// TestSendLimit caps the tenant's test messages per TestSendWindow;
 	// zero is DefaultTestSendLimit.
 	TestSendLimit int
@@ -473,6 +489,13 @@ func (s *Accounts) Get(ctx context.Context, tenantID, id uuid.UUID) (*AccountDet
 		d.SecretsSet[k] = v != ""
 	}
 	d.DefaultCredentials = d.Spec != nil && d.Spec.AWS && !d.SecretsSet[KeyAWSAccessKeyID]
+	if d.Provider == "sns" && s.SMSLogs != nil {
+		st, err := s.SMSLogs.State(ctx, tenantID, id)
+		if err != nil {
+			return nil, err
+		}
+		d.DeliveryLogs = &st
+	}
 	return &d, nil
 }
 
@@ -862,6 +885,9 @@ func (s *Accounts) settings(u app.Principal, spec *ProviderSpec, f AccountForm, 
 		// endpoints only (the adapters refuse the combination too).
 		return nil, nil, nil, app.FieldErrorf("config_"+KeyAWSEndpoint, "An endpoint URL needs the account's own access keys.")
 	}
+	if spec.AWS && secrets[KeyAWSAccessKeyID] == "" && config[KeySNSLogEndpoint] != "" {
+		return nil, nil, nil, app.FieldErrorf("config_"+KeySNSLogEndpoint, "A delivery log endpoint URL needs the account's own access keys.")
+	}
 	if spec.AWS {
 		// The default chain uses the platform's AWS identity: only an
 		// operator may leave an account on it, whoever edits it later.
@@ -938,11 +964,11 @@ func checkSetting(s *Accounts, spec *ProviderSpec, fd ProviderField, v string) (
 		if !digitsPattern.MatchString(v) {
 			return "", app.FieldErrorf(field, "The app ID is a number of 5 to 32 digits.")
 		}
-	case KeyAWSRegion:
+	case KeyAWSRegion, KeySNSLogRegion:
 		if !awsRegionPattern.MatchString(v) {
 			return "", app.FieldErrorf(field, "%q is not an AWS region; regions look like eu-central-1.", v)
 		}
-	case KeyAWSEndpoint:
+	case KeyAWSEndpoint, KeySNSLogEndpoint:
 		u, err := url.Parse(v)
 		if err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") ||
 			u.User != nil || u.RawQuery != "" || u.Fragment != "" {

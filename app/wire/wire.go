@@ -112,6 +112,9 @@ type Services struct {
 	// Alerts tells tenants' staff what needs them: settings, checks,
 	// delivery.
 	Alerts *app.Alerts
+	// SMSLogs reads SNS accounts' SMS delivery logs into the receipt
+	// inbox (tests point its Log at a fake or an emulator).
+	SMSLogs *app.SMSLogs
 
 	// The console.
 	Console Console
@@ -345,6 +348,9 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		CheckURLFunc: callbackCheck.CheckURL,
 	}
 	s.MetaTemplates = &app.MetaTemplates{Store: db.Scope[app.MetaTemplateTx](store), Accounts: s.Accounts, Catalog: metaProvider, Now: now, Log: log}
+	// Pace buckets read the database's clock unless a test injects one.
+	s.SMSLogs = &app.SMSLogs{Store: db.Scope[app.SMSLogTx](store), Accounts: s.Accounts, Receipts: s.Receipts, Queue: queue,
+		Log: &sns.DeliveryLogs{AnyEndpoint: cfg.Dev()}, Rates: store, BucketNow: opts.Now, Now: now, Logger: log}
 
 	// Security keys answer to the console's public address; one that is
 	// not a host name (an IP address) leaves them off, not the console.
@@ -368,6 +374,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		Queues:     &console.Queues{Store: db.Scope[console.QueueTx](store), Admin: queue.Admin(), Now: now},
 		Accounts: &console.Accounts{
 			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, TemplateSync: queue, Now: now,
+			SMSLogs:             s.SMSLogs,
 			CheckWebhookURLFunc: webhookProvider.CheckURL,
 			CheckEndpointURLFunc: func(raw string) error {
 				_, err := awsclient.CheckEndpoint(raw, cfg.Dev())
@@ -451,7 +458,7 @@ func (s *Services) StartWorkers(ctx context.Context, jc jobs.Config) (*river.Cli
 	workers := jobs.Workers(jobs.Deps{
 		Audit: s.Audit, Router: s.Router, Dispatcher: s.Dispatcher, Maintenance: s.Maintenance,
 		MetaTemplates: s.MetaTemplates, Callbacks: s.Callbacks, Rollups: s.Rollups, Limits: s.Limits, Uploads: s.Uploads,
-		Alerts:          s.Alerts,
+		Alerts: s.Alerts, SMSLogs: s.SMSLogs,
 		DispatchTimeout: app.DispatchTimeout(jc.JobTimeout, s.Config.SendTimeout),
 	})
 	client, err := jobs.NewWorkerClient(s.DB.Pool, workers, jc)
