@@ -370,3 +370,12 @@ func msgFileFacts(f *app.Attachment) string {
 	}
 	return fmt.Sprintf("%s · %s · sha256 %s", f.ContentType, size, (*f.SHA256)[:12])
 }
+
+// msgRemovedText says why a message's personal data is gone, up to the
+// date that follows it.
+func msgRemovedText(m *app.Message) string {
+	if m.Redaction != nil && *m.Redaction == app.RemovedByErasure {
+		return "This message's personal data (address, subject, text, timeline) was erased at the contact's request on"
+	}
+	return "This message's personal data (address, subject, text, timeline) was removed by the tenant's retention on"
+}
