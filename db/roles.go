@@ -16,11 +16,12 @@ import (
 // migrate`, the release command) and owns every table, trigger and
 // function. The runtime role, which web, worker and serve connect as, gets
 // only what they need (runtimePrivileges): no DDL, no TRUNCATE, no trigger
-// changes (only an owner may alter a table), no UPDATE on the tables that
-// are history (the audit log and its anchors, contact and template
-// history; only retention and erasure delete contact history), so neither a bug nor a stolen runtime password can
-// rewrite the audit chain or switch off the guards that keep a message's
-// history true.
+// changes (only an owner may alter a table), no UPDATE or DELETE on the
+// tables that are history (the audit log and its anchors, template
+// history) and no UPDATE on a contact's history (which only retention and
+// a contact's erasure delete), so neither a bug nor a stolen runtime
+// password can rewrite the audit chain or switch off the guards that keep
+// a message's history true.
 
 // Privileges a runtime role may hold on a table.
 const (
