@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/heraldhq/herald/app"
+	"github.com/heraldhq/herald/db"
 	"github.com/heraldhq/herald/web/webtest"
 )
 
@@ -107,6 +108,16 @@ func TestContactErase_API(t *testing.T) {
 		require.NotNil(t, m.RedactedAt)
 		require.Empty(t, m.ToAddress)
 		require.Equal(t, ms[0].Channel, m.Channel)
+
+		var conv uuid.UUID
+		require.NoError(t, c.Services.Store.InPlatform(c.Ctx, func(tx *db.Tx) error {
+			return tx.SQL().QueryRowContext(c.Ctx, `SELECT id FROM conversations WHERE contact_id = $1 AND erased_at IS NOT NULL`, id).Scan(&conv)
+		}))
+		page := c.signIn(asManager).page("/t/acme/inbox/" + conv.String())
+		require.Contains(t, text(page.Find(".conversation-erased")), "was removed")
+		html, err := page.Html()
+		require.NoError(t, err)
+		require.NotContains(t, html, annaPhone)
 
 		var e apiError
 		require.Equal(t, http.StatusConflict, c.Request(http.MethodPatch, "/api/v1/contacts/"+id.String(),
