@@ -33,6 +33,10 @@ type Contact struct {
 	WhatsAppWindowUntil *time.Time `db:"whatsapp_window_until" json:"-"`
 	CreatedAt           time.Time  `db:"created_at" json:"created_at"`
 	UpdatedAt           time.Time  `db:"updated_at" json:"updated_at"`
+	// ErasedAt is when the contact's personal data was erased, on request
+	// or by retention (Erasure says which); the contact keeps only its id.
+	ErasedAt *time.Time `db:"erased_at" json:"erased_at,omitempty"`
+	Erasure  *string    `db:"erasure" json:"erased_by,omitempty"`
 }
 
 // Recipient returns the contact as a template recipient.

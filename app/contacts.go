@@ -44,6 +44,7 @@ type ContactsTx interface {
 	SaveContact(ctx context.Context, c *Contact) error
 	InsertContactChanges(ctx context.Context, changes []*ContactChange) error
 	InsertAudit(ctx context.Context, e *AuditEntry) error
+	ContactErasureTx
 }
 
 // Contacts reads and changes a tenant's contacts for the API and the
@@ -187,6 +188,9 @@ func (s *Contacts) Update(ctx context.Context, actor Actor, tenantID, id uuid.UU
 		if err != nil {
 			return err
 		}
+		if err := notErased(c); err != nil {
+			return err
+		}
 		if up.Phone != nil && *up.Phone != "" && (c.Phone == nil || *c.Phone != *up.Phone) {
 			if other, err := tx.ContactOtherWith(ctx, tenantID, id, *up.Phone); err == nil {
 				return &Error{Code: ECONFLICT, Reason: "contact_conflict", Field: "phone",
@@ -325,6 +329,9 @@ func (s *Contacts) SetOptOut(ctx context.Context, actor Actor, tenantID, id uuid
 		if err != nil {
 			return err
 		}
+		if err := notErased(c); err != nil {
+			return err
+		}
 		now := s.Now()
 		change, _ := ApplyPreference(c, PreferenceChange{Channels: chosen, OptOut: optOut, At: now, Source: source, Actor: actor})
 		// Saved even without a change: the decision's time is the
@@ -378,4 +385,14 @@ func (s *Contacts) record(ctx context.Context, tx ContactsTx, actor Actor, c *Co
 		return err
 	}
 	return tx.InsertAudit(ctx, actor.Entry(&c.TenantID, action, "contact", c.ID.String(), map[string]any{"fields": fields}))
+}
+
+// notErased refuses a change to an erased contact: its details stay gone,
+// and a passenger who comes back is a new contact.
+func notErased(c *Contact) error {
+	if c.ErasedAt == nil {
+		return nil
+	}
+	return &Error{Code: ECONFLICT, Reason: "contact_erased",
+		Message: fmt.Sprintf("Contact %s was erased on %s; its details cannot be changed.", c.ID, c.ErasedAt.UTC().Format(time.DateOnly))}
 }

@@ -53,6 +53,9 @@ type Conversation struct {
 	StatusAt  *time.Time `db:"status_at" json:"status_at"`
 	CreatedAt time.Time  `db:"created_at" json:"created_at"`
 	UpdatedAt time.Time  `db:"updated_at" json:"updated_at"`
+	// ErasedAt is when retention or an erasure of the contact removed the
+	// conversation's personal content (what the passenger wrote).
+	ErasedAt *time.Time `db:"erased_at" json:"erased_at,omitempty"`
 }
 
 // Unanswered reports whether the passenger wrote last in an open

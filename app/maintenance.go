@@ -39,7 +39,10 @@ type MaintenanceTx interface {
 	SweepTenants(ctx context.Context, sweep Sweep, at time.Time) ([]uuid.UUID, error)
 	StuckMessages(ctx context.Context, tenantID uuid.UUID, queuedBefore time.Time, limit int) ([]DispatchJob, error)
 	MarkStale(ctx context.Context, tenantID uuid.UUID, sentBefore, at time.Time, limit int) (int, error)
-	PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (MessagePrune, error)
+	// PruneMessages removes, at the time now, the personal data of up to
+	// limit finished messages created before the time and keeps their
+	// facts.
+	PruneMessages(ctx context.Context, tenantID uuid.UUID, before, now time.Time, limit int) (MessagePrune, error)
 	PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneReceipts(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PruneRejections(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
@@ -51,11 +54,23 @@ type MaintenanceTx interface {
 	// rows are gone; it returns what it deleted.
 	PruneUploads(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
 	PrunePendingReceipts(ctx context.Context, receivedBefore time.Time, limit int) ([]string, error)
+	// PruneInbound deletes up to limit messages passengers sent that were
+	// received before the time.
+	PruneInbound(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error)
+	// PruneConversations removes the personal content of up to limit
+	// conversations whose last message is older than before, at the time
+	// now.
+	PruneConversations(ctx context.Context, tenantID uuid.UUID, before, now time.Time, limit int) (int, error)
+	// PruneContacts erases, as EraseContact does, up to limit contacts
+	// last active before the time, at the time now, and returns what it
+	// erased.
+	PruneContacts(ctx context.Context, tenantID uuid.UUID, before, now time.Time, limit int) (ContactErasure, error)
 }
 
-// MessagePrune is what one retention batch of messages deleted.
+// MessagePrune is what one retention batch of messages removed.
 type MessagePrune struct {
-	// Messages counts the messages; the other fields their dependent rows.
+	// Messages counts the messages whose personal data went (their rows
+	// stay, with their facts); the other fields the dependent rows deleted.
 	Messages, Timeline, Receipts, Callbacks int
 }
 
@@ -249,6 +264,9 @@ type PruneResult struct {
 	Rejections int
 	// Uploads counts uploads and their rows.
 	Uploads int
+	// Inbound counts messages passengers sent, Conversations the
+	// conversations whose content went, Contacts the contacts erased.
+	Inbound, Conversations, Contacts int
 	// More is set when the run stopped at its budget with old rows left.
 	More bool
 }
@@ -261,12 +279,26 @@ func (r *PruneResult) add(o PruneResult) {
 	r.Callbacks += o.Callbacks
 	r.Rejections += o.Rejections
 	r.Uploads += o.Uploads
+	r.Inbound += o.Inbound
+	r.Conversations += o.Conversations
+	r.Contacts += o.Contacts
 }
 
-// Prune deletes, for every tenant, what is older than its retention:
-// finished messages together with their timelines, receipts and callback
-// deliveries, then events with no message left, then the remaining
-// receipts, then rejected API requests.
+// Prune removes, for every tenant, the personal data older than its
+// retention: the personal data of finished messages (address, subject,
+// body) together with their timelines, receipts and callback deliveries,
+// keeping each message's facts; then finished events (EXPIRED ones too)
+// whose messages kept no personal data, then the remaining receipts,
+// rejected API requests and uploads; then messages passengers sent,
+// conversations whose last message is older than retention, and contacts
+// last active before it (their last change, message or inbound message),
+// which are erased as on request (EraseContact).
+//
+// A message's facts (tenant, event type, channel, status, times, cost,
+// SMS parts, provider, template) stay in its row, so every count the
+// dashboard, usage, cost and the trend make is the same after retention
+// as before; only the row's personal columns are blanked. A contact or a
+// conversation keeps its id only.
 //
 // Retention deletes rows in batches rather than dropping monthly partitions.
 // Partitioning messages by month would put created_at into every unique key
@@ -307,7 +339,8 @@ func (m *Maintenance) Prune(ctx context.Context) (PruneResult, error) {
 		if res != (PruneResult{}) {
 			m.Log.InfoContext(ctx, "retention pruned", "tenant_id", t.ID, "retention_days", t.Retention(),
 				"messages", res.Messages, "timeline", res.Timeline, "events", res.Events,
-				"receipts", res.Receipts, "callbacks", res.Callbacks, "rejections", res.Rejections, "uploads", res.Uploads)
+				"receipts", res.Receipts, "callbacks", res.Callbacks, "rejections", res.Rejections, "uploads", res.Uploads,
+				"inbound", res.Inbound, "conversations", res.Conversations, "contacts", res.Contacts)
 		}
 		if err != nil {
 			return total, err
@@ -349,9 +382,64 @@ func (m *Maintenance) pruneTenant(ctx context.Context, t *Tenant, p *pacer) (Pru
 	var res PruneResult
 	limit := cmp.Or(m.PruneBatchSize, PruneBatch)
 	before := m.Now().AddDate(0, 0, -t.Retention())
-	steps := []func(MaintenanceTx) (int, error){
+	steps := append(m.pruneSteps(ctx, t, before, limit, &res), m.personalSteps(ctx, t, before, limit, &res)...)
+	for _, step := range steps {
+		for {
+			if err := p.wait(ctx); err != nil {
+				return res, err
+			}
+			if p.out {
+				return res, nil
+			}
+			var n int
+			err := m.Store.InTenant(ctx, t.ID, func(tx MaintenanceTx) (err error) {
+				n, err = step(tx)
+				return err
+			})
+			p.done()
+			if err != nil {
+				return res, err
+			}
+			if n < limit {
+				break
+			}
+		}
+	}
+	return res, nil
+}
+
+// personalSteps are the retention batches of what passengers wrote and
+// who they are, after messages and events: messages passengers sent,
+// conversations, then contacts (which read their messages' age).
+func (m *Maintenance) personalSteps(ctx context.Context, t *Tenant, before time.Time, limit int, res *PruneResult) []func(MaintenanceTx) (int, error) {
+	return []func(MaintenanceTx) (int, error){
+		func(tx MaintenanceTx) (n int, err error) {
+			n, err = tx.PruneInbound(ctx, t.ID, before, limit)
+			res.Inbound += n
+			return n, err
+		},
+		func(tx MaintenanceTx) (n int, err error) {
+			n, err = tx.PruneConversations(ctx, t.ID, before, m.Now(), limit)
+			res.Conversations += n
+			return n, err
+		},
 		func(tx MaintenanceTx) (int, error) {
-			mp, err := tx.PruneMessages(ctx, t.ID, before, limit)
+			e, err := tx.PruneContacts(ctx, t.ID, before, m.Now(), limit)
+			res.Contacts += e.Contacts
+			res.Messages += e.Messages
+			res.Inbound += e.Inbound
+			res.Conversations += e.Conversations
+			return e.Contacts, err
+		},
+	}
+}
+
+// pruneSteps are the retention batches of messages, events, receipts,
+// rejected requests and uploads.
+func (m *Maintenance) pruneSteps(ctx context.Context, t *Tenant, before time.Time, limit int, res *PruneResult) []func(MaintenanceTx) (int, error) {
+	return []func(MaintenanceTx) (int, error){
+		func(tx MaintenanceTx) (int, error) {
+			mp, err := tx.PruneMessages(ctx, t.ID, before, m.Now(), limit)
 			res.Messages += mp.Messages
 			res.Timeline += mp.Timeline
 			res.Receipts += mp.Receipts
@@ -379,29 +467,6 @@ func (m *Maintenance) pruneTenant(ctx context.Context, t *Tenant, p *pacer) (Pru
 			return n, err
 		},
 	}
-	for _, step := range steps {
-		for {
-			if err := p.wait(ctx); err != nil {
-				return res, err
-			}
-			if p.out {
-				return res, nil
-			}
-			var n int
-			err := m.Store.InTenant(ctx, t.ID, func(tx MaintenanceTx) (err error) {
-				n, err = step(tx)
-				return err
-			})
-			p.done()
-			if err != nil {
-				return res, err
-			}
-			if n < limit {
-				break
-			}
-		}
-	}
-	return res, nil
 }
 
 // pacer spaces retention's batches: before each batch after the first it

@@ -179,7 +179,21 @@ type Message struct {
 	// entity, or open one, and set ConversationID: routing's find-or-open
 	// rides on the message's own insert.
 	OpenConversation *Entity `db:"-" json:"-"`
+	// RedactedAt is when the message's personal data (address, subject,
+	// body, timeline, receipts, callback payloads) was removed, by
+	// retention or by an erasure of its contact (Redaction says which);
+	// nil while it is kept. The message's facts stay.
+	RedactedAt *time.Time `db:"redacted_at" json:"personal_data_removed_at,omitempty"`
+	Redaction  *string    `db:"redaction" json:"personal_data_removed_by,omitempty"`
 }
+
+// Why a message's or a contact's personal data was removed.
+const (
+	// RemovedByRetention: the tenant's retention passed.
+	RemovedByRetention = "retention"
+	// RemovedByErasure: someone asked for the contact to be erased.
+	RemovedByErasure = "erasure"
+)
 
 // MessageEvent is one entry of a message's timeline.
 type MessageEvent struct {

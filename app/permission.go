@@ -38,6 +38,9 @@ const (
 	PermApprove Permission = "approvals.decide"
 	// PermContacts changes contacts: opt-outs and opt-ins.
 	PermContacts Permission = "contacts.manage"
+	// PermEraseContacts erases a contact on request (its details, history
+	// and the personal data of its messages); managers only.
+	PermEraseContacts Permission = "contacts.erase"
 	// PermAddresses shows phone numbers and e-mail addresses unmasked.
 	PermAddresses Permission = "addresses.view"
 	// PermChannels shows and changes channel accounts (secrets stay
@@ -71,12 +74,12 @@ var Permissions = map[string][]Permission{
 	RoleOperator: {
 		PermPlatform, PermQueues,
 		PermDashboard, PermMessages, PermResend, PermReply, PermCancelMessage, PermSchedules, PermManageSchedules,
-		PermApprove, PermAddresses, PermContacts, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
+		PermApprove, PermAddresses, PermContacts, PermEraseContacts, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
 		PermViewTemplates, PermViewChannels, PermCallbacks,
 	},
 	RoleManager: {
 		PermDashboard, PermMessages, PermResend, PermReply, PermCancelMessage, PermSchedules, PermManageSchedules,
-		PermApprove, PermAddresses, PermContacts, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
+		PermApprove, PermAddresses, PermContacts, PermEraseContacts, PermChannels, PermTemplates, PermUsers, PermAPIKeys, PermAudit, PermSettings,
 		PermViewTemplates, PermViewChannels, PermCallbacks,
 	},
 	RoleSupport: {

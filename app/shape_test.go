@@ -51,6 +51,7 @@ var txInterfaces = map[string]reflect.Type{
 	"app.ContactResolveTx":      reflect.TypeFor[app.ContactResolveTx](),
 	"app.ContactSearchTx":       reflect.TypeFor[app.ContactSearchTx](),
 	"app.ContactsTx":            reflect.TypeFor[app.ContactsTx](),
+	"app.ContactErasureTx":      reflect.TypeFor[app.ContactErasureTx](),
 	"app.CredentialTx":          reflect.TypeFor[app.CredentialTx](),
 	"app.FileServeTx":           reflect.TypeFor[app.FileServeTx](),
 	"app.DeadlineTx":            reflect.TypeFor[app.DeadlineTx](),

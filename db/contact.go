@@ -15,6 +15,10 @@ import (
 
 const contactColumns = `id, tenant_id, passenger_profile_id, name, phone, email, locale, email_complained_at, opted_out, opt_out_at, whatsapp_window_until, created_at, updated_at`
 
+// contactReadColumns are contactColumns and whether and why the contact's
+// personal data was erased, which only EraseContacts writes.
+const contactReadColumns = contactColumns + `, erased_at, erasure`
+
 // FindContact looks a sender up by profile id, else phone, else e-mail.
 // It serves app.InboundTx (replies come from a phone number, and any
 // contact with it can answer the conversation).
@@ -46,7 +50,7 @@ func (t *Tx) FindContact(ctx context.Context, tenantID uuid.UUID, profileID, pho
 // ContactByID serves app.FallbackTx, app.RouteTx and console.MessageTx.
 func (t *Tx) ContactByID(ctx context.Context, tenantID, id uuid.UUID) (*app.Contact, error) {
 	var c app.Contact
-	if err := t.tx.GetContext(ctx, &c, `SELECT `+contactColumns+` FROM contacts WHERE tenant_id = $1 AND id = $2`, tenantID, id); err != nil {
+	if err := t.tx.GetContext(ctx, &c, `SELECT `+contactReadColumns+` FROM contacts WHERE tenant_id = $1 AND id = $2`, tenantID, id); err != nil {
 		return nil, notFound(err, "Contact %s not found.", id)
 	}
 	return &c, nil
@@ -177,7 +181,7 @@ func (t *Tx) ContactChanges(ctx context.Context, tenantID, contactID uuid.UUID, 
 // LockContact reads a contact for a change. It serves app.ContactsTx.
 func (t *Tx) LockContact(ctx context.Context, tenantID, id uuid.UUID) (*app.Contact, error) {
 	var c app.Contact
-	if err := t.tx.GetContext(ctx, &c, `SELECT `+contactColumns+` FROM contacts WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id); err != nil {
+	if err := t.tx.GetContext(ctx, &c, `SELECT `+contactReadColumns+` FROM contacts WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenantID, id); err != nil {
 		return nil, notFound(err, "Contact %s not found.", id)
 	}
 	return &c, nil
@@ -205,7 +209,7 @@ func (t *Tx) ListContacts(ctx context.Context, tenantID uuid.UUID, f app.Contact
 	args = append(args, limit+1, offset)
 	out := []*app.Contact{}
 	err := t.tx.SelectContext(ctx, &out, t.tx.Rebind(`
-		SELECT `+contactColumns+` FROM contacts WHERE `+strings.Join(where, " AND ")+`
+		SELECT `+contactReadColumns+` FROM contacts WHERE `+strings.Join(where, " AND ")+`
 		ORDER BY created_at DESC, id LIMIT ? OFFSET ?`), args...)
 	return out, mapErr(err)
 }

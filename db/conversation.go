@@ -20,7 +20,7 @@ const conversationUnanswered = `(c.status = 'OPEN' AND c.last_inbound_at IS NOT 
 
 // ConversationByID serves app.InboxTx.
 func (t *Tx) ConversationByID(ctx context.Context, tenantID, id uuid.UUID, forUpdate bool) (*app.Conversation, error) {
-	q := `SELECT ` + conversationColumns + ` FROM conversations WHERE tenant_id = $1 AND id = $2`
+	q := `SELECT ` + conversationColumns + `, erased_at FROM conversations WHERE tenant_id = $1 AND id = $2`
 	if forUpdate {
 		q += ` FOR UPDATE`
 	}

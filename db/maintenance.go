@@ -90,9 +90,11 @@ func (t *Tx) MarkStale(ctx context.Context, tenantID uuid.UUID, sentBefore, at t
 }
 
 // pruneMessagesBatch picks a batch of retention: $1 tenant, $2 created
-// before, $3 limit.
+// before, $3 limit. Messages redacted before are not picked again, and
+// messages_unredacted_created_idx holds only the others, so the rows
+// retention keeps never slow it down.
 const pruneMessagesBatch = `
-	SELECT id FROM messages WHERE tenant_id = $1 AND created_at < $2
+	SELECT id FROM messages WHERE tenant_id = $1 AND created_at < $2 AND redacted_at IS NULL
 	  AND (status IN ('DELIVERED', 'READ', 'FAILED', 'CANCELLED', 'EXPIRED') OR (status = 'SENT' AND stale_at IS NOT NULL))
 	ORDER BY created_at
 	LIMIT $3
@@ -103,52 +105,48 @@ const pruneMessagesBatch = `
 const pruneMessagesTimeline = `DELETE FROM message_events WHERE message_id = ANY($2::uuid[]) AND tenant_id = $1`
 
 // PruneMessages serves app.MaintenanceTx: up to limit of the tenant's
-// oldest finished messages created before the time, with the rows that hang
-// off them (timeline entries, receipts, callback deliveries), in the
-// caller's transaction. SENT messages count as finished once stale.
+// oldest finished messages created before the time lose their personal
+// data (redactMessages): the rows that hang off them (timeline entries,
+// receipts, callback deliveries) are deleted, the address, subject and
+// body blanked, and the messages themselves kept with their facts. SENT
+// messages count as finished once stale.
 //
-// The messages are picked through messages_tenant_created_idx and locked
-// with SKIP LOCKED: a second pruner takes the next rows instead of waiting
-// for (or deleting again) these, and a message a late receipt or a resend
-// holds is left for the next run. The dependents are deleted by message id
-// through indexes that lead with it; the foreign keys' own cascades then
-// find nothing left to do. A fallback that outlives its original keeps
-// its row, with fallback_of set to NULL by the foreign key.
-func (t *Tx) PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (app.MessagePrune, error) {
-	var res app.MessagePrune
+// The messages are picked through messages_unredacted_created_idx and
+// locked with SKIP LOCKED: a second pruner takes the next rows instead of
+// waiting for (or redacting again) these, and a message a late receipt or
+// a resend holds is left for the next run. The dependents are deleted by
+// message id through indexes that lead with it.
+func (t *Tx) PruneMessages(ctx context.Context, tenantID uuid.UUID, before, now time.Time, limit int) (app.MessagePrune, error) {
 	ids := []uuid.UUID{}
-	err := t.tx.SelectContext(ctx, &ids, pruneMessagesBatch, tenantID, before, limit)
-	if err != nil || len(ids) == 0 {
-		return res, mapErr(err)
+	if err := t.tx.SelectContext(ctx, &ids, pruneMessagesBatch, tenantID, before, limit); err != nil {
+		return app.MessagePrune{}, mapErr(err)
 	}
-	for _, step := range []struct {
-		count *int
-		query string
-	}{
-		{&res.Timeline, pruneMessagesTimeline},
-		{&res.Receipts, `DELETE FROM webhook_receipts WHERE message_id = ANY($2::uuid[]) AND tenant_id = $1`},
-		{&res.Callbacks, `DELETE FROM callback_deliveries WHERE message_id = ANY($2::uuid[]) AND tenant_id = $1`},
-		{&res.Messages, `DELETE FROM messages WHERE id = ANY($2::uuid[]) AND tenant_id = $1`},
-	} {
-		if *step.count, err = t.prune(ctx, step.query, tenantID, uuidArray(ids)); err != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	return t.redactMessages(ctx, tenantID, ids, now, app.RemovedByRetention)
 }
 
-// PruneEvents serves app.MaintenanceTx: finished events with no message
-// left. Deleting one sets the event id of contact changes it carried to
-// NULL (contact_changes_event_idx keeps that an index lookup).
+// PruneEvents serves app.MaintenanceTx: finished events (EXPIRED ones
+// too) none of whose messages keeps personal data. Their messages stay,
+// with the event id cleared first (nothing references events by foreign
+// key from messages, see 00006), through messages_event_id_idx. Deleting
+// an event deletes its files (ON DELETE CASCADE) and sets the event id of
+// contact changes it carried to NULL (contact_changes_event_idx).
 func (t *Tx) PruneEvents(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (int, error) {
-	return t.prune(ctx, `
-		DELETE FROM events WHERE tenant_id = $1 AND id IN (
-			SELECT e.id FROM events e WHERE e.tenant_id = $1 AND e.created_at < $2
-			  AND e.status IN ('ROUTED', 'CANCELLED', 'REJECTED', 'FAILED')
-			  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant_id = $1 AND m.event_id = e.id)
-			ORDER BY e.created_at
-			LIMIT $3
-			FOR UPDATE SKIP LOCKED)`, tenantID, before, limit)
+	ids := []uuid.UUID{}
+	err := t.tx.SelectContext(ctx, &ids, `
+		SELECT e.id FROM events e WHERE e.tenant_id = $1 AND e.created_at < $2
+		  AND e.status IN ('ROUTED', 'CANCELLED', 'REJECTED', 'FAILED', 'EXPIRED')
+		  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.tenant_id = $1 AND m.event_id = e.id AND m.redacted_at IS NULL)
+		ORDER BY e.created_at
+		LIMIT $3
+		FOR UPDATE SKIP LOCKED`, tenantID, before, limit)
+	if err != nil || len(ids) == 0 {
+		return 0, mapErr(err)
+	}
+	if _, err := t.prune(ctx, `UPDATE messages SET event_id = NULL WHERE event_id = ANY($2::uuid[]) AND tenant_id = $1`,
+		tenantID, uuidArray(ids)); err != nil {
+		return 0, err
+	}
+	return t.prune(ctx, `DELETE FROM events WHERE id = ANY($2::uuid[]) AND tenant_id = $1`, tenantID, uuidArray(ids))
 }
 
 // PruneReceipts serves app.MaintenanceTx: old receipts that belong to no

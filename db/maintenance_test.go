@@ -116,7 +116,8 @@ func (b *retentionBundle) orphans(t *testing.T) int {
 		+ (SELECT count(*) FROM webhook_receipts x WHERE x.message_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = x.message_id))
 		+ (SELECT count(*) FROM callback_deliveries x WHERE x.message_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = x.message_id))
 		+ (SELECT count(*) FROM contact_changes x WHERE x.event_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = x.event_id))
-		+ (SELECT count(*) FROM messages x WHERE x.fallback_of IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = x.fallback_of))`)
+		+ (SELECT count(*) FROM messages x WHERE x.fallback_of IS NOT NULL AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = x.fallback_of))
+		+ (SELECT count(*) FROM messages x WHERE x.event_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM events e WHERE e.id = x.event_id))`)
 }
 
 // countingStore records, per transaction, how many messages PruneMessages
@@ -136,8 +137,8 @@ func (s *countingStore) InTenant(ctx context.Context, tenantID uuid.UUID, fn fun
 	return s.Store.InTenant(ctx, tenantID, func(tx app.MaintenanceTx) error { return fn(countingTx{tx, s}) })
 }
 
-func (tx countingTx) PruneMessages(ctx context.Context, tenantID uuid.UUID, before time.Time, limit int) (app.MessagePrune, error) {
-	res, err := tx.MaintenanceTx.PruneMessages(ctx, tenantID, before, limit)
+func (tx countingTx) PruneMessages(ctx context.Context, tenantID uuid.UUID, before, now time.Time, limit int) (app.MessagePrune, error) {
+	res, err := tx.MaintenanceTx.PruneMessages(ctx, tenantID, before, now, limit)
 	tx.s.mu.Lock()
 	tx.s.batches = append(tx.s.batches, res.Messages)
 	tx.s.mu.Unlock()
@@ -195,7 +196,8 @@ func TestMaintenance_Prune(t *testing.T) {
 		require.Equal(t, len(gone), res.Callbacks)
 
 		for _, s := range gone {
-			require.False(t, b.exists(t, "messages", s.message))
+			require.Equal(t, 1, b.count(t, `SELECT count(*) FROM messages WHERE id = $1 AND abs(extract(epoch FROM redacted_at - $2)) < 0.001 AND redaction = 'retention'
+				AND event_id IS NULL`, s.message, b.now), "message %s keeps its facts without its personal data", s.message)
 			require.False(t, b.exists(t, "events", s.event))
 		}
 		for _, s := range kept {
@@ -206,7 +208,8 @@ func TestMaintenance_Prune(t *testing.T) {
 			require.Equal(t, 1, b.count(t, `SELECT count(*) FROM callback_deliveries WHERE message_id = $1`, s.message))
 		}
 		require.Zero(t, b.orphans(t))
-		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM messages WHERE id = $1 AND fallback_of IS NULL`, fallback.message))
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM messages WHERE id = $1 AND fallback_of = $2`, fallback.message, gone[0].message),
+			"the original's facts stay, so the fallback still names it")
 		require.Equal(t, len(gone), b.count(t, `SELECT count(*) FROM contact_changes WHERE event_id IS NULL`),
 			"a contact's history stays, without the deleted event")
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM webhook_receipts WHERE receipt_id = 'new-foreign'`))
@@ -261,7 +264,8 @@ func TestMaintenance_Prune(t *testing.T) {
 			}
 		}
 		require.Equal(t, 10, total)
-		require.Zero(t, b.count(t, `SELECT count(*) FROM messages`))
+		require.Zero(t, b.count(t, `SELECT count(*) FROM messages WHERE redacted_at IS NULL`))
+		require.Equal(t, 10, b.count(t, `SELECT count(*) FROM messages`), "their facts stay")
 	})
 
 	t.Run("CancelledDuringPause", func(t *testing.T) {
@@ -364,7 +368,7 @@ func TestMaintenance_PruneConcurrent(t *testing.T) {
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, old, results[0].Messages+results[1].Messages, "each old message deleted once")
+	require.Equal(t, old, results[0].Messages+results[1].Messages, "each old message redacted once")
 	require.Equal(t, 2*old, results[0].Timeline+results[1].Timeline)
 	// An event goes once no message of it is left: one pruner may look
 	// while the other still holds the event's message, leaving the event to
@@ -373,7 +377,8 @@ func TestMaintenance_PruneConcurrent(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, next.Messages)
 	require.Equal(t, old, results[0].Events+results[1].Events+next.Events)
-	require.Equal(t, int(written.Load()), b.count(t, `SELECT count(*) FROM messages`), "no new message touched")
+	require.Equal(t, int(written.Load()), b.count(t, `SELECT count(*) FROM messages WHERE redacted_at IS NULL`), "no new message touched")
+	require.Equal(t, old, b.count(t, `SELECT count(*) FROM messages WHERE redacted_at IS NOT NULL`))
 	require.Equal(t, 2*int(written.Load()), b.count(t, `SELECT count(*) FROM message_events`))
 	require.Zero(t, b.orphans(t))
 }
@@ -388,7 +393,7 @@ func TestPruneMessages_PlanUsesIndexes(t *testing.T) {
 	tn := createTenant(t, b.testBundle, "explained")
 	batch := explainGeneric(t, b.testBundle, tn.ID, db.PruneMessagesBatchQuery, "uuid, timestamptz, int",
 		fmt.Sprintf(`'%s', '%s', %d`, tn.ID, b.now.AddDate(0, 0, -90).UTC().Format(time.RFC3339Nano), app.PruneBatch))
-	require.Contains(t, batch, "messages_tenant_created_idx", batch)
+	require.Contains(t, batch, "messages_unredacted_created_idx", batch)
 	timeline := explainGeneric(t, b.testBundle, tn.ID, db.PruneMessagesTimelineQuery, "uuid, uuid[]",
 		fmt.Sprintf(`'%s', ARRAY['%s']::uuid[]`, tn.ID, uuid.New()))
 	require.Contains(t, timeline, "message_events_message_id_idx", timeline)

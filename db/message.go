@@ -19,7 +19,8 @@ import (
 
 // messageColumns are the columns a message is read with: insertColumns,
 // and those only the send path writes.
-const messageColumns = insertColumns + `, send_started_at, send_unknown_until, previous_external_ids, acknowledged_at, ack_via, call_listed_at`
+const messageColumns = insertColumns + `, send_started_at, send_unknown_until, previous_external_ids, acknowledged_at, ack_via, call_listed_at,
+	redacted_at, redaction`
 
 // insertColumns are the columns InsertMessages writes.
 const insertColumns = `id, tenant_id, event_id, correlation_id, idempotency_key, trigger_event, channel, channel_account_id,

@@ -17,10 +17,11 @@ import (
 // function. The runtime role, which web, worker and serve connect as, gets
 // only what they need (runtimePrivileges): no DDL, no TRUNCATE, no trigger
 // changes (only an owner may alter a table), no UPDATE or DELETE on the
-// tables that are history (the audit log and its anchors, contact and
-// template history), so neither a bug nor a stolen runtime password can
-// rewrite the audit chain or switch off the guards that keep a message's
-// history true.
+// tables that are history (the audit log and its anchors, template
+// history) and no UPDATE on a contact's history (which only retention and
+// a contact's erasure delete), so neither a bug nor a stolen runtime
+// password can rewrite the audit chain or switch off the guards that keep
+// a message's history true.
 
 // Privileges a runtime role may hold on a table.
 const (
@@ -38,29 +39,34 @@ var runtimePrivileges = map[string]string{
 	// History: appended, never changed or removed.
 	"audit_log":         privAppend,
 	"audit_anchors":     privAppend,
-	"contact_changes":   privAppend,
 	"template_versions": privAppend,
-	"inbound_messages":  privAppend,
-	// A message's timeline: appended, and pruned by retention.
-	"message_events": privPrune,
+	// A message's timeline and a contact's history: appended, never
+	// changed, and deleted by retention or a contact's erasure (the
+	// personal data they hold may not outlive either).
+	"message_events":  privPrune,
+	"contact_changes": privPrune,
 	// The migrations' own records: read to tell a server that the schema
 	// is behind.
 	"herald_migrations": privRead,
 	"river_migration":   privRead,
 
-	"api_keys":                   privWrite,
-	"attachments":                privWrite,
-	"api_rejection_counters":     privWrite,
-	"api_rejections":             privWrite,
-	"callback_deliveries":        privWrite,
-	"callback_endpoints":         privWrite,
-	"channel_accounts":           privWrite,
-	"confirmation_windows":       privWrite,
-	"contacts":                   privWrite,
-	"conversations":              privWrite,
-	"delivery_deadlines":         privWrite,
-	"entity_supersessions":       privWrite,
-	"events":                     privWrite,
+	"api_keys":               privWrite,
+	"attachments":            privWrite,
+	"api_rejection_counters": privWrite,
+	"api_rejections":         privWrite,
+	"callback_deliveries":    privWrite,
+	"callback_endpoints":     privWrite,
+	"channel_accounts":       privWrite,
+	"confirmation_windows":   privWrite,
+	"contacts":               privWrite,
+	"conversations":          privWrite,
+	"delivery_deadlines":     privWrite,
+	"entity_supersessions":   privWrite,
+	"events":                 privWrite,
+	// What passengers wrote: retention locks the oldest rows (FOR UPDATE
+	// SKIP LOCKED, which needs UPDATE) so that two runs never delete the
+	// same ones.
+	"inbound_messages":           privWrite,
 	"intake_day_counts":          privWrite,
 	"login_failure_windows":      privWrite,
 	"login_throttle":             privWrite,

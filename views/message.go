@@ -384,3 +384,12 @@ func retryLimitQuestion(refusal string, retries int) string {
 	}
 	return q + "Send it once more?"
 }
+
+// msgRemovedText says why a message's personal data is gone, up to the
+// date that follows it.
+func msgRemovedText(m *app.Message) string {
+	if m.Redaction != nil && *m.Redaction == app.RemovedByErasure {
+		return "This message's personal data (address, subject, text, timeline) was erased at the contact's request on"
+	}
+	return "This message's personal data (address, subject, text, timeline) was removed by the tenant's retention on"
+}

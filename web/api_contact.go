@@ -82,3 +82,22 @@ func (s *Server) apiContactOpt(c *fiber.Ctx, out bool) error {
 	}
 	return c.JSON(d)
 }
+
+// handleAPIContactErase erases a contact on request: its details, history,
+// what it wrote and the personal data of its messages, keeping their facts.
+// It takes no body; erasing again answers with already_erased and nothing
+// removed.
+func (s *Server) handleAPIContactErase(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	if len(c.Body()) > 0 {
+		return app.Invalid("unexpected_body", "", "An erasure takes no body: POST it empty.")
+	}
+	res, err := s.Contacts.Erase(c.UserContext(), apiActor(c), apiKeyOf(c).TenantID, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(res)
+}

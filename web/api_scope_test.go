@@ -148,6 +148,7 @@ var apiRouteScopes = map[string]string{
 	"PATCH /api/v1/contacts/:id":                                      app.ScopeManage,
 	"POST /api/v1/contacts/:id/opt-out":                               app.ScopeManage,
 	"POST /api/v1/contacts/:id/opt-in":                                app.ScopeManage,
+	"POST /api/v1/contacts/:id/erase":                                 app.ScopeManage,
 }
 
 // apiPathFor fills a route's parameters: random ids (which name nothing,

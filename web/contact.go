@@ -1,6 +1,8 @@
 package web
 
 import (
+	"fmt"
+
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/heraldhq/herald/app"
@@ -54,6 +56,30 @@ func (s *Server) contactOpt(c *fiber.Ctx, out bool) error {
 			s.flash(c, "success", "Opted out: optional messages skip these channels for this contact; transactional ones are still sent.")
 		} else {
 			s.flash(c, "success", "Opted back in.")
+		}
+	case app.EINVALID:
+		s.flash(c, "error", app.ErrorMessage(err))
+	default:
+		return err
+	}
+	return c.Redirect(tenantPath(c, "/contacts/"+id.String()), fiber.StatusSeeOther)
+}
+
+// handleContactErase erases the contact once the manager has typed the
+// confirmation; without it nothing is erased and the page says why.
+func (s *Server) handleContactErase(c *fiber.Ctx) error {
+	id, err := pathID(c)
+	if err != nil {
+		return err
+	}
+	res, err := s.ContactConsole.Erase(c.UserContext(), userOf(c), tenantOf(c).ID, id, c.FormValue("confirm"))
+	switch app.ErrorCode(err) {
+	case "":
+		if res.AlreadyErased {
+			s.flash(c, "success", "This contact was already erased; nothing was left to remove.")
+		} else {
+			s.flash(c, "success", fmt.Sprintf("Contact erased: %d messages lost their address and text (their counts stay), "+
+				"%d messages from the passenger and %d history entries were deleted.", res.Removed.Messages, res.Removed.Inbound, res.Removed.History))
 		}
 	case app.EINVALID:
 		s.flash(c, "error", app.ErrorMessage(err))

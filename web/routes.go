@@ -88,6 +88,7 @@ func (s *Server) routes(a *fiber.App) {
 	api.patch("/contacts/:id", app.ScopeManage, s.handleAPIContactUpdate)
 	api.post("/contacts/:id/opt-out", app.ScopeManage, s.handleAPIContactOptOut)
 	api.post("/contacts/:id/opt-in", app.ScopeManage, s.handleAPIContactOptIn)
+	api.post("/contacts/:id/erase", app.ScopeManage, s.handleAPIContactErase)
 	// No catch-all under /api: an unknown path falls through to fiber's 404,
 	// and a known path with another method to its 405 with Allow; the error
 	// handler answers both in JSON.
@@ -239,6 +240,7 @@ func (s *Server) consoleRoutesOn(a *fiber.App) {
 	t.get("/contacts/:id", app.PermMessages, s.handleContactShow)
 	t.post("/contacts/:id/opt-out", app.PermContacts, s.handleContactOptOut)
 	t.post("/contacts/:id/opt-in", app.PermContacts, s.handleContactOptIn)
+	t.post("/contacts/:id/erase", app.PermEraseContacts, s.handleContactErase)
 
 	// Scheduled notifications, approvals and the tenant's audit log.
 	t.get("/scheduled", app.PermSchedules, s.handleScheduledList)

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -33,6 +34,8 @@ type ContactPage struct {
 	Masked bool
 	// CanOptOut is true when the user may opt the contact out or in.
 	CanOptOut bool
+	// CanErase is true when the user may erase the contact (managers).
+	CanErase bool
 }
 
 // Page gathers a contact's page; another tenant's contact is not found.
@@ -50,7 +53,7 @@ func (s *ContactConsole) Page(ctx context.Context, u *app.User, tenantID, id uui
 		return nil, err
 	}
 	p := &ContactPage{Contact: d.Contact, History: d.History, Bookings: refs, Messages: ms, More: more,
-		CanOptOut: u.Can(app.PermContacts)}
+		CanOptOut: u.Can(app.PermContacts) && d.Contact.ErasedAt == nil, CanErase: u.Can(app.PermEraseContacts)}
 	if !u.Can(app.PermAddresses) {
 		p.mask()
 	}
@@ -94,6 +97,22 @@ func (s *ContactConsole) SetOptOut(ctx context.Context, u *app.User, tenantID, i
 	}
 	_, err := s.Contacts.SetOptOut(ctx, u.Actor(), tenantID, id, channels, optOut)
 	return err
+}
+
+// EraseConfirmation is what the erase form's confirmation field must hold.
+const EraseConfirmation = "ERASE"
+
+// Erase erases the contact on request (app.Contacts.Erase), once the user
+// has typed EraseConfirmation: an erasure cannot be undone. Managers only.
+func (s *ContactConsole) Erase(ctx context.Context, u *app.User, tenantID, id uuid.UUID, confirm string) (*app.ErasureResult, error) {
+	if err := app.RequirePermission(u, app.PermEraseContacts); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(confirm) != EraseConfirmation {
+		return nil, app.Invalid("erase_not_confirmed", "confirm",
+			"Type %s to confirm: erasing removes this person's details, history and the text of their messages for good.", EraseConfirmation)
+	}
+	return s.Contacts.Erase(ctx, u.Actor(), tenantID, id)
 }
 
 func deref(s *string) string {
