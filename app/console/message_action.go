@@ -54,6 +54,10 @@ func (s *MessageConsole) Retry(ctx context.Context, u app.Principal, tenantID, i
 			return &app.Error{Code: app.ECONFLICT, Reason: "not_failed",
 				Message: fmt.Sprintf("Only failed messages can be retried; this one is %s.", m.Status)}
 		}
+		if m.RedactedAt != nil {
+			return &app.Error{Code: app.ECONFLICT, Reason: "personal_data_removed",
+				Message: "This message's address and text were removed (retention or the contact's erasure), so it cannot be sent again."}
+		}
 		if why := app.AddressRefusal(m); why != "" && !opts.Anyway {
 			return &app.Error{Code: app.ECONFLICT, Reason: "address_refused",
 				Message: why + " Sending again will most likely fail the same way; confirm the warning to send anyway."}
