@@ -648,7 +648,7 @@ func (s *Accounts) Activate(ctx context.Context, u app.Principal, tenantID, id u
 		return err
 	}
 	actor := u.Actor()
-	if err := s.subscribe(ctx, actor, tenantID, id); err != nil {
+	if err := s.subscribe(ctx, actor, tenantID, id, replace); err != nil {
 		return err
 	}
 	return s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
@@ -700,19 +700,28 @@ func (s *Accounts) Activate(ctx context.Context, u app.Principal, tenantID, id u
 // lock is held while Meta answers). A refusal stops the activation with
 // Meta's reason; an account that is active already or incomplete is left
 // to the activation's own checks.
-func (s *Accounts) subscribe(ctx context.Context, actor app.Actor, tenantID, id uuid.UUID) error {
+func (s *Accounts) subscribe(ctx context.Context, actor app.Actor, tenantID, id uuid.UUID, replace bool) error {
 	if s.NumberHealths == nil {
 		return nil
 	}
 	var a *app.ChannelAccount
+	blocked := false
 	err := s.Store.InTenant(ctx, tenantID, func(tx AccountTx) (err error) {
-		a, err = tx.AccountByID(ctx, tenantID, id)
+		if a, err = tx.AccountByID(ctx, tenantID, id); err != nil {
+			return err
+		}
+		other, err := tx.ActiveAccount(ctx, tenantID, a.Channel)
+		blocked = err == nil && other.ID != a.ID && !replace
+		if app.ErrorCode(err) == app.ENOTFOUND {
+			err = nil
+		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	if a.Provider != "meta" || a.Status == app.AccountActive || s.complete(a) != nil {
+	// Another active account without replace: the activation refuses.
+	if a.Provider != "meta" || a.Status == app.AccountActive || blocked || s.complete(a) != nil {
 		return nil
 	}
 	return s.NumberHealths.Subscribe(ctx, actor, a)

@@ -67,7 +67,7 @@ func (g *Graph) RefuseSubscriptions(message string) {
 func (g *Graph) serveSubscribe(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	w.Header().Set("Content-Type", "application/json")
-	if r.Method != http.MethodPost || len(parts) != 3 || r.Header.Get("Authorization") != "Bearer "+GraphAccessToken {
+	if r.Method != http.MethodPost || len(parts) != 3 || len(r.Header.Get("Authorization")) <= len("Bearer ") {
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write([]byte(`{"error":{"message":"(#100) Invalid parameter","type":"OAuthException","code":100}}`))
 		return
