@@ -341,6 +341,8 @@ func (d *Dispatcher) followPlan(ctx context.Context, s *send, plan sendPlan) (Di
 			fmt.Sprintf("The %s plan allows %d %s messages a month; %d were sent.", s.tenant.Plan, plan.limit, m.Channel, plan.used))
 	case plan.unconfirmed != nil:
 		out, err = d.unconfirmed(ctx, s, plan.unconfirmed)
+	case plan.reachWait > 0:
+		out, err = d.awaitReach(ctx, s, plan)
 	case !plan.proceed:
 		out = d.snooze(m, "send_outcome_unknown", plan.wait)
 	default:

@@ -68,6 +68,8 @@ type SendTx interface {
 	DispatchPlanTx
 	// The record of a send makes its callbacks.
 	CallbackEnqueueTx
+	// The claim holds templates to the number's messaging limit.
+	ReachTx
 	// LockSend locks the message and says whether it is still QUEUED (one
 	// cancelled since it was loaded, by a superseding event or the console,
 	// is not sent); with optOut it also reads, under a share lock of the
@@ -166,6 +168,10 @@ type sendPlan struct {
 	// optedOut: the message is optional and its contact opted out of its
 	// channel; it is not sent.
 	optedOut bool
+	// reachWait: the number's messaging limit holds the message this
+	// long, for the reason reachDetail (reachCheck).
+	reachWait   time.Duration
+	reachDetail string
 }
 
 // claim runs every step before a provider call in one transaction: it
@@ -279,6 +285,9 @@ func (d *Dispatcher) reserve(ctx context.Context, tx SendTx, s *send, plan *send
 			return nil
 		}
 		marker.QuotaMonth = &month
+	}
+	if ok, err := d.reachCheck(ctx, tx, s, plan, now); err != nil || !ok {
+		return err
 	}
 	plan.proceed = true
 	return tx.MarkSendStarted(ctx, m.TenantID, m.ID, marker)

@@ -74,6 +74,8 @@ var txInterfaces = map[string]reflect.Type{
 	"app.MaintenanceTx":         reflect.TypeFor[app.MaintenanceTx](),
 	"app.MessagesTx":            reflect.TypeFor[app.MessagesTx](),
 	"app.MetaTemplateTx":        reflect.TypeFor[app.MetaTemplateTx](),
+	"app.NumberHealthTx":        reflect.TypeFor[app.NumberHealthTx](),
+	"app.ReachTx":               reflect.TypeFor[app.ReachTx](),
 	"app.PlanTx":                reflect.TypeFor[app.PlanTx](),
 	"app.PreferenceTx":          reflect.TypeFor[app.PreferenceTx](),
 	"app.ProvisionTx":           reflect.TypeFor[app.ProvisionTx](),

@@ -101,6 +101,8 @@ var runtimePrivileges = map[string]string{
 	"user_recovery_codes":        privWrite,
 	"user_security_keys":         privWrite,
 	"webauthn_ceremonies":        privWrite,
+	"whatsapp_number_health":     privWrite,
+	"whatsapp_reach":             privWrite,
 	// Read by every scope, changed by operators.
 	"platform_settings": privWrite,
 	// Retention locks the receipts it prunes (FOR UPDATE needs UPDATE).

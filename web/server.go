@@ -74,6 +74,9 @@ type Server struct {
 	// MetaTemplates applies Meta's template reviews and serves the
 	// account's template page.
 	MetaTemplates *app.MetaTemplates
+	// NumberHealths records Meta's quality and account updates of
+	// WhatsApp numbers; nil ignores them.
+	NumberHealths *app.NumberHealths
 	// SNSVerifier checks the signatures of Amazon's webhook posts.
 	SNSVerifier *awsnotify.Verifier
 

@@ -131,6 +131,9 @@ func (s *Server) handleWebhookMeta(c *fiber.Ctx) error {
 	if err := s.applyTemplateUpdates(c, creds.TenantID, hook.TemplateUpdates, outcomes); err != nil {
 		return err
 	}
+	if err := s.applyNumberUpdates(c, creds.TenantID, verified, hook.NumberUpdates, outcomes); err != nil {
+		return err
+	}
 	return c.JSON(fiber.Map{"outcomes": outcomes})
 }
 
@@ -165,6 +168,31 @@ func (s *Server) applyTemplateUpdates(c *fiber.Ctx, tenantID uuid.UUID, us []met
 			outcomes["template_status"]++
 		default:
 			outcomes["template_status_unknown_waba"]++
+		}
+	}
+	return nil
+}
+
+// applyNumberUpdates records Meta's quality and account updates on the
+// accounts they belong to: the tenant's Meta accounts of the update's
+// WABA among those whose app secret signed the post. A WABA none of them
+// has, older news and another number's news change nothing.
+func (s *Server) applyNumberUpdates(c *fiber.Ctx, tenantID uuid.UUID, verified []uuid.UUID, us []meta.NumberUpdate, outcomes map[string]int) error {
+	if s.NumberHealths == nil {
+		return nil
+	}
+	for _, u := range us {
+		n, err := s.NumberHealths.ApplyUpdate(c.UserContext(), tenantID, verified, app.NumberUpdate{
+			WABAID: u.WABAID, Field: u.Field, DisplayPhoneNumber: u.DisplayPhoneNumber, Event: u.Event,
+			Tier: u.Tier, Detail: u.Detail, At: u.At,
+		})
+		switch {
+		case err != nil:
+			return err
+		case n > 0:
+			outcomes["number_update"] += n
+		default:
+			outcomes["number_update_ignored"]++
 		}
 	}
 	return nil

@@ -200,9 +200,13 @@ var ProviderSpecs = []ProviderSpec{
 			{Key: KeyMetaWABAID, Label: "WhatsApp Business Account ID", Required: true, Example: "102290129340398"},
 			{Key: KeyMetaAppID, Label: "App ID", Example: "1234567890123456",
 				Hint: "The Meta app's ID (App Dashboard). Needed to submit templates with a document or image header: Meta takes their example file through the app."},
-			{Key: KeyMetaTier, Label: "Messaging tier", Hint: "Business-initiated conversations Meta allows per 24 hours.",
-				Options: []FieldOption{{"", "Not set"}, {"TIER_1", "Tier 1: 250"}, {"TIER_2", "Tier 2: 2,000"},
-					{"TIER_3", "Tier 3: 10,000"}, {"TIER_4", "Tier 4: 100,000"}, {"UNLIMITED", "Unlimited"}}},
+			{Key: KeyMetaTier, Label: "Messaging limit",
+				Hint: "Unique users Meta lets the number reach with templates (outside a customer service window) in 24 hours. Herald holds sends to it; Meta's own updates of the limit take over.",
+				Options: []FieldOption{{"", "Not set: not enforced"}, {"TIER_250", "250"}, {"TIER_1K", "1,000"}, {"TIER_2K", "2,000"},
+					{"TIER_10K", "10,000"}, {"TIER_100K", "100,000"}, {"TIER_UNLIMITED", "Unlimited"},
+					// The numbered tiers the form offered first stay valid.
+					{"TIER_1", "Tier 1: 250"}, {"TIER_2", "Tier 2: 2,000"}, {"TIER_3", "Tier 3: 10,000"},
+					{"TIER_4", "Tier 4: 100,000"}, {"UNLIMITED", "Unlimited (old name)"}}},
 			{Key: KeyMetaThroughput, Label: "Throughput", Hint: "Meta sends 80 messages a second per number, 1,000 once it upgraded the number.",
 				Options: []FieldOption{{"", "Standard: 80 a second"}, {"high", "High: 1,000 a second"}}},
 			{Key: KeyMetaAccessToken, Label: "Access token", Secret: true, Required: true,
@@ -344,6 +348,9 @@ type AccountDetail struct {
 	// DeliveryLogs is how the SNS account's delivery logs are read (SNS
 	// accounts only).
 	DeliveryLogs *app.SMSLogState
+	// Number is a Meta account's messaging limit, its use in the last 24
+	// hours and what Meta reported about the number (nil for others).
+	Number *app.NumberState
 }
 
 // Accounts manages channel accounts from the console: settings and
@@ -365,6 +372,10 @@ type Accounts struct {
 	// SMSLogs, when set, tells an SNS account's page how its delivery logs
 	// are read.
 	SMSLogs *app.SMSLogs
+	// NumberHealths, when set, registers Herald's app on a WhatsApp
+	// account's WABA at activation and reads the number's messaging limit
+	// and health for the account page.
+	NumberHealths *app.NumberHealths
 	// TestSendLimit caps the tenant's test messages per TestSendWindow;
 	// zero is DefaultTestSendLimit.
 	TestSendLimit int
@@ -495,6 +506,11 @@ func (s *Accounts) Get(ctx context.Context, tenantID, id uuid.UUID) (*AccountDet
 			return nil, err
 		}
 		d.DeliveryLogs = &st
+	}
+	if d.Provider == "meta" && s.NumberHealths != nil {
+		if d.Number, err = s.NumberHealths.State(ctx, tenantID, d.ChannelAccount); err != nil {
+			return nil, err
+		}
 	}
 	return &d, nil
 }
@@ -658,6 +674,9 @@ func (s *Accounts) Activate(ctx context.Context, u app.Principal, tenantID, id u
 		return err
 	}
 	actor := u.Actor()
+	if err := s.subscribe(ctx, actor, tenantID, id, replace); err != nil {
+		return err
+	}
 	return s.Store.InTenant(ctx, tenantID, func(tx AccountTx) error {
 		a, err := tx.AccountForUpdate(ctx, tenantID, id)
 		if err != nil {
@@ -700,6 +719,38 @@ func (s *Accounts) Activate(ctx context.Context, u app.Principal, tenantID, id u
 		}
 		return tx.InsertAudit(ctx, actor.Entry(&tenantID, "channel_account.status", "channel_account", a.ID.String(), meta))
 	})
+}
+
+// subscribe registers Herald's app on a WhatsApp account's WABA before
+// the account is activated, outside the activation's transaction (no
+// lock is held while Meta answers). A refusal stops the activation with
+// Meta's reason; an account that is active already or incomplete is left
+// to the activation's own checks.
+func (s *Accounts) subscribe(ctx context.Context, actor app.Actor, tenantID, id uuid.UUID, replace bool) error {
+	if s.NumberHealths == nil {
+		return nil
+	}
+	var a *app.ChannelAccount
+	blocked := false
+	err := s.Store.InTenant(ctx, tenantID, func(tx AccountTx) (err error) {
+		if a, err = tx.AccountByID(ctx, tenantID, id); err != nil {
+			return err
+		}
+		other, err := tx.ActiveAccount(ctx, tenantID, a.Channel)
+		blocked = err == nil && other.ID != a.ID && !replace
+		if app.ErrorCode(err) == app.ENOTFOUND {
+			err = nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// Another active account without replace: the activation refuses.
+	if a.Provider != "meta" || a.Status == app.AccountActive || blocked || s.complete(a) != nil {
+		return nil
+	}
+	return s.NumberHealths.Subscribe(ctx, actor, a)
 }
 
 // complete checks an account has what sending needs before it goes live.

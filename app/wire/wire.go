@@ -97,6 +97,9 @@ type Services struct {
 	// MetaTemplates syncs WhatsApp accounts' Meta templates and submits
 	// Herald's for review.
 	MetaTemplates *app.MetaTemplates
+	// NumberHealths keeps Meta's news about WhatsApp numbers and
+	// registers Herald's app on their WABAs.
+	NumberHealths *app.NumberHealths
 	// Rejections keeps the tenants' rejected API requests.
 	Rejections *app.Rejections
 	// Limits are each API key's token bucket and the tenants' limits as
@@ -351,6 +354,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	// Pace buckets read the database's clock unless a test injects one.
 	s.SMSLogs = &app.SMSLogs{Store: db.Scope[app.SMSLogTx](store), Accounts: s.Accounts, Receipts: s.Receipts, Queue: queue,
 		Log: &sns.DeliveryLogs{AnyEndpoint: cfg.Dev()}, Rates: store, BucketNow: opts.Now, Now: now, Logger: log}
+	s.NumberHealths = &app.NumberHealths{Store: db.Scope[app.NumberHealthTx](store), Accounts: s.Accounts, Subscriber: metaProvider, Now: now}
 
 	// Security keys answer to the console's public address; one that is
 	// not a host name (an IP address) leaves them off, not the console.
@@ -375,6 +379,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		Accounts: &console.Accounts{
 			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, TemplateSync: queue, Now: now,
 			SMSLogs:             s.SMSLogs,
+			NumberHealths:       s.NumberHealths,
 			CheckWebhookURLFunc: webhookProvider.CheckURL,
 			CheckEndpointURLFunc: func(raw string) error {
 				_, err := awsclient.CheckEndpoint(raw, cfg.Dev())
@@ -406,7 +411,7 @@ func (s *Services) Web(version string) *web.Server {
 		Brandings: s.Brandings, BrandingConsole: s.Console.Brandings,
 		Alerts: s.Alerts, AlertConsole: &console.Alerts{Alerts: s.Alerts},
 		Callbacks: s.Callbacks, CallbackConsole: s.Console.Callbacks,
-		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates,
+		MetaTemplates: s.MetaTemplates, MetaTemplateConsole: s.Console.MetaTemplates, NumberHealths: s.NumberHealths,
 		SNSVerifier: snsVerifier(s.Config),
 		APIKeys:     s.Console.APIKeys, Tenants: s.Console.Tenants, Users: s.Console.Users, Templates: s.Console.Templates,
 		Sessions: s.Console.Sessions, TwoFactor: s.Console.TwoFactor, Dashboards: s.Console.Dashboards, Queues: s.Console.Queues,

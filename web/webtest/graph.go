@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,6 +40,50 @@ type Graph struct {
 	// reply, when set, answers the nth send (1-based) instead of success:
 	// status, Retry-After (empty for none) and body.
 	reply func(n int) (status int, retryAfter string, body string)
+	// subscribed are the WABAs of the subscribed_apps posts answered with
+	// success, in order; refuse, when set, answers them with a Graph error.
+	subscribed []string
+	refuse     string
+}
+
+// Subscribed returns the WABA ids Herald registered its app on
+// (POST /{version}/{waba}/subscribed_apps with the account's token).
+func (g *Graph) Subscribed() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.subscribed...)
+}
+
+// RefuseSubscriptions makes every subscribed_apps post fail with Meta's
+// permission error carrying message (empty: succeed again).
+func (g *Graph) RefuseSubscriptions(message string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refuse = message
+}
+
+// serveSubscribe answers POST /{version}/{waba}/subscribed_apps as Meta
+// does: {"success": true}, or a Graph error.
+func (g *Graph) serveSubscribe(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	w.Header().Set("Content-Type", "application/json")
+	if r.Method != http.MethodPost || len(parts) != 3 || len(r.Header.Get("Authorization")) <= len("Bearer ") {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"message":"(#100) Invalid parameter","type":"OAuthException","code":100}}`))
+		return
+	}
+	g.mu.Lock()
+	refuse := g.refuse
+	if refuse == "" {
+		g.subscribed = append(g.subscribed, parts[1])
+	}
+	g.mu.Unlock()
+	if refuse != "" {
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintf(w, `{"error":{"message":%q,"type":"OAuthException","code":200,"fbtrace_id":"AbCdEf"}}`, refuse)
+		return
+	}
+	_, _ = w.Write([]byte(`{"success":true}`))
 }
 
 // NewGraph starts the fake; it stops when t ends.
@@ -53,6 +98,10 @@ func NewGraph(t testing.TB) *Graph {
 }
 
 func (g *Graph) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/subscribed_apps") {
+		g.serveSubscribe(w, r)
+		return
+	}
 	var body map[string]any
 	if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&body) != nil {
 		http.Error(w, `{"error":{"message":"bad request","code":100}}`, http.StatusBadRequest)

@@ -28,6 +28,7 @@ import (
 	"github.com/heraldhq/herald/app"
 	"github.com/heraldhq/herald/app/provider"
 	"github.com/heraldhq/herald/app/provider/awsnotify/awsnotifytest"
+	"github.com/heraldhq/herald/app/provider/meta"
 	"github.com/heraldhq/herald/app/wire"
 	"github.com/heraldhq/herald/db/dbtest"
 	"github.com/heraldhq/herald/jobs"
@@ -83,6 +84,9 @@ type Herald struct {
 	Log *slog.Logger
 	// Services are the services wire.Connect built.
 	Services *wire.Services
+	// Graph is the Graph API fake that WABA subscriptions go to, when the
+	// test set no MetaBaseURL of its own.
+	Graph *Graph
 	// Server is the web server Services.Web returned; tests may adjust its
 	// fields (sign-in limits, say) before they send requests.
 	Server *web.Server
@@ -168,6 +172,13 @@ func New(t *testing.T, opts Options) *Herald {
 	t.Cleanup(svc.Close)
 
 	h := &Herald{T: t, Ctx: ctx, Config: cfg, Log: log, Services: svc}
+	if cfg.MetaBaseURL == "" {
+		// Activating a WhatsApp account registers Herald's app on its WABA:
+		// without a Graph API of the test's own, that call goes to a fake
+		// on Meta's wire format (the sends keep their providers).
+		h.Graph = NewGraph(t)
+		svc.NumberHealths.Subscriber = &meta.Provider{BaseURL: h.Graph.URL}
+	}
 	// Console users sign in in many tests; bcrypt's lowest cost keeps that fast.
 	svc.Users.PasswordCost = 4
 	h.Server = svc.Web(Version)

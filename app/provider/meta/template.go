@@ -209,3 +209,28 @@ func wabaCredentials(a provider.Account) (waba, token string, err error) {
 	}
 	return waba, token, nil
 }
+
+// SubscribeApp registers the app whose token the account holds on the
+// account's WhatsApp Business Account (POST /{waba_id}/subscribed_apps),
+// so that Meta posts the WABA's webhooks (statuses, replies, template
+// reviews, quality and account updates) to the app's callback URL. Meta
+// answers {"success": true}; anything else is a classified
+// *provider.Error.
+func (p *Provider) SubscribeApp(ctx context.Context, a provider.Account) error {
+	waba, token, err := wabaCredentials(a)
+	if err != nil {
+		return err
+	}
+	raw, err := p.graph(ctx, http.MethodPost, "/"+url.PathEscape(waba)+"/subscribed_apps", token, nil)
+	if err != nil {
+		return err
+	}
+	var answer struct {
+		Success bool `json:"success"`
+	}
+	if err := json.Unmarshal(raw, &answer); err != nil || !answer.Success {
+		return &provider.Error{Code: "subscription_not_confirmed", Class: provider.Permanent, Account: true,
+			Reason: "Meta did not confirm the subscription: " + excerpt(raw)}
+	}
+	return nil
+}

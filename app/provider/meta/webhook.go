@@ -74,6 +74,37 @@ type Webhook struct {
 	// TemplateUpdates are Meta's reviews of message templates
 	// (message_template_status_update).
 	TemplateUpdates []TemplateUpdate
+	// NumberUpdates are Meta's news about the WABA's numbers:
+	// phone_number_quality_update and account_update.
+	NumberUpdates []NumberUpdate
+}
+
+// Fields of NumberUpdate.
+const (
+	FieldQualityUpdate = "phone_number_quality_update"
+	FieldAccountUpdate = "account_update"
+)
+
+// NumberUpdate is one phone_number_quality_update (Event FLAGGED,
+// UNFLAGGED, DOWNGRADE, UPGRADE, ONBOARDING, THROUGHPUT_UPGRADE; Tier the
+// messaging limit now) or account_update (Event such as ACCOUNT_UPDATE,
+// ACCOUNT_VIOLATION, ACCOUNT_RESTRICTION, DISABLED_UPDATE; Detail the
+// ban, restriction or violation it carries).
+type NumberUpdate struct {
+	// WABAID is the entry's id: the WhatsApp Business Account.
+	WABAID string
+	Field  string
+	// DisplayPhoneNumber is the number the update is about, when Meta
+	// names it.
+	DisplayPhoneNumber string
+	Event              string
+	// Tier is max_daily_conversations_per_business when Meta sends it,
+	// else current_limit (which Meta is retiring): TIER_250, TIER_2K,
+	// TIER_10K, TIER_100K, TIER_UNLIMITED, or a number.
+	Tier   string
+	Detail string
+	// At is the entry's time (zero when Meta sent none).
+	At time.Time
 }
 
 // TemplateUpdate is one message_template_status_update: a template of a
@@ -123,7 +154,8 @@ type Inbound struct {
 type envelope struct {
 	Object string `json:"object"`
 	Entry  []struct {
-		ID      string `json:"id"`
+		ID      string      `json:"id"`
+		Time    json.Number `json:"time"`
 		Changes []struct {
 			Field string `json:"field"`
 			Value struct {
@@ -145,7 +177,15 @@ type envelope struct {
 				TemplateLanguage string      `json:"message_template_language"`
 				TemplateCategory string      `json:"message_template_category"`
 				Reason           string      `json:"reason"`
-				Messages         []struct {
+				// The phone_number_quality_update and account_update fields.
+				DisplayPhoneNumber string          `json:"display_phone_number"`
+				PhoneNumber        string          `json:"phone_number"`
+				CurrentLimit       string          `json:"current_limit"`
+				MaxDaily           json.RawMessage `json:"max_daily_conversations_per_business"`
+				BanInfo            json.RawMessage `json:"ban_info"`
+				ViolationInfo      json.RawMessage `json:"violation_info"`
+				RestrictionInfo    json.RawMessage `json:"restriction_info"`
+				Messages           []struct {
 					From      string `json:"from"`
 					ID        string `json:"id"`
 					Timestamp string `json:"timestamp"`
@@ -212,9 +252,9 @@ func receiptStatus(s string) (string, bool) {
 
 // ParseWebhook reads a verified webhook body. It fails only on a body that
 // is not a WhatsApp Business webhook at all. Template reviews
-// (message_template_status_update) are read into TemplateUpdates; changes
-// of other fields (account updates, quality) and statuses Herald does not
-// track are skipped. A timestamp that does not parse leaves At zero for
+// (message_template_status_update) are read into TemplateUpdates, quality
+// and account updates into NumberUpdates; changes of other fields and
+// statuses Herald does not track are skipped. A timestamp that does not parse leaves At zero for
 // the receiver to fill in.
 func ParseWebhook(body []byte) (*Webhook, error) {
 	var env envelope
@@ -231,6 +271,20 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 				if u, ok := templateUpdate(entry.ID, ch.Value.Event, string(ch.Value.TemplateID), ch.Value.TemplateName,
 					ch.Value.TemplateLanguage, ch.Value.TemplateCategory, ch.Value.Reason); ok {
 					w.TemplateUpdates = append(w.TemplateUpdates, u)
+				}
+				continue
+			}
+			if ch.Field == FieldQualityUpdate || ch.Field == FieldAccountUpdate {
+				v := ch.Value
+				u := NumberUpdate{WABAID: entry.ID, Field: ch.Field, Event: strings.ToUpper(strings.TrimSpace(v.Event)),
+					DisplayPhoneNumber: cmp.Or(v.DisplayPhoneNumber, v.PhoneNumber), At: unixTime(entry.Time.String())}
+				if ch.Field == FieldQualityUpdate {
+					u.Tier = cmp.Or(rawText(v.MaxDaily), strings.TrimSpace(v.CurrentLimit))
+				} else {
+					u.Detail = accountDetail(v.BanInfo, v.ViolationInfo, v.RestrictionInfo)
+				}
+				if u.WABAID != "" && u.Event != "" {
+					w.NumberUpdates = append(w.NumberUpdates, u)
 				}
 				continue
 			}
@@ -297,6 +351,41 @@ func ParseWebhook(body []byte) (*Webhook, error) {
 		}
 	}
 	return w, nil
+}
+
+// rawText reads a JSON string or number as text ("" for anything else).
+func rawText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return strings.TrimSpace(s)
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) == nil {
+		return n.String()
+	}
+	return ""
+}
+
+// accountDetail is what an account_update says beyond its event: its ban,
+// violation and restriction objects, compacted, at most 500 bytes.
+func accountDetail(parts ...json.RawMessage) string {
+	names := []string{"ban_info", "violation_info", "restriction_info"}
+	var out []string
+	for i, raw := range parts {
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) != nil {
+			continue
+		}
+		out = append(out, names[i]+"="+buf.String())
+	}
+	d := strings.Join(out, " ")
+	if len(d) > 500 {
+		d = strings.ToValidUTF8(d[:497], "") + "..."
+	}
+	return d
 }
 
 // templateUpdate reads one message_template_status_update; one without a
