@@ -40,7 +40,9 @@ var runtimePrivileges = map[string]string{
 	"audit_anchors":     privAppend,
 	"contact_changes":   privAppend,
 	"template_versions": privAppend,
-	"inbound_messages":  privAppend,
+	// A tenant's event definitions: each change is a new version.
+	"tenant_events":    privAppend,
+	"inbound_messages": privAppend,
 	// A message's timeline: appended, and pruned by retention.
 	"message_events": privPrune,
 	// The migrations' own records: read to tell a server that the schema

@@ -145,9 +145,20 @@ type TemplateCompare struct {
 	Base string
 }
 
+// findEvent is the event of that name in the tenant's registry, nil when
+// it has none.
+func findEvent(events []app.EventDef, name string) *app.EventDef {
+	for i := range events {
+		if events[i].Name == name {
+			return &events[i]
+		}
+	}
+	return nil
+}
+
 // eventLabel is the registry's description of an event.
-func eventLabel(name string) string {
-	if def, ok := app.LookupEvent(name); ok {
+func eventLabel(events []app.EventDef, name string) string {
+	if def := findEvent(events, name); def != nil {
 		return def.Description
 	}
 	return "Unknown event"
@@ -155,8 +166,8 @@ func eventLabel(name string) string {
 
 // eventCategory names whether an event honours opt-outs, for the lists
 // that show events.
-func eventCategory(name string) string {
-	if app.OptionalEvent(name) {
+func eventCategory(events []app.EventDef, name string) string {
+	if findEvent(events, name).Optional() {
 		return "optional: skips opted-out channels"
 	}
 	return "transactional: always sent"
@@ -293,7 +304,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 				var templ_7745c5c3_Var4 templ.SafeURL
 				templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(l.Base + "/new"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 239, Col: 66}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 250, Col: 66}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 				if templ_7745c5c3_Err != nil {
@@ -316,7 +327,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 			var templ_7745c5c3_Var5 templ.SafeURL
 			templ_7745c5c3_Var5, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(l.Base))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 241, Col: 51}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 252, Col: 51}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var5))
 			if templ_7745c5c3_Err != nil {
@@ -334,7 +345,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 				var templ_7745c5c3_Var6 string
 				templ_7745c5c3_Var6, templ_7745c5c3_Err = templ.JoinStringErrs(e.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 247, Col: 28}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 258, Col: 28}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var6))
 				if templ_7745c5c3_Err != nil {
@@ -357,7 +368,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 				var templ_7745c5c3_Var7 string
 				templ_7745c5c3_Var7, templ_7745c5c3_Err = templ.JoinStringErrs(e.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 247, Col: 78}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 258, Col: 78}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var7))
 				if templ_7745c5c3_Err != nil {
@@ -380,7 +391,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 				var templ_7745c5c3_Var8 string
 				templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(string(ch))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 256, Col: 32}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 267, Col: 32}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var8))
 				if templ_7745c5c3_Err != nil {
@@ -403,7 +414,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 				var templ_7745c5c3_Var9 string
 				templ_7745c5c3_Var9, templ_7745c5c3_Err = templ.JoinStringErrs(channelLabel(ch))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 256, Col: 98}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 267, Col: 98}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var9))
 				if templ_7745c5c3_Err != nil {
@@ -426,7 +437,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 				var templ_7745c5c3_Var10 string
 				templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(loc)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 265, Col: 25}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 276, Col: 25}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 				if templ_7745c5c3_Err != nil {
@@ -449,7 +460,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 				var templ_7745c5c3_Var11 string
 				templ_7745c5c3_Var11, templ_7745c5c3_Err = templ.JoinStringErrs(loc)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 265, Col: 70}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 276, Col: 70}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var11))
 				if templ_7745c5c3_Err != nil {
@@ -492,7 +503,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 				var templ_7745c5c3_Var12 templ.SafeURL
 				templ_7745c5c3_Var12, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(l.Base))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 279, Col: 35}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 290, Col: 35}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var12))
 				if templ_7745c5c3_Err != nil {
@@ -528,7 +539,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 						var templ_7745c5c3_Var14 templ.SafeURL
 						templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(l.Base))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 285, Col: 51}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 296, Col: 51}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var14))
 						if templ_7745c5c3_Err != nil {
@@ -564,7 +575,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 						var templ_7745c5c3_Var16 templ.SafeURL
 						templ_7745c5c3_Var16, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(l.Base + "/new"))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 289, Col: 68}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 300, Col: 68}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var16))
 						if templ_7745c5c3_Err != nil {
@@ -589,7 +600,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 				var templ_7745c5c3_Var17 string
 				templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(console.TrendDays))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 303, Col: 61}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 314, Col: 61}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 				if templ_7745c5c3_Err != nil {
@@ -607,7 +618,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 					var templ_7745c5c3_Var18 string
 					templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(t.ID.String())
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 309, Col: 34}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 320, Col: 34}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 					if templ_7745c5c3_Err != nil {
@@ -620,7 +631,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 					var templ_7745c5c3_Var19 templ.SafeURL
 					templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(templatePath(l.Base, t, "")))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 311, Col: 61}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 322, Col: 61}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 					if templ_7745c5c3_Err != nil {
@@ -633,7 +644,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 					var templ_7745c5c3_Var20 string
 					templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(t.TriggerEvent)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 311, Col: 86}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 322, Col: 86}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
 					if templ_7745c5c3_Err != nil {
@@ -644,9 +655,9 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var21 string
-					templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(eventLabel(t.TriggerEvent))
+					templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(eventLabel(l.Events, t.TriggerEvent))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 312, Col: 62}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 323, Col: 72}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
 					if templ_7745c5c3_Err != nil {
@@ -657,9 +668,9 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var22 string
-					templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(eventCategory(t.TriggerEvent))
+					templ_7745c5c3_Var22, templ_7745c5c3_Err = templ.JoinStringErrs(eventCategory(l.Events, t.TriggerEvent))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 313, Col: 80}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 324, Col: 90}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var22))
 					if templ_7745c5c3_Err != nil {
@@ -672,7 +683,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 					var templ_7745c5c3_Var23 string
 					templ_7745c5c3_Var23, templ_7745c5c3_Err = templ.JoinStringErrs(channelLabel(t.Channel))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 315, Col: 53}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 326, Col: 53}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var23))
 					if templ_7745c5c3_Err != nil {
@@ -685,7 +696,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 					var templ_7745c5c3_Var24 string
 					templ_7745c5c3_Var24, templ_7745c5c3_Err = templ.JoinStringErrs(t.Locale)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 316, Col: 37}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 327, Col: 37}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var24))
 					if templ_7745c5c3_Err != nil {
@@ -698,7 +709,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 					var templ_7745c5c3_Var25 string
 					templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(firstLine(t))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 317, Col: 45}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 328, Col: 45}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
 					if templ_7745c5c3_Err != nil {
@@ -711,7 +722,7 @@ func TemplatesPage(p Page, l TemplateList) templ.Component {
 					var templ_7745c5c3_Var26 string
 					templ_7745c5c3_Var26, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(t.Version))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 318, Col: 54}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 329, Col: 54}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var26))
 					if templ_7745c5c3_Err != nil {
@@ -827,7 +838,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 					var templ_7745c5c3_Var30 templ.SafeURL
 					templ_7745c5c3_Var30, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(e.Base))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 345, Col: 50}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 356, Col: 50}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var30))
 					if templ_7745c5c3_Err != nil {
@@ -863,7 +874,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 					var templ_7745c5c3_Var32 string
 					templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(e.Template.Version))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 349, Col: 66}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 360, Col: 66}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var32))
 					if templ_7745c5c3_Err != nil {
@@ -905,7 +916,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 					var templ_7745c5c3_Var33 templ.SafeURL
 					templ_7745c5c3_Var33, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(templatePath(e.Base, e.Template, "/versions")))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 359, Col: 89}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 370, Col: 89}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var33))
 					if templ_7745c5c3_Err != nil {
@@ -918,7 +929,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 					var templ_7745c5c3_Var34 templ.SafeURL
 					templ_7745c5c3_Var34, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(e.Base + "/new?event=" + e.Template.TriggerEvent + "&channel=" + string(e.Template.Channel)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 360, Col: 135}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 371, Col: 135}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var34))
 					if templ_7745c5c3_Err != nil {
@@ -930,7 +941,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 					}
 					return nil
 				})
-				templ_7745c5c3_Err = PageHead(e.Template.TriggerEvent+" · "+channelLabel(e.Template.Channel)+" · "+e.Template.Locale, eventLabel(e.Template.TriggerEvent)).Render(templ.WithChildren(ctx, templ_7745c5c3_Var31), templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = PageHead(e.Template.TriggerEvent+" · "+channelLabel(e.Template.Channel)+" · "+e.Template.Locale, eventLabel(e.Events, e.Template.TriggerEvent)).Render(templ.WithChildren(ctx, templ_7745c5c3_Var31), templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -975,7 +986,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var35 string
 				templ_7745c5c3_Var35, templ_7745c5c3_Err = templ.JoinStringErrs(TemplateName(e.Existing))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 372, Col: 30}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 383, Col: 30}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var35))
 				if templ_7745c5c3_Err != nil {
@@ -988,7 +999,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var36 templ.SafeURL
 				templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(templatePath(e.Base, e.Existing, "")))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 373, Col: 80}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 384, Col: 80}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var36))
 				if templ_7745c5c3_Err != nil {
@@ -1001,7 +1012,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var37 string
 				templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs(e.Existing.TriggerEvent)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 373, Col: 113}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 384, Col: 113}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var37))
 				if templ_7745c5c3_Err != nil {
@@ -1014,7 +1025,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var38 string
 				templ_7745c5c3_Var38, templ_7745c5c3_Err = templ.JoinStringErrs(e.Existing.Locale)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 373, Col: 138}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 384, Col: 138}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var38))
 				if templ_7745c5c3_Err != nil {
@@ -1037,7 +1048,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var39 templ.SafeURL
 				templ_7745c5c3_Var39, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(e.Base))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 382, Col: 35}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 393, Col: 35}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var39))
 				if templ_7745c5c3_Err != nil {
@@ -1055,7 +1066,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var40 templ.SafeURL
 				templ_7745c5c3_Var40, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(templatePath(e.Base, e.Template, "")))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 384, Col: 65}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 395, Col: 65}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var40))
 				if templ_7745c5c3_Err != nil {
@@ -1082,7 +1093,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var41 string
 				templ_7745c5c3_Var41, templ_7745c5c3_Err = templ.JoinStringErrs(e.Base + "/new")
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 395, Col: 32}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 406, Col: 32}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var41))
 				if templ_7745c5c3_Err != nil {
@@ -1100,7 +1111,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 					var templ_7745c5c3_Var42 string
 					templ_7745c5c3_Var42, templ_7745c5c3_Err = templ.JoinStringErrs(ev.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 404, Col: 32}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 415, Col: 32}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var42))
 					if templ_7745c5c3_Err != nil {
@@ -1123,7 +1134,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 					var templ_7745c5c3_Var43 string
 					templ_7745c5c3_Var43, templ_7745c5c3_Err = templ.JoinStringErrs(ev.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 404, Col: 77}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 415, Col: 77}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var43))
 					if templ_7745c5c3_Err != nil {
@@ -1136,7 +1147,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 					var templ_7745c5c3_Var44 string
 					templ_7745c5c3_Var44, templ_7745c5c3_Err = templ.JoinStringErrs(ev.Description)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 404, Col: 100}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 415, Col: 100}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var44))
 					if templ_7745c5c3_Err != nil {
@@ -1149,7 +1160,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 					var templ_7745c5c3_Var45 string
 					templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(string(ev.Category))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 404, Col: 125}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 415, Col: 125}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var45))
 					if templ_7745c5c3_Err != nil {
@@ -1183,7 +1194,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var46 string
 				templ_7745c5c3_Var46, templ_7745c5c3_Err = templ.JoinStringErrs(e.Locale)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 412, Col: 44}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 423, Col: 44}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var46))
 				if templ_7745c5c3_Err != nil {
@@ -1201,7 +1212,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 					var templ_7745c5c3_Var47 string
 					templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(l)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 415, Col: 26}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 426, Col: 26}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var47))
 					if templ_7745c5c3_Err != nil {
@@ -1232,7 +1243,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var48 string
 				templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(e.Template.ID.String())
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 423, Col: 75}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 434, Col: 75}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var48))
 				if templ_7745c5c3_Err != nil {
@@ -1245,7 +1256,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var49 string
 				templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs(e.Template.TriggerEvent)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 424, Col: 70}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 435, Col: 70}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var49))
 				if templ_7745c5c3_Err != nil {
@@ -1258,7 +1269,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var50 string
 				templ_7745c5c3_Var50, templ_7745c5c3_Err = templ.JoinStringErrs(string(e.Template.Channel))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 425, Col: 75}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 436, Col: 75}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var50))
 				if templ_7745c5c3_Err != nil {
@@ -1271,7 +1282,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var51 string
 				templ_7745c5c3_Var51, templ_7745c5c3_Err = templ.JoinStringErrs(e.Template.Locale)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 426, Col: 65}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 437, Col: 65}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var51))
 				if templ_7745c5c3_Err != nil {
@@ -1284,7 +1295,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var52 string
 				templ_7745c5c3_Var52, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(e.BaseVersion))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 427, Col: 76}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 438, Col: 76}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var52))
 				if templ_7745c5c3_Err != nil {
@@ -1303,7 +1314,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var53 string
 				templ_7745c5c3_Var53, templ_7745c5c3_Err = templ.JoinStringErrs(e.Subject)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 432, Col: 45}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 443, Col: 45}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var53))
 				if templ_7745c5c3_Err != nil {
@@ -1369,7 +1380,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 			var templ_7745c5c3_Var54 string
 			templ_7745c5c3_Var54, templ_7745c5c3_Err = templ.JoinStringErrs(e.Body)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 452, Col: 81}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 463, Col: 81}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var54))
 			if templ_7745c5c3_Err != nil {
@@ -1382,7 +1393,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 			var templ_7745c5c3_Var55 string
 			templ_7745c5c3_Var55, templ_7745c5c3_Err = templ.JoinStringErrs("{{variable}}")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 454, Col: 34}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 465, Col: 34}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var55))
 			if templ_7745c5c3_Err != nil {
@@ -1395,7 +1406,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 			var templ_7745c5c3_Var56 string
 			templ_7745c5c3_Var56, templ_7745c5c3_Err = templ.JoinStringErrs(blockExample)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 454, Col: 88}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 465, Col: 88}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var56))
 			if templ_7745c5c3_Err != nil {
@@ -1421,7 +1432,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var57 string
 				templ_7745c5c3_Var57, templ_7745c5c3_Err = templ.JoinStringErrs(e.WAName)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 465, Col: 46}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 476, Col: 46}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var57))
 				if templ_7745c5c3_Err != nil {
@@ -1434,7 +1445,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var58 string
 				templ_7745c5c3_Var58, templ_7745c5c3_Err = templ.JoinStringErrs(e.WALanguage)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 469, Col: 54}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 480, Col: 54}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var58))
 				if templ_7745c5c3_Err != nil {
@@ -1447,7 +1458,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var59 string
 				templ_7745c5c3_Var59, templ_7745c5c3_Err = templ.JoinStringErrs(e.WAParameters)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 474, Col: 57}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 485, Col: 57}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var59))
 				if templ_7745c5c3_Err != nil {
@@ -1460,7 +1471,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var60 string
 				templ_7745c5c3_Var60, templ_7745c5c3_Err = templ.JoinStringErrs("{{1}}")
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 475, Col: 87}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 486, Col: 87}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var60))
 				if templ_7745c5c3_Err != nil {
@@ -1473,7 +1484,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var61 string
 				templ_7745c5c3_Var61, templ_7745c5c3_Err = templ.JoinStringErrs("{{2}}")
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 475, Col: 111}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 486, Col: 111}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var61))
 				if templ_7745c5c3_Err != nil {
@@ -1500,7 +1511,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 						var templ_7745c5c3_Var62 templ.SafeURL
 						templ_7745c5c3_Var62, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(channelsPathOf(e.Base, st.Account, "/templates")))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 482, Col: 83}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 493, Col: 83}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var62))
 						if templ_7745c5c3_Err != nil {
@@ -1513,7 +1524,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 						var templ_7745c5c3_Var63 string
 						templ_7745c5c3_Var63, templ_7745c5c3_Err = templ.JoinStringErrs(st.Account.Name)
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 482, Col: 103}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 493, Col: 103}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var63))
 						if templ_7745c5c3_Err != nil {
@@ -1545,7 +1556,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 								var templ_7745c5c3_Var64 string
 								templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(st.Meta.RejectedReason)
 								if templ_7745c5c3_Err != nil {
-									return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 488, Col: 66}
+									return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 499, Col: 66}
 								}
 								_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var64))
 								if templ_7745c5c3_Err != nil {
@@ -1589,7 +1600,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var65 string
 				templ_7745c5c3_Var65, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(e.BaseVersion + 1))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 502, Col: 56}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 513, Col: 56}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var65))
 				if templ_7745c5c3_Err != nil {
@@ -1603,7 +1614,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 			var templ_7745c5c3_Var66 templ.SafeURL
 			templ_7745c5c3_Var66, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(e.Base))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 505, Col: 36}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 516, Col: 36}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var66))
 			if templ_7745c5c3_Err != nil {
@@ -1616,7 +1627,7 @@ func TemplateEditorPage(p Page, e TemplateEditor) templ.Component {
 			var templ_7745c5c3_Var67 string
 			templ_7745c5c3_Var67, templ_7745c5c3_Err = templ.JoinStringErrs(e.Base + "/preview")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 513, Col: 35}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 524, Col: 35}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var67))
 			if templ_7745c5c3_Err != nil {
@@ -1701,7 +1712,7 @@ func templateChannelField(e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var69 string
 				templ_7745c5c3_Var69, templ_7745c5c3_Err = templ.JoinStringErrs(string(ch))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 540, Col: 31}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 551, Col: 31}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var69))
 				if templ_7745c5c3_Err != nil {
@@ -1724,7 +1735,7 @@ func templateChannelField(e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var70 string
 				templ_7745c5c3_Var70, templ_7745c5c3_Err = templ.JoinStringErrs(channelLabel(ch))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 540, Col: 90}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 551, Col: 90}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var70))
 				if templ_7745c5c3_Err != nil {
@@ -1798,7 +1809,7 @@ func templateVariables(e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var72 string
 				templ_7745c5c3_Var72, templ_7745c5c3_Err = templ.JoinStringErrs("{{" + v.Name + "}}")
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 563, Col: 56}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 574, Col: 56}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var72))
 				if templ_7745c5c3_Err != nil {
@@ -1821,7 +1832,7 @@ func templateVariables(e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var73 string
 				templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs("sample." + v.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 569, Col: 40}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 580, Col: 40}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var73))
 				if templ_7745c5c3_Err != nil {
@@ -1834,7 +1845,7 @@ func templateVariables(e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var74 string
 				templ_7745c5c3_Var74, templ_7745c5c3_Err = templ.JoinStringErrs(v.Sample)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 569, Col: 59}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 580, Col: 59}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var74))
 				if templ_7745c5c3_Err != nil {
@@ -1847,7 +1858,7 @@ func templateVariables(e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var75 string
 				templ_7745c5c3_Var75, templ_7745c5c3_Err = templ.JoinStringErrs("Sample value of " + v.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 569, Col: 123}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 580, Col: 123}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var75))
 				if templ_7745c5c3_Err != nil {
@@ -1911,7 +1922,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 				var templ_7745c5c3_Var77 string
 				templ_7745c5c3_Var77, templ_7745c5c3_Err = templ.JoinStringErrs(v.Hint)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 586, Col: 12}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 597, Col: 12}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var77))
 				if templ_7745c5c3_Err != nil {
@@ -1936,7 +1947,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 				var templ_7745c5c3_Var78 string
 				templ_7745c5c3_Var78, templ_7745c5c3_Err = templ.JoinStringErrs(v.Preview.Problem)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 593, Col: 61}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 604, Col: 61}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var78))
 				if templ_7745c5c3_Err != nil {
@@ -1959,7 +1970,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 				var templ_7745c5c3_Var79 string
 				templ_7745c5c3_Var79, templ_7745c5c3_Err = templ.JoinStringErrs(placeholderList(v.Preview.Unknown))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 597, Col: 62}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 608, Col: 62}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var79))
 				if templ_7745c5c3_Err != nil {
@@ -1982,7 +1993,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 				var templ_7745c5c3_Var80 string
 				templ_7745c5c3_Var80, templ_7745c5c3_Err = templ.JoinStringErrs(v.Preview.Subject)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 602, Col: 49}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 613, Col: 49}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var80))
 				if templ_7745c5c3_Err != nil {
@@ -2005,7 +2016,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 					var templ_7745c5c3_Var81 string
 					templ_7745c5c3_Var81, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(c.Parts))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 606, Col: 111}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 617, Col: 111}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var81))
 					if templ_7745c5c3_Err != nil {
@@ -2018,7 +2029,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 					var templ_7745c5c3_Var82 string
 					templ_7745c5c3_Var82, templ_7745c5c3_Err = templ.JoinStringErrs(c.Encoding)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 606, Col: 140}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 617, Col: 140}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var82))
 					if templ_7745c5c3_Err != nil {
@@ -2031,7 +2042,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 					var templ_7745c5c3_Var83 string
 					templ_7745c5c3_Var83, templ_7745c5c3_Err = templ.JoinStringErrs(c.String())
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 606, Col: 155}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 617, Col: 155}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var83))
 					if templ_7745c5c3_Err != nil {
@@ -2044,7 +2055,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 					var templ_7745c5c3_Var84 string
 					templ_7745c5c3_Var84, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(v.Preview.SMSLimit))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 606, Col: 208}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 617, Col: 208}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var84))
 					if templ_7745c5c3_Err != nil {
@@ -2062,7 +2073,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 					var templ_7745c5c3_Var85 string
 					templ_7745c5c3_Var85, templ_7745c5c3_Err = templ.JoinStringErrs(channelLabel(v.Preview.Channel))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 608, Col: 74}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 619, Col: 74}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var85))
 					if templ_7745c5c3_Err != nil {
@@ -2075,7 +2086,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 					var templ_7745c5c3_Var86 string
 					templ_7745c5c3_Var86, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(utf8.RuneCountInString(v.Preview.Body)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 608, Col: 139}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 619, Col: 139}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var86))
 					if templ_7745c5c3_Err != nil {
@@ -2093,7 +2104,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 				var templ_7745c5c3_Var87 string
 				templ_7745c5c3_Var87, templ_7745c5c3_Err = templ.JoinStringErrs(v.Preview.Body)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 610, Col: 40}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 621, Col: 40}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var87))
 				if templ_7745c5c3_Err != nil {
@@ -2121,7 +2132,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 					var templ_7745c5c3_Var88 string
 					templ_7745c5c3_Var88, templ_7745c5c3_Err = templ.JoinStringErrs(prm.Name)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 616, Col: 25}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 627, Col: 25}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var88))
 					if templ_7745c5c3_Err != nil {
@@ -2134,7 +2145,7 @@ func TemplatePreviewPane(v *TemplatePreviewView) templ.Component {
 					var templ_7745c5c3_Var89 string
 					templ_7745c5c3_Var89, templ_7745c5c3_Err = templ.JoinStringErrs(prm.Sample)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 616, Col: 48}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 627, Col: 48}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var89))
 					if templ_7745c5c3_Err != nil {
@@ -2208,7 +2219,7 @@ func TemplateHistoryPage(p Page, h TemplateHistory) templ.Component {
 				var templ_7745c5c3_Var93 templ.SafeURL
 				templ_7745c5c3_Var93, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(templatePath(h.Base, h.Template, "")))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 627, Col: 79}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 638, Col: 79}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var93))
 				if templ_7745c5c3_Err != nil {
@@ -2236,7 +2247,7 @@ func TemplateHistoryPage(p Page, h TemplateHistory) templ.Component {
 				var templ_7745c5c3_Var94 string
 				templ_7745c5c3_Var94, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(v.Version))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 642, Col: 48}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 653, Col: 48}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var94))
 				if templ_7745c5c3_Err != nil {
@@ -2249,7 +2260,7 @@ func TemplateHistoryPage(p Page, h TemplateHistory) templ.Component {
 				var templ_7745c5c3_Var95 string
 				templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(v.Version))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 644, Col: 34}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 655, Col: 34}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var95))
 				if templ_7745c5c3_Err != nil {
@@ -2272,7 +2283,7 @@ func TemplateHistoryPage(p Page, h TemplateHistory) templ.Component {
 				var templ_7745c5c3_Var96 string
 				templ_7745c5c3_Var96, templ_7745c5c3_Err = templ.JoinStringErrs(v.Author())
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 649, Col: 38}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 660, Col: 38}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var96))
 				if templ_7745c5c3_Err != nil {
@@ -2293,7 +2304,7 @@ func TemplateHistoryPage(p Page, h TemplateHistory) templ.Component {
 				var templ_7745c5c3_Var97 string
 				templ_7745c5c3_Var97, templ_7745c5c3_Err = templ.JoinStringErrs(firstLine(&app.Template{Subject: v.Subject, Body: v.Body}))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 652, Col: 71}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 663, Col: 71}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var97))
 				if templ_7745c5c3_Err != nil {
@@ -2311,7 +2322,7 @@ func TemplateHistoryPage(p Page, h TemplateHistory) templ.Component {
 					var templ_7745c5c3_Var98 templ.SafeURL
 					templ_7745c5c3_Var98, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(versionPath(h.Base, h.Template, v.Version)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 656, Col: 77}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 667, Col: 77}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var98))
 					if templ_7745c5c3_Err != nil {
@@ -2417,7 +2428,7 @@ func TemplateComparePage(p Page, c TemplateCompare) templ.Component {
 				var templ_7745c5c3_Var102 templ.SafeURL
 				templ_7745c5c3_Var102, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(templatePath(c.Base, c.Template, "/versions")))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 679, Col: 88}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 690, Col: 88}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var102))
 				if templ_7745c5c3_Err != nil {
@@ -2446,7 +2457,7 @@ func TemplateComparePage(p Page, c TemplateCompare) templ.Component {
 			var templ_7745c5c3_Var103 string
 			templ_7745c5c3_Var103, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(c.Version.Version))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 684, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 695, Col: 48}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var103))
 			if templ_7745c5c3_Err != nil {
@@ -2459,7 +2470,7 @@ func TemplateComparePage(p Page, c TemplateCompare) templ.Component {
 			var templ_7745c5c3_Var104 string
 			templ_7745c5c3_Var104, templ_7745c5c3_Err = templ.JoinStringErrs(c.Version.Author())
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 686, Col: 45}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 697, Col: 45}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var104))
 			if templ_7745c5c3_Err != nil {
@@ -2472,7 +2483,7 @@ func TemplateComparePage(p Page, c TemplateCompare) templ.Component {
 			var templ_7745c5c3_Var105 string
 			templ_7745c5c3_Var105, templ_7745c5c3_Err = templ.JoinStringErrs(" ")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 686, Col: 62}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 697, Col: 62}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var105))
 			if templ_7745c5c3_Err != nil {
@@ -2489,7 +2500,7 @@ func TemplateComparePage(p Page, c TemplateCompare) templ.Component {
 			var templ_7745c5c3_Var106 string
 			templ_7745c5c3_Var106, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(c.Template.Version))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 689, Col: 58}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 700, Col: 58}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var106))
 			if templ_7745c5c3_Err != nil {
@@ -2515,7 +2526,7 @@ func TemplateComparePage(p Page, c TemplateCompare) templ.Component {
 				var templ_7745c5c3_Var107 string
 				templ_7745c5c3_Var107, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(c.Version.Version))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 695, Col: 88}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 706, Col: 88}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var107))
 				if templ_7745c5c3_Err != nil {
@@ -2533,7 +2544,7 @@ func TemplateComparePage(p Page, c TemplateCompare) templ.Component {
 			var templ_7745c5c3_Var108 string
 			templ_7745c5c3_Var108, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(c.Version.Version))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 697, Col: 117}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 708, Col: 117}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var108))
 			if templ_7745c5c3_Err != nil {
@@ -2605,7 +2616,7 @@ func diffTable(title, class string, lines []console.DiffLine) templ.Component {
 		var templ_7745c5c3_Var110 string
 		templ_7745c5c3_Var110, templ_7745c5c3_Err = templ.JoinStringErrs(title)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 709, Col: 12}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 720, Col: 12}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var110))
 		if templ_7745c5c3_Err != nil {
@@ -2663,7 +2674,7 @@ func diffTable(title, class string, lines []console.DiffLine) templ.Component {
 			var templ_7745c5c3_Var115 string
 			templ_7745c5c3_Var115, templ_7745c5c3_Err = templ.JoinStringErrs(lineNo(l.Old))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 715, Col: 41}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 726, Col: 41}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var115))
 			if templ_7745c5c3_Err != nil {
@@ -2676,7 +2687,7 @@ func diffTable(title, class string, lines []console.DiffLine) templ.Component {
 			var templ_7745c5c3_Var116 string
 			templ_7745c5c3_Var116, templ_7745c5c3_Err = templ.JoinStringErrs(lineNo(l.New))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 716, Col: 41}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 727, Col: 41}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var116))
 			if templ_7745c5c3_Err != nil {
@@ -2689,7 +2700,7 @@ func diffTable(title, class string, lines []console.DiffLine) templ.Component {
 			var templ_7745c5c3_Var117 string
 			templ_7745c5c3_Var117, templ_7745c5c3_Err = templ.JoinStringErrs(diffMark(l.Op))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 717, Col: 44}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 728, Col: 44}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var117))
 			if templ_7745c5c3_Err != nil {
@@ -2702,7 +2713,7 @@ func diffTable(title, class string, lines []console.DiffLine) templ.Component {
 			var templ_7745c5c3_Var118 string
 			templ_7745c5c3_Var118, templ_7745c5c3_Err = templ.JoinStringErrs(l.Text)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 718, Col: 36}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 729, Col: 36}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var118))
 			if templ_7745c5c3_Err != nil {
@@ -2753,7 +2764,7 @@ func EmailPreview(body, text string) templ.Component {
 		var templ_7745c5c3_Var120 string
 		templ_7745c5c3_Var120, templ_7745c5c3_Err = templ.JoinStringErrs(emailDocument(body))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 739, Col: 87}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 750, Col: 87}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var120))
 		if templ_7745c5c3_Err != nil {
@@ -2766,7 +2777,7 @@ func EmailPreview(body, text string) templ.Component {
 		var templ_7745c5c3_Var121 string
 		templ_7745c5c3_Var121, templ_7745c5c3_Err = templ.JoinStringErrs(text)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 742, Col: 41}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 753, Col: 41}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var121))
 		if templ_7745c5c3_Err != nil {
@@ -2822,7 +2833,7 @@ func templateTest(p Page, e TemplateEditor) templ.Component {
 			var templ_7745c5c3_Var123 string
 			templ_7745c5c3_Var123, templ_7745c5c3_Err = templ.JoinStringErrs(channelLabel(app.Channel(e.Channel)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 757, Col: 88}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 768, Col: 88}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var123))
 			if templ_7745c5c3_Err != nil {
@@ -2835,7 +2846,7 @@ func templateTest(p Page, e TemplateEditor) templ.Component {
 			var templ_7745c5c3_Var124 templ.SafeURL
 			templ_7745c5c3_Var124, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(strings.TrimSuffix(e.Base, "/templates") + "/channels"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 757, Col: 202}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 768, Col: 202}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var124))
 			if templ_7745c5c3_Err != nil {
@@ -2853,7 +2864,7 @@ func templateTest(p Page, e TemplateEditor) templ.Component {
 			var templ_7745c5c3_Var125 string
 			templ_7745c5c3_Var125, templ_7745c5c3_Err = templ.JoinStringErrs(e.TestTo)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 766, Col: 22}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 777, Col: 22}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var125))
 			if templ_7745c5c3_Err != nil {
@@ -2866,7 +2877,7 @@ func templateTest(p Page, e TemplateEditor) templ.Component {
 			var templ_7745c5c3_Var126 string
 			templ_7745c5c3_Var126, templ_7745c5c3_Err = templ.JoinStringErrs(inputType(app.Channel(e.Channel)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 767, Col: 46}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 778, Col: 46}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var126))
 			if templ_7745c5c3_Err != nil {
@@ -2879,7 +2890,7 @@ func templateTest(p Page, e TemplateEditor) templ.Component {
 			var templ_7745c5c3_Var127 string
 			templ_7745c5c3_Var127, templ_7745c5c3_Err = templ.JoinStringErrs(testRecipientExample(app.Channel(e.Channel)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 768, Col: 64}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 779, Col: 64}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var127))
 			if templ_7745c5c3_Err != nil {
@@ -2905,7 +2916,7 @@ func templateTest(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var128 string
 				templ_7745c5c3_Var128, templ_7745c5c3_Err = templ.JoinStringErrs(a.ID.String())
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 778, Col: 36}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 789, Col: 36}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var128))
 				if templ_7745c5c3_Err != nil {
@@ -2928,7 +2939,7 @@ func templateTest(p Page, e TemplateEditor) templ.Component {
 				var templ_7745c5c3_Var129 string
 				templ_7745c5c3_Var129, templ_7745c5c3_Err = templ.JoinStringErrs(testAccountLabel(a))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 778, Col: 105}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 789, Col: 105}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var129))
 				if templ_7745c5c3_Err != nil {
@@ -2954,7 +2965,7 @@ func templateTest(p Page, e TemplateEditor) templ.Component {
 			var templ_7745c5c3_Var130 string
 			templ_7745c5c3_Var130, templ_7745c5c3_Err = templ.JoinStringErrs(templ.SafeURL(e.Base + "/test"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 784, Col: 116}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 795, Col: 116}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var130))
 			if templ_7745c5c3_Err != nil {
@@ -3009,7 +3020,7 @@ func TemplateTestResult(p Page, base string, d *app.MessageDetail) templ.Compone
 			var templ_7745c5c3_Var132 string
 			templ_7745c5c3_Var132, templ_7745c5c3_Err = templ.JoinStringErrs(d.Status)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 797, Col: 75}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 808, Col: 75}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var132))
 			if templ_7745c5c3_Err != nil {
@@ -3035,7 +3046,7 @@ func TemplateTestResult(p Page, base string, d *app.MessageDetail) templ.Compone
 			var templ_7745c5c3_Var133 string
 			templ_7745c5c3_Var133, templ_7745c5c3_Err = templ.JoinStringErrs(d.Status)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 804, Col: 25}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 815, Col: 25}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var133))
 			if templ_7745c5c3_Err != nil {
@@ -3048,7 +3059,7 @@ func TemplateTestResult(p Page, base string, d *app.MessageDetail) templ.Compone
 			var templ_7745c5c3_Var134 string
 			templ_7745c5c3_Var134, templ_7745c5c3_Err = templ.JoinStringErrs(base + "/tests/" + d.ID.String())
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 805, Col: 44}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 816, Col: 44}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var134))
 			if templ_7745c5c3_Err != nil {
@@ -3105,7 +3116,7 @@ func templateTestResultBody(p Page, d *app.MessageDetail) templ.Component {
 			var templ_7745c5c3_Var136 string
 			templ_7745c5c3_Var136, templ_7745c5c3_Err = templ.JoinStringErrs(console.TestFailure(d))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 818, Col: 55}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 829, Col: 55}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var136))
 			if templ_7745c5c3_Err != nil {
@@ -3119,7 +3130,7 @@ func templateTestResultBody(p Page, d *app.MessageDetail) templ.Component {
 			var templ_7745c5c3_Var137 string
 			templ_7745c5c3_Var137, templ_7745c5c3_Err = templ.JoinStringErrs(" ")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 820, Col: 36}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 831, Col: 36}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var137))
 			if templ_7745c5c3_Err != nil {
@@ -3141,7 +3152,7 @@ func templateTestResultBody(p Page, d *app.MessageDetail) templ.Component {
 			var templ_7745c5c3_Var138 string
 			templ_7745c5c3_Var138, templ_7745c5c3_Err = templ.JoinStringErrs(" ")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 824, Col: 33}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 835, Col: 33}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var138))
 			if templ_7745c5c3_Err != nil {
@@ -3158,7 +3169,7 @@ func templateTestResultBody(p Page, d *app.MessageDetail) templ.Component {
 			var templ_7745c5c3_Var139 string
 			templ_7745c5c3_Var139, templ_7745c5c3_Err = templ.JoinStringErrs(": the provider took it.")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 826, Col: 31}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 837, Col: 31}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var139))
 			if templ_7745c5c3_Err != nil {
@@ -3180,7 +3191,7 @@ func templateTestResultBody(p Page, d *app.MessageDetail) templ.Component {
 		var templ_7745c5c3_Var140 templ.SafeURL
 		templ_7745c5c3_Var140, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL("/t/" + p.TenantSlug + "/messages/" + d.ID.String()))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 831, Col: 78}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/template.templ`, Line: 842, Col: 78}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var140))
 		if templ_7745c5c3_Err != nil {
