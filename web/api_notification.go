@@ -138,4 +138,3 @@ func (s *Server) decide(c *fiber.Ctx, approve bool) error {
 	}
 	return c.JSON(e)
 }
-
