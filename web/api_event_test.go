@@ -163,7 +163,7 @@ func TestAPI_TenantEvents(t *testing.T) {
 			"LowerName":      {func(m map[string]any) { m["trigger_event"] = "seat_offer" }, "trigger_event"},
 			"NoDescription":  {func(m map[string]any) { m["description"] = " " }, "description"},
 			"NoChannels":     {func(m map[string]any) { m["channels"] = []string{} }, "channels"},
-			"BadChannel":     {func(m map[string]any) { m["channels"] = []string{"PIGEON"} }, "channels"},
+			"BadChannel":     {func(m map[string]any) { m["channels"] = []string{"PIGEON"} }, "channels[0]"},
 			"BadCategory":    {func(m map[string]any) { m["category"] = "marketing" }, "category"},
 			"BadType":        {func(m map[string]any) { m["variables"] = []map[string]any{{"name": "x", "type": "decimal"}} }, "variables[0].type"},
 			"BadVarName":     {func(m map[string]any) { m["variables"] = []map[string]any{{"name": "Seat Class", "type": "string"}} }, "variables[0].name"},
