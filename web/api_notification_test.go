@@ -405,7 +405,7 @@ func TestAPINotification_MethodsAndSendAt(t *testing.T) {
 			{http.MethodGet, "/api/v1/notifications/" + uuid.NewString() + "/approve", "POST"},
 			{http.MethodDelete, "/api/v1/delivery-deadlines", "GET, HEAD, PUT"},
 			{http.MethodPost, "/api/v1/confirmation-windows", "GET, HEAD, PUT"},
-			{http.MethodPost, "/api/v1/events", "GET, HEAD"},
+			{http.MethodPatch, "/api/v1/events", "GET, HEAD, POST"},
 		} {
 			var res apiErrorBody
 			req := httptest.NewRequest(tc.method, tc.path, nil)
