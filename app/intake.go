@@ -135,10 +135,16 @@ func redactRequest(req *NotificationRequest) []string {
 // not stored: previews of requests not sent yet (an upload's first rows)
 // plan their messages from it as routing would.
 func PreviewEvent(tenantID uuid.UUID, req *NotificationRequest, now time.Time) (*Event, error) {
-	if req.def == nil {
-		return nil, FieldErrorf("trigger_event", "%q is not an event Herald knows.", req.TriggerEvent)
+	def := req.def
+	if def == nil {
+		// A request read back from storage (an upload's row) was not
+		// parsed here: its event is resolved among the built-in ones.
+		var ok bool
+		if def, ok = BuiltInEvent(req.TriggerEvent); !ok {
+			return nil, FieldErrorf("trigger_event", "%q is not an event Herald knows.", req.TriggerEvent)
+		}
 	}
-	return eventOf(&APIKey{TenantID: tenantID}, req, req.def, 0, now), nil
+	return eventOf(&APIKey{TenantID: tenantID}, req, def, 0, now), nil
 }
 
 // eventOf returns the event a valid request stores, before its entity is
