@@ -498,7 +498,7 @@ func TestParseNotificationRequest_Attachments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := app.ParseNotificationRequest(request(tt.event, tt.recipient), testStart)
+			_, err := app.ParseNotificationRequest(request(tt.event, tt.recipient), testStart, app.BuiltIn)
 			require.Error(t, err)
 			var e *app.Error
 			require.ErrorAs(t, err, &e)
@@ -514,7 +514,7 @@ func TestParseNotificationRequest_Attachments(t *testing.T) {
 		req, err := app.ParseNotificationRequest(request(
 			[]map[string]any{with(pdf(), "sha256", strings.ToUpper(app.SHA256Hex(pdfBytes))), attachment("pass.pkpass", "application/vnd.apple.pkpass", zipBytes(t))},
 			[]map[string]any{attachment("karte.png", "image/png", pngBytes), attachment("reise.ics", "text/calendar; charset=utf-8", icsBytes),
-				attachmentURL("ticket.pdf", "application/pdf", "https://files.example.com/t.pdf?sig=1")}), testStart)
+				attachmentURL("ticket.pdf", "application/pdf", "https://files.example.com/t.pdf?sig=1")}), testStart, app.BuiltIn)
 		require.NoError(t, err)
 		require.Equal(t, "text/calendar", req.Recipients[1].Attachments[1].ContentType)
 	})

@@ -28,6 +28,8 @@ type ConfirmationWindow struct {
 
 // ConfirmWindowTx lists the statements ConfirmWindows runs.
 type ConfirmWindowTx interface {
+	// EventReader resolves the tenant's events (LookupEvent).
+	EventReader
 	Tx
 	ConfirmationWindows(ctx context.Context, tenantID uuid.UUID) ([]*ConfirmationWindow, error)
 	SetConfirmationWindow(ctx context.Context, w *ConfirmationWindow) error
@@ -59,13 +61,13 @@ func (s *ConfirmWindows) List(ctx context.Context, tenantID uuid.UUID) ([]*Confi
 // delivery deadline, 0 is a window, not its removal: Remove removes. The
 // change is audited.
 func (s *ConfirmWindows) Set(ctx context.Context, actor Actor, tenantID uuid.UUID, triggerEvent string, seconds int) error {
-	if err := checkWindowEvent(triggerEvent); err != nil {
-		return err
-	}
 	if seconds < 0 || seconds > MaxConfirmWindowSeconds {
 		return FieldErrorf("seconds", "A confirmation window is 0 to %d seconds (24 hours); 0 decides at once.", MaxConfirmWindowSeconds)
 	}
 	return s.Store.InTenant(ctx, tenantID, func(tx ConfirmWindowTx) error {
+		if err := checkWindowEvent(ctx, tx, tenantID, triggerEvent); err != nil {
+			return err
+		}
 		err := tx.SetConfirmationWindow(ctx, &ConfirmationWindow{TenantID: tenantID, TriggerEvent: triggerEvent, Seconds: seconds, UpdatedAt: s.Now()})
 		if err != nil {
 			return err
@@ -80,10 +82,10 @@ func (s *ConfirmWindows) Set(ctx context.Context, actor Actor, tenantID uuid.UUI
 // Removing a window the tenant does not have changes nothing and is not
 // audited: a repeated request is no new decision.
 func (s *ConfirmWindows) Remove(ctx context.Context, actor Actor, tenantID uuid.UUID, triggerEvent string) error {
-	if err := checkWindowEvent(triggerEvent); err != nil {
-		return err
-	}
 	return s.Store.InTenant(ctx, tenantID, func(tx ConfirmWindowTx) error {
+		if err := checkWindowEvent(ctx, tx, tenantID, triggerEvent); err != nil {
+			return err
+		}
 		seconds, removed, err := tx.DeleteConfirmationWindow(ctx, tenantID, triggerEvent)
 		if err != nil || !removed {
 			return err
@@ -94,15 +96,16 @@ func (s *ConfirmWindows) Remove(ctx context.Context, actor Actor, tenantID uuid.
 }
 
 // checkWindowEvent accepts an event of the registry or AnyEvent.
-func checkWindowEvent(triggerEvent string) error {
+func checkWindowEvent(ctx context.Context, tx EventReader, tenantID uuid.UUID, triggerEvent string) error {
 	switch triggerEvent {
 	case AnyEvent:
 		return nil
 	case "":
 		return FieldErrorf("trigger_event", "Name the trigger event, or * for every event.")
 	}
-	if _, ok := LookupEvent(triggerEvent); !ok {
+	_, err := LookupEvent(ctx, tx, tenantID, triggerEvent)
+	if ErrorCode(err) == ENOTFOUND {
 		return FieldErrorf("trigger_event", "%q is not a trigger event (or * for every event).", triggerEvent)
 	}
-	return nil
+	return err
 }

@@ -156,6 +156,8 @@ func moveConversation(ctx context.Context, tx ConversationTx, c *Conversation, t
 
 // InboxTx lists the statements Inbox runs.
 type InboxTx interface {
+	// EventReader resolves the tenant's events (LookupEvent).
+	EventReader
 	ConversationTx
 	PlanTx
 	InsertTx

@@ -383,7 +383,7 @@ func (s *Inbox) planTemplateReply(ctx context.Context, tx InboxTx, c *Conversati
 	if err != nil {
 		return nil, err
 	}
-	def, err := rt.event.Def()
+	def, err := rt.event.Def(ctx, tx)
 	if err != nil {
 		return nil, err
 	}

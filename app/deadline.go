@@ -58,6 +58,8 @@ type DeliveryDeadline struct {
 
 // DeadlineTx lists the statements Deadlines runs.
 type DeadlineTx interface {
+	// EventReader resolves the tenant's events (LookupEvent).
+	EventReader
 	Tx
 	DeliveryDeadlines(ctx context.Context, tenantID uuid.UUID) ([]*DeliveryDeadline, error)
 	SetDeliveryDeadline(ctx context.Context, d *DeliveryDeadline) error
@@ -108,6 +110,14 @@ func (s *Deadlines) SetRule(ctx context.Context, actor Actor, d *DeliveryDeadlin
 		return err
 	}
 	return s.Store.InTenant(ctx, d.TenantID, func(tx DeadlineTx) error {
+		if d.TriggerEvent != AnyEvent {
+			_, err := LookupEvent(ctx, tx, d.TenantID, d.TriggerEvent)
+			if ErrorCode(err) == ENOTFOUND {
+				return FieldErrorf("trigger_event", "%q is not a trigger event (or * for all).", d.TriggerEvent)
+			} else if err != nil {
+				return err
+			}
+		}
 		var err error
 		if d.Minutes == 0 && d.BeforeDepartureMinutes == 0 {
 			err = tx.DeleteDeliveryDeadline(ctx, d.TenantID, d.TriggerEvent, d.Channel, d.Stage)
@@ -132,10 +142,8 @@ func validDeadline(d *DeliveryDeadline) error {
 	if !slices.Contains(DeadlineStages, d.Stage) {
 		return FieldErrorf("stage", "%q is not a stage: DELIVERED, READ or ACKNOWLEDGED.", d.Stage)
 	}
-	if d.TriggerEvent != AnyEvent {
-		if _, ok := LookupEvent(d.TriggerEvent); !ok {
-			return FieldErrorf("trigger_event", "%q is not a trigger event (or * for all).", d.TriggerEvent)
-		}
+	if d.TriggerEvent == "" {
+		return FieldErrorf("trigger_event", "Name the trigger event, or * for all.")
 	}
 	if _, ok := ParseChannel(string(d.Channel)); !ok {
 		return FieldErrorf("channel", "%q is not a channel.", d.Channel)

@@ -234,6 +234,8 @@ type send struct {
 	branding Branding
 	// askAck: the message asks its passenger to acknowledge it.
 	askAck bool
+	// def is the registry entry of the message's event, nil for none.
+	def *EventDef
 }
 
 // Dispatch runs the dispatch steps in order: the claim (one transaction
@@ -364,7 +366,7 @@ func (d *Dispatcher) call(ctx context.Context, s *send, p provider.Provider, sec
 		Attachments: d.outboundFiles(s.files),
 	}
 	s.notSent = d.fitFiles(m, acct, &out)
-	if m.Channel == Email && m.ContactID != nil && d.opts.Unsubscribe != nil && OptionalEvent(m.TriggerEvent) {
+	if m.Channel == Email && m.ContactID != nil && d.opts.Unsubscribe != nil && s.def.Optional() {
 		out.UnsubscribeURL = d.opts.Unsubscribe.URL(UnsubscribeTarget{TenantID: m.TenantID, ContactID: *m.ContactID, MessageID: m.ID})
 	}
 	body := d.withAckLink(s, &out)

@@ -78,11 +78,11 @@ type Event struct {
 	Files EventFiles `db:"files" json:"-"`
 }
 
-// Def returns the event's registry entry.
-func (e *Event) Def() (*EventDef, error) {
-	def, ok := LookupEvent(e.TriggerEvent)
-	if !ok {
-		return nil, fmt.Errorf("event %s: unknown trigger event %s", e.ID, e.TriggerEvent)
+// Def returns the event's registry entry for its tenant, read in tx.
+func (e *Event) Def(ctx context.Context, tx EventReader) (*EventDef, error) {
+	def, err := LookupEvent(ctx, tx, e.TenantID, e.TriggerEvent)
+	if err != nil {
+		return nil, fmt.Errorf("event %s: trigger event %s: %w", e.ID, e.TriggerEvent, err)
 	}
 	return def, nil
 }

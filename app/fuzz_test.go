@@ -38,7 +38,7 @@ func FuzzParseNotificationRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		req, err := app.ParseNotificationRequest(body, fuzzNow)
+		req, err := app.ParseNotificationRequest(body, fuzzNow, app.BuiltIn)
 		if err != nil {
 			var ae *app.Error
 			require.True(t, errors.As(err, &ae), "a refusal is an *app.Error, got %T: %v", err, err)
@@ -50,7 +50,7 @@ func FuzzParseNotificationRequest(f *testing.F) {
 		raw, err := json.Marshal(req)
 		require.NoError(t, err)
 		require.NotContains(t, string(raw), `\u0000`, "an accepted request holds no NUL")
-		again, err := app.ParseNotificationRequest(raw, fuzzNow)
+		again, err := app.ParseNotificationRequest(raw, fuzzNow, app.BuiltIn)
 		require.NoError(t, err, "an accepted request parses again from its own JSON: %s", raw)
 		require.Equal(t, req, again, "the round trip changes nothing")
 	})
@@ -136,7 +136,7 @@ func FuzzValidateTemplateSubject(f *testing.F) {
 	f.Add("Line\nbreak", "body", "")
 	f.Add("", "body", "")
 	f.Add("ok", "\x00", "")
-	def, ok := app.LookupEvent("BOOKING_CONFIRMED")
+	def, ok := app.BuiltInEvent("BOOKING_CONFIRMED")
 	require.True(f, ok)
 	f.Fuzz(func(t *testing.T, subject, body, value string) {
 		_, err := app.ValidateTemplate(def, app.Email, app.TemplateInput{Subject: subject, Body: body})

@@ -70,7 +70,7 @@ func TestCheckJSONDepth(t *testing.T) {
 	t.Run("NotificationRefusedBeforeDecoding", func(t *testing.T) {
 		t.Parallel()
 		body := []byte(`{"event_id":"deep","trigger_event":"BOOKING_CONFIRMED","context":` + string(nested(100)) + `}`)
-		_, err := app.ParseNotificationRequest(body, fuzzNow)
+		_, err := app.ParseNotificationRequest(body, fuzzNow, app.BuiltIn)
 		require.Equal(t, "body_too_deep", app.ErrorReason(err))
 		require.Equal(t, "body_too_deep", app.ErrorReason(app.CheckJSONText([]byte(`{"a":"\u0000","b":`+string(nested(100))+`}`))),
 			"the NUL check decodes a body with an escaped NUL only within the bound")

@@ -49,9 +49,10 @@ type IntakeTx interface {
 
 // Intake accepts notification requests and manages their events.
 type Intake struct {
-	Store Store[IntakeTx]
-	Queue Queue
-	Now   Clock
+	Store    Store[IntakeTx]
+	Registry *Registry
+	Queue    Queue
+	Now      Clock
 }
 
 // Submit validates, redacts and stores a request with its route job, in one
@@ -63,7 +64,7 @@ type Intake struct {
 // idempotency_conflict) naming the first field that differs.
 func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitResult, error) {
 	now := s.Now()
-	req, err := ParseNotificationRequest(body, now)
+	req, err := ParseNotificationRequest(body, now, s.Registry.For(ctx, key.TenantID))
 	if err != nil {
 		return nil, err
 	}
@@ -83,9 +84,9 @@ func (s *Intake) Submit(ctx context.Context, key *APIKey, body []byte) (*SubmitR
 // transaction of that tenant: Submit's path for callers that batch
 // requests of one tenant (an upload's rows), so that every event is
 // stored one way.
-func (s *Intake) submitIn(ctx context.Context, tx IntakeTx, key *APIKey, body []byte) (*SubmitResult, error) {
+func (s *Intake) submitIn(ctx context.Context, tx IntakeTx, key *APIKey, body []byte, events EventLookup) (*SubmitResult, error) {
 	now := s.Now()
-	req, err := ParseNotificationRequest(body, now)
+	req, err := ParseNotificationRequest(body, now, events)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +115,7 @@ func newIntakeRequest(key *APIKey, req *NotificationRequest, size int, now time.
 	size -= inlineBytes(req)
 	redacted := redactRequest(req)
 	// ParseNotificationRequest refused unknown events.
-	def, _ := LookupEvent(req.TriggerEvent)
+	def := req.def
 	return &intakeRequest{key: key, req: req, def: def, event: eventOf(key, req, def, size, now), redacted: redacted, now: now}
 }
 
@@ -134,9 +135,14 @@ func redactRequest(req *NotificationRequest) []string {
 // not stored: previews of requests not sent yet (an upload's first rows)
 // plan their messages from it as routing would.
 func PreviewEvent(tenantID uuid.UUID, req *NotificationRequest, now time.Time) (*Event, error) {
-	def, ok := LookupEvent(req.TriggerEvent)
-	if !ok {
-		return nil, FieldErrorf("trigger_event", "%q is not an event Herald knows.", req.TriggerEvent)
+	def := req.def
+	if def == nil {
+		// A request read back from storage (an upload's row) was not
+		// parsed here: its event is resolved among the built-in ones.
+		var ok bool
+		if def, ok = BuiltInEvent(req.TriggerEvent); !ok {
+			return nil, FieldErrorf("trigger_event", "%q is not an event Herald knows.", req.TriggerEvent)
+		}
 	}
 	return eventOf(&APIKey{TenantID: tenantID}, req, def, 0, now), nil
 }

@@ -36,7 +36,7 @@ func TestIntake_Submit(t *testing.T) {
 		t.Parallel()
 		tn := every
 		rec := &scopeRecorder{Store: b.svc.Intake.Store}
-		intake := &app.Intake{Store: rec, Queue: b.svc.Intake.Queue, Now: b.svc.Intake.Now}
+		intake := &app.Intake{Store: rec, Registry: b.svc.Intake.Registry, Queue: b.svc.Intake.Queue, Now: b.svc.Intake.Now}
 		// Every event of the registry, with and without a booking, a
 		// trip, an audience, a schedule and a redacted secret: the
 		// entity's locks, supersessions, moved schedules and audiences,
@@ -71,7 +71,7 @@ func TestIntake_Submit(t *testing.T) {
 					change(body, trip)
 					raw, err := json.Marshal(body)
 					require.NoError(t, err)
-					if _, err := app.ParseNotificationRequest(raw, b.clock.Now()); err != nil {
+					if _, err := app.ParseNotificationRequest(raw, b.clock.Now(), app.BuiltIn); err != nil {
 						t.Skipf("not a valid request for this event: %v", err)
 					}
 					if name == "Audience" {
@@ -119,7 +119,7 @@ func TestIntake_Submit(t *testing.T) {
 		a := tenants[0]
 		used := b.submit(t, a, booking("many-used", "BK-U", phone))
 		rec := &scopeRecorder{Store: b.svc.Intake.Store}
-		intake := &app.Intake{Store: rec, Queue: b.svc.Intake.Queue, Now: b.svc.Intake.Now}
+		intake := &app.Intake{Store: rec, Registry: b.svc.Intake.Registry, Queue: b.svc.Intake.Queue, Now: b.svc.Intake.Now}
 		var subs []submission
 		for i := range 12 {
 			subs = append(subs, submission{tenants[i%3], booking(fmt.Sprintf("many-%d", i), fmt.Sprintf("BK-%d", i), phone)})
@@ -205,7 +205,7 @@ func TestIntake_Submit(t *testing.T) {
 		release := holdBooking(t, b, a.ID, "BK-X")
 		// A's transactions give up on a lock after 20 ms; the others'
 		// wait as production's do.
-		intake := &app.Intake{Store: lockTimeoutStore{b.svc.Intake.Store, a.ID}, Queue: b.svc.Intake.Queue, Now: b.svc.Intake.Now}
+		intake := &app.Intake{Store: lockTimeoutStore{b.svc.Intake.Store, a.ID}, Registry: b.svc.Intake.Registry, Queue: b.svc.Intake.Queue, Now: b.svc.Intake.Now}
 		subs := []submission{
 			{a, booking("timeout-x", "BK-X", phone)},
 			{other, booking("timeout-other-x", "BK-X", phone)}, {other, booking("timeout-other-y", "BK-Y", phone)},

@@ -209,6 +209,8 @@ type MessageEvent struct {
 
 // MessagesTx lists the statements Messages runs, resends included.
 type MessagesTx interface {
+	// EventReader resolves the tenant's events (LookupEvent).
+	EventReader
 	PlanTx
 	InsertTx
 	MessagesByEntity(ctx context.Context, tenantID uuid.UUID, entityType, entityID string) ([]*Message, error)
@@ -326,7 +328,7 @@ func resendTemplate(ctx context.Context, tx MessagesTx, tenantID uuid.UUID, id *
 // about the entity, with their dispatch jobs.
 func (s *Messages) resendEvent(ctx context.Context, tx MessagesTx, actor Actor, e *Event, entityID string, ch Channel, tmpl *Template,
 	requestID uuid.UUID) ([]*Message, error) {
-	def, err := e.Def()
+	def, err := e.Def(ctx, tx)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,8 @@ import (
 
 // MetaTemplateTx lists the statements MetaTemplates runs.
 type MetaTemplateTx interface {
+	// EventReader resolves the tenant's events (LookupEvent).
+	EventReader
 	Tx
 	AccountByID(ctx context.Context, tenantID, id uuid.UUID) (*ChannelAccount, error)
 	AccountByWABA(ctx context.Context, tenantID uuid.UUID, wabaID string) (*ChannelAccount, error)
@@ -146,13 +148,20 @@ func (s *MetaTemplates) Submit(ctx context.Context, actor Actor, tenantID, accou
 		return nil, err
 	}
 	var t *Template
+	var event *EventDef
 	if err := s.Store.InTenant(ctx, tenantID, func(tx MetaTemplateTx) (err error) {
-		t, err = tx.TemplateByID(ctx, tenantID, templateID)
+		if t, err = tx.TemplateByID(ctx, tenantID, templateID); err != nil {
+			return err
+		}
+		event, err = LookupEvent(ctx, tx, tenantID, t.TriggerEvent)
+		if ErrorCode(err) == ENOTFOUND {
+			return Errorf(EINVALID, "Template %s is for unknown event %s.", t.ID, t.TriggerEvent)
+		}
 		return err
 	}); err != nil {
 		return nil, err
 	}
-	draft, err := submission(t)
+	draft, err := submission(t, event)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +207,7 @@ func (s *MetaTemplates) Submit(ctx context.Context, actor Actor, tenantID, accou
 }
 
 // submission is what Submit sends for a template.
-func submission(t *Template) (provider.TemplateDraft, error) {
+func submission(t *Template, event *EventDef) (provider.TemplateDraft, error) {
 	if t.Channel != WhatsApp {
 		return provider.TemplateDraft{}, Errorf(EINVALID, "Only WhatsApp templates are submitted to Meta.")
 	}
@@ -208,10 +217,6 @@ func submission(t *Template) (provider.TemplateDraft, error) {
 	}
 	if spec == nil {
 		return provider.TemplateDraft{}, Errorf(EINVALID, "The template names no Meta template; give it a name and language first.")
-	}
-	event, ok := LookupEvent(t.TriggerEvent)
-	if !ok {
-		return provider.TemplateDraft{}, Errorf(EINVALID, "Template %s is for unknown event %s.", t.ID, t.TriggerEvent)
 	}
 	if spec.Body == "" {
 		derived, err := DeriveMetaTemplate(event, t.Locale, t.Body)

@@ -55,7 +55,14 @@ type NotificationRequest struct {
 	Audience *Audience `json:"audience,omitempty"`
 	// Attachments go with every message of the event (attachment.go).
 	Attachments []AttachmentInput `json:"attachments,omitempty"`
+
+	// def is the event's registry entry for the request's tenant, set by
+	// ParseNotificationRequest.
+	def *EventDef
 }
+
+// Def is the registry entry of a parsed request's event.
+func (r *NotificationRequest) Def() *EventDef { return r.def }
 
 // Recipient is one person to notify. Context, Locale and Timezone, when
 // given, override the event's for this recipient only: an incident
@@ -85,7 +92,10 @@ type ConversationContext struct {
 //
 // Inline files (attachments[].content) may take a body past
 // MaxPayloadBytes, up to MaxRequestBytes: the rest of it must stay within.
-func ParseNotificationRequest(body []byte, now time.Time) (*NotificationRequest, error) {
+//
+// events resolves the trigger event for the request's tenant
+// (Registry.For).
+func ParseNotificationRequest(body []byte, now time.Time, events EventLookup) (*NotificationRequest, error) {
 	if len(body) > MaxRequestBytes {
 		return nil, payloadTooLarge(len(body))
 	}
@@ -107,6 +117,13 @@ func ParseNotificationRequest(body []byte, now time.Time) (*NotificationRequest,
 	}
 	if size := len(body) - inlineBytes(&req); size > MaxPayloadBytes {
 		return nil, payloadTooLarge(size)
+	}
+	def, known, err := events(req.TriggerEvent)
+	if err != nil {
+		return nil, err
+	}
+	if known {
+		req.def = def
 	}
 	if err := req.Validate(now); err != nil {
 		return nil, err
@@ -202,7 +219,7 @@ func (r *NotificationRequest) Validate(now time.Time) error {
 	case len(r.EventID) > 200:
 		p.add(Invalid("invalid_event_id", "event_id", "event_id must be at most 200 characters."))
 	}
-	if def, ok := LookupEvent(r.TriggerEvent); !ok {
+	if def := r.def; def == nil {
 		p.add(Invalid("unknown_event", "trigger_event", "trigger_event %q is not a known event; GET /api/v1/events lists them.", r.TriggerEvent))
 	} else {
 		r.checkVariables(&p, def)
@@ -222,8 +239,8 @@ func (r *NotificationRequest) Validate(now time.Time) error {
 	r.validateAttachments(&p)
 	r.Channels = normalizeChannels(&p, "channels", r.Channels)
 	r.FallbackChain = normalizeChannels(&p, "fallback_chain", r.FallbackChain)
-	if def, ok := LookupEvent(r.TriggerEvent); ok {
-		r.checkTimes(&p, def, now)
+	if r.def != nil {
+		r.checkTimes(&p, r.def, now)
 	}
 	if r.Locale != "" {
 		l, err := NormalizeLocale(r.Locale)
@@ -355,6 +372,7 @@ func (r *NotificationRequest) checkVariables(p *problems, def *EventDef) {
 		val, ok := ctx[v]
 		return ok && val != nil && val != ""
 	}
+	r.checkTypes(p, def)
 	for _, v := range def.Variables {
 		if present(r.Context, v) {
 			continue
@@ -384,6 +402,25 @@ func (r *NotificationRequest) checkVariables(p *problems, def *EventDef) {
 			field := fmt.Sprintf("recipients[%d].context.%s", i, v)
 			p.add(Invalid("missing_variable", field, "%s is required for %s: the event's context does not have it, so each recipient's must.", field, def.Name))
 		}
+	}
+}
+
+// checkTypes reports each variable present, in the event's context or a
+// recipient's, whose value is not of the variable's type, under the field
+// that holds it.
+func (r *NotificationRequest) checkTypes(p *problems, def *EventDef) {
+	check := func(ctx map[string]any, prefix string) {
+		for _, v := range def.Types {
+			if val, ok := ctx[v.Name]; ok && val != nil && val != "" {
+				if e := v.CheckValue(prefix+v.Name, val); e != nil {
+					p.add(e)
+				}
+			}
+		}
+	}
+	check(r.Context, "context.")
+	for i, rc := range r.Recipients {
+		check(rc.Context, fmt.Sprintf("recipients[%d].context.", i))
 	}
 }
 

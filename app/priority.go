@@ -128,9 +128,11 @@ func (e *Event) priority() int { return triggerPriority(e.TriggerEvent) }
 func messagePriority(m *Message) int { return triggerPriority(m.TriggerEvent) }
 
 // triggerPriority is a trigger event's priority within its share;
-// PriorityTransactional for one the registry does not know (a STOP/START
-// confirmation).
+// PriorityTransactional for one the built-in registry does not know (a
+// STOP/START confirmation, and a tenant's own event, whose first route
+// job had its own priority: a job queued again has no transaction to read
+// the tenant's registry in).
 func triggerPriority(trigger string) int {
-	def, _ := LookupEvent(trigger)
+	def, _ := BuiltInEvent(trigger)
 	return def.Priority()
 }

@@ -20,8 +20,12 @@ type EventDef struct {
 	// Fallback, when set, is the default fallback chain: only the first usable
 	// channel is sent, the next one only if it fails permanently.
 	Fallback []Channel
-	// Variables are the context variables a request must carry.
+	// Variables are the names of the context variables a request must
+	// carry, in Types' order.
 	Variables []string
+	// Types are the variables with their types: a request whose variable
+	// is present but not of its type is refused.
+	Types []Variable
 	// RequiresApproval holds the event until a manager approves it.
 	RequiresApproval bool
 	// OncePerEntity events are sent once per entity (a booking is confirmed
@@ -47,6 +51,10 @@ type EventDef struct {
 	// Expiry is the default expiry of an event without expires_at; nil
 	// means none.
 	Expiry *ExpiryRule
+	// Tenant: the event is a tenant's own (see Registry), at Version of
+	// its definition; false for the built-in events.
+	Tenant  bool
+	Version int
 	// Moves lists the context times (RFC 3339) this event changes for its
 	// entity: accepting it moves every pending schedule of the entity that
 	// is relative to one of them (see RelativeSchedules.Move).
@@ -66,20 +74,15 @@ const (
 	CategoryOptional      EventCategory = "optional"
 )
 
-// Optional reports whether the event honours opt-outs.
 func (e *EventDef) Optional() bool { return e != nil && e.Category == CategoryOptional }
 
-// OptionalEvent reports whether messages of the trigger event honour
-// opt-outs. Events outside the registry (a console test message, a
-// preference confirmation) are transactional: the person asked for them.
-func OptionalEvent(name string) bool {
-	e, ok := LookupEvent(name)
-	return ok && e.Optional()
-}
+// Optional reports whether messages of the event honour opt-outs. Events
+// outside the registry (nil: a console test message, a preference
+// confirmation) are transactional: the person asked for them.
 
 // eventList is the trigger-event registry. Where the source registry named
 // no channels, the choice is documented on the entry.
-var eventList = withTimeRules([]EventDef{
+var eventList = withTypes(withTimeRules([]EventDef{
 	{
 		Name: "BOOKING_CONFIRMED", Description: "A booking was confirmed and the deposit received.",
 		Category: CategoryTransactional,
@@ -298,7 +301,7 @@ var eventList = withTimeRules([]EventDef{
 		Sample: map[string]any{"passenger_name": "Anna Schmidt", "tour_name": "Lake Garda Spring Tour",
 			"departure_at": "2027-04-12T09:30:00+02:00", "boarding_point_name": "Munich Central Bus Station"},
 	},
-})
+}))
 
 var registry = func() map[string]*EventDef {
 	m := make(map[string]*EventDef, len(eventList))
@@ -323,8 +326,8 @@ var supersedable = func() map[string]bool {
 // (see EventDef.Supersedes).
 func (e *EventDef) Supersedable() bool { return supersedable[e.Name] }
 
-// LookupEvent returns the registry entry of a trigger event.
-func LookupEvent(name string) (*EventDef, bool) {
+// BuiltInEvent returns the entry of a built-in trigger event.
+func BuiltInEvent(name string) (*EventDef, bool) {
 	e, ok := registry[name]
 	return e, ok
 }

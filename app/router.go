@@ -65,6 +65,8 @@ type FallbackTx interface {
 
 // RouteTx lists the statements Router runs.
 type RouteTx interface {
+	// EventReader resolves the tenant's events (LookupEvent).
+	EventReader
 	PlanTx
 	InsertTx
 	DestinationTx
@@ -92,6 +94,9 @@ type Router struct {
 	// Acks makes the acknowledgement links dispatch adds to SMS, which
 	// the stored count of parts includes; nil: none.
 	Acks *AckLinks
+	// Registry resolves a failed message's event for its fallback, whose
+	// transaction (FallbackTx) reads no registry itself.
+	Registry *Registry
 }
 
 // Route routes the event if job.Version is still its version and it is
@@ -130,7 +135,7 @@ func (r *Router) Route(ctx context.Context, job RouteJob) error {
 // The dispatch jobs take the route job's priority, up to the tenant's fair
 // share of them (priority.go).
 func (r *Router) routeEvent(ctx context.Context, tx RouteTx, tenant *Tenant, e *Event, recipients []Recipient, priority int) error {
-	def, err := e.Def()
+	def, err := e.Def(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -643,7 +648,7 @@ func (r *Router) fallbackAddressee(ctx context.Context, tx FallbackTx, failed *M
 	if e, err = tx.EventByID(ctx, failed.TenantID, *failed.EventID, false); err != nil {
 		return
 	}
-	if def, err = e.Def(); err != nil {
+	if def, err = r.Registry.Lookup(ctx, e.TenantID, e.TriggerEvent); err != nil {
 		return
 	}
 	if tenant, err = tx.TenantByID(ctx, failed.TenantID); err != nil {

@@ -64,6 +64,8 @@ type SendMarker struct {
 // SendTx lists the statements of a send: its claim before the provider
 // call, and the record of the call's outcome.
 type SendTx interface {
+	// EventReader resolves the tenant's events (LookupEvent).
+	EventReader
 	// The claim loads and plans the send.
 	DispatchPlanTx
 	// The record of a send makes its callbacks.
@@ -197,6 +199,9 @@ func (d *Dispatcher) claim(ctx context.Context, tx SendTx, job DispatchJob, s *s
 	}
 	m := st.Message
 	s.message, s.tenant, s.account, s.credentialsRefused = m, st.Tenant, st.Account, st.CredentialsRefused
+	if s.def, err = messageDef(ctx, tx, m); err != nil {
+		return sendPlan{}, err
+	}
 	s.maxSMSParts = orDefault(st.MaxSMSParts, DefaultMaxSMSParts)
 	if st.Branding != nil {
 		s.branding = *st.Branding
@@ -253,7 +258,7 @@ func (d *Dispatcher) claim(ctx context.Context, tx SendTx, job DispatchJob, s *s
 // or another process's call of it may still be recorded.
 func (d *Dispatcher) reserve(ctx context.Context, tx SendTx, s *send, plan *sendPlan, now time.Time) error {
 	m := s.message
-	prev, held, queued, optedOut, err := tx.LockSend(ctx, m.TenantID, m.ID, OptionalEvent(m.TriggerEvent))
+	prev, held, queued, optedOut, err := tx.LockSend(ctx, m.TenantID, m.ID, s.def.Optional())
 	if err != nil {
 		return err
 	}
@@ -323,7 +328,7 @@ func (d *Dispatcher) reconcile(ctx context.Context, tx SendTx, s *send, plan *se
 		plan.wait = until.Sub(now)
 		return true, nil
 	}
-	if !urgent(m) {
+	if !urgent(s) {
 		plan.unconfirmed = prev
 		return true, nil
 	}
@@ -369,17 +374,24 @@ func (d *Dispatcher) confirmWindow(ctx context.Context, tx SendTx, s *send) (tim
 	switch {
 	case err != nil || set:
 		return window, err
-	case urgent(s.message):
+	case urgent(s):
 		return DefaultUrgentConfirmWindow, nil
 	}
 	return DefaultConfirmWindow, nil
 }
 
-// urgent reports whether the message's event is urgent in the registry: an
-// urgent message whose send is unconfirmed is sent again.
-func urgent(m *Message) bool {
-	e, ok := LookupEvent(m.TriggerEvent)
-	return ok && e.Urgent
+// urgent reports whether the message's event is urgent in its tenant's
+// registry: an urgent message whose send is unconfirmed is sent again.
+func urgent(s *send) bool { return s.def != nil && s.def.Urgent }
+
+// messageDef is the registry entry of the message's event, nil for a
+// message of no event in it (a console test, a STOP confirmation).
+func messageDef(ctx context.Context, tx EventReader, m *Message) (*EventDef, error) {
+	def, err := LookupEvent(ctx, tx, m.TenantID, m.TriggerEvent)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil, nil
+	}
+	return def, err
 }
 
 // idempotent reports whether the provider's far end recognises a message

@@ -67,6 +67,7 @@ var txInterfaces = map[string]reflect.Type{
 	"app.IntakeTx":              reflect.TypeFor[app.IntakeTx](),
 	"app.LimitAdminTx":          reflect.TypeFor[app.LimitAdminTx](),
 	"app.PriceTx":               reflect.TypeFor[app.PriceTx](),
+	"app.RegistryTx":            reflect.TypeFor[app.RegistryTx](),
 	"app.LimitTx":               reflect.TypeFor[app.LimitTx](),
 	"app.SMSLimitTx":            reflect.TypeFor[app.SMSLimitTx](),
 	"app.SMSLogTx":              reflect.TypeFor[app.SMSLogTx](),

@@ -217,6 +217,8 @@ type TemplateInput struct {
 
 // TemplateTx lists the statements Templates runs.
 type TemplateTx interface {
+	// EventReader resolves the tenant's events (LookupEvent).
+	EventReader
 	Tx
 	LockTemplate(ctx context.Context, tenantID, id uuid.UUID) (*Template, error)
 	UpdateTemplate(ctx context.Context, t *Template) error
@@ -229,6 +231,8 @@ type TemplateTx interface {
 type Templates struct {
 	Store Store[TemplateTx]
 	Now   Clock
+	// Registry resolves the event of a new template.
+	Registry *Registry
 }
 
 // ValidateTemplate checks a template's content for its channel and returns
@@ -301,9 +305,11 @@ func (s *Templates) SaveChecked(ctx context.Context, actor Actor, tenantID, temp
 				return err
 			}
 		}
-		event, ok := LookupEvent(t.TriggerEvent)
-		if !ok {
+		event, err := LookupEvent(ctx, tx, tenantID, t.TriggerEvent)
+		if ErrorCode(err) == ENOTFOUND {
 			return Errorf(EINVALID, "Template %s is for unknown event %s.", t.ID, t.TriggerEvent)
+		} else if err != nil {
+			return err
 		}
 		if warnings, err = ValidateTemplate(event, t.Channel, in); err != nil {
 			return err

@@ -39,7 +39,7 @@ var defaultsWithMeta = sync.OnceValue(func() []DefaultTemplate {
 		if d.Channel != WhatsApp {
 			continue
 		}
-		if event, ok := LookupEvent(d.Event); ok {
+		if event, ok := BuiltInEvent(d.Event); ok {
 			d.WhatsApp, _ = DeriveMetaTemplate(event, d.Locale, d.Body)
 		}
 	}

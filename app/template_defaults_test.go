@@ -165,7 +165,7 @@ func TestDefaultTemplates(t *testing.T) {
 			count[keyOf(d)]++
 		}
 		for k, n := range count {
-			e, ok := app.LookupEvent(k.event)
+			e, ok := app.BuiltInEvent(k.event)
 			require.True(t, ok, "%s: unknown event", k)
 			require.Contains(t, e.TemplateChannels(), k.channel, "%s: the event has no templates on this channel", k)
 			require.Contains(t, app.DefaultLocales, k.locale, "%s: not a default locale", k)
@@ -190,7 +190,7 @@ func TestDefaultTemplates(t *testing.T) {
 		t.Parallel()
 
 		for _, d := range defaults {
-			e, ok := app.LookupEvent(d.Event)
+			e, ok := app.BuiltInEvent(d.Event)
 			require.True(t, ok, "%s: unknown event", keyOf(d))
 			for _, text := range []string{d.Subject, d.Body} {
 				for _, m := range placeholderRE.FindAllStringSubmatch(text, -1) {
@@ -273,7 +273,7 @@ func TestDefaultTemplates(t *testing.T) {
 				}
 				// An SMS stands in for WhatsApp, so it must carry the link
 				// the passenger is meant to follow.
-				e, ok := app.LookupEvent(d.Event)
+				e, ok := app.BuiltInEvent(d.Event)
 				require.True(t, ok, "%s: unknown event", k)
 				for _, v := range e.Variables {
 					if strings.HasSuffix(v, "_url") || strings.HasSuffix(v, "_link") {
@@ -295,7 +295,7 @@ func TestDefaultTemplates(t *testing.T) {
 				continue
 			}
 			require.Equal(t, app.BodyMarkdown, d.Format, "%s", keyOf(d))
-			event, ok := app.LookupEvent(d.Event)
+			event, ok := app.BuiltInEvent(d.Event)
 			require.True(t, ok)
 			vars := app.TemplateVars(event.Sample, app.SampleRecipient)
 			for _, v := range event.Variables {

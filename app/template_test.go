@@ -119,7 +119,7 @@ func TestValidateBlocks(t *testing.T) {
 	}
 	require.NoError(t, app.ValidateBlocks("body", "{{#if a}}{{#if b}}x{{else}}y{{/if}}{{/if}} {{name}}"))
 
-	def, ok := app.LookupEvent("BOOKING_CONFIRMED")
+	def, ok := app.BuiltInEvent("BOOKING_CONFIRMED")
 	require.True(t, ok)
 	_, err := app.ValidateTemplate(def, app.SMS, app.TemplateInput{Body: "Hi {{#if passenger_name}}{{passenger_name}}"})
 	require.Equal(t, "body", app.ErrorField(err), "saving a template checks its blocks")

@@ -172,7 +172,8 @@ var errChecked = errors.New("upload checked")
 // same upload, whose events (upload:<id>:<row>) are sent once.
 func (s *Uploads) Create(ctx context.Context, tenantID uuid.UUID, actor UploadActor, in UploadInput, r io.Reader) (*UploadResult, error) {
 	now := s.Now()
-	u, def, err := s.newUpload(tenantID, actor, in, now)
+	events := s.Intake.Registry.For(ctx, tenantID).Memo()
+	u, def, err := s.newUpload(tenantID, actor, in, now, events)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +188,7 @@ func (s *Uploads) Create(ctx context.Context, tenantID uuid.UUID, actor UploadAc
 	u.ID = uploadID(u, cols, f.sum)
 	u.TotalRows = len(f.rows)
 	u.Mapping, _ = json.Marshal(columnMapping(f.header, cols))
-	rows, reqs, p := buildUploadRows(u, f, cols, now)
+	rows, reqs, p := buildUploadRows(u, f, cols, now, events)
 	if len(p) > 0 {
 		return nil, capProblems(p)
 	}
@@ -213,8 +214,11 @@ func (s *Uploads) Create(ctx context.Context, tenantID uuid.UUID, actor UploadAc
 }
 
 // newUpload checks an upload's settings and returns it without rows.
-func (s *Uploads) newUpload(tenantID uuid.UUID, actor UploadActor, in UploadInput, now time.Time) (*Upload, *EventDef, error) {
-	def, ok := LookupEvent(strings.TrimSpace(in.TriggerEvent))
+func (s *Uploads) newUpload(tenantID uuid.UUID, actor UploadActor, in UploadInput, now time.Time, events EventLookup) (*Upload, *EventDef, error) {
+	def, ok, err := events(strings.TrimSpace(in.TriggerEvent))
+	if err != nil {
+		return nil, nil, err
+	}
 	if !ok {
 		return nil, nil, Invalid("unknown_event", "trigger_event", "trigger_event %q is not a known event; GET /api/v1/events lists them.", in.TriggerEvent)
 	}
@@ -291,14 +295,14 @@ func capProblems(p problems) error {
 // buildUploadRows turns each row into the notification request it stands
 // for and validates it with intake's validation, naming each problem by
 // row and column target.
-func buildUploadRows(u *Upload, f *uploadFile, cols []string, now time.Time) ([]*UploadRow, []*NotificationRequest, problems) {
+func buildUploadRows(u *Upload, f *uploadFile, cols []string, now time.Time, events EventLookup) ([]*UploadRow, []*NotificationRequest, problems) {
 	var p problems
 	rows := make([]*UploadRow, 0, len(f.rows))
 	reqs := make([]*NotificationRequest, 0, len(f.rows))
 	for i, rec := range f.rows {
 		n := i + 1
 		body, _ := json.Marshal(rowRequest(u, n, rec, cols))
-		req, err := ParseNotificationRequest(body, now)
+		req, err := ParseNotificationRequest(body, now, events)
 		if err != nil {
 			for _, d := range rowProblems(n, err) {
 				p.add(d)

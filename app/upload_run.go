@@ -139,8 +139,9 @@ func (s *Uploads) RunBatch(ctx context.Context, tenantID, id uuid.UUID, from int
 			return err
 		}
 		key := uploadKey(u, nil)
+		events := s.Intake.Registry.For(ctx, tenantID).Memo()
 		for _, r := range rows {
-			if err := s.runRow(ctx, tx, key, u, r); err != nil {
+			if err := s.runRow(ctx, tx, key, u, r, events); err != nil {
 				return err
 			}
 		}
@@ -162,10 +163,10 @@ func (s *Uploads) RunBatch(ctx context.Context, tenantID, id uuid.UUID, from int
 }
 
 // runRow submits one row in a savepoint and records its outcome on it.
-func (s *Uploads) runRow(ctx context.Context, tx UploadTx, key *APIKey, u *Upload, r *UploadRow) error {
+func (s *Uploads) runRow(ctx context.Context, tx UploadTx, key *APIKey, u *Upload, r *UploadRow, events EventLookup) error {
 	var res *SubmitResult
 	fnErr, err := tx.Savepoint(ctx, func() (err error) {
-		res, err = s.Intake.submitIn(ctx, tx, key, r.Request)
+		res, err = s.Intake.submitIn(ctx, tx, key, r.Request, events)
 		return err
 	})
 	switch {

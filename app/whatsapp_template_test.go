@@ -28,7 +28,7 @@ func TestDefaultTemplates_MetaTemplates(t *testing.T) {
 		key := d.Event + "/" + d.Locale
 		s := d.WhatsApp
 		require.NotNil(t, s, "%s carries a Meta template", key)
-		event, ok := app.LookupEvent(d.Event)
+		event, ok := app.BuiltInEvent(d.Event)
 		require.True(t, ok)
 
 		require.Equal(t, "herald_"+strings.ToLower(d.Event), s.Name, key)

@@ -26,6 +26,8 @@ var constraintErrors = map[string]*app.Error{
 	"user_security_keys_credential_id_key": {Code: app.ECONFLICT, Message: "This security key is registered already."},
 	// Two saves of one template both writing the version they replace.
 	"template_versions_pkey": {Code: app.ECONFLICT, Message: templateChanged},
+	// Two changes of one tenant event both writing the next version.
+	"tenant_events_pkey": {Code: app.ECONFLICT, Reason: "event_changed", Message: "This event was changed by someone else at the same time; reload it and apply your change again."},
 }
 
 const templateChanged = "This template was changed by someone else at the same time. Copy your changes, reload the page and apply them again."

@@ -45,6 +45,8 @@ var runtimePrivileges = map[string]string{
 	// personal data they hold may not outlive either).
 	"message_events":  privPrune,
 	"contact_changes": privPrune,
+	// A tenant's event definitions: each change is a new version.
+	"tenant_events": privAppend,
 	// The migrations' own records: read to tell a server that the schema
 	// is behind.
 	"herald_migrations": privRead,

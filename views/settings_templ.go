@@ -924,7 +924,7 @@ func windowText(seconds int) string {
 // urgent one: urgent events wait less by default and are sent again when
 // unconfirmed.
 func windowEvent(event string) string {
-	if e, ok := app.LookupEvent(event); ok && e.Urgent {
+	if e, ok := app.BuiltInEvent(event); ok && e.Urgent {
 		return event + " (urgent)"
 	}
 	return deadlineEvent(event)

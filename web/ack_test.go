@@ -38,7 +38,7 @@ func buttonHook(kind, replyID, contextID, from, phoneNumberID string, at time.Ti
 // ackDepartureChanged is a DEPARTURE_CHANGED (a safety event: it asks for
 // acknowledgement) for Anna on WhatsApp.
 func ackDepartureChanged(eventID string) map[string]any {
-	def, _ := app.LookupEvent("DEPARTURE_CHANGED")
+	def, _ := app.BuiltInEvent("DEPARTURE_CHANGED")
 	return map[string]any{"event_id": eventID, "trigger_event": "DEPARTURE_CHANGED", "context": def.Sample, "channels": []string{"WHATSAPP"},
 		"recipients":           []map[string]any{{"name": "Anna", "phone": "+4915123456789", "locale": "de-DE"}},
 		"conversation_context": map[string]any{"type": "booking", "id": "BK-ACK"}}
@@ -233,7 +233,7 @@ func TestAcknowledgements_Callback(t *testing.T) {
 	b := setupCallbacks(t, callbackSetup{})
 	rc := newReceiver(t, nil)
 	endpointID, secret := b.createEndpoint(b.Key, rc.URL+"/herald", app.CallbackMessageAcknowledged)
-	def, _ := app.LookupEvent("DEPARTURE_CHANGED")
+	def, _ := app.BuiltInEvent("DEPARTURE_CHANGED")
 	id := b.Submit(map[string]any{"event_id": "ack-cb", "trigger_event": "DEPARTURE_CHANGED", "context": def.Sample, "channels": []string{"EMAIL"},
 		"recipients": []map[string]any{{"name": "Anna", "email": "anna@example.com", "locale": "en"}}})
 	m := webtest.OnlyMessage(t, b.WaitMessages(id, "read", webtest.AllStatus(app.MessageRead)))
@@ -295,7 +295,7 @@ func TestAcknowledgements_EmailLinkThroughSES(t *testing.T) {
 	p := webtest.New(t, webtest.Options{Providers: provider.Set{"ses": &ses.Provider{Endpoint: rec.URL}},
 		Config: func(cfg *app.Config) { cfg.ClientIPHeader = "X-Client-IP" }})
 	useProvider(t, p, app.Email, "ses")
-	def, _ := app.LookupEvent("DEPARTURE_CHANGED")
+	def, _ := app.BuiltInEvent("DEPARTURE_CHANGED")
 	m := webtest.OnlyMessage(t, p.WaitMessages(p.Submit(map[string]any{"event_id": "ack-ses", "trigger_event": "DEPARTURE_CHANGED",
 		"context": def.Sample, "channels": []string{"EMAIL"},
 		"recipients": []map[string]any{{"name": "Anna", "email": "anna@example.com", "locale": "de-DE"}}}),

@@ -340,7 +340,7 @@ func TestAlerts_Digest(t *testing.T) {
 	})
 
 	// A departure change asks its passengers to confirm; Ben has not.
-	def, _ := app.LookupEvent("DEPARTURE_CHANGED")
+	def, _ := app.BuiltInEvent("DEPARTURE_CHANGED")
 	change := map[string]any{}
 	for k, v := range def.Sample {
 		change[k] = v

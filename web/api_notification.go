@@ -138,28 +138,3 @@ func (s *Server) decide(c *fiber.Ctx, approve bool) error {
 	}
 	return c.JSON(e)
 }
-
-// eventJSON is the registry entry as the API shows it.
-type eventJSON struct {
-	Name             string        `json:"trigger_event"`
-	Description      string        `json:"description"`
-	Channels         []app.Channel `json:"channels"`
-	FallbackChain    []app.Channel `json:"fallback_chain,omitempty"`
-	Variables        []string      `json:"variables"`
-	RequiresApproval bool          `json:"requires_approval"`
-	OncePerEntity    bool          `json:"once_per_entity"`
-	// Category is transactional (always sent) or optional (opt-outs honoured).
-	Category      app.EventCategory `json:"category"`
-	SampleContext map[string]any    `json:"sample_context"`
-}
-
-// handleAPIEvents lists the trigger-event registry.
-func (s *Server) handleAPIEvents(c *fiber.Ctx) error {
-	events := app.Events()
-	out := make([]eventJSON, len(events))
-	for i, e := range events {
-		out[i] = eventJSON{Name: e.Name, Description: e.Description, Channels: e.Channels, FallbackChain: e.Fallback, Variables: e.Variables,
-			RequiresApproval: e.RequiresApproval, OncePerEntity: e.OncePerEntity, Category: e.Category, SampleContext: e.Sample}
-	}
-	return c.JSON(fiber.Map{"events": out})
-}

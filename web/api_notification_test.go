@@ -310,15 +310,15 @@ func TestAPINotification_InvalidText(t *testing.T) {
 	}{
 		"ContextValue": {func(id string) string {
 			return `{"event_id": "` + id + `", "trigger_event": "BOOKING_CONFIRMED", "recipients": [{"name": "Anna", "email": "anna@example.com"}],
-				"context": {"passenger_name": "Anna", "tour_name": "Garda\u0000see", "departure_date": "2027-04-12", "booking_reference": "BK-N", "deposit_amount": "1"}}`
+				"context": {"passenger_name": "Anna", "tour_name": "Garda\u0000see", "departure_date": "2027-04-12", "booking_reference": "BK-N", "deposit_amount": "1.00 EUR"}}`
 		}, "context.tour_name"},
 		"RecipientName": {func(id string) string {
 			return `{"event_id": "` + id + `", "trigger_event": "BOOKING_CONFIRMED", "recipients": [{"name": "An\u0000na", "email": "anna@example.com"}],
-				"context": {"passenger_name": "Anna", "tour_name": "Gardasee", "departure_date": "2027-04-12", "booking_reference": "BK-N", "deposit_amount": "1"}}`
+				"context": {"passenger_name": "Anna", "tour_name": "Gardasee", "departure_date": "2027-04-12", "booking_reference": "BK-N", "deposit_amount": "1.00 EUR"}}`
 		}, "recipients[0].name"},
 		"NestedContextKey": {func(id string) string {
 			return `{"event_id": "` + id + `", "trigger_event": "BOOKING_CONFIRMED", "recipients": [{"name": "Anna", "email": "anna@example.com"}],
-				"context": {"passenger_name": "Anna", "tour_name": "Gardasee", "departure_date": "2027-04-12", "booking_reference": "BK-N", "deposit_amount": "1",
+				"context": {"passenger_name": "Anna", "tour_name": "Gardasee", "departure_date": "2027-04-12", "booking_reference": "BK-N", "deposit_amount": "1.00 EUR",
 				"extra": [{"k\u0000ey": 1}]}}`
 		}, `context.extra[0].k\u0000ey`},
 		"RawByte": {func(id string) string {
@@ -361,7 +361,7 @@ func TestAPINotification_InvalidText(t *testing.T) {
 // incidentBroadcast is a valid INCIDENT_BROADCAST request, which waits for
 // approval.
 func incidentBroadcast(eventID string) map[string]any {
-	def, ok := app.LookupEvent("INCIDENT_BROADCAST")
+	def, ok := app.BuiltInEvent("INCIDENT_BROADCAST")
 	if !ok {
 		panic("INCIDENT_BROADCAST is not in the registry")
 	}
@@ -405,7 +405,7 @@ func TestAPINotification_MethodsAndSendAt(t *testing.T) {
 			{http.MethodGet, "/api/v1/notifications/" + uuid.NewString() + "/approve", "POST"},
 			{http.MethodDelete, "/api/v1/delivery-deadlines", "GET, HEAD, PUT"},
 			{http.MethodPost, "/api/v1/confirmation-windows", "GET, HEAD, PUT"},
-			{http.MethodPost, "/api/v1/events", "GET, HEAD"},
+			{http.MethodPatch, "/api/v1/events", "GET, HEAD, POST"},
 		} {
 			var res apiErrorBody
 			req := httptest.NewRequest(tc.method, tc.path, nil)

@@ -55,10 +55,13 @@ func templateFieldNames(field string) string {
 // templateFilterOfAPI reads the template list's filters. Unlike the
 // console's, which drops what it does not know, the API refuses a filter it
 // cannot apply: a typo must not silently list everything.
-func templateFilterOfAPI(c *fiber.Ctx) (console.TemplateFilter, error) {
+func (s *Server) templateFilterOfAPI(c *fiber.Ctx) (console.TemplateFilter, error) {
 	var f console.TemplateFilter
 	if v := strings.TrimSpace(c.Query("trigger_event")); v != "" {
-		def, ok := app.LookupEvent(v)
+		def, ok, err := s.Events.Known(c.UserContext(), apiKeyOf(c).TenantID, v)
+		if err != nil {
+			return f, err
+		}
 		if !ok {
 			return f, app.Invalid("unknown_event", "trigger_event", "trigger_event %q is not a known event; GET /api/v1/events lists them.", v)
 		}
@@ -92,7 +95,7 @@ func templateFilterOfAPI(c *fiber.Ctx) (console.TemplateFilter, error) {
 // handleAPITemplateList lists the tenant's templates, most recently updated
 // first: ?trigger_event=, ?channel=, ?locale=, ?active=, ?limit=, ?offset=.
 func (s *Server) handleAPITemplateList(c *fiber.Ctx) error {
-	f, err := templateFilterOfAPI(c)
+	f, err := s.templateFilterOfAPI(c)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func (s *Server) curlExample() string {
 	}
 	trigger := "BOOKING_CONFIRMED"
 	sample := map[string]any{}
-	if def, ok := app.LookupEvent(trigger); ok {
+	if def, ok := app.BuiltInEvent(trigger); ok {
 		sample = def.Sample
 	}
 	body, _ := json.MarshalIndent(map[string]any{

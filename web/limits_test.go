@@ -378,7 +378,7 @@ func TestIntakeLimits_AudienceSMSDestinations(t *testing.T) {
 
 	body := map[string]any{"event_id": "dest-allclear", "trigger_event": "INCIDENT_ALLCLEAR", "channels": []string{"SMS"},
 		"audience": map[string]any{"trip_id": trip}}
-	def, _ := app.LookupEvent("INCIDENT_ALLCLEAR")
+	def, _ := app.BuiltInEvent("INCIDENT_ALLCLEAR")
 	body["context"] = def.Sample
 	id := h.Submit(body)
 	ms := h.WaitMessages(id, "an SMS per passenger", func(ms []*app.Message) bool { return len(ms) == len(passengers) })

@@ -32,6 +32,9 @@ type Server struct {
 
 	// The API and provider webhooks.
 	Intake *app.Intake
+	// Events is every tenant's event registry: the built-in events and
+	// the tenant's own.
+	Events *app.Registry
 	// Uploads stores passenger lists and starts them; UploadReader shows
 	// their progress, preview and error file.
 	Uploads      *app.Uploads

@@ -26,7 +26,7 @@ type supersedeAnswer struct {
 // bookingEvent is a request about a booking, for one passenger; trip, when
 // set, names the booking's trip in context.trip_id.
 func bookingEvent(eventID, trigger, booking, trip string, sendAt *time.Time) map[string]any {
-	def, _ := app.LookupEvent(trigger)
+	def, _ := app.BuiltInEvent(trigger)
 	ctx := map[string]any{}
 	for k, v := range def.Sample {
 		ctx[k] = v

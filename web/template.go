@@ -18,10 +18,10 @@ import (
 // templateFilterOf reads the template list's filters from the query string.
 // Values the list does not know are dropped rather than refused: a filter
 // link from an old bookmark still opens the list.
-func templateFilterOf(c *fiber.Ctx) (views.TemplateFilter, console.TemplateFilter) {
+func (s *Server) templateFilterOf(c *fiber.Ctx) (views.TemplateFilter, console.TemplateFilter) {
 	var v views.TemplateFilter
 	var f console.TemplateFilter
-	if def, ok := app.LookupEvent(strings.TrimSpace(c.Query("event"))); ok {
+	if def, ok, _ := s.Events.Known(c.UserContext(), tenantOf(c).ID, strings.TrimSpace(c.Query("event"))); ok {
 		v.Event, f.Event = def.Name, def.Name
 	}
 	if ch, ok := app.ParseChannel(strings.TrimSpace(c.Query("channel"))); ok {
@@ -44,7 +44,7 @@ func templateFilterOf(c *fiber.Ctx) (views.TemplateFilter, console.TemplateFilte
 // handleTemplateList lists the tenant's templates, filtered, by event, channel and locale.
 func (s *Server) handleTemplateList(c *fiber.Ctx) error {
 	ctx, u, t := c.UserContext(), userOf(c), tenantOf(c)
-	vf, f := templateFilterOf(c)
+	vf, f := s.templateFilterOf(c)
 	page, req := pageOf(c)
 	rows, more, err := s.Templates.List(ctx, u, t.ID, f, req)
 	if err != nil {
@@ -63,7 +63,7 @@ func (s *Server) handleTemplateList(c *fiber.Ctx) error {
 		return err
 	}
 	return s.render(c, views.TemplatesPage(s.page(c, "Templates"), views.TemplateList{
-		Rows: rows, Filter: vf, Events: app.Events(), Locales: locales,
+		Rows: rows, Filter: vf, Events: s.tenantEvents(c), Locales: locales,
 		Pager: pagerOf(c, page, len(rows), more), Base: tenantPath(c, "/templates"), Stats: stats,
 	}))
 }
@@ -102,12 +102,23 @@ func parameterList(s string) []string {
 	return out
 }
 
+// tenantEvents is the request's tenant's registry, built-in events and
+// its own; the built-in ones alone when the tenant's cannot be read, so a
+// page still opens.
+func (s *Server) tenantEvents(c *fiber.Ctx) []app.EventDef {
+	evs, err := s.Events.Events(c.UserContext(), tenantOf(c).ID)
+	if err != nil {
+		return app.Events()
+	}
+	return evs
+}
+
 // editorOf fills the editor page from a template (nil for a new one) and
 // the content typed.
 func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale string, in app.TemplateInput, errs views.FormErrors) views.TemplateEditor {
 	allowEmailPreview(c)
 	e := views.TemplateEditor{
-		Template: t, Base: tenantPath(c, "/templates"), Events: app.Events(),
+		Template: t, Base: tenantPath(c, "/templates"), Events: s.tenantEvents(c),
 		Event: event, Channel: channel, Locale: locale, Subject: in.Subject, Body: in.Body, BodyFormat: in.BodyFormat, Errors: errs,
 		Locales: s.localeChoices(c),
 	}
@@ -122,8 +133,8 @@ func (s *Server) editorOf(c *fiber.Ctx, t *app.Template, event, channel, locale 
 	if spec := in.WhatsAppTemplate; spec != nil {
 		e.WAName, e.WALanguage, e.WAParameters, e.WAHeader = spec.Name, spec.Language, strings.Join(spec.Parameters, ", "), spec.Header
 	}
-	e.Channels = console.TemplateChannelsOf(e.Event)
-	if def, ok := app.LookupEvent(e.Event); ok {
+	e.Channels = s.Templates.TemplateChannelsOf(c.UserContext(), tenantOf(c).ID, e.Event)
+	if def, ok, _ := s.Events.Known(c.UserContext(), tenantOf(c).ID, e.Event); ok {
 		e.Variables = console.TemplateVariables(def)
 	}
 	e.Preview = s.previewOf(c, e.Event, e.Channel, in, nil)
@@ -153,7 +164,7 @@ func (s *Server) localeChoices(c *fiber.Ctx) []string {
 
 // previewOf renders the preview pane's content.
 func (s *Server) previewOf(c *fiber.Ctx, event, channel string, in app.TemplateInput, samples map[string]string) *views.TemplatePreviewView {
-	def, ok := app.LookupEvent(event)
+	def, ok, _ := s.Events.Known(c.UserContext(), tenantOf(c).ID, event)
 	if !ok {
 		return &views.TemplatePreviewView{Hint: "Choose an event to see a preview."}
 	}
@@ -184,7 +195,7 @@ func (s *Server) previewOf(c *fiber.Ctx, event, channel string, in app.TemplateI
 // through this page).
 func (s *Server) handleTemplateNew(c *fiber.Ctx) error {
 	event, channel, locale := c.Query("event"), c.Query("channel"), c.Query("locale")
-	if _, ok := app.LookupEvent(event); !ok {
+	if _, ok, _ := s.Events.Known(c.UserContext(), tenantOf(c).ID, event); !ok {
 		event = ""
 	}
 	if c.Get("HX-Request") != "" {

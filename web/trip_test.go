@@ -39,7 +39,7 @@ func bookTrip(t *testing.T, h *webtest.Herald, trip string, ps []tripPassenger) 
 
 // tripIncident is an INCIDENT_BROADCAST to a trip's audience.
 func tripIncident(eventID, trip string) map[string]any {
-	def, _ := app.LookupEvent("INCIDENT_BROADCAST")
+	def, _ := app.BuiltInEvent("INCIDENT_BROADCAST")
 	return map[string]any{"event_id": eventID, "trigger_event": "INCIDENT_BROADCAST", "context": def.Sample,
 		"audience": map[string]any{"trip_id": trip}}
 }
@@ -222,7 +222,7 @@ func TestTripAudience_Idempotency(t *testing.T) {
 	bookTrip(t, h, "T-IDEM-2", []tripPassenger{{booking: "BK-IDEM-2", name: "Bo", phone: "+4915123420014", locale: "en"}})
 	body := tripIncident("idem-incident", "T-IDEM")
 	body["trigger_event"] = "INCIDENT_ALLCLEAR"
-	def, _ := app.LookupEvent("INCIDENT_ALLCLEAR")
+	def, _ := app.BuiltInEvent("INCIDENT_ALLCLEAR")
 	body["context"] = def.Sample
 	first := submitAnswer(t, h, h.Key, body)
 	h.WaitMessages(first.ID, "routed", func(ms []*app.Message) bool { return len(ms) > 0 })

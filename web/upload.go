@@ -95,7 +95,7 @@ func (s *Server) handleUploadShow(c *fiber.Ctx) error {
 		if props.Preview, err = s.UploadReader.Preview(c.UserContext(), t.ID, id, uploadPreviewN); err != nil {
 			return err
 		}
-		if def, ok := app.LookupEvent(p.TriggerEvent); ok {
+		if def, ok, _ := s.Events.Known(c.UserContext(), t.ID, p.TriggerEvent); ok {
 			props.Variables = slices.Clone(def.Variables)
 		}
 		rows := props.Preview[:min(len(props.Preview), uploadRenderedN)]

@@ -401,7 +401,7 @@ func TestUpload_Console(t *testing.T) {
 	t.Run("ProblemsAreListed", func(t *testing.T) {
 		s.page("/t/acme/uploads")
 		lines := strings.Split(confirmedRows(3), "\n")
-		lines[2] = "Bad;+49 1;x@example.com;Gardasee;2027-04-12;B-2;1"
+		lines[2] = "Bad;+49 1;x@example.com;Gardasee;2027-04-12;B-2;1,00 €"
 		resp := post(s.csrf, strings.Join(lines, "\n"))
 		require.Equal(t, 422, resp.StatusCode)
 		body, _ := io.ReadAll(resp.Body)

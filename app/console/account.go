@@ -358,7 +358,9 @@ type AccountDetail struct {
 type Accounts struct {
 	*app.Accounts
 	Store app.Store[AccountTx]
-	Queue app.Queue
+	// Registry resolves a template test's event.
+	Registry *app.Registry
+	Queue    app.Queue
 	// CheckWebhookURLFunc applies the WEBHOOK adapter's destination rules to
 	// a URL without sending anything; nil accepts https URLs only.
 	CheckWebhookURLFunc func(raw string) error

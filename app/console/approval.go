@@ -281,7 +281,7 @@ type plannedEvent struct {
 // idempotency keys are checked.
 func (s *Schedules) plan(ctx context.Context, tx *previewTx, p *ApprovalPreview, pe *plannedEvent) error {
 	e := &p.Event.Event
-	def, err := e.Def()
+	def, err := e.Def(ctx, tx)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 // MessageTx holds the console's reads of messages, events and
 // replies: the booking panel and the messages explorer.
 type MessageTx interface {
+	app.EventReader
 	app.PlanTx
 	app.InsertTx
 	InsertAudit(ctx context.Context, e *app.AuditEntry) error
@@ -113,7 +114,7 @@ func ParseMessageFilter(in MessageFilterInput, loc *time.Location) (f MessageFil
 		}
 	}
 	if s := strings.ToUpper(strings.TrimSpace(in.Event)); s != "" {
-		if _, ok := app.LookupEvent(s); ok {
+		if _, ok := app.BuiltInEvent(s); ok {
 			f.Trigger = s
 		} else {
 			errs["event"] = "Unknown event \"" + in.Event + "\". Showing every event."

@@ -241,7 +241,7 @@ func (s *MessageConsole) planAgain(ctx context.Context, tx MessageTx, tenantID u
 	if err != nil {
 		return nil, "", err
 	}
-	def, err := e.Def()
+	def, err := e.Def(ctx, tx)
 	if err != nil {
 		return nil, "", err
 	}

@@ -32,6 +32,7 @@ type ScheduleFilter struct {
 // ScheduleTx reads what the scheduled-notifications and approvals pages
 // show. Changes go through Intake, as they do for the API.
 type ScheduleTx interface {
+	app.EventReader
 	app.PlanTx
 	// The price table prices the estimate of an approval.
 	app.PriceReader
@@ -92,7 +93,7 @@ func (s *Schedules) Upcoming(ctx context.Context, u app.Principal, tenantID uuid
 	f.TriggerEvent = strings.TrimSpace(f.TriggerEvent)
 	f.EntityID = strings.TrimSpace(f.EntityID)
 	if f.TriggerEvent != "" {
-		if _, ok := app.LookupEvent(f.TriggerEvent); !ok {
+		if _, ok := app.BuiltInEvent(f.TriggerEvent); !ok {
 			return nil, false, app.FieldErrorf("event", "%q is not a known event; choose one from the list.", f.TriggerEvent)
 		}
 	}

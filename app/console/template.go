@@ -136,10 +136,11 @@ func validateMetaSpec(s *app.WhatsAppTemplateSpec) error {
 	return nil
 }
 
-// TemplateChannelsOf returns the channels a template of the event may be
-// written for: the event's channels plus SMS where WhatsApp is one.
-func TemplateChannelsOf(event string) []app.Channel {
-	def, ok := app.LookupEvent(event)
+// TemplateChannelsOf returns the channels a template of the tenant's
+// event may be written for: the event's channels plus SMS where WhatsApp
+// is one.
+func (s *Templates) TemplateChannelsOf(ctx context.Context, tenantID uuid.UUID, event string) []app.Channel {
+	def, ok, _ := s.Registry.Known(ctx, tenantID, event)
 	if !ok {
 		return nil
 	}
@@ -193,7 +194,10 @@ func (s *Templates) Create(ctx context.Context, u app.Principal, tenantID uuid.U
 	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, nil, err
 	}
-	def, ok := app.LookupEvent(strings.TrimSpace(in.Event))
+	def, ok, err := s.Registry.Known(ctx, tenantID, strings.TrimSpace(in.Event))
+	if err != nil {
+		return nil, nil, err
+	}
 	if !ok {
 		if strings.TrimSpace(in.Event) == "" {
 			return nil, nil, app.FieldErrorf("event", "Choose the event this template is for.")
@@ -437,7 +441,7 @@ func (s *Templates) Restore(ctx context.Context, u app.Principal, tenantID, id u
 		if err := checkBaseVersion(t, baseVersion); err != nil {
 			return err
 		}
-		if def, ok := app.LookupEvent(t.TriggerEvent); ok {
+		if def, ok, _ := app.BuiltIn(t.TriggerEvent); ok {
 			if err := app.CheckSMSTemplate(ctx, tx, tenantID, def, t.Channel, t.Locale, old.Body); err != nil {
 				return err
 			}

@@ -86,7 +86,7 @@ func (s *Accounts) SendTemplateTest(ctx context.Context, u app.Principal, tenant
 	if err := app.RequirePermission(u, app.PermTemplates); err != nil {
 		return nil, err
 	}
-	def, ch, locale, err := templateKey(in)
+	def, ch, locale, err := s.templateKey(ctx, tenantID, in)
 	if err != nil {
 		return nil, err
 	}
@@ -128,11 +128,14 @@ func (s *Accounts) SendTemplateTest(ctx context.Context, u app.Principal, tenant
 }
 
 // templateKey checks the event, channel and locale of a template test.
-func templateKey(in TemplateTestInput) (*app.EventDef, app.Channel, string, error) {
+func (s *Accounts) templateKey(ctx context.Context, tenantID uuid.UUID, in TemplateTestInput) (*app.EventDef, app.Channel, string, error) {
 	if t := in.Template; t != nil {
 		in.Event, in.Channel, in.Locale = t.TriggerEvent, string(t.Channel), t.Locale
 	}
-	def, ok := app.LookupEvent(strings.TrimSpace(in.Event))
+	def, ok, err := s.Registry.Known(ctx, tenantID, strings.TrimSpace(in.Event))
+	if err != nil {
+		return nil, "", "", err
+	}
 	if !ok {
 		return nil, "", "", app.FieldErrorf("event", "Choose the event this template is for.")
 	}

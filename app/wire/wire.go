@@ -55,6 +55,8 @@ type Services struct {
 	Accounts  *app.Accounts
 	Templates *app.Templates
 	Intake    *app.Intake
+	// Events is the event registry: built-in events and tenants' own.
+	Events *app.Registry
 	// Uploads stores passenger lists and turns their rows into events;
 	// UploadReader shows them.
 	Uploads      *app.Uploads
@@ -258,11 +260,12 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 	s.Tenants = &app.Tenants{Store: db.Scope[app.TenantTx](store), Now: now, Provision: provisioner.Provision, QuietHours: cfg.QuietHours}
 	s.Users = &app.Users{Store: db.Scope[app.UserTx](store), Now: now}
 	s.APIKeys = &app.APIKeys{Store: db.Scope[app.APIKeyTx](store), Lookup: store, Now: now, CacheTTL: cfg.APIKeyCacheTTL}
-	s.Templates = &app.Templates{Store: db.Scope[app.TemplateTx](store), Now: now}
-	s.Intake = &app.Intake{Store: db.Scope[app.IntakeTx](store), Queue: queue, Now: now}
+	s.Events = &app.Registry{Store: db.Scope[app.RegistryTx](store), Now: now}
+	s.Templates = &app.Templates{Store: db.Scope[app.TemplateTx](store), Now: now, Registry: s.Events}
+	s.Intake = &app.Intake{Store: db.Scope[app.IntakeTx](store), Registry: s.Events, Queue: queue, Now: now}
 	s.Uploads = &app.Uploads{Store: db.Scope[app.UploadTx](store), Intake: s.Intake, Queue: queue, Quotas: cfg.Quotas, Now: now}
 	s.UploadReader = &app.UploadReader{Store: db.Scope[app.UploadReadTx](store)}
-	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log, Files: fileLinks, Acks: ackLinks}
+	s.Router = &app.Router{Store: db.Scope[app.RouteTx](store), Queue: queue, Now: now, Log: log, Files: fileLinks, Acks: ackLinks, Registry: s.Events}
 	// Private receivers only where the configuration allows them (dev;
 	// refused in prod at start), for the webhook channel and status
 	// callbacks alike: the console's checks and the posts.
@@ -377,7 +380,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 		Promise:    &console.PromiseReader{Store: db.Scope[console.PromiseTx](store), Now: now},
 		Queues:     &console.Queues{Store: db.Scope[console.QueueTx](store), Admin: queue.Admin(), Now: now},
 		Accounts: &console.Accounts{
-			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, TemplateSync: queue, Now: now,
+			Store: db.Scope[console.AccountTx](store), Accounts: s.Accounts, Queue: queue, TemplateSync: queue, Now: now, Registry: s.Events,
 			SMSLogs:             s.SMSLogs,
 			NumberHealths:       s.NumberHealths,
 			CheckWebhookURLFunc: webhookProvider.CheckURL,
@@ -406,7 +409,7 @@ func build(cfg app.Config, log *slog.Logger, d *db.DB, opts Options) (*Services,
 func (s *Services) Web(version string) *web.Server {
 	return &web.Server{
 		Config: s.Config, Log: s.Log, Health: s.Health, Credentials: s.Credentials,
-		Intake: s.Intake, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Inbox: s.Inbox, Preferences: s.Preferences, Acks: s.Acks, Files: s.Files, PublicLimits: s.PublicLimits, Hooks: s.Hooks,
+		Intake: s.Intake, Events: s.Events, Uploads: s.Uploads, UploadReader: s.UploadReader, Messages: s.Messages, Receipts: s.Receipts, Inbound: s.Inbound, Inbox: s.Inbox, Preferences: s.Preferences, Acks: s.Acks, Files: s.Files, PublicLimits: s.PublicLimits, Hooks: s.Hooks,
 		Deadlines: s.Console.Deadlines, ConfirmWindows: s.Console.ConfirmWindows,
 		Brandings: s.Brandings, BrandingConsole: s.Console.Brandings,
 		Alerts: s.Alerts, AlertConsole: &console.Alerts{Alerts: s.Alerts},

@@ -358,7 +358,7 @@ func (b *bench) broadcast(ctx context.Context, key, approver, trip string) (stri
 // puts the booking on that trip.
 func (b *bench) eventBody(trigger, trip string, extra map[string]any) []byte {
 	n := b.seq.Add(1)
-	def, _ := app.LookupEvent(trigger)
+	def, _ := app.BuiltInEvent(trigger)
 	ctxVars := map[string]any{}
 	for k, v := range def.Sample {
 		ctxVars[k] = v
