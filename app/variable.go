@@ -63,7 +63,7 @@ type Variable struct {
 func (v Variable) Format() string {
 	switch v.Type {
 	case VarDate:
-		return "a date, YYYY-MM-DD (such as 2027-04-12)"
+		return "a date, YYYY-MM-DD (such as 2027-04-12), or a date with its time in RFC 3339"
 	case VarTime:
 		return "a time with its offset, RFC 3339 (such as 2027-04-12T07:15:00+02:00)"
 	case VarMoney:
@@ -115,7 +115,12 @@ func (v Variable) CheckValue(field string, val any) *Error {
 func (v Variable) checkString(s string) bool {
 	switch v.Type {
 	case VarDate:
-		_, err := time.Parse(time.DateOnly, s)
+		// A date, or a date with its time (RFC 3339), which templates
+		// show in each recipient's own time zone.
+		if _, err := time.Parse(time.DateOnly, s); err == nil {
+			return true
+		}
+		_, err := time.Parse(time.RFC3339, s)
 		return err == nil
 	case VarTime:
 		_, err := time.Parse(time.RFC3339, s)

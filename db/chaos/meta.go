@@ -209,6 +209,10 @@ func (f *metaFake) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(f.templates)
 	case r.Method == http.MethodPost && len(parts) == 3 && parts[1] == metaPhoneNumberID && parts[2] == "messages":
 		f.send(w, r)
+	case r.Method == http.MethodPost && len(parts) == 3 && parts[1] == metaWABAID && parts[2] == "subscribed_apps":
+		// Activation registers Herald's app on the WABA.
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"success":true}`))
 	default:
 		graphError(w, http.StatusBadRequest, 100, "Unsupported request: "+r.Method+" "+r.URL.Path)
 	}

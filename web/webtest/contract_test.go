@@ -69,7 +69,7 @@ func TestContract_CatchesDrift(t *testing.T) {
 		},
 		"FreeFormMapsHoldAnything": {
 			method: "GET", path: "/api/v1/events", status: 200,
-			answer: `{"events":[{"trigger_event":"X","description":"d","channels":["EMAIL"],"variables":[],"requires_approval":false,"once_per_entity":true,"category":"transactional","sample_context":{"any":{"nested":"keys"}}}]}`,
+			answer: `{"events":[{"trigger_event":"X","description":"d","channels":["EMAIL"],"variables":[],"requires_approval":false,"once_per_entity":true,"category":"transactional","sample_context":{"any":{"nested":"keys"}},"variable_types":[],"urgent":false,"builtin":true}]}`,
 		},
 		"UndocumentedStatus": {
 			method: "GET", path: "/api/v1/tenant", status: 418, answer: `{"error":{"code":"teapot","message":"No."}}`,
